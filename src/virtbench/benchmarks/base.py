@@ -1,0 +1,80 @@
+"""The benchmark plugin interface.
+
+A benchmark is one small module: the Debian packages its tool needs inside the guest image,
+its parameters (a pydantic model, unknown keys rejected), the argv it runs inside an
+instance, and a parser that turns the tool's output into metric values. The runner owns
+timing, repetition, storage and failure handling, so a benchmark never catches errors: a
+parser that cannot find what it needs raises ParseError and the sample is recorded failed.
+"""
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import ParseError
+
+Category = Literal["cpu", "memory", "storage", "network", "application", "lifecycle"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A measured quantity; unit and better direction travel with every value."""
+
+    name: str
+    unit: str
+    higher_is_better: bool
+    category: Category
+    description: str = ""
+
+
+class Params(BaseModel):
+    """Base for benchmark parameters: strict, documented, defaults given."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Benchmark(ABC):
+    """One tool run inside an instance, producing one or more metrics per execution."""
+
+    name: ClassVar[str]
+    tool: ClassVar[str]
+    packages: ClassVar[tuple[str, ...]]
+    """Debian packages that must be in the guest image."""
+    Params: ClassVar[type[Params]]
+    description: ClassVar[str] = ""
+    timeout: ClassVar[float] = 600.0
+    """Upper bound for one execution; the runner also scales by params where needed."""
+
+    def __init__(self, params: Params) -> None:
+        self.params = params
+
+    @abstractmethod
+    def metrics(self) -> list[Metric]:
+        """The metrics one execution yields, for these parameters."""
+
+    @abstractmethod
+    def command(self, workdir: str) -> list[str]:
+        """argv run inside the instance; workdir is a fresh empty scratch directory."""
+
+    @abstractmethod
+    def parse(self, stdout: str, stderr: str = "", source: str = "<output>") -> dict[str, float]:
+        """Metric name -> value. Check the run succeeded first; raise ParseError otherwise."""
+
+    def version_command(self) -> list[str] | None:
+        """argv printing the tool's version inside the instance (recorded as provenance)."""
+        return None
+
+    def execution_timeout(self) -> float:
+        return self.timeout
+
+
+def search(pattern: str, text: str, tool: str, source: str, flags: int = 0) -> re.Match[str]:
+    """re.search that raises a ParseError naming the pattern and the source when nothing matches."""
+    match = re.search(pattern, text, flags)
+    if match is None:
+        raise ParseError(tool, pattern, source)
+    return match

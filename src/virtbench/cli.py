@@ -1,0 +1,255 @@
+"""Command line: builds library objects and prints; no measurement logic lives here."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from . import __version__
+from .errors import InputError, VirtbenchError
+from .platforms.base import Paths
+
+console = Console(stderr=False, highlight=False)
+errconsole = Console(stderr=True, highlight=False)
+db_option = click.option("--db", "db_url", envvar="VIRTBENCH_DB", default=None,
+                         help="SQLAlchemy URL of the results store (default: SQLite under /var/lib/virtbench).")
+
+
+def _store(db_url: str | None):
+    from .store.db import Store
+
+    return Store(db_url)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="virtbench")
+def cli() -> None:
+    """What does virtualization cost me, here, for my workloads?"""
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@db_option
+def doctor(as_json: bool, db_url: str | None) -> None:
+    """Which platforms run here (decided by trying), why not, and the host's facts."""
+    from . import host
+    from .images.build import DEFAULT_CACHE
+    from .registry import PLATFORMS
+    from .runner.session import probe_types
+    from .store.db import default_url
+
+    paths = Paths.from_env()
+    verdicts = probe_types(PLATFORMS.names(), paths)
+    facts = host.facts()
+    doc = {"host": facts, "store": db_url or default_url(), "image_cache": str(DEFAULT_CACHE),
+           "platforms": [{"name": n, "available": v.available, "reason": v.reason, "fix": v.fix}
+                         for n, v in verdicts.items()]}
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+        return
+    virt = facts["virtualization"]
+    console.print(f"[bold]host[/bold] {facts['hostname']}: {facts['cpu_model']}, {facts['cpus']} CPUs, "
+                  f"{facts['memory_bytes'] / 2**30:.1f} GiB, {facts['arch']}, kernel {facts['kernel']}")
+    console.print(f"  flags: {' '.join(facts['cpu_flags']) or '-'}; AES in hardware: {'yes' if facts['aes'] else 'no'}")
+    console.print(f"  governor {facts['governor']}, turbo {facts['turbo']}, cgroup {facts['cgroup']}, "
+                  f"virtualized: vm={virt['vm']} container={virt['container']}")
+    console.print(f"  results store: {doc['store']}; image cache: {doc['image_cache']}")
+    for p in doc["platforms"]:
+        mark = "[green]available[/green]" if p["available"] else "[red]not available[/red]"
+        console.print(f"[bold]{p['name']:<11}[/bold] {mark}: {p['reason']}"
+                      + (f"\n            fix: {p['fix']}" if p["fix"] and not p["available"] else ""))
+
+
+@cli.group()
+def image() -> None:
+    """Build and list guest images (one Debian rootfs every platform runs)."""
+
+
+@image.command("build")
+@click.option("--profile", type=click.Choice(["quick", "full"]), default="quick", show_default=True)
+@click.option("--release", default="bookworm", show_default=True, help="Debian release.")
+@click.option("--force", is_flag=True, help="Rebuild even if cached.")
+def image_build(profile: str, release: str, force: bool) -> None:
+    from .images.build import build, recipe_for
+
+    img = build(recipe_for(profile, release), force=force, log=console.print)
+    console.print(f"image {img.recipe_hash[:12]} at {img.root}")
+    console.print(f"  {img.release}/{img.arch}, profile {img.profile}, archive sha256 {img.tar_sha256[:16]}…, "
+                  f"{len(img.manifest.get('installed', {}))} packages")
+
+
+@image.command("list")
+def image_list() -> None:
+    from .images.build import list_images
+
+    for img in list_images():
+        console.print(f"{img.recipe_hash[:12]}  {img.release}/{img.arch}  {img.profile:<6} "
+                      f"{img.manifest.get('built_at', '')}  {' '.join(img.packages)}")
+
+
+@cli.command()
+@click.argument("campaign_file", required=False, type=click.Path(dir_okay=False))
+@click.option("--quick", is_flag=True, help="The quick campaign on every platform available here.")
+@click.option("--resume", "resume_id", metavar="RUN_ID", help="Complete an interrupted run.")
+@click.option("--report/--no-report", "show_report", default=True, help="Print the report when done.")
+@db_option
+def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_report: bool,
+        db_url: str | None) -> None:
+    """Run a campaign (YAML file), the quick campaign, or resume a run."""
+    from .config import load_campaign
+    from .report.progress import RichReporter
+    from .runner import execute
+    from .runner.quick import quick_campaign
+
+    if sum(bool(x) for x in (campaign_file, quick, resume_id)) != 1:
+        raise InputError("give exactly one of CAMPAIGN_FILE, --quick or --resume RUN_ID",
+                         "e.g. `virtbench run --quick`")
+    paths = Paths.from_env()
+    reporter = RichReporter(console)
+    if campaign_file:
+        campaign = load_campaign(campaign_file)  # validated before the store is even opened
+    store = _store(db_url)
+    if resume_id:
+        outcome = execute.resume(store, resume_id, paths, reporter=reporter)
+    else:
+        source = Path(campaign_file).read_text() if campaign_file else ""
+        if quick:
+            campaign = quick_campaign(paths, console.print)
+        outcome = execute.start(store, campaign, paths, source=source, reporter=reporter)
+    if outcome.interrupted:
+        errconsole.print(f"[yellow]run {outcome.run_id} interrupted; complete it with "
+                         f"`virtbench run --resume {outcome.run_id}`[/yellow]")
+        sys.exit(130)
+    if show_report:
+        _print_report(store, outcome.run_id, as_json=False, detail=False)
+    if outcome.failed:
+        errconsole.print(f"[red]{outcome.failed} executions failed[/red]; raw output: "
+                         f"`virtbench show {outcome.run_id} --failed`")
+        sys.exit(1)
+
+
+@cli.command()
+@click.argument("run_ref", default="latest")
+@click.option("--json", "as_json", is_flag=True, help="The scripting contract (see README).")
+@click.option("--detail", is_flag=True, help="Every statistic of every platform and metric.")
+@db_option
+def report(run_ref: str, as_json: bool, detail: bool, db_url: str | None) -> None:
+    """Statistics and relative performance of a run (RUN_ID, a unique prefix, or 'latest')."""
+    _print_report(_store(db_url), run_ref, as_json=as_json, detail=detail)
+
+
+def _print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool) -> None:
+    from .report import summary, text
+
+    run_obj, rows, failures = summary.build(store, run_ref)
+    if as_json:
+        click.echo(json.dumps(summary.to_json(run_obj, rows, failures), indent=2, default=str))
+    else:
+        text.render(run_obj, rows, failures, console, detail=detail)
+
+
+@cli.command("runs")
+@db_option
+def runs_cmd(db_url: str | None) -> None:
+    """List runs in the store, newest first."""
+    for r in _store(db_url).runs():
+        console.print(f"{r.id}  {r.status:<11} {r.name:<20} {r.created_at:%Y-%m-%d %H:%M}  "
+                      f"{len(r.campaign.get('platforms', []))} platforms")
+
+
+@cli.command()
+@click.argument("run_ref", default="latest")
+@click.option("--failed", is_flag=True, help="Only failed executions.")
+@click.option("--platform", default=None)
+@click.option("--benchmark", default=None)
+@db_option
+def show(run_ref: str, failed: bool, platform: str | None, benchmark: str | None, db_url: str | None) -> None:
+    """Raw output of a run's executions, as the tools printed it."""
+    store = _store(db_url)
+    run_obj = store.run(run_ref)
+    for ex in store.executions(run_obj.id, status="failed" if failed else None):
+        if (platform and ex.platform != platform) or (benchmark and ex.benchmark != benchmark):
+            continue
+        console.rule(f"round {ex.round}{' warm-up' if ex.warmup else ''} {ex.platform} {ex.benchmark}: {ex.status}")
+        if ex.argv:
+            console.print(f"$ {' '.join(ex.argv)}  (exit {ex.exit_code})", markup=False)
+        if ex.error:
+            console.print(f"error: {ex.error}", markup=False)
+        console.print(ex.stdout, markup=False)
+        if ex.stderr:
+            console.print(f"stderr:\n{ex.stderr}", markup=False)
+
+
+@cli.command()
+@click.option("--run", "run_id", default=None, help="Only what this run left (default: everything).")
+def cleanup(run_id: str | None) -> None:
+    """Remove every container, mount and instance directory virtbench left behind."""
+    from .runner.execute import cleanup as do_cleanup
+
+    removed = do_cleanup(Paths.from_env(), run_id)
+    for line in removed:
+        console.print(f"removed {line}")
+    console.print(f"{len(removed)} leftovers removed" if removed else "nothing to clean up")
+
+
+@cli.group("list")
+def list_group() -> None:
+    """List the registered plugins."""
+
+
+@list_group.command("benchmarks")
+@click.option("--json", "as_json", is_flag=True)
+def list_benchmarks(as_json: bool) -> None:
+    from .registry import BENCHMARKS
+
+    docs = []
+    for name, cls in BENCHMARKS.items():
+        params = cls.Params()
+        docs.append({
+            "name": name, "tool": cls.tool, "description": cls.description, "packages": list(cls.packages),
+            "metrics": [{"name": m.name, "unit": m.unit, "higher_is_better": m.higher_is_better,
+                         "category": m.category} for m in cls(params).metrics()],
+            "parameters": [{"name": k, "default": getattr(params, k), "description": f.description or ""}
+                           for k, f in cls.Params.model_fields.items()],
+        })
+    if as_json:
+        click.echo(json.dumps(docs, indent=2, default=str))
+        return
+    for d in docs:
+        console.print(f"[bold]{d['name']}[/bold] ({d['tool']}): {d['description']}")
+        console.print("  metrics: " + ", ".join(f"{m['name']} [{m['unit']}] {'↑' if m['higher_is_better'] else '↓'}"
+                                                for m in d["metrics"]))
+        console.print("  parameters: " + ", ".join(f"{p['name']}={p['default']}" for p in d["parameters"]))
+
+
+@list_group.command("platforms")
+def list_platforms() -> None:
+    from .registry import PLATFORMS
+
+    for name, cls in PLATFORMS.items():
+        opts = ", ".join(cls.Options.model_fields)
+        console.print(f"[bold]{name}[/bold] ({cls.kind}): {cls.description}  options: {opts or '-'}")
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        errconsole.print("aborted")
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2)
+    except VirtbenchError as exc:
+        errconsole.print(f"[red]error:[/red] {escape(exc.message)}")
+        if exc.fix:
+            errconsole.print(f"  fix: {exc.fix}", markup=False)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        errconsole.print("interrupted")
+        sys.exit(130)

@@ -1,0 +1,194 @@
+"""The campaign file: declared once here, validated completely before anything starts.
+
+Errors name the file, the field and the fix in one line (`InputError`, exit 2). Platform
+options and benchmark parameters are validated by the plugin's own pydantic model, so a
+plugin's author declares them in one place.
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .errors import InputError
+from .registry import BENCHMARKS, PLATFORMS, hint
+
+NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
+MAX_CAMPAIGN_BYTES = 1 << 20
+
+
+class ImageSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    profile: str = Field("auto", description="quick, full, or auto (smallest profile holding the tools)")
+    release: str = Field("bookworm", description="Debian release of the guest image")
+
+
+class PlatformEntry(BaseModel):
+    """A platform as declared: its unique name, its type, and its validated options."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    type: str
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class BenchmarkEntry(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    key: str
+    """Unique within the campaign: the name, or name[param=value,...] when it appears twice."""
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class Campaign(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=NAME_RE, description="campaign name (letters, digits, . _ -)")
+    description: str = ""
+    baseline: str = Field("native", description="platform every other is compared with")
+    repetitions: int = Field(5, ge=1, le=10000, description="measured rounds")
+    warmups: int = Field(1, ge=0, le=100, description="discarded rounds before the measured ones")
+    seed: int | None = Field(None, description="seed of the randomized platform order (recorded)")
+    shuffle: bool = Field(True, description="randomize platform order in each round")
+    image: ImageSpec = Field(default_factory=ImageSpec)
+    platforms: list[PlatformEntry]
+    benchmarks: list[BenchmarkEntry]
+
+    @field_validator("platforms", mode="before")
+    @classmethod
+    def _platforms(cls, value: Any) -> list[PlatformEntry]:
+        if not isinstance(value, list) or not value:
+            raise ValueError("needs a non-empty list of platforms")
+        entries = [_platform_entry(i, v) for i, v in enumerate(value)]
+        names = [e.name for e in entries]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"platform name {sorted(dup)[0]!r} used twice; give each a unique name")
+        return entries
+
+    @field_validator("benchmarks", mode="before")
+    @classmethod
+    def _benchmarks(cls, value: Any) -> list[BenchmarkEntry]:
+        if not isinstance(value, list) or not value:
+            raise ValueError("needs a non-empty list of benchmarks")
+        raw = [_benchmark_entry(i, v) for i, v in enumerate(value)]
+        counts: dict[str, int] = {}
+        for name, _ in raw:
+            counts[name] = counts.get(name, 0) + 1
+        entries = []
+        for name, params in raw:
+            key = name
+            if counts[name] > 1:
+                key = f"{name}[{','.join(f'{k}={v}' for k, v in sorted(params.items()))}]"
+            entries.append(BenchmarkEntry(key=key, name=name, params=params))
+        keys = [e.key for e in entries]
+        dup = {k for k in keys if keys.count(k) > 1}
+        if dup:
+            raise ValueError(f"benchmark {sorted(dup)[0]!r} listed twice with the same parameters")
+        return entries
+
+    def model_post_init(self, _: Any) -> None:
+        names = [p.name for p in self.platforms]
+        if self.baseline not in names:
+            raise InputError(f"baseline {self.baseline!r} is not one of the campaign's platforms",
+                             f"add it to platforms or set baseline to one of {', '.join(names)}")
+
+    def platform(self, name: str) -> PlatformEntry:
+        return next(p for p in self.platforms if p.name == name)
+
+
+def _platform_entry(index: int, value: Any) -> PlatformEntry:
+    where = f"platforms[{index}]"
+    if isinstance(value, str):
+        value = {"name": value}
+    if not isinstance(value, dict) or "name" not in value:
+        raise ValueError(f"{where}: give a platform type name or a mapping with 'name' (and 'type')")
+    value = dict(value)
+    name = str(value.pop("name"))
+    if not re.match(NAME_RE, name):
+        raise ValueError(f"{where}.name: {name!r} is not a valid name (letters, digits, . _ -)")
+    ptype = str(value.pop("type", name))
+    if ptype not in PLATFORMS.names():
+        raise ValueError(f"{where}.type: unknown platform type {ptype!r}; {hint(ptype, PLATFORMS.names())}")
+    options_model = PLATFORMS.get(ptype).Options
+    try:
+        options = options_model(**value)
+    except ValidationError as exc:
+        raise ValueError(_first_error(exc, where, options_model)) from None
+    return PlatformEntry(name=name, type=ptype, options=options.model_dump(mode="json", exclude_unset=True))
+
+
+def _benchmark_entry(index: int, value: Any) -> tuple[str, dict[str, Any]]:
+    where = f"benchmarks[{index}]"
+    if isinstance(value, str):
+        value = {"name": value}
+    if not isinstance(value, dict) or "name" not in value:
+        raise ValueError(f"{where}: give a benchmark name or a mapping with 'name' and its parameters")
+    value = dict(value)
+    name = str(value.pop("name"))
+    if name not in BENCHMARKS.names():
+        raise ValueError(f"{where}.name: unknown benchmark {name!r}; {hint(name, BENCHMARKS.names())}")
+    params_model = BENCHMARKS.get(name).Params
+    try:
+        params_model(**value)
+    except ValidationError as exc:
+        raise ValueError(_first_error(exc, where, params_model)) from None
+    return name, value
+
+
+def _first_error(exc: ValidationError, where: str, model: type[BaseModel] | None = None) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    field = f"{where}.{loc}" if loc else where
+    if err["type"] == "extra_forbidden" and model is not None:
+        known = list(model.model_fields)
+        close = difflib.get_close_matches(str(err["loc"][-1]), known, n=1)
+        fix = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known) or 'none'}"
+        return f"{field}: unknown key; {fix}"
+    more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+    return f"{field}: {err['msg']}{more}"
+
+
+def parse_campaign(data: Any, source: str = "<campaign>") -> Campaign:
+    """Validate a campaign mapping; raise one InputError line naming source, field and fix."""
+    if not isinstance(data, dict):
+        raise InputError(f"{source}: a campaign must be a mapping with name, platforms and benchmarks")
+    try:
+        return Campaign(**data)
+    except InputError as exc:
+        raise InputError(f"{source}: {exc.message}", exc.fix) from None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        if err["type"] == "extra_forbidden" and len(err["loc"]) == 1:
+            key = str(err["loc"][0])
+            close = difflib.get_close_matches(key, list(Campaign.model_fields), n=1)
+            fix = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(Campaign.model_fields)}"
+            raise InputError(f"{source}: unknown key {key!r}", fix) from None
+        if err["type"] == "value_error":
+            msg = str(err.get("ctx", {}).get("error", err["msg"]))
+            field = str(err["loc"][0]) if err["loc"] else ""
+            raise InputError(f"{source}: {msg if msg.startswith(field) else f'{field}: {msg}'}") from None
+        raise InputError(f"{source}: {_first_error(exc, '').lstrip('.')}") from None
+
+
+def load_campaign(path: str | Path) -> Campaign:
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"campaign file {str(p)!r} not found", "give the path of a YAML campaign file")
+    if p.stat().st_size > MAX_CAMPAIGN_BYTES:
+        raise InputError(f"{p}: larger than {MAX_CAMPAIGN_BYTES} bytes; not a campaign file")
+    return parse_campaign(load_yaml(p.read_text(), str(p)), str(p))
+
+
+def load_yaml(text: str, source: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise InputError(f"{source}:{where}: not valid YAML ({getattr(exc, 'problem', exc)})",
+                         "fix the YAML syntax") from None

@@ -1,0 +1,74 @@
+"""Error types. Each carries the fix a user needs, so the CLI can print one clear line.
+
+Exit codes are part of the scripting contract: 2 for bad input (nothing started),
+1 for a run where some samples failed, 0 when all went well.
+"""
+from __future__ import annotations
+
+
+class VirtbenchError(Exception):
+    """Base for errors virtbench reports to the user (never a traceback)."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fix = fix
+
+    def __str__(self) -> str:
+        return f"{self.message} (fix: {self.fix})" if self.fix else self.message
+
+
+class InputError(VirtbenchError):
+    """The user's input (campaign, option, name) is wrong; raised before anything starts."""
+
+    exit_code = 2
+
+
+class UnavailableError(VirtbenchError):
+    """A platform or tool the user asked for cannot run on this host."""
+
+    exit_code = 2
+
+
+class CommandError(VirtbenchError):
+    """A command failed or timed out; keeps its argv and full output so nothing is lost."""
+
+    def __init__(
+        self,
+        argv: list[str],
+        returncode: int | None,
+        stdout: str,
+        stderr: str,
+        *,
+        timed_out: bool = False,
+        timeout: float | None = None,
+    ) -> None:
+        self.argv = list(argv)
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+        self.timed_out = timed_out
+        if timed_out:
+            what = f"timed out after {timeout:g} s"
+        else:
+            what = f"exited with status {returncode}"
+        tail = (stderr or stdout).strip().splitlines()[-3:]
+        detail = ("; " + " | ".join(tail)) if tail else ""
+        super().__init__(f"command {_short(argv)} {what}{detail}")
+
+
+class ParseError(VirtbenchError):
+    """A tool ran but its output does not hold what the parser needs."""
+
+    def __init__(self, tool: str, pattern: str, source: str = "<output>") -> None:
+        self.tool = tool
+        self.pattern = pattern
+        self.source = source
+        super().__init__(f"{tool}: no match for {pattern!r} in {source}")
+
+
+def _short(argv: list[str], limit: int = 120) -> str:
+    text = " ".join(argv)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,138 @@
+"""Build the guest image: one Debian root filesystem, made by mmdebstrap from Debian packages.
+
+The image is cached under a hash of its recipe (release, architecture, variant, packages),
+so every platform of every campaign on this host runs byte-identical binaries until the
+recipe changes. The exact installed package versions are recorded in the manifest.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import platform as pyplatform
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from .. import proc
+from ..errors import InputError, UnavailableError
+from .image import Image
+
+DEFAULT_CACHE = Path("/var/cache/virtbench/images")
+RELEASES = ("bookworm", "trixie", "bullseye")
+BASE_PACKAGES = ("ca-certificates", "procps")
+"""In every image: tools the harness itself uses inside instances."""
+
+_MACHINE_TO_DEB = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "armhf", "ppc64le": "ppc64el",
+                   "s390x": "s390x", "riscv64": "riscv64", "i686": "i386"}
+
+
+def host_arch() -> str:
+    """Debian architecture of this host: the image is always built for it (x86_64, arm64 Pi...)."""
+    if proc.which("dpkg"):
+        return proc.run(["dpkg", "--print-architecture"], timeout=10).stdout.strip()
+    machine = pyplatform.machine()
+    if machine not in _MACHINE_TO_DEB:
+        raise UnavailableError(f"unsupported machine architecture {machine!r}")
+    return _MACHINE_TO_DEB[machine]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    release: str
+    arch: str
+    profile: str
+    packages: tuple[str, ...]
+    variant: str = "minbase"
+
+    def hash(self) -> str:
+        doc = json.dumps({"release": self.release, "arch": self.arch, "variant": self.variant,
+                          "packages": sorted(set(self.packages)), "format": 1}, sort_keys=True)
+        return hashlib.sha256(doc.encode()).hexdigest()
+
+
+def recipe_for(profile: str, release: str = "bookworm", arch: str | None = None,
+               extra_packages: Iterable[str] = ()) -> Recipe:
+    """The recipe of a profile: the packages of its benchmarks plus the harness's own."""
+    from .profiles import profile_packages
+
+    if release not in RELEASES:
+        raise InputError(f"unknown Debian release {release!r}", f"use one of {', '.join(RELEASES)}")
+    packages = sorted(set(BASE_PACKAGES) | set(profile_packages(profile)) | set(extra_packages))
+    return Recipe(release=release, arch=arch or host_arch(), profile=profile, packages=tuple(packages))
+
+
+def cached(recipe: Recipe, cache: Path = DEFAULT_CACHE) -> Image | None:
+    root = cache / recipe.hash()[:16]
+    if (root / "manifest.json").is_file() and (root / "rootfs").is_dir():
+        return Image.load(root)
+    return None
+
+
+def build(recipe: Recipe, cache: Path = DEFAULT_CACHE, *, force: bool = False,
+          log=print) -> Image:
+    """Return the cached image of this recipe, building it first if needed."""
+    if not force and (image := cached(recipe, cache)) is not None:
+        return image
+    if not proc.which("mmdebstrap"):
+        raise UnavailableError("mmdebstrap is not installed", "apt-get install mmdebstrap")
+    cache.mkdir(parents=True, exist_ok=True)
+    digest = recipe.hash()
+    root = cache / digest[:16]
+    with open(cache / f".{digest[:16]}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another virtbench may be building the same image
+        if not force and (image := cached(recipe, cache)) is not None:
+            return image
+        tmp = cache / f".{digest[:16]}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        (tmp / "rootfs").mkdir(parents=True)
+        started = time.monotonic()
+        log(f"building image {digest[:12]} ({recipe.release}/{recipe.arch}, profile {recipe.profile}): "
+            f"{' '.join(recipe.packages)}")
+        argv = ["mmdebstrap", f"--variant={recipe.variant}", f"--architectures={recipe.arch}",
+                f"--include={','.join(recipe.packages)}", "--quiet", recipe.release, str(tmp / "rootfs.tar")]
+        proc.run(argv, timeout=1800)
+        proc.run(["tar", "--numeric-owner", "-xpf", str(tmp / "rootfs.tar"), "-C", str(tmp / "rootfs")],
+                 timeout=600)
+        installed = _installed_packages(tmp / "rootfs")
+        manifest = {
+            "recipe_hash": digest,
+            "release": recipe.release,
+            "arch": recipe.arch,
+            "variant": recipe.variant,
+            "profile": recipe.profile,
+            "packages": list(recipe.packages),
+            "tar_sha256": _sha256(tmp / "rootfs.tar"),
+            "installed": installed,
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "build_seconds": round(time.monotonic() - started, 1),
+            "builder": proc.run(["mmdebstrap", "--version"], timeout=30).stdout.strip(),
+        }
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
+        if root.exists():
+            shutil.rmtree(root)
+        tmp.rename(root)
+        log(f"image {digest[:12]} built in {manifest['build_seconds']} s")
+        return Image.load(root)
+
+
+def list_images(cache: Path = DEFAULT_CACHE) -> list[Image]:
+    if not cache.is_dir():
+        return []
+    return [Image.load(p) for p in sorted(cache.iterdir()) if (p / "manifest.json").is_file()]
+
+
+def _installed_packages(rootfs: Path) -> dict[str, str]:
+    out = proc.run(["dpkg-query", f"--admindir={rootfs / 'var/lib/dpkg'}", "-W",
+                    "-f", "${Package}\t${Version}\n"], timeout=60).stdout
+    return dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()

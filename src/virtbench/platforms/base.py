@@ -1,0 +1,212 @@
+"""The platform plugin interface.
+
+A platform turns the guest image into running instances and builds the argv that runs a
+command inside one. All process starts go through an Executor, which on the host is
+virtbench.proc.run; a platform stacked inside another (a container in a VM) gets an
+executor that runs inside the outer instance instead, so platforms never care where they are.
+
+Every object a platform creates is named with INSTANCE_PREFIX and labelled with the run id,
+so `virtbench cleanup` can find and remove what a crash left behind.
+"""
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Protocol
+
+from pydantic import BaseModel, ByteSize, ConfigDict, Field, field_validator
+
+from .. import proc
+from ..images.image import Image
+
+INSTANCE_PREFIX = "vb-"
+LABEL = "org.virtbench"
+"""Label key on every container virtbench makes; the value is the run id."""
+
+
+class Executor(Protocol):
+    """Where a platform's commands run: the host, or inside an outer instance."""
+
+    def run(self, argv: list[str], *, timeout: float | None = ..., check: bool = ...,
+            input: str | None = ..., detached_children: bool = ...) -> proc.Result: ...
+
+
+class HostExecutor:
+    """Runs commands on this host."""
+
+    def run(self, argv: list[str], *, timeout: float | None = proc.DEFAULT_TIMEOUT,
+            check: bool = True, input: str | None = None,
+            detached_children: bool = False) -> proc.Result:
+        return proc.run(argv, timeout=timeout, check=check, input=input,
+                        detached_children=detached_children)
+
+
+@dataclass(frozen=True)
+class Availability:
+    available: bool
+    reason: str
+    fix: str = ""
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Where virtbench keeps state; passed explicitly, never read from globals."""
+
+    state: Path = Path("/var/lib/virtbench")
+    runtime: Path = Path("/run/virtbench")
+
+    @property
+    def instances(self) -> Path:
+        return self.state / "instances"
+
+    @classmethod
+    def from_env(cls, environ: "dict[str, str] | None" = None) -> "Paths":
+        """For the CLI only: VIRTBENCH_STATE_DIR / VIRTBENCH_RUNTIME_DIR move the state (tests use it)."""
+        import os
+
+        env = os.environ if environ is None else environ
+        return cls(state=Path(env.get("VIRTBENCH_STATE_DIR", "/var/lib/virtbench")),
+                   runtime=Path(env.get("VIRTBENCH_RUNTIME_DIR", "/run/virtbench")))
+
+
+EXEC_ENV = {
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "HOME": "/root",
+    "LC_ALL": "C",
+}
+"""The environment of every command run inside an instance, identical on every platform."""
+
+
+class PlatformOptions(BaseModel):
+    """Options every platform understands. Platforms extend this with their own fields."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cpus: float | None = Field(None, gt=0, description="CPU quota in cores (CFS quota)")
+    cpuset: str | None = Field(None, description="CPUs the instance may use, e.g. '0' or '0-1'")
+    memory: ByteSize | None = Field(None, description="memory limit, e.g. 512M")
+    network: Literal["none", "bridge", "host"] = Field(
+        "none", description="none: loopback only; bridge: own namespace on a host bridge; host: host's stack")
+
+    @field_validator("cpuset")
+    @classmethod
+    def _cpuset(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", v):
+            raise ValueError("cpuset must look like '0', '0-3' or '0,2'")
+        return v
+
+    @field_validator("memory")
+    @classmethod
+    def _memory(cls, v: ByteSize | None) -> ByteSize | None:
+        if v is not None and v < 6 * 1024 * 1024:
+            raise ValueError("memory limit below 6 MiB cannot start a container")
+        return v
+
+
+@dataclass
+class Instance:
+    """A created instance; `data` holds what the platform needs to find it again."""
+
+    name: str
+    platform: str
+    run_id: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+class Platform(ABC):
+    """One way of running the guest image (native chroot, a container runtime, a VM)."""
+
+    type: ClassVar[str]
+    kind: ClassVar[Literal["baseline", "container", "vm"]] = "container"
+    Options: ClassVar[type[PlatformOptions]] = PlatformOptions
+    binaries: ClassVar[tuple[str, ...]] = ()
+    """Host programs the platform needs."""
+    packages: ClassVar[tuple[str, ...]] = ()
+    """Debian packages that provide them (the fix doctor suggests, what make run installs)."""
+    description: ClassVar[str] = ""
+
+    def __init__(self, name: str, options: PlatformOptions, paths: Paths,
+                 executor: Executor | None = None) -> None:
+        self.name = name
+        self.options = options
+        self.paths = paths
+        self.host: Executor = executor or HostExecutor()
+
+    # -- discovery -------------------------------------------------------------------
+    @classmethod
+    @abstractmethod
+    def probe(cls, paths: Paths) -> Availability:
+        """Decide by trying (run a tiny instance), not by the presence of a binary."""
+
+    @abstractmethod
+    def versions(self) -> dict[str, str]:
+        """Runtime versions for provenance."""
+
+    def describe(self) -> dict[str, Any]:
+        """The platform's full configuration as stored with every result."""
+        return {"name": self.name, "type": self.type, "kind": self.kind,
+                **self.options.model_dump(mode="json")}
+
+    def label(self) -> str:
+        """Human-readable identity used in reports (e.g. 'docker(cpus=1)')."""
+        opts = {k: v for k, v in self.options.model_dump(mode="json").items()
+                if v is not None and k != "network"}
+        inner = ",".join(f"{k}={v}" for k, v in opts.items())
+        return f"{self.type}({inner})" if inner else self.type
+
+    @classmethod
+    def ensure_engine(cls, paths: Paths) -> None:
+        """Start the runtime's daemon (dockerd, containerd) if the platform needs one."""
+
+    # -- lifecycle (each step is timed by the runner) --------------------------------
+    def prepare(self, image: Image) -> None:
+        """Once per campaign: make the image known to the runtime (import). Idempotent."""
+
+    @abstractmethod
+    def create(self, image: Image, name: str, run_id: str) -> Instance:
+        """Create the instance from the image without starting it."""
+
+    @abstractmethod
+    def start(self, instance: Instance) -> None:
+        """Start the instance and return once a command can run inside it."""
+
+    @abstractmethod
+    def exec_argv(self, instance: Instance, argv: list[str]) -> list[str]:
+        """argv that runs `argv` inside the instance (pure: builds, never runs)."""
+
+    @abstractmethod
+    def stop(self, instance: Instance) -> None: ...
+
+    @abstractmethod
+    def remove(self, instance: Instance) -> None:
+        """Remove the instance and everything it mounted or created. Safe to call twice."""
+
+    @classmethod
+    @abstractmethod
+    def cleanup(cls, paths: Paths, run_id: str | None = None) -> list[str]:
+        """Remove every leftover virtbench object of this platform (of one run, or all).
+
+        Returns what was removed, for the user. Must not fail when there is nothing to do
+        or the runtime is not installed."""
+
+    # -- helpers ---------------------------------------------------------------------
+    def exec(self, instance: Instance, argv: list[str], *, timeout: float | None = None,
+             check: bool = True) -> proc.Result:
+        return self.host.run(self.exec_argv(instance, argv), timeout=timeout, check=check)
+
+    def wait_ready(self, instance: Instance, timeout: float = 60.0) -> None:
+        """Poll `true` inside the instance until it succeeds (start-to-ready)."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            try:
+                self.exec(instance, ["true"], timeout=max(1.0, deadline - time.monotonic()))
+                return
+            except Exception as exc:  # noqa: BLE001 - retried until the deadline
+                last = exc
+                time.sleep(0.02)
+        raise TimeoutError(f"{self.name}: instance {instance.name} not ready after {timeout:g} s: {last}")

@@ -1,0 +1,128 @@
+"""The one place virtbench starts processes.
+
+Every command is an argv list (never a shell string), runs in its own process group so a
+timeout or Ctrl-C kills the whole tree, and a failure raises CommandError carrying the
+complete stdout/stderr. Tests replay recorded outputs by pointing parsers at files, not by
+patching this function.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from .errors import CommandError
+
+DEFAULT_TIMEOUT = 600.0
+
+
+@dataclass(frozen=True)
+class Result:
+    argv: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    check: bool = True,
+    input: str | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    detached_children: bool = False,
+) -> Result:
+    """Run argv to completion; raise CommandError on failure or timeout when check is set.
+
+    detached_children: the command leaves a long-lived child behind (runc create, a daemon)
+    that inherits stdout/stderr. Pipes would then never close, so output goes to temporary
+    files instead, read back once the command itself has exited.
+    """
+    args = [str(a) for a in argv]
+    if not args:
+        raise ValueError("empty argv")
+    if detached_children:
+        return _run_to_files(args, timeout=timeout, check=check, env=env, cwd=cwd)
+    start = time.perf_counter()
+    try:
+        proc = subprocess.Popen(
+            args,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        raise CommandError(args, 127, "", f"{args[0]}: command not found ({exc})") from None
+    try:
+        stdout, stderr = proc.communicate(input=input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        stdout, stderr = proc.communicate()
+        raise CommandError(args, None, stdout, stderr, timed_out=True, timeout=timeout) from None
+    except BaseException:
+        # Ctrl-C or SIGTERM while waiting: never leave the child's tree running.
+        _kill_group(proc)
+        proc.communicate()
+        raise
+    result = Result(args, proc.returncode, stdout, stderr, time.perf_counter() - start)
+    if check and proc.returncode != 0:
+        raise CommandError(args, proc.returncode, stdout, stderr)
+    return result
+
+
+def _run_to_files(args: list[str], *, timeout: float | None, check: bool,
+                  env: Mapping[str, str] | None, cwd: str | None) -> Result:
+    import tempfile
+
+    start = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        try:
+            proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=err, text=True,
+                                    env=dict(env) if env is not None else None, cwd=cwd)
+        except FileNotFoundError as exc:
+            raise CommandError(args, 127, "", f"{args[0]}: command not found ({exc})") from None
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            out.seek(0), err.seek(0)
+            raise CommandError(args, None, out.read(), err.read(), timed_out=True, timeout=timeout) from None
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        out.seek(0), err.seek(0)
+        result = Result(args, proc.returncode, out.read(), err.read(), time.perf_counter() - start)
+    if check and result.returncode != 0:
+        raise CommandError(args, result.returncode, result.stdout, result.stderr)
+    return result
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def which(name: str) -> str | None:
+    """Path of an executable on PATH (shutil.which, re-exported so callers import one module)."""
+    import shutil
+
+    return shutil.which(name)

@@ -1,0 +1,68 @@
+"""Plugin registries: benchmarks and platforms are looked up by name.
+
+Built-ins register through the same Python entry points a third-party package would use
+(`virtbench.benchmarks`, `virtbench.platforms` in pyproject.toml), so there is one mechanism.
+"""
+from __future__ import annotations
+
+import difflib
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+from .errors import InputError
+
+if TYPE_CHECKING:
+    from .benchmarks.base import Benchmark
+    from .platforms.base import Platform
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    def __init__(self, group: str, kind: str) -> None:
+        self.group = group
+        self.kind = kind
+        self._items: dict[str, type[T]] | None = None
+        self.broken: dict[str, str] = {}
+        """Plugins that failed to import: name -> error (shown by `get` and doctor)."""
+
+    def _load(self) -> dict[str, type[T]]:
+        if self._items is None:
+            items: dict[str, type[T]] = {}
+            for ep in entry_points(group=self.group):
+                try:
+                    items[ep.name] = ep.load()
+                except Exception as exc:  # noqa: BLE001 - one broken plugin must not hide the others
+                    self.broken[ep.name] = f"{type(exc).__name__}: {exc}"
+            self._items = dict(sorted(items.items()))
+        return self._items
+
+    def register(self, name: str, cls: type[T]) -> None:
+        """Register at run time (tests, notebooks); entry points are the normal route."""
+        self._load()[name] = cls
+
+    def names(self) -> list[str]:
+        return list(self._load())
+
+    def get(self, name: str) -> type[T]:
+        items = self._load()
+        if name in self.broken:
+            raise InputError(f"{self.kind} {name!r} failed to load: {self.broken[name]}",
+                             "reinstall virtbench or the plugin package")
+        if name not in items:
+            raise InputError(f"unknown {self.kind} {name!r}", hint(name, items))
+        return items[name]
+
+    def items(self) -> list[tuple[str, type[T]]]:
+        return list(self._load().items())
+
+
+def hint(name: str, known: "list[str] | dict[str, object]") -> str:
+    names = list(known)
+    close = difflib.get_close_matches(name, names, n=1)
+    base = f"known: {', '.join(names)}"
+    return f"did you mean {close[0]!r}? {base}" if close else base
+
+
+BENCHMARKS: "Registry[Benchmark]" = Registry("virtbench.benchmarks", "benchmark")
+PLATFORMS: "Registry[Platform]" = Registry("virtbench.platforms", "platform type")

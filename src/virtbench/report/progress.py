@@ -1,0 +1,36 @@
+"""Progress display for the terminal. Refreshes once a second so the display itself does not
+compete for CPU with what is being measured."""
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+
+class RichReporter:
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.progress: Progress | None = None
+        self.task = None
+
+    def begin(self, total: int, done: int) -> None:
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), console=self.console, refresh_per_second=1,
+                                 transient=False)
+        self.progress.start()
+        self.task = self.progress.add_task("starting", total=total, completed=done)
+
+    def step(self, description: str) -> None:
+        if self.progress is not None:
+            self.progress.update(self.task, description=description)
+
+    def advance(self, n: int = 1) -> None:
+        if self.progress is not None:
+            self.progress.advance(self.task, n)
+
+    def log(self, message: str) -> None:
+        self.console.print(message)
+
+    def end(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None

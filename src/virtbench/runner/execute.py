@@ -1,0 +1,294 @@
+"""Run a campaign: instances up, benchmarks inside, results committed one execution at a time.
+
+Nothing here turns a failure into data: a tool that exits non-zero, times out or prints what
+its parser cannot read becomes a *failed* execution with its raw output and the error text,
+and the run goes on. Ctrl-C or SIGTERM stop the run cleanly (instance removed, status
+'interrupted'); `resume` completes it, skipping every execution already stored.
+"""
+from __future__ import annotations
+
+import random
+import secrets
+import signal
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Iterator, Protocol
+
+from .. import __version__
+from .. import host as hostfacts
+from ..benchmarks.base import Benchmark
+from ..config import Campaign, parse_campaign
+from ..errors import CommandError, InputError, VirtbenchError
+from ..platforms.base import INSTANCE_PREFIX, Instance, Paths, Platform
+from ..registry import PLATFORMS
+from ..store.db import Store, now
+from .plan import LIFECYCLE, Unit, schedule
+from .session import Session, build_objects, platform_rows, prepare, tool_versions
+
+SCRATCH = "/var/tmp/virtbench"
+LIFECYCLE_STEPS = ("create", "start", "stop", "remove")
+
+
+class Reporter(Protocol):
+    def begin(self, total: int, done: int) -> None: ...
+    def step(self, description: str) -> None: ...
+    def advance(self, n: int = 1) -> None: ...
+    def log(self, message: str) -> None: ...
+    def end(self) -> None: ...
+
+
+class QuietReporter:
+    def begin(self, total: int, done: int) -> None: ...
+    def step(self, description: str) -> None: ...
+    def advance(self, n: int = 1) -> None: ...
+    def log(self, message: str) -> None: ...
+    def end(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Outcome:
+    run_id: str
+    executions: int
+    failed: int
+    interrupted: bool = False
+
+
+class Interrupted(Exception):
+    """SIGTERM received: treated like Ctrl-C so the instance in use is removed first."""
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def start(store: Store, campaign: Campaign, paths: Paths, *, source: str = "",
+          reporter: Reporter | None = None, run_id: str | None = None) -> Outcome:
+    """Validate, probe, build, record the run, then execute it."""
+    reporter = reporter or QuietReporter()
+    session = build_objects(campaign, paths)
+    prepare(session, log=reporter.log)
+    assert session.image is not None
+    seed = campaign.seed if campaign.seed is not None else random.SystemRandom().randrange(2**31)
+    run_id = run_id or new_run_id()
+    facts = hostfacts.facts()
+    host_id = store.upsert_host(hostfacts.stable_facts())
+    store.create_run(
+        run_id=run_id, name=campaign.name, campaign=campaign.model_dump(mode="json"), source=source,
+        seed=seed, host_id=host_id, host_facts=facts, image=session.image.provenance(),
+        provenance={"virtbench": __version__, "tools": tool_versions(session),
+                    "availability": {k: v.reason for k, v in session.availability.items()}},
+        platforms=platform_rows(session),
+        benchmarks=[{"key": b.key, "name": b.name, "params": session.benchmarks[b.key].params.model_dump(mode="json"),
+                     "tool_version": tool_versions(session)[b.name]} for b in campaign.benchmarks],
+    )
+    reporter.log(f"run {run_id}: {len(session.platforms)} platforms x {len(session.benchmarks)} benchmarks, "
+                 f"{campaign.repetitions} repetitions + {campaign.warmups} warm-up, seed {seed}")
+    return execute(store, session, run_id, seed, reporter)
+
+
+def resume(store: Store, run_ref: str, paths: Paths, *, reporter: Reporter | None = None) -> Outcome:
+    """Complete an interrupted run with the same campaign, seed and image."""
+    reporter = reporter or QuietReporter()
+    run = store.run(run_ref)
+    if run.status == "finished":
+        raise InputError(f"run {run.id} is already finished", "start a new run instead")
+    campaign = parse_campaign(run.campaign, f"run {run.id}")
+    session = build_objects(campaign, paths)
+    prepare(session, log=reporter.log)
+    assert session.image is not None
+    if session.image.recipe_hash != run.image.get("recipe_hash"):
+        raise InputError(f"run {run.id} was measured with image {run.image.get('recipe_hash', '?')[:12]}, "
+                         f"this host now builds {session.image.short}",
+                         "resume on the host and virtbench version that started the run")
+    if session.image.tar_sha256 != run.image.get("tar_sha256"):
+        reporter.log("warning: the image was rebuilt since the run started; package versions may differ")
+    removed = cleanup(paths, run.id)
+    for line in removed:
+        reporter.log(f"removed leftover: {line}")
+    store.set_status(run.id, "running")
+    return execute(store, session, run.id, run.seed, reporter)
+
+
+def cleanup(paths: Paths, run_id: str | None = None) -> list[str]:
+    """Remove every object virtbench left behind (of one run, or all) on every platform."""
+    removed: list[str] = []
+    for name, cls in PLATFORMS.items():
+        try:
+            removed += [f"{name}: {r}" for r in cls.cleanup(paths, run_id)]
+        except Exception as exc:  # noqa: BLE001 - one runtime's trouble must not stop the others
+            removed.append(f"{name}: cleanup failed: {exc}")
+    return removed
+
+
+def execute(store: Store, session: Session, run_id: str, seed: int, reporter: Reporter) -> Outcome:
+    units = schedule(session.campaign, seed)
+    done = store.done_units(run_id)
+    total = sum(len(u.keys()) for u in units)
+    reporter.begin(total, sum(1 for u in units for k in u.keys() if k in done))
+    executions = failed = 0
+    try:
+        with _sigterm_as_interrupt():
+            for unit in units:
+                todo = [k for k in unit.keys() if k not in done]
+                if not todo:
+                    continue
+                e, f = _run_unit(store, session, run_id, unit, {k[2] for k in todo}, reporter)
+                executions, failed = executions + e, failed + f
+    except (KeyboardInterrupt, Interrupted):
+        store.set_status(run_id, "interrupted", "interrupted by user or signal")
+        reporter.end()
+        return Outcome(run_id, executions, failed, interrupted=True)
+    except BaseException as exc:
+        store.set_status(run_id, "failed", f"{type(exc).__name__}: {exc}")
+        reporter.end()
+        raise
+    failed_total = sum(1 for ex in store.executions(run_id, status="failed") if not ex.warmup)
+    store.set_status(run_id, "finished")
+    reporter.end()
+    return Outcome(run_id, executions, failed_total)
+
+
+def _run_unit(store: Store, session: Session, run_id: str, unit: Unit, todo: set[str],
+              reporter: Reporter) -> tuple[int, int]:
+    platform = session.platforms[unit.platform]
+    name = f"{INSTANCE_PREFIX}{run_id}-{unit.platform}-r{unit.round}"[:63]
+    tag = f"round {unit.round + 1}{' (warm-up)' if unit.warmup else ''} {unit.platform}"
+    times: dict[str, float] = {}
+    log: list[str] = []
+    instance: Instance | None = None
+    executions = failed = 0
+    started = now()
+    try:
+        reporter.step(f"{tag}: starting")
+        with _timed(times, "create", log):
+            instance = platform.create(session.image, name, run_id)
+        with _timed(times, "start", log):
+            platform.start(instance)
+        for key in unit.benchmarks:
+            if key not in todo:
+                continue
+            reporter.step(f"{tag}: {key}")
+            ok = _run_benchmark(store, platform, instance, run_id, unit, key, session.benchmarks[key])
+            executions, failed = executions + 1, failed + (0 if ok else 1)
+            reporter.advance()
+        reporter.step(f"{tag}: stopping")
+        with _timed(times, "stop", log):
+            platform.stop(instance)
+        with _timed(times, "remove", log):
+            platform.remove(instance)
+        instance = None
+    except (KeyboardInterrupt, Interrupted):
+        _discard(platform, instance)
+        raise
+    except Exception as exc:  # noqa: BLE001 - recorded as failed executions, the run goes on
+        error = _describe(exc)
+        reporter.log(f"{tag}: instance failed: {error}")
+        for key in unit.benchmarks:
+            if key in todo and (unit.round, unit.platform, key) not in store.done_units(run_id):
+                store.record(run_id=run_id, round=unit.round, warmup=unit.warmup, platform=unit.platform,
+                             benchmark=key, status="failed", started_at=started, finished_at=now(),
+                             duration_s=0.0, instance=name, error=f"instance failed: {error}",
+                             **_output_of(exc))
+                executions, failed = executions + 1, failed + 1
+                reporter.advance()
+        log.append(f"error: {error}")
+        _discard(platform, instance)
+    if LIFECYCLE in todo:
+        ok = set(times) == set(LIFECYCLE_STEPS)
+        store.record(run_id=run_id, round=unit.round, warmup=unit.warmup, platform=unit.platform,
+                     benchmark=LIFECYCLE, status="ok" if ok else "failed", started_at=started,
+                     finished_at=now(), duration_s=sum(times.values()), instance=name,
+                     stdout="\n".join(log), error="" if ok else (log[-1] if log else "incomplete"),
+                     samples=[_lifecycle_sample(step, times[step]) for step in LIFECYCLE_STEPS] if ok else [])
+        executions, failed = executions + 1, failed + (0 if ok else 1)
+        reporter.advance()
+    return executions, failed
+
+
+def _run_benchmark(store: Store, platform: Platform, instance: Instance, run_id: str, unit: Unit,
+                   key: str, bench: Benchmark) -> bool:
+    workdir = f"{SCRATCH}/{instance.name}/{key}".replace("[", "_").replace("]", "_").replace("=", "-")
+    argv = bench.command(workdir)
+    started, t0 = now(), time.perf_counter()
+    status, error, samples = "ok", "", []
+    stdout = stderr = ""
+    exit_code: int | None = None
+    try:
+        platform.exec(instance, ["mkdir", "-p", workdir], timeout=60)
+        result = platform.exec(instance, argv, timeout=bench.execution_timeout(), check=False)
+        stdout, stderr, exit_code = result.stdout, result.stderr, result.returncode
+        if result.returncode != 0:
+            raise CommandError(argv, result.returncode, result.stdout, result.stderr)
+        values = bench.parse(stdout, stderr, source=f"{bench.tool} output ({unit.platform}, round {unit.round})")
+        metrics = {m.name: m for m in bench.metrics()}
+        samples = [{"metric": n, "value": float(v), "unit": metrics[n].unit,
+                    "higher_is_better": metrics[n].higher_is_better, "category": metrics[n].category}
+                   for n, v in values.items()]
+    except (KeyboardInterrupt, Interrupted):
+        raise
+    except Exception as exc:  # noqa: BLE001 - a failed sample, kept with its raw output
+        status, error = "failed", _describe(exc)
+        if isinstance(exc, CommandError):
+            stdout, stderr = stdout or exc.stdout, stderr or exc.stderr
+            exit_code = exc.returncode if exit_code is None else exit_code
+    finally:
+        try:
+            platform.exec(instance, ["rm", "-rf", workdir], timeout=300, check=False)
+        except Exception:  # noqa: BLE001 - scratch goes with the instance anyway
+            pass
+    store.record(run_id=run_id, round=unit.round, warmup=unit.warmup, platform=unit.platform, benchmark=key,
+                 status=status, started_at=started, finished_at=now(), duration_s=time.perf_counter() - t0,
+                 instance=instance.name, argv=argv, exit_code=exit_code, stdout=stdout, stderr=stderr,
+                 error=error, samples=samples)
+    return status == "ok"
+
+
+def _lifecycle_sample(step: str, seconds: float) -> dict:
+    return {"metric": f"{step}_s", "value": seconds, "unit": "s", "higher_is_better": False,
+            "category": "lifecycle"}
+
+
+@contextmanager
+def _timed(times: dict[str, float], step: str, log: list[str]) -> Iterator[None]:
+    t0 = time.perf_counter()
+    yield
+    times[step] = time.perf_counter() - t0
+    log.append(f"{step}: {times[step]:.4f} s")
+
+
+def _discard(platform: Platform, instance: Instance | None) -> None:
+    if instance is None:
+        return
+    for step in (platform.stop, platform.remove):
+        try:
+            step(instance)
+        except Exception:  # noqa: BLE001 - best effort; `virtbench cleanup` is the backstop
+            pass
+
+
+def _describe(exc: BaseException) -> str:
+    return str(exc) if isinstance(exc, VirtbenchError) else f"{type(exc).__name__}: {exc}"
+
+
+def _output_of(exc: BaseException) -> dict:
+    if isinstance(exc, CommandError):
+        return {"stdout": exc.stdout, "stderr": exc.stderr, "exit_code": exc.returncode, "argv": exc.argv}
+    return {}
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    def handler(signum, frame):  # noqa: ARG001
+        raise Interrupted(f"signal {signum}")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not in the main thread (e.g. a web worker): leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

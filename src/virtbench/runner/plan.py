@@ -1,0 +1,45 @@
+"""The order of a campaign: rounds of platforms in a fresh random order each round.
+
+Interleaving spreads slow drift (thermal throttling, background load, cache warm-up) over
+every platform alike instead of letting it land on whichever ran last. The order is a pure
+function of the seed, which is stored, so a resumed run continues the same schedule.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from ..config import Campaign
+
+LIFECYCLE = "lifecycle"
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One instance's life: created, every benchmark run inside it once, removed."""
+
+    round: int
+    warmup: bool
+    platform: str
+    benchmarks: tuple[str, ...]
+
+    def keys(self) -> list[tuple[int, str, str]]:
+        return [(self.round, self.platform, b) for b in (*self.benchmarks, LIFECYCLE)]
+
+
+def schedule(campaign: Campaign, seed: int) -> list[Unit]:
+    rng = random.Random(seed)
+    platforms = [p.name for p in campaign.platforms]
+    benchmarks = [b.key for b in campaign.benchmarks]
+    units: list[Unit] = []
+    for rnd in range(campaign.warmups + campaign.repetitions):
+        order = platforms[:]
+        if campaign.shuffle:
+            rng.shuffle(order)
+        for name in order:
+            benches = benchmarks[:]
+            if campaign.shuffle:
+                rng.shuffle(benches)
+            units.append(Unit(round=rnd, warmup=rnd < campaign.warmups, platform=name,
+                              benchmarks=tuple(benches)))
+    return units

@@ -1,0 +1,115 @@
+"""Everything a run needs, built and checked before the first measurement.
+
+Constructing platforms and benchmarks validates their options; probing platforms and
+building the image happen here too, so a campaign that cannot run fails with one message
+and exit 2 before anything is measured or stored.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..benchmarks.base import Benchmark
+from ..config import Campaign
+from ..errors import InputError, UnavailableError
+from ..images import build as images
+from ..images.image import Image
+from ..images.profiles import smallest_profile
+from ..platforms.base import Availability, Paths, Platform
+from ..registry import BENCHMARKS, PLATFORMS
+
+
+@dataclass
+class Session:
+    campaign: Campaign
+    paths: Paths
+    platforms: dict[str, Platform]
+    benchmarks: dict[str, Benchmark]
+    image: Image | None = None
+    availability: dict[str, Availability] = field(default_factory=dict)
+
+
+def build_objects(campaign: Campaign, paths: Paths) -> Session:
+    """Instantiate plugins (validates options) without touching the host."""
+    platforms: dict[str, Platform] = {}
+    for entry in campaign.platforms:
+        cls = PLATFORMS.get(entry.type)
+        options = cls.Options(**entry.options)
+        platforms[entry.name] = cls(entry.name, options, paths)
+    benchmarks: dict[str, Benchmark] = {}
+    for entry in campaign.benchmarks:
+        cls = BENCHMARKS.get(entry.name)
+        benchmarks[entry.key] = cls(cls.Params(**entry.params))
+    return Session(campaign=campaign, paths=paths, platforms=platforms, benchmarks=benchmarks)
+
+
+def probe_types(types: list[str], paths: Paths, log: Callable[[str], None] = lambda _m: None
+                ) -> dict[str, Availability]:
+    """Start engines where needed, then probe each platform type by really trying it."""
+    result: dict[str, Availability] = {}
+    for ptype in types:
+        cls = PLATFORMS.get(ptype)
+        try:
+            cls.ensure_engine(paths)
+        except Exception as exc:  # noqa: BLE001 - reported through probe's verdict below
+            log(f"{ptype}: could not start its engine: {exc}")
+        result[ptype] = cls.probe(paths)
+    return result
+
+
+def check_available(session: Session, log: Callable[[str], None] = lambda _m: None) -> None:
+    types = sorted({p.type for p in session.platforms.values()})
+    session.availability = probe_types(types, session.paths, log)
+    for name, platform in session.platforms.items():
+        verdict = session.availability[platform.type]
+        if not verdict.available:
+            raise UnavailableError(f"platform {name!r} ({platform.type}) is not available here: {verdict.reason}",
+                                   verdict.fix or "remove it from the campaign (see `virtbench doctor`)")
+
+
+def image_recipe(campaign: Campaign) -> images.Recipe:
+    profile = campaign.image.profile
+    if profile == "auto":
+        profile = smallest_profile([b.name for b in campaign.benchmarks])
+    recipe = images.recipe_for(profile, campaign.image.release)
+    missing = {b.name for b in campaign.benchmarks} - _benchmarks_in(recipe)
+    if missing:
+        raise InputError(f"image profile {profile!r} lacks the tools of {', '.join(sorted(missing))}",
+                         "set image.profile to full or auto")
+    return recipe
+
+
+def _benchmarks_in(recipe: images.Recipe) -> set[str]:
+    return {name for name, cls in BENCHMARKS.items() if set(cls.packages) <= set(recipe.packages)}
+
+
+def prepare(session: Session, *, cache: Path = images.DEFAULT_CACHE,
+            log: Callable[[str], None] = lambda _m: None) -> None:
+    """Probe, build the image, and make it known to each runtime."""
+    check_available(session, log)
+    session.image = images.build(image_recipe(session.campaign), cache, log=log)
+    for platform in session.platforms.values():
+        platform.prepare(session.image)
+
+
+def tool_versions(session: Session) -> dict[str, str]:
+    """Versions of each benchmark's packages, read from the image manifest (same bytes everywhere)."""
+    assert session.image is not None
+    installed = session.image.manifest.get("installed", {})
+    out: dict[str, str] = {}
+    for bench in session.benchmarks.values():
+        out[bench.name] = ", ".join(f"{p} {installed.get(p, '?')}" for p in bench.packages)
+    return out
+
+
+def platform_rows(session: Session) -> list[dict[str, Any]]:
+    rows = []
+    for name, platform in session.platforms.items():
+        try:
+            versions = platform.versions()
+        except Exception as exc:  # noqa: BLE001 - provenance is best effort, recorded as such
+            versions = {"error": str(exc)}
+        rows.append({"name": name, "type": platform.type, "label": platform.label(),
+                     "config": platform.describe(), "versions": versions})
+    return rows

@@ -1,0 +1,188 @@
+"""The results store: any SQLAlchemy URL, SQLite by default. Every sample is committed the
+moment it is measured, in one transaction with its execution, so a kill loses at most the
+execution in progress, and the unique keys make a resumed run unable to write a duplicate.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine, event, select
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from ..errors import InputError, VirtbenchError
+from .models import Execution, Host, Run, RunBenchmark, RunPlatform, Sample
+
+HERE = Path(__file__).parent
+
+
+def default_url() -> str:
+    """VIRTBENCH_DB if set; else a file under /var/lib/virtbench (root) or ~/.local/share."""
+    if url := os.environ.get("VIRTBENCH_DB"):
+        return url
+    base = Path("/var/lib/virtbench") if os.geteuid() == 0 else Path.home() / ".local/share/virtbench"
+    return f"sqlite:///{base / 'virtbench.db'}"
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def _alembic_config(connection) -> Config:
+    cfg = Config(str(HERE / "alembic.ini"))
+    cfg.set_main_option("script_location", str(HERE / "migrations"))
+    cfg.attributes["connection"] = connection
+    return cfg
+
+
+class Store:
+    def __init__(self, url: str | None = None, *, migrate: bool = True) -> None:
+        self.url = url or default_url()
+        try:
+            if self.url.startswith("sqlite:///") and self.url != "sqlite:///:memory:":
+                Path(self.url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+            self.engine: Engine = create_engine(self.url, future=True)
+        except (ArgumentError, ImportError) as exc:
+            raise InputError(f"cannot use database URL {self.url!r}: {exc}",
+                             "give an SQLAlchemy URL such as sqlite:///results.db or "
+                             "postgresql+psycopg://user@host/db") from None
+        if self.engine.dialect.name == "sqlite":
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        self.session = sessionmaker(self.engine, expire_on_commit=False)
+        if migrate:
+            self.migrate()
+
+    # -- schema ----------------------------------------------------------------------
+    def migrate(self) -> None:
+        try:
+            with self.engine.begin() as conn:
+                command.upgrade(_alembic_config(conn), "head")
+        except OperationalError as exc:
+            raise VirtbenchError(f"cannot open the results database {self.url}: {exc.orig}",
+                                 "check the path or URL and its permissions") from None
+
+    def schema_version(self) -> tuple[str | None, str]:
+        """(current revision, newest revision)."""
+        with self.engine.connect() as conn:
+            current = MigrationContext.configure(conn).get_current_revision()
+            head = ScriptDirectory.from_config(_alembic_config(conn)).get_current_head()
+        return current, head or ""
+
+    # -- hosts and runs --------------------------------------------------------------
+    def upsert_host(self, facts: dict[str, Any]) -> int:
+        ident = "|".join(str(facts.get(k, "")) for k in ("hostname", "machine_id", "cpu_model", "arch"))
+        fingerprint = hashlib.sha256(ident.encode()).hexdigest()
+        with self.session.begin() as s:
+            host = s.scalar(select(Host).where(Host.fingerprint == fingerprint))
+            if host is None:
+                host = Host(fingerprint=fingerprint, hostname=str(facts.get("hostname", "")),
+                            facts=facts, first_seen=now())
+                s.add(host)
+            else:
+                host.facts = facts
+            s.flush()
+            return host.id
+
+    def create_run(self, *, run_id: str, name: str, campaign: dict[str, Any], source: str, seed: int,
+                   host_id: int | None, host_facts: dict[str, Any], image: dict[str, Any],
+                   provenance: dict[str, Any], platforms: Sequence[dict[str, Any]],
+                   benchmarks: Sequence[dict[str, Any]], status: str = "running") -> None:
+        with self.session.begin() as s:
+            run = Run(id=run_id, name=name, status=status, campaign=campaign, campaign_source=source,
+                      seed=seed, host_id=host_id, host_facts=host_facts, image=image, provenance=provenance,
+                      created_at=now(), started_at=now() if status == "running" else None)
+            run.platforms = [RunPlatform(position=i, **p) for i, p in enumerate(platforms)]
+            run.benchmarks = [RunBenchmark(position=i, **b) for i, b in enumerate(benchmarks)]
+            s.add(run)
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        with self.session.begin() as s:
+            run = s.get(Run, run_id)
+            if run is None:
+                raise InputError(f"no run {run_id!r} in {self.url}")
+            for key, value in fields.items():
+                setattr(run, key, value)
+
+    def set_status(self, run_id: str, status: str, error: str = "") -> None:
+        fields: dict[str, Any] = {"status": status, "error": error}
+        if status in ("finished", "failed", "interrupted"):
+            fields["finished_at"] = now()
+        if status == "running":
+            fields["started_at"] = now()
+        self.update_run(run_id, **fields)
+
+    def run(self, ref: str = "latest") -> Run:
+        """A run by id, unique id prefix, or 'latest'."""
+        with self.session() as s:
+            if ref == "latest":
+                run = s.scalar(select(Run).order_by(Run.created_at.desc()).limit(1))
+                if run is None:
+                    raise InputError(f"no runs in {self.url} yet", "run `virtbench run --quick` first")
+            else:
+                matches = s.scalars(select(Run).where(Run.id.startswith(ref, autoescape=True)).limit(2)).all()
+                if len(matches) != 1:
+                    what = "no run" if not matches else "more than one run"
+                    raise InputError(f"{what} matches {ref!r} in {self.url}", "see `virtbench runs` for run ids")
+                run = matches[0]
+            _ = run.platforms, run.benchmarks, run.host  # load while the session is open
+            return run
+
+    def runs(self, limit: int = 50) -> list[Run]:
+        with self.session() as s:
+            return list(s.scalars(select(Run).order_by(Run.created_at.desc()).limit(limit)))
+
+    # -- measurements ----------------------------------------------------------------
+    def done_units(self, run_id: str) -> set[tuple[int, str, str]]:
+        """(round, platform, benchmark) of every execution already recorded."""
+        with self.session() as s:
+            rows = s.execute(select(Execution.round, Execution.platform, Execution.benchmark)
+                             .where(Execution.run_id == run_id))
+            return {(r, p, b) for r, p, b in rows}
+
+    def record(self, *, run_id: str, round: int, warmup: bool, platform: str, benchmark: str,
+               status: str, started_at: datetime, finished_at: datetime, duration_s: float,
+               instance: str = "", argv: Sequence[str] = (), exit_code: int | None = None,
+               stdout: str = "", stderr: str = "", error: str = "",
+               samples: Iterable[dict[str, Any]] = ()) -> None:
+        """One execution and its samples, in one transaction."""
+        with self.session.begin() as s:
+            ex = Execution(run_id=run_id, round=round, warmup=warmup, platform=platform, benchmark=benchmark,
+                           instance=instance, status=status, argv=list(argv), exit_code=exit_code,
+                           stdout=stdout, stderr=stderr, error=error, started_at=started_at,
+                           finished_at=finished_at, duration_s=duration_s)
+            s.add(ex)
+            s.flush()
+            for sample in samples:
+                s.add(Sample(execution_id=ex.id, run_id=run_id, round=round, warmup=warmup,
+                             platform=platform, benchmark=benchmark, **sample))
+
+    def samples(self, run_id: str, *, include_warmup: bool = False) -> list[Sample]:
+        with self.session() as s:
+            q = select(Sample).where(Sample.run_id == run_id)
+            if not include_warmup:
+                q = q.where(Sample.warmup.is_(False))
+            return list(s.scalars(q.order_by(Sample.id)))
+
+    def executions(self, run_id: str, *, status: str | None = None) -> list[Execution]:
+        with self.session() as s:
+            q = select(Execution).where(Execution.run_id == run_id)
+            if status:
+                q = q.where(Execution.status == status)
+            return list(s.scalars(q.order_by(Execution.id)))
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA busy_timeout=10000")
+    cur.close()

@@ -1,0 +1,118 @@
+"""Database schema of the results store (SQLAlchemy 2). Changes go through an Alembic migration.
+
+An execution is one run of one benchmark (or of the lifecycle steps) on one platform in one
+round; it keeps the raw output and error text whatever happened. A sample is one metric value
+from a successful execution, with unit and direction beside it.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Host(Base):
+    __tablename__ = "hosts"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(String(64), unique=True)
+    hostname: Mapped[str] = mapped_column(String(255))
+    facts: Mapped[dict[str, Any]] = mapped_column(JSON)
+    first_seen: Mapped[datetime] = mapped_column(DateTime)
+
+
+class Run(Base):
+    __tablename__ = "runs"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(255))
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    campaign: Mapped[dict[str, Any]] = mapped_column(JSON)
+    campaign_source: Mapped[str] = mapped_column(Text, default="")
+    seed: Mapped[int] = mapped_column(Integer)
+    host_id: Mapped[int | None] = mapped_column(ForeignKey("hosts.id"))
+    host_facts: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    """Facts at the start of this run (load, governor...), beside the host's stable ones."""
+    image: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    provenance: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime)
+    error: Mapped[str] = mapped_column(Text, default="")
+    host: Mapped[Host | None] = relationship()
+    platforms: Mapped[list["RunPlatform"]] = relationship(back_populates="run", cascade="all, delete-orphan",
+                                                          order_by="RunPlatform.position")
+    benchmarks: Mapped[list["RunBenchmark"]] = relationship(back_populates="run", cascade="all, delete-orphan",
+                                                            order_by="RunBenchmark.position")
+
+
+class RunPlatform(Base):
+    __tablename__ = "run_platforms"
+    __table_args__ = (UniqueConstraint("run_id", "name"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)
+    name: Mapped[str] = mapped_column(String(255))
+    type: Mapped[str] = mapped_column(String(64))
+    label: Mapped[str] = mapped_column(String(255))
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    versions: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    run: Mapped[Run] = relationship(back_populates="platforms")
+
+
+class RunBenchmark(Base):
+    __tablename__ = "run_benchmarks"
+    __table_args__ = (UniqueConstraint("run_id", "key"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)
+    key: Mapped[str] = mapped_column(String(255))
+    name: Mapped[str] = mapped_column(String(64))
+    params: Mapped[dict[str, Any]] = mapped_column(JSON)
+    tool_version: Mapped[str] = mapped_column(Text, default="")
+    run: Mapped[Run] = relationship(back_populates="benchmarks")
+
+
+class Execution(Base):
+    __tablename__ = "executions"
+    __table_args__ = (UniqueConstraint("run_id", "round", "platform", "benchmark"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    round: Mapped[int] = mapped_column(Integer)
+    warmup: Mapped[bool] = mapped_column(Boolean)
+    platform: Mapped[str] = mapped_column(String(255))
+    benchmark: Mapped[str] = mapped_column(String(255))
+    instance: Mapped[str] = mapped_column(String(255), default="")
+    status: Mapped[str] = mapped_column(String(16))
+    argv: Mapped[list[str]] = mapped_column(JSON, default=list)
+    exit_code: Mapped[int | None] = mapped_column(Integer)
+    stdout: Mapped[str] = mapped_column(Text, default="")
+    stderr: Mapped[str] = mapped_column(Text, default="")
+    error: Mapped[str] = mapped_column(Text, default="")
+    started_at: Mapped[datetime] = mapped_column(DateTime)
+    finished_at: Mapped[datetime] = mapped_column(DateTime)
+    duration_s: Mapped[float] = mapped_column(Float)
+
+
+class Sample(Base):
+    __tablename__ = "samples"
+    __table_args__ = (
+        UniqueConstraint("run_id", "round", "platform", "benchmark", "metric"),
+        Index("ix_samples_lookup", "run_id", "benchmark", "metric", "platform"),
+    )
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    execution_id: Mapped[int] = mapped_column(ForeignKey("executions.id", ondelete="CASCADE"), index=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    round: Mapped[int] = mapped_column(Integer)
+    warmup: Mapped[bool] = mapped_column(Boolean)
+    platform: Mapped[str] = mapped_column(String(255))
+    benchmark: Mapped[str] = mapped_column(String(255))
+    metric: Mapped[str] = mapped_column(String(128))
+    value: Mapped[float] = mapped_column(Float)
+    unit: Mapped[str] = mapped_column(String(32))
+    higher_is_better: Mapped[bool] = mapped_column(Boolean)
+    category: Mapped[str] = mapped_column(String(32))

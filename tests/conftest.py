@@ -1,0 +1,49 @@
+"""Shared fixtures. Integration tests use the real guest image and real runtimes."""
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+from virtbench.images.build import Recipe, build, host_arch
+from virtbench.images.image import Image
+from virtbench.platforms.base import Paths
+
+DATA = Path(__file__).parent / "data"
+
+# The core tools, listed here (not through the registry) so platform tests do not depend
+# on the benchmark plugins; the same cached image `virtbench image build` makes for these.
+TEST_PACKAGES = ("ca-certificates", "procps", "openssl", "fio", "sysbench", "sqlite3")
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.geteuid() != 0:
+        skip = pytest.mark.skip(reason="integration tests need root (runtimes, mounts, cgroups)")
+        for item in items:
+            if "integration" in item.keywords:
+                item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def image() -> Image:
+    recipe = Recipe(release="bookworm", arch=host_arch(), profile="quick", packages=TEST_PACKAGES)
+    return build(recipe)
+
+
+@pytest.fixture(scope="session")
+def paths(tmp_path_factory) -> Paths:
+    """State under a per-session directory so tests never touch a user's real runs."""
+    base = Path("/var/lib/virtbench-test") / uuid.uuid4().hex[:8]
+    return Paths(state=base / "state", runtime=Path("/run/virtbench-test") / base.name)
+
+
+@pytest.fixture
+def run_id() -> str:
+    return "t" + uuid.uuid4().hex[:8]
+
+
+@pytest.fixture
+def data_dir() -> Path:
+    return DATA

@@ -1,0 +1,172 @@
+"""The runner end to end through the CLI, on real platforms (native chroot and runc).
+
+Kills a run midway and resumes it, checks a crash leaves nothing after cleanup, that a
+failing tool is a failed sample with its raw output, and that bad input starts nothing.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+CAMPAIGN = """
+name: itest
+repetitions: 2
+warmups: 1
+platforms: [native, runc]
+benchmarks:
+  - {name: sysbench-cpu, time: 1}
+  - {name: sqlite, rows: 20000}
+"""
+UNITS_PER_ROUND = 2 * 3  # platforms x (benchmarks + lifecycle)
+
+
+@pytest.fixture
+def env(tmp_path):
+    base = f"/var/lib/virtbench-test/cli-{uuid.uuid4().hex[:8]}"
+    e = dict(os.environ, VIRTBENCH_DB=f"sqlite:///{tmp_path / 'results.db'}",
+             VIRTBENCH_STATE_DIR=base, VIRTBENCH_RUNTIME_DIR=f"/run/virtbench-test/{Path(base).name}")
+    yield e
+    subprocess.run([sys.executable, "-m", "virtbench", "cleanup"], env=e, capture_output=True, timeout=300)
+
+
+def vb(env, *args, timeout=900):
+    return subprocess.run([sys.executable, "-m", "virtbench", *args], env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def db_rows(env, sql, *params):
+    path = env["VIRTBENCH_DB"].removeprefix("sqlite:///")
+    with sqlite3.connect(path) as conn:
+        return conn.execute(sql, params).fetchall()
+
+
+def leftovers(env) -> list[str]:
+    state = env["VIRTBENCH_STATE_DIR"]
+    mounts = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
+              if line.split()[4].startswith(state)]
+    root = Path(env["VIRTBENCH_RUNTIME_DIR"]) / "runc"
+    runc = subprocess.run(["runc", "--root", str(root), "list", "-q"], capture_output=True, text=True).stdout.split()
+    return mounts + [f"runc:{c}" for c in runc]
+
+
+def test_full_run_and_json_report(env, tmp_path):
+    camp = tmp_path / "c.yaml"
+    camp.write_text(CAMPAIGN)
+    res = vb(env, "run", str(camp), "--no-report")
+    assert res.returncode == 0, res.stdout + res.stderr
+    rep = vb(env, "report", "--json")
+    assert rep.returncode == 0, rep.stderr
+    doc = json.loads(rep.stdout)
+    assert doc["baseline"] == "native" and doc["status"] == "finished"
+    rows = {(r["benchmark"], r["metric"], r["platform"]): r for r in doc["results"]}
+    native = rows[("sysbench-cpu", "events_per_second", "native")]
+    runc = rows[("sysbench-cpu", "events_per_second", "runc")]
+    assert native["n"] == 2 and native["relative"] == 1.0 and native["unit"]
+    assert runc["n"] == 2 and 0.3 < runc["relative"] < 3 and len(runc["relative_ci95"]) == 2
+    assert rows[("lifecycle", "start_s", "runc")]["n"] == 2
+    assert all(r["failed"] == 0 for r in doc["results"])
+    assert doc["image"]["tar_sha256"] and doc["host"]["cpu_model"]
+    assert leftovers(env) == []
+
+
+def test_killed_run_resumes_without_loss_or_duplicates(env, tmp_path):
+    camp = tmp_path / "c.yaml"
+    camp.write_text(CAMPAIGN)
+    p = subprocess.Popen([sys.executable, "-m", "virtbench", "run", str(camp), "--no-report"], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        try:
+            if db_rows(env, "SELECT count(*) FROM executions")[0][0] >= 4:
+                break
+        except sqlite3.Error:
+            pass
+        time.sleep(0.2)
+    os.killpg(p.pid, signal.SIGKILL)  # a crash: no chance to clean up
+    p.wait()
+    [(run_id, status)] = db_rows(env, "SELECT id, status FROM runs")
+    assert status == "running"
+    before = db_rows(env, "SELECT round, platform, benchmark, started_at FROM executions")
+    assert 4 <= len(before) < 3 * UNITS_PER_ROUND
+    res = vb(env, "run", "--resume", run_id, "--no-report")
+    assert res.returncode == 0, res.stdout + res.stderr
+    after = db_rows(env, "SELECT round, platform, benchmark, started_at FROM executions")
+    assert len(after) == 3 * UNITS_PER_ROUND
+    assert set(before) <= set(after), "executions recorded before the kill were kept as they were"
+    assert len({r[:3] for r in after}) == len(after)
+    assert db_rows(env, "SELECT status FROM runs") == [("finished",)]
+    assert leftovers(env) == []
+
+
+def test_crash_leaves_nothing_after_cleanup(env, tmp_path):
+    camp = tmp_path / "c.yaml"
+    camp.write_text(CAMPAIGN.replace("time: 1", "time: 30"))
+    p = subprocess.Popen([sys.executable, "-m", "virtbench", "run", str(camp), "--no-report"], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not leftovers(env):
+        time.sleep(0.2)
+    assert leftovers(env), "an instance should be up while the run is in progress"
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    assert leftovers(env), "SIGKILL gives no chance to clean up"
+    res = vb(env, "cleanup")
+    assert res.returncode == 0, res.stderr
+    assert leftovers(env) == []
+
+
+def test_sigterm_interrupts_cleanly(env, tmp_path):
+    camp = tmp_path / "c.yaml"
+    camp.write_text(CAMPAIGN.replace("time: 1", "time: 30"))
+    p = subprocess.Popen([sys.executable, "-m", "virtbench", "run", str(camp), "--no-report"], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not leftovers(env):
+        time.sleep(0.2)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 130, out + err
+    assert "--resume" in err
+    assert db_rows(env, "SELECT status FROM runs") == [("interrupted",)]
+    assert leftovers(env) == []
+
+
+def test_failing_tool_is_a_failed_sample_with_raw_output(env, tmp_path):
+    camp = tmp_path / "c.yaml"
+    camp.write_text("name: f\nrepetitions: 1\nwarmups: 0\nplatforms: [native]\n"
+                    "benchmarks:\n  - {name: openssl, algorithm: des-cbc, seconds: 1}\n")
+    res = vb(env, "run", str(camp))
+    assert res.returncode == 1, res.stdout + res.stderr
+    [(status, stdout, stderr, error)] = db_rows(
+        env, "SELECT status, stdout, stderr, error FROM executions WHERE benchmark='openssl'")
+    assert status == "failed" and error and (stdout or stderr)
+    assert db_rows(env, "SELECT count(*) FROM samples WHERE benchmark='openssl'") == [(0,)]
+    doc = json.loads(vb(env, "report", "--json").stdout)
+    row = next(r for r in doc["results"] if r["benchmark"] == "openssl")
+    assert row["n"] == 0 and row["failed"] == 1
+
+
+@pytest.mark.parametrize("campaign, needle", [
+    ("name: x\nplatforms: [native]\nbenchmarks: [nope]\n", "unknown benchmark 'nope'"),
+    ("name: x\nplatforms: [native, {name: d, type: docker, cpus: many}]\nbenchmarks: [fio]\n", "platforms[1].cpus"),
+    ("name: x\nrepetitons: 3\nplatforms: [native]\nbenchmarks: [fio]\n", "did you mean 'repetitions'"),
+])
+def test_bad_input_exits_2_before_anything_starts(env, tmp_path, campaign, needle):
+    camp = tmp_path / "bad.yaml"
+    camp.write_text(campaign)
+    res = vb(env, "run", str(camp))
+    assert res.returncode == 2
+    assert needle in res.stderr and str(camp) in res.stderr
+    assert len(res.stderr.strip().splitlines()) <= 2  # the error and its fix
+    assert not Path(env["VIRTBENCH_DB"].removeprefix("sqlite:///")).exists()

@@ -1,0 +1,112 @@
+"""Campaign validation: every mistake is one InputError line naming the field and the fix."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from virtbench.config import load_campaign, parse_campaign
+from virtbench.errors import InputError
+
+GOOD = {
+    "name": "docker-vs-native",
+    "baseline": "native",
+    "repetitions": 5,
+    "warmups": 1,
+    "platforms": ["native", "docker", {"name": "docker-1cpu", "type": "docker", "cpus": 1},
+                  {"name": "lxc-512m", "type": "lxc", "memory": "512M"}],
+    "benchmarks": [{"name": "openssl", "algorithm": "aes-128-cbc", "bytes": 64, "multi": 2, "seconds": 2},
+                   {"name": "fio", "size": "256M", "runtime": 5}],
+}
+
+
+def bad(**changes):
+    data = {**GOOD, **changes}
+    with pytest.raises(InputError) as info:
+        parse_campaign(data, "c.yaml")
+    return str(info.value)
+
+
+def test_issue_example_is_valid():
+    c = parse_campaign(GOOD, "c.yaml")
+    assert [p.name for p in c.platforms] == ["native", "docker", "docker-1cpu", "lxc-512m"]
+    assert c.platform("docker-1cpu").type == "docker"
+    assert c.platform("docker-1cpu").options == {"cpus": 1.0}
+    assert c.platform("lxc-512m").options == {"memory": 512 * 1000 * 1000} or \
+        c.platform("lxc-512m").options["memory"] in (512 * 1024 * 1024, 512 * 1000 * 1000)
+    assert [b.key for b in c.benchmarks] == ["openssl", "fio"]
+
+
+def test_unknown_top_level_key_suggests_the_right_one():
+    msg = bad(repetition=3)
+    assert "c.yaml" in msg and "unknown key 'repetition'" in msg and "did you mean 'repetitions'" in msg
+
+
+def test_unknown_benchmark():
+    msg = bad(benchmarks=[{"name": "fioo"}])
+    assert "benchmarks[0].name" in msg and "unknown benchmark 'fioo'" in msg and "'fio'" in msg
+
+
+def test_unknown_platform_type():
+    msg = bad(platforms=["native", {"name": "x", "type": "dockr"}])
+    assert "platforms[1].type" in msg and "'docker'" in msg
+
+
+def test_wrong_type_and_impossible_values():
+    assert "platforms[1].cpus" in bad(platforms=["native", {"name": "d", "type": "docker", "cpus": "lots"}])
+    assert "platforms[1].cpus" in bad(platforms=["native", {"name": "d", "type": "docker", "cpus": -1}])
+    assert "repetitions" in bad(repetitions=0)
+    assert "benchmarks[0].seconds" in bad(benchmarks=[{"name": "openssl", "seconds": -2}])
+
+
+def test_unknown_benchmark_parameter():
+    msg = bad(benchmarks=[{"name": "fio", "runtim": 5}])
+    assert "benchmarks[0].runtim" in msg and "did you mean 'runtime'" in msg
+
+
+def test_baseline_must_be_a_platform():
+    msg = bad(baseline="bare")
+    assert "baseline 'bare'" in msg and "native" in msg
+
+
+def test_duplicate_platform_names():
+    assert "used twice" in bad(platforms=["native", "docker", {"name": "docker", "type": "docker", "cpus": 1}])
+
+
+def test_same_benchmark_twice_gets_distinct_keys():
+    c = parse_campaign({**GOOD, "benchmarks": [{"name": "openssl", "algorithm": "aes-128-cbc"},
+                                                {"name": "openssl", "algorithm": "des-ede3"}]})
+    assert [b.key for b in c.benchmarks] == ["openssl[algorithm=aes-128-cbc]", "openssl[algorithm=des-ede3]"]
+
+
+def test_native_refuses_resource_limits():
+    msg = bad(platforms=[{"name": "native", "cpus": 1}])
+    assert "platforms[0]" in msg
+
+
+def test_load_reports_yaml_syntax_and_missing_file(tmp_path: Path):
+    with pytest.raises(InputError, match="not found"):
+        load_campaign(tmp_path / "nope.yaml")
+    f = tmp_path / "broken.yaml"
+    f.write_text("name: x\nplatforms: [native\n")
+    with pytest.raises(InputError, match="not valid YAML"):
+        load_campaign(f)
+
+
+def test_load_from_file(tmp_path: Path):
+    f = tmp_path / "c.yaml"
+    f.write_text(textwrap.dedent("""
+        name: t
+        platforms: [native, docker]
+        benchmarks: [sysbench-cpu]
+    """))
+    c = load_campaign(f)
+    assert c.repetitions == 5 and c.warmups == 1 and c.baseline == "native"
+
+
+def test_yaml_is_parsed_safely(tmp_path: Path):
+    f = tmp_path / "evil.yaml"
+    f.write_text("name: !!python/object/apply:os.system ['true']\nplatforms: [native]\nbenchmarks: [fio]\n")
+    with pytest.raises(InputError):
+        load_campaign(f)

@@ -1,0 +1,65 @@
+"""The results store: migrations, atomic records, no duplicates, lookups."""
+from __future__ import annotations
+
+import pytest
+from sqlalchemy.exc import IntegrityError
+
+from virtbench.errors import InputError
+from virtbench.store.db import Store, now
+
+
+@pytest.fixture
+def store(tmp_path):
+    return Store(f"sqlite:///{tmp_path / 'r.db'}")
+
+
+def make_run(store, run_id="r1"):
+    store.create_run(run_id=run_id, name="t", campaign={"baseline": "native"}, source="", seed=1,
+                     host_id=store.upsert_host({"hostname": "h"}), host_facts={}, image={}, provenance={},
+                     platforms=[{"name": "native", "type": "native", "label": "native", "config": {}}],
+                     benchmarks=[{"key": "fio", "name": "fio", "params": {}}])
+
+
+def record(store, run_id="r1", round=0, value=1.0, status="ok"):
+    store.record(run_id=run_id, round=round, warmup=False, platform="native", benchmark="fio", status=status,
+                 started_at=now(), finished_at=now(), duration_s=0.1, stdout="raw",
+                 samples=[{"metric": "m", "value": value, "unit": "s", "higher_is_better": False,
+                           "category": "storage"}] if status == "ok" else [])
+
+
+def test_schema_is_at_head(store):
+    current, head = store.schema_version()
+    assert current == head and head
+
+
+def test_record_and_read_back(store):
+    make_run(store)
+    record(store, round=0, value=2.5)
+    record(store, round=1, status="failed")
+    assert store.done_units("r1") == {(0, "native", "fio"), (1, "native", "fio")}
+    [s] = store.samples("r1")
+    assert (s.value, s.unit, s.higher_is_better) == (2.5, "s", False)
+    assert [e.status for e in store.executions("r1")] == ["ok", "failed"]
+    assert store.executions("r1")[0].stdout == "raw"
+
+
+def test_duplicate_execution_is_rejected_and_nothing_half_written(store):
+    make_run(store)
+    record(store, round=0)
+    with pytest.raises(IntegrityError):
+        record(store, round=0, value=9.0)
+    assert [s.value for s in store.samples("r1")] == [1.0]
+    assert len(store.executions("r1")) == 1
+
+
+def test_run_lookup(store):
+    make_run(store, "20260101-000000-abcd")
+    assert store.run("latest").id == "20260101-000000-abcd"
+    assert store.run("20260101").id == "20260101-000000-abcd"
+    with pytest.raises(InputError, match="no run"):
+        store.run("nope")
+
+
+def test_bad_url_is_a_clear_error():
+    with pytest.raises(InputError, match="database URL"):
+        Store("notadb://x")
