@@ -1,0 +1,127 @@
+"""fio: the eight storage measurements of LSBS (seeds/003) in one invocation.
+
+Sequential and random, read and write, each once for bandwidth (large blocks) and once for
+IOPS (small blocks). The eight jobs are separated by stonewall so they run one after
+another and never compete; they share one file so the scratch space needed is `size`, not
+eight times it. O_DIRECT keeps the guest's page cache out of the numbers.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from ..errors import ParseError
+from .base import Benchmark, Metric, Params
+
+# (job / metric name, fio rw, which block size, direction read by the parser)
+_JOBS: tuple[tuple[str, str, str, str], ...] = (
+    ("seq_read_bw", "read", "bandwidth", "read"),
+    ("seq_write_bw", "write", "bandwidth", "write"),
+    ("rand_read_bw", "randread", "bandwidth", "read"),
+    ("rand_write_bw", "randwrite", "bandwidth", "write"),
+    ("seq_read_iops", "read", "iops", "read"),
+    ("seq_write_iops", "write", "iops", "write"),
+    ("rand_read_iops", "randread", "iops", "read"),
+    ("rand_write_iops", "randwrite", "iops", "write"),
+)
+_SIZE = r"^[1-9][0-9]*[kKmMgGtT]?$"
+_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+_FILENAME = "virtbench.fio"
+
+
+def size_bytes(text: str) -> int:
+    """fio's size suffixes are powers of two by default (kb_base=1024)."""
+    match = re.fullmatch(r"([0-9]+)([kKmMgGtT]?)", text)
+    if match is None:
+        raise ValueError(f"not a fio size: {text!r}")
+    return int(match.group(1)) * _UNITS[match.group(2).lower()]
+
+
+class FioParams(Params):
+    size: str = Field("256M", pattern=_SIZE, description="test file size (fio syntax: 256M, 4G)")
+    bs_bandwidth: str = Field("1M", pattern=_SIZE, description="block size of the bandwidth jobs")
+    bs_iops: str = Field("4k", pattern=_SIZE, description="block size of the IOPS jobs")
+    iodepth: int = Field(16, ge=1, le=1024, description="outstanding I/Os per job")
+    runtime: int = Field(5, ge=1, le=3600, description="measured seconds per job (time_based)")
+    ramp_time: int = Field(1, ge=0, le=600, description="seconds per job run before measuring")
+    direct: bool = Field(True, description="O_DIRECT, bypassing the page cache")
+    ioengine: Literal["libaio", "io_uring", "psync"] = Field(
+        "libaio", description="fio ioengine; psync ignores iodepth"
+    )
+
+
+class Fio(Benchmark):
+    """Sequential/random read/write bandwidth and IOPS on the instance's scratch storage."""
+
+    name: ClassVar[str] = "fio"
+    tool: ClassVar[str] = "fio"
+    packages: ClassVar[tuple[str, ...]] = ("fio",)
+    Params: ClassVar[type[Params]] = FioParams
+    description: ClassVar[str] = "fio: seq/rand x read/write x bandwidth/IOPS (LSBS storage set)"
+
+    params: FioParams
+
+    def metrics(self) -> list[Metric]:
+        p = self.params
+        out = []
+        for job, rw, kind, _ in _JOBS:
+            bs = p.bs_bandwidth if kind == "bandwidth" else p.bs_iops
+            what = f"{rw}, bs={bs}, iodepth={p.iodepth}, direct={int(p.direct)}"
+            if kind == "bandwidth":
+                out.append(Metric(job, "MiB/s", True, "storage", f"bandwidth, {what}"))
+            else:
+                out.append(Metric(job, "IOPS", True, "storage", f"operations per second, {what}"))
+        return out
+
+    def command(self, workdir: str) -> list[str]:
+        p = self.params
+        # Options before the first --name are global; those after apply to that job only.
+        argv = [
+            "fio", "--output-format=json", "--eta=never",
+            f"--directory={workdir}", f"--filename={_FILENAME}",
+            f"--ioengine={p.ioengine}", f"--direct={int(p.direct)}",
+            f"--size={p.size}", f"--iodepth={p.iodepth}",
+            "--time_based=1", f"--runtime={p.runtime}", f"--ramp_time={p.ramp_time}",
+        ]
+        for job, rw, kind, _ in _JOBS:
+            bs = p.bs_bandwidth if kind == "bandwidth" else p.bs_iops
+            argv += [f"--name={job}", f"--rw={rw}", f"--bs={bs}", "--stonewall"]
+        return argv
+
+    def parse(self, stdout: str, stderr: str = "", source: str = "<output>") -> dict[str, float]:
+        # fio prints some warnings ("fio: ENOSPC on laying out file") on stdout around the
+        # JSON, so decode from the first line that opens an object and ignore what follows.
+        start = re.search(r"^\{", stdout, re.M)
+        if start is None:
+            raise ParseError(self.tool, r"^\{ (a JSON document)", source)
+        try:
+            doc: Any = json.JSONDecoder().raw_decode(stdout, start.start())[0]
+        except json.JSONDecodeError as exc:
+            raise ParseError(self.tool, f"valid JSON ({exc})", source) from None
+        jobs = {j.get("jobname"): j for j in doc.get("jobs", [])} if isinstance(doc, dict) else {}
+        result: dict[str, float] = {}
+        for job, _, kind, direction in _JOBS:
+            data = jobs.get(job)
+            if data is None:
+                raise ParseError(self.tool, f"a job named {job!r} in jobs[]", source)
+            if data.get("error", 1) != 0:
+                expected = f"jobs[{job}].error == 0 (got {data.get('error')})"
+                raise ParseError(self.tool, expected, source)
+            stats = data.get(direction, {})
+            value = stats.get("bw_bytes", 0) / 2**20 if kind == "bandwidth" else stats.get("iops")
+            if not value or value <= 0:
+                raise ParseError(self.tool, f"jobs[{job}].{direction} with I/O done", source)
+            result[job] = float(value)
+        return result
+
+    def version_command(self) -> list[str]:
+        return ["fio", "--version"]
+
+    def execution_timeout(self) -> float:
+        p = self.params
+        # Laying out the file is not part of runtime; allow it at a slow 20 MiB/s.
+        expected = len(_JOBS) * (p.runtime + p.ramp_time) + size_bytes(p.size) / (20 * 2**20)
+        return 4.0 * expected + 60.0

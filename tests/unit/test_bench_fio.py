@@ -1,0 +1,148 @@
+"""fio parser and command, against JSON recorded from fio 3.33 (Debian 12) on ext4."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from virtbench.benchmarks.fio import Fio, FioParams, size_bytes
+from virtbench.errors import ParseError
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "fio"
+NAMES = [
+    "seq_read_bw", "seq_write_bw", "rand_read_bw", "rand_write_bw",
+    "seq_read_iops", "seq_write_iops", "rand_read_iops", "rand_write_iops",
+]
+
+
+def bench(**kw: object) -> Fio:
+    return Fio(FioParams(**kw))
+
+
+@pytest.fixture
+def ok() -> str:
+    return (DATA / "ext4_64M_runtime1.json").read_text()
+
+
+def test_parse_recorded(ok: str) -> None:
+    b = bench(size="64M", runtime=1, ramp_time=0)
+    result = b.parse(ok, "", "ext4.json")
+    assert list(result) == NAMES == [m.name for m in b.metrics()]
+    jobs = {j["jobname"]: j for j in json.loads(ok)["jobs"]}
+    for name in NAMES:
+        direction = "read" if "_read_" in name else "write"
+        stats = jobs[name][direction]
+        if name.endswith("_bw"):
+            assert result[name] == stats["bw_bytes"] / 2**20
+            assert result[name] == pytest.approx(stats["bw"] / 1024, rel=1e-3)
+        else:
+            assert result[name] == stats["iops"]
+        assert result[name] > 0
+
+
+def test_concrete_values(ok: str) -> None:
+    result = bench().parse(ok)
+    assert result["seq_read_iops"] == 70965.034965
+    assert result["rand_write_iops"] == 91199.8002
+    assert '"bw_bytes" : 1656521450' in ok
+    assert result["seq_read_bw"] == 1656521450 / 2**20
+
+
+def test_jobs_ran_one_after_another(ok: str) -> None:
+    # stonewall puts every job in its own group; groups run in order.
+    jobs = json.loads(ok)["jobs"]
+    assert [j["jobname"] for j in jobs] == NAMES
+    assert [j["groupid"] for j in jobs] == list(range(8))
+
+
+def test_leading_warnings_are_skipped(ok: str) -> None:
+    noisy = "fio: some warning on stdout\n" + ok + "fio: a warning after the JSON\n"
+    assert bench().parse(noisy) == bench().parse(ok)
+
+
+def test_job_error_fails_whole_run() -> None:
+    # ENOSPC while laying out the shared file: the JSON follows warning lines; several read
+    # jobs report error 0 and IOPS > 0, the write jobs error 28. No partial result.
+    stdout = (DATA / "fail_enospc.txt").read_text()
+    assert stdout.startswith("fio: ENOSPC")
+    with pytest.raises(ParseError, match=r"error == 0 \(got 28\).*enospc"):
+        bench().parse(stdout, (DATA / "fail_enospc.stderr.txt").read_text(), "enospc")
+
+
+def test_no_json() -> None:
+    stdout = (DATA / "fail_nodir.txt").read_text()
+    assert stdout == ""
+    with pytest.raises(ParseError, match="nodir"):
+        bench().parse(stdout, (DATA / "fail_nodir.stderr.txt").read_text(), "nodir")
+    with pytest.raises(ParseError):
+        bench().parse("", "", "empty")
+
+
+def test_truncated_json(ok: str) -> None:
+    with pytest.raises(ParseError, match="valid JSON"):
+        bench().parse(ok[: len(ok) // 2])
+
+
+def test_missing_job_or_idle_job(ok: str) -> None:
+    doc = json.loads(ok)
+    doc["jobs"] = doc["jobs"][:-1]
+    with pytest.raises(ParseError, match="rand_write_iops"):
+        bench().parse(json.dumps(doc))
+    doc = json.loads(ok)
+    doc["jobs"][0]["read"]["bw_bytes"] = 0
+    with pytest.raises(ParseError, match="seq_read_bw"):
+        bench().parse(json.dumps(doc))
+
+
+def test_params() -> None:
+    p = FioParams()
+    assert (p.size, p.bs_bandwidth, p.bs_iops, p.iodepth, p.runtime, p.direct) == (
+        "256M", "1M", "4k", 16, 5, True,
+    )
+    for bad in (
+        dict(nosuch=1), dict(size="abc"), dict(size="0M"), dict(size="1M --rw=trim"),
+        dict(bs_iops="4 k"), dict(iodepth=0), dict(runtime=0), dict(ramp_time=-1),
+        dict(ioengine="posixaio"),
+    ):
+        with pytest.raises(ValidationError):
+            FioParams(**bad)
+
+
+def test_size_bytes() -> None:
+    assert size_bytes("256M") == 256 * 2**20
+    assert size_bytes("4k") == 4096
+    assert size_bytes("512") == 512
+    with pytest.raises(ValueError):
+        size_bytes("1.5G")
+
+
+def test_command() -> None:
+    argv = bench().command("/scratch")
+    assert argv[0] == "fio"
+    first_job = argv.index("--name=seq_read_bw")
+    glob = argv[:first_job]
+    for opt in ("--output-format=json", "--direct=1", "--ioengine=libaio", "--directory=/scratch",
+                "--size=256M", "--iodepth=16", "--time_based=1", "--runtime=5"):
+        assert opt in glob
+    assert [a[7:] for a in argv if a.startswith("--name=")] == NAMES
+    assert argv.count("--stonewall") == 8
+    assert argv[argv.index("--name=rand_read_bw") + 1 : argv.index("--name=rand_read_bw") + 3] == [
+        "--rw=randread", "--bs=1M",
+    ]
+    assert argv[argv.index("--name=rand_write_iops") + 1 : argv.index("--name=rand_write_iops") + 3] == [
+        "--rw=randwrite", "--bs=4k",
+    ]
+    assert "--direct=0" in bench(direct=False).command("/scratch")
+
+
+def test_metadata() -> None:
+    b = bench()
+    units = {m.name: m.unit for m in b.metrics()}
+    assert all(units[n] == "MiB/s" for n in NAMES if n.endswith("_bw"))
+    assert all(units[n] == "IOPS" for n in NAMES if n.endswith("_iops"))
+    assert all(m.higher_is_better and m.category == "storage" for m in b.metrics())
+    assert Fio.name == "fio" and Fio.packages == ("fio",)
+    assert b.version_command() == ["fio", "--version"]
+    assert b.execution_timeout() >= 4 * 8 * 6 + 60

@@ -1,0 +1,146 @@
+"""openssl speed parser and command, against outputs recorded from OpenSSL 3.0 (Debian 12)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from virtbench.benchmarks.openssl import OpenSSLParams, OpenSSLSpeed
+from virtbench.errors import ParseError
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "openssl"
+
+
+def read(name: str) -> tuple[str, str]:
+    stderr = DATA / f"{name}.stderr.txt"
+    return (DATA / f"{name}.txt").read_text(), stderr.read_text() if stderr.exists() else ""
+
+
+def bench(**kw: object) -> OpenSSLSpeed:
+    return OpenSSLSpeed(OpenSSLParams(**kw))
+
+
+def final_rate(stdout: str) -> float:
+    """The aggregate +F line: the one not prefixed with 'Got:'."""
+    (line,) = [ln for ln in stdout.splitlines() if ln.startswith("+F:")]
+    return float(line.rsplit(":", 1)[1])
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("aes-128-cbc_single", dict(algorithm="aes-128-cbc", seconds=1)),
+        ("aes-128-cbc_multi2", dict(algorithm="aes-128-cbc", seconds=1, multi=2)),
+        ("des-ede3_single", dict(algorithm="des-ede3", seconds=1)),
+        ("des-ede3_multi2", dict(algorithm="des-ede3", seconds=1, multi=2)),
+        ("aes-256-gcm_16384", dict(algorithm="aes-256-gcm", bytes=16384, seconds=1)),
+        ("des-cbc_legacy", dict(algorithm="des-cbc", seconds=1)),
+    ],
+)
+def test_parse_recorded(name: str, params: dict) -> None:
+    b = bench(**params)
+    stdout, stderr = read(name)
+    result = b.parse(stdout, stderr, name)
+    assert set(result) == {m.name for m in b.metrics()}
+    assert result["throughput"] == final_rate(stdout)
+    assert result["throughput"] > 0
+
+
+def test_single_values_from_file() -> None:
+    result = bench(algorithm="aes-128-cbc", seconds=1).parse(*read("aes-128-cbc_single"))
+    assert result == {"throughput": 1450963648.0}
+    # +F is bytes per second: the +R count of 64-byte blocks in 1 s, times 64.
+    assert result["throughput"] == 22671307 * 64
+
+
+def test_multi_is_sum_of_children() -> None:
+    stdout, stderr = read("aes-128-cbc_multi2")
+    result = bench(algorithm="aes-128-cbc", seconds=1, multi=2).parse(stdout, stderr)
+    assert result["throughput"] == 2888717568.0 == 1441887040.0 + 1446830528.0
+
+
+def test_des_ede3_means_cbc() -> None:
+    stdout, stderr = read("des-ede3_multi2")
+    assert bench(algorithm="des-ede3", multi=2).parse(stdout, stderr)["throughput"] == 70399680.0
+    assert "DES-EDE3-CBC" in stdout
+
+
+def test_multi_child_failure_is_not_a_zero() -> None:
+    # Both children failed, yet openssl printed "+F:...:0.00" and exited 0.
+    stdout, stderr = read("fail_des-cbc_nolegacy_multi2")
+    assert "+F:25:DES-CBC:0.00" in stdout
+    b = bench(algorithm="des-cbc", multi=2)
+    with pytest.raises(ParseError, match="Child exited|error"):
+        b.parse(stdout, stderr, "multi.txt")
+    with pytest.raises(ParseError):  # even if stderr were lost
+        b.parse(stdout, "", "multi.txt")
+
+
+def test_single_failure() -> None:
+    with pytest.raises(ParseError, match=r"fail\.txt"):
+        bench(algorithm="des-cbc").parse(*read("fail_des-cbc_nolegacy_single"), "fail.txt")
+
+
+def test_error_lines_in_stderr_fail_even_with_a_rate() -> None:
+    # -bytes 17 with a 16-byte block cipher: every op fails, openssl still prints a rate.
+    stdout, stderr = read("fail_aes-128-cbc_17bytes")
+    assert final_rate(stdout) > 0
+    with pytest.raises(ParseError, match="wrong final block length"):
+        bench(algorithm="aes-128-cbc").parse(stdout, stderr)
+
+
+def test_truncated_and_empty() -> None:
+    stdout, stderr = read("aes-128-cbc_multi2")
+    b = bench(algorithm="aes-128-cbc", multi=2)
+    truncated = "\n".join(ln for ln in stdout.splitlines() if not ln.startswith("+F:"))
+    with pytest.raises(ParseError, match=r"no match for .*\+F.* in t\.txt"):
+        b.parse(truncated, stderr, "t.txt")
+    missing_child = "\n".join(ln for ln in stdout.splitlines() if not ln.endswith("from 1"))
+    with pytest.raises(ParseError, match="children"):
+        b.parse(missing_child, stderr)
+    with pytest.raises(ParseError, match="empty"):
+        b.parse("", "", "empty")
+
+
+def test_wrong_algorithm_in_output() -> None:
+    with pytest.raises(ParseError, match="des-ede3-cbc"):
+        bench(algorithm="des-ede3").parse(*read("aes-128-cbc_single"))
+
+
+def test_params_defaults_and_rejections() -> None:
+    p = OpenSSLParams()
+    assert (p.algorithm, p.bytes, p.multi, p.seconds) == ("aes-128-cbc", 64, 1, 3)
+    for bad in (
+        dict(nosuch=1), dict(bytes=17), dict(bytes=8), dict(bytes=0), dict(multi=0),
+        dict(seconds=0), dict(algorithm="rot13"), dict(algorithm="des-ede3; rm"),
+    ):
+        with pytest.raises(ValidationError):
+            OpenSSLParams(**bad)
+
+
+def test_command() -> None:
+    argv = bench().command("/scratch")
+    assert argv[:2] == ["openssl", "speed"]
+    assert "-elapsed" in argv and "-mr" in argv
+    assert "-multi" not in argv
+    assert argv[-2:] == ["-evp", "aes-128-cbc"]
+    assert argv[argv.index("-seconds") + 1] == "3" and argv[argv.index("-bytes") + 1] == "64"
+
+    argv = bench(algorithm="des-ede3", multi=2, seconds=5, bytes=16).command("/scratch")
+    assert argv[argv.index("-multi") + 1] == "2"
+    assert argv[-2:] == ["-evp", "des-ede3-cbc"]
+    assert "-provider" not in argv
+
+    argv = bench(algorithm="des-cbc").command("/scratch")
+    assert argv[argv.index("-provider") + 1] == "legacy"
+    assert argv[-2:] == ["-evp", "des-cbc"]
+
+
+def test_metadata() -> None:
+    b = bench()
+    (m,) = b.metrics()
+    assert (m.name, m.unit, m.higher_is_better, m.category) == ("throughput", "B/s", True, "cpu")
+    assert OpenSSLSpeed.name == "openssl" and OpenSSLSpeed.packages == ("openssl",)
+    assert b.version_command() == ["openssl", "version"]
+    assert b.execution_timeout() >= 4 * 3 + 60

@@ -1,0 +1,149 @@
+"""sqlite phone-call workload: parser and command, against outputs of sqlite3 3.40.1 (Debian 12)."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from virtbench.benchmarks.sqlite import SQLiteCalls, SQLiteParams
+from virtbench.errors import ParseError
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "sqlite"
+PHASES = ("generate", "index", "query", "update", "delete")
+SMALL = dict(rows=20000, subscribers=1000, repeats=1)
+
+
+def bench(**kw: object) -> SQLiteCalls:
+    return SQLiteCalls(SQLiteParams(**kw))
+
+
+def phase_times(text: str) -> dict[str, list[float]]:
+    """Run Time reals per phase, read from the file independently of the parser."""
+    out: dict[str, list[float]] = defaultdict(list)
+    phase = ""
+    for line in text.splitlines():
+        if line.startswith("vb:phase "):
+            phase = line.split()[1]
+        elif line.startswith("Run Time: real "):
+            out[phase].append(float(line.split()[3]))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [("calls_200000rows_3repeats", {}), ("calls_20000rows_1repeat", SMALL)],
+)
+def test_parse_recorded(name: str, params: dict) -> None:
+    text = (DATA / f"{name}.txt").read_text()
+    b = bench(**params)
+    result = b.parse(text, "", name)
+    assert list(result) == [m.name for m in b.metrics()]
+    times = phase_times(text)
+    for ph in PHASES:
+        assert result[f"{ph}_s"] == pytest.approx(sum(times[ph]), abs=1e-9)
+        assert len(times[ph]) == len(b.statements()[ph])
+    assert result["total_s"] == pytest.approx(sum(result[f"{ph}_s"] for ph in PHASES), abs=1e-9)
+    assert result["query_s"] > 0
+
+
+def test_concrete_values() -> None:
+    result = bench(**SMALL).parse((DATA / "calls_20000rows_1repeat.txt").read_text())
+    assert result == {
+        "generate_s": 0.018,  # 0.001 + 0.017
+        "index_s": 0.017,  # 0.006 + 0.006 + 0.005
+        "query_s": 0.031,  # 0.005 + 0.001 + 0.021 + 0.003 + 0.001
+        "update_s": 0.005,
+        "delete_s": 0.008,
+        "total_s": 0.079,
+    }
+
+
+def test_query_rows_do_not_confuse_the_parser() -> None:
+    text = (DATA / "calls_200000rows_3repeats.txt").read_text()
+    assert "10000|" in text  # result rows are interleaved with the timings
+    assert len(phase_times(text)["query"]) == 15
+
+
+def test_failed_statement() -> None:
+    # Rerun in a used directory: CREATE TABLE fails, -bail stops, no vb:done.
+    text = (DATA / "fail_table_exists.txt").read_text()
+    stderr = (DATA / "fail_table_exists.stderr.txt").read_text()
+    assert "already exists" in stderr
+    with pytest.raises(ParseError, match=r"vb:done.*table_exists"):
+        bench(**SMALL).parse(text, stderr, "table_exists")
+
+
+def test_no_output() -> None:
+    stdout = (DATA / "fail_nodir.txt").read_text()
+    assert stdout == ""
+    with pytest.raises(ParseError, match="nodir"):
+        bench().parse(stdout, (DATA / "fail_nodir.stderr.txt").read_text(), "nodir")
+    with pytest.raises(ParseError, match="empty"):
+        bench().parse("", "", "empty")
+
+
+def test_missing_or_misplaced_timings() -> None:
+    text = (DATA / "calls_20000rows_1repeat.txt").read_text()
+    lines = text.splitlines()
+    missing = "\n".join(ln for ln in lines if "real 0.021" not in ln)
+    with pytest.raises(ParseError, match=r"5 x .*vb:phase query.*got 4"):
+        bench(**SMALL).parse(missing)
+    no_markers = "\n".join(ln for ln in lines if not ln.startswith("vb:phase"))
+    with pytest.raises(ParseError, match="before the first Run Time"):
+        bench(**SMALL).parse(no_markers)
+    # parsed with the wrong repeats: the count check notices
+    with pytest.raises(ParseError, match="got 5"):
+        bench(rows=20000, subscribers=1000, repeats=2).parse(text)
+
+
+def test_params() -> None:
+    p = SQLiteParams()
+    assert (p.rows, p.subscribers, p.repeats) == (200000, 10000, 3)
+    for bad in (dict(nosuch=1), dict(rows=0), dict(rows=10**8), dict(repeats=0),
+                dict(subscribers=1), dict(cost_threshold=-1)):
+        with pytest.raises(ValidationError):
+            SQLiteParams(**bad)
+
+
+def test_command() -> None:
+    b = bench()
+    argv = b.command("/scratch/")
+    assert argv[:3] == ["sqlite3", "-batch", "-bail"]
+    assert argv[-2:] == ["/scratch/calls.db", ".print vb:done"]
+    cmds = [argv[i + 1] for i, a in enumerate(argv) if a == "-cmd"]
+    assert cmds[0] == ".output '/scratch/virtbench.sql'"
+    assert cmds[-3:] == [".output stdout", ".timer on", ".read '/scratch/virtbench.sql'"]
+    printed = [c[len(".print '"):-1] for c in cmds[1:-3]]
+    assert all(c.startswith(".print '") and c.endswith("'") for c in cmds[1:-3])
+    assert all("'" not in line for line in printed)
+    assert printed.count(".print vb:phase query") == 1
+    assert sum(line.startswith("SELECT ") for line in printed) == 15
+    assert any(line.startswith("WITH RECURSIVE") and "200000" in line for line in printed)
+    with pytest.raises(ValueError):
+        b.command("/it's")
+
+
+def test_metadata() -> None:
+    b = bench()
+    names = [m.name for m in b.metrics()]
+    assert names == ["generate_s", "index_s", "query_s", "update_s", "delete_s", "total_s"]
+    assert all(m.unit == "s" and not m.higher_is_better and m.category == "application" for m in b.metrics())
+    assert SQLiteCalls.name == "sqlite" and SQLiteCalls.packages == ("sqlite3",)
+    assert b.version_command() == ["sqlite3", "-version"]
+    assert b.execution_timeout() > 60
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("sqlite3") is None, reason="sqlite3 not installed")
+def test_real_run(tmp_path: Path) -> None:
+    """The trickiest part is the argv itself; run it once for real, as the runner would."""
+    b = bench(rows=2000, subscribers=100, repeats=1)
+    proc = subprocess.run(b.command(str(tmp_path)), stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=60, check=True)
+    result = b.parse(proc.stdout, proc.stderr, "real run")
+    assert set(result) == {m.name for m in b.metrics()}
+    assert (tmp_path / "calls.db").exists()
