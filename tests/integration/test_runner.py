@@ -145,15 +145,15 @@ def test_sigterm_interrupts_cleanly(env, tmp_path):
 def test_failing_tool_is_a_failed_sample_with_raw_output(env, tmp_path):
     camp = tmp_path / "c.yaml"
     camp.write_text("name: f\nrepetitions: 1\nwarmups: 0\nplatforms: [native]\n"
-                    "benchmarks:\n  - {name: openssl, algorithm: des-cbc, seconds: 1}\n")
+                    "benchmarks:\n  - {name: fio, size: 1M, bs_bandwidth: 64M, runtime: 1}\n")
     res = vb(env, "run", str(camp))
     assert res.returncode == 1, res.stdout + res.stderr
     [(status, stdout, stderr, error)] = db_rows(
-        env, "SELECT status, stdout, stderr, error FROM executions WHERE benchmark='openssl'")
+        env, "SELECT status, stdout, stderr, error FROM executions WHERE benchmark='fio'")
     assert status == "failed" and error and (stdout or stderr)
-    assert db_rows(env, "SELECT count(*) FROM samples WHERE benchmark='openssl'") == [(0,)]
+    assert db_rows(env, "SELECT count(*) FROM samples WHERE benchmark='fio'") == [(0,)]
     doc = json.loads(vb(env, "report", "--json").stdout)
-    row = next(r for r in doc["results"] if r["benchmark"] == "openssl")
+    row = next(r for r in doc["results"] if r["benchmark"] == "fio")
     assert row["n"] == 0 and row["failed"] == 1
 
 

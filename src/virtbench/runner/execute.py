@@ -14,7 +14,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Iterator, Protocol
+from typing import Callable, Iterator, Protocol
 
 from .. import __version__
 from .. import host as hostfacts
@@ -55,6 +55,9 @@ class Outcome:
     interrupted: bool = False
 
 
+StopCheck = Callable[[], bool]
+
+
 class Interrupted(Exception):
     """SIGTERM received: treated like Ctrl-C so the instance in use is removed first."""
 
@@ -64,31 +67,68 @@ def new_run_id() -> str:
 
 
 def start(store: Store, campaign: Campaign, paths: Paths, *, source: str = "",
-          reporter: Reporter | None = None, run_id: str | None = None) -> Outcome:
+          reporter: Reporter | None = None, run_id: str | None = None,
+          stop_requested: StopCheck | None = None) -> Outcome:
     """Validate, probe, build, record the run, then execute it."""
     reporter = reporter or QuietReporter()
     session = build_objects(campaign, paths)
     prepare(session, log=reporter.log)
-    assert session.image is not None
     seed = campaign.seed if campaign.seed is not None else random.SystemRandom().randrange(2**31)
     run_id = run_id or new_run_id()
-    facts = hostfacts.facts()
-    host_id = store.upsert_host(hostfacts.stable_facts())
-    store.create_run(
-        run_id=run_id, name=campaign.name, campaign=campaign.model_dump(mode="json"), source=source,
-        seed=seed, host_id=host_id, host_facts=facts, image=session.image.provenance(),
-        provenance={"virtbench": __version__, "tools": tool_versions(session),
-                    "availability": {k: v.reason for k, v in session.availability.items()}},
-        platforms=platform_rows(session),
-        benchmarks=[{"key": b.key, "name": b.name, "params": session.benchmarks[b.key].params.model_dump(mode="json"),
-                     "tool_version": tool_versions(session)[b.name]} for b in campaign.benchmarks],
-    )
+    store.create_run(run_id=run_id, name=campaign.name, campaign=campaign.model_dump(mode="json"),
+                     source=source, seed=seed, status="running", **_run_details(store, session))
     reporter.log(f"run {run_id}: {len(session.platforms)} platforms x {len(session.benchmarks)} benchmarks, "
                  f"{campaign.repetitions} repetitions + {campaign.warmups} warm-up, seed {seed}")
-    return execute(store, session, run_id, seed, reporter)
+    return execute(store, session, run_id, seed, reporter, stop_requested)
 
 
-def resume(store: Store, run_ref: str, paths: Paths, *, reporter: Reporter | None = None) -> Outcome:
+def enqueue(store: Store, campaign: Campaign, *, source: str = "") -> str:
+    """Record a run to be executed later by a worker (the web app's schedule)."""
+    run_id = new_run_id()
+    seed = campaign.seed if campaign.seed is not None else random.SystemRandom().randrange(2**31)
+    store.create_run(run_id=run_id, name=campaign.name, campaign=campaign.model_dump(mode="json"), source=source,
+                     seed=seed, host_id=None, host_facts={}, image={}, provenance={}, platforms=[], benchmarks=[],
+                     status="queued")
+    return run_id
+
+
+def run_queued(store: Store, run_id: str, paths: Paths, *, reporter: Reporter | None = None,
+               stop_requested: StopCheck | None = None) -> Outcome:
+    """Execute a queued run: probe, build and record its provenance now, on this host."""
+    reporter = reporter or QuietReporter()
+    run = store.run(run_id)
+    if run.status != "queued":
+        raise InputError(f"run {run.id} is {run.status}, not queued")
+    campaign = parse_campaign(run.campaign, f"run {run.id}")
+    session = build_objects(campaign, paths)
+    try:
+        prepare(session, log=reporter.log)
+    except Exception as exc:
+        store.set_status(run.id, "failed", _describe(exc))
+        raise
+    store.fill_run(run.id, **_run_details(store, session))
+    store.set_status(run.id, "running")
+    return execute(store, session, run.id, run.seed, reporter, stop_requested)
+
+
+def _run_details(store: Store, session: Session) -> dict:
+    assert session.image is not None
+    versions = tool_versions(session)
+    return {
+        "host_id": store.upsert_host(hostfacts.stable_facts()),
+        "host_facts": hostfacts.facts(),
+        "image": session.image.provenance(),
+        "provenance": {"virtbench": __version__, "tools": versions,
+                       "availability": {k: v.reason for k, v in session.availability.items()}},
+        "platforms": platform_rows(session),
+        "benchmarks": [{"key": b.key, "name": b.name,
+                        "params": session.benchmarks[b.key].params.model_dump(mode="json"),
+                        "tool_version": versions[b.name]} for b in session.campaign.benchmarks],
+    }
+
+
+def resume(store: Store, run_ref: str, paths: Paths, *, reporter: Reporter | None = None,
+           stop_requested: StopCheck | None = None) -> Outcome:
     """Complete an interrupted run with the same campaign, seed and image."""
     reporter = reporter or QuietReporter()
     run = store.run(run_ref)
@@ -108,7 +148,7 @@ def resume(store: Store, run_ref: str, paths: Paths, *, reporter: Reporter | Non
     for line in removed:
         reporter.log(f"removed leftover: {line}")
     store.set_status(run.id, "running")
-    return execute(store, session, run.id, run.seed, reporter)
+    return execute(store, session, run.id, run.seed, reporter, stop_requested)
 
 
 def cleanup(paths: Paths, run_id: str | None = None) -> list[str]:
@@ -122,7 +162,9 @@ def cleanup(paths: Paths, run_id: str | None = None) -> list[str]:
     return removed
 
 
-def execute(store: Store, session: Session, run_id: str, seed: int, reporter: Reporter) -> Outcome:
+def execute(store: Store, session: Session, run_id: str, seed: int, reporter: Reporter,
+            stop_requested: StopCheck | None = None) -> Outcome:
+    """Run every unit not yet stored. stop_requested is polled between instances (cancel)."""
     units = schedule(session.campaign, seed)
     done = store.done_units(run_id)
     total = sum(len(u.keys()) for u in units)
@@ -134,6 +176,8 @@ def execute(store: Store, session: Session, run_id: str, seed: int, reporter: Re
                 todo = [k for k in unit.keys() if k not in done]
                 if not todo:
                     continue
+                if stop_requested is not None and stop_requested():
+                    raise Interrupted("stop requested")
                 e, f = _run_unit(store, session, run_id, unit, {k[2] for k in todo}, reporter)
                 executions, failed = executions + e, failed + f
     except (KeyboardInterrupt, Interrupted):

@@ -104,6 +104,18 @@ class Store:
             run.benchmarks = [RunBenchmark(position=i, **b) for i, b in enumerate(benchmarks)]
             s.add(run)
 
+    def fill_run(self, run_id: str, *, host_id: int | None, host_facts: dict[str, Any], image: dict[str, Any],
+                 provenance: dict[str, Any], platforms: Sequence[dict[str, Any]],
+                 benchmarks: Sequence[dict[str, Any]]) -> None:
+        """Complete a queued run with what is only known once it starts on its host."""
+        with self.session.begin() as s:
+            run = s.get(Run, run_id)
+            if run is None:
+                raise InputError(f"no run {run_id!r} in {self.url}")
+            run.host_id, run.host_facts, run.image, run.provenance = host_id, host_facts, image, provenance
+            run.platforms = [RunPlatform(position=i, **p) for i, p in enumerate(platforms)]
+            run.benchmarks = [RunBenchmark(position=i, **b) for i, b in enumerate(benchmarks)]
+
     def update_run(self, run_id: str, **fields: Any) -> None:
         with self.session.begin() as s:
             run = s.get(Run, run_id)
