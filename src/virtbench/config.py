@@ -7,6 +7,7 @@ plugin's author declares them in one place.
 from __future__ import annotations
 
 import difflib
+import itertools
 import re
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,8 @@ class BenchmarkEntry(BaseModel):
     """Unique within the campaign: the name, or name[param=value,...] when it appears twice."""
     name: str
     params: dict[str, Any] = Field(default_factory=dict)
+    sweep: tuple[str, ...] = ()
+    """Parameters this point took from a sweep (for sweep plots)."""
 
 
 class Campaign(BaseModel):
@@ -75,16 +78,19 @@ class Campaign(BaseModel):
     def _benchmarks(cls, value: Any) -> list[BenchmarkEntry]:
         if not isinstance(value, list) or not value:
             raise ValueError("needs a non-empty list of benchmarks")
-        raw = [_benchmark_entry(i, v) for i, v in enumerate(value)]
+        raw = [point for i, v in enumerate(value) for point in _benchmark_points(i, v)]
         counts: dict[str, int] = {}
-        for name, _ in raw:
+        for name, _, _ in raw:
             counts[name] = counts.get(name, 0) + 1
         entries = []
-        for name, params in raw:
+        for name, params, swept in raw:
             key = name
             if counts[name] > 1:
-                key = f"{name}[{','.join(f'{k}={v}' for k, v in sorted(params.items()))}]"
-            entries.append(BenchmarkEntry(key=key, name=name, params=params))
+                shown = {k: params[k] for k in swept} or params
+                if sum(1 for n, p, _ in raw if n == name and {k: p.get(k) for k in shown} == shown) > 1:
+                    shown = params
+                key = f"{name}[{','.join(f'{k}={v}' for k, v in sorted(shown.items()))}]"
+            entries.append(BenchmarkEntry(key=key, name=name, params=params, sweep=tuple(swept)))
         keys = [e.key for e in entries]
         dup = {k for k in keys if keys.count(k) > 1}
         if dup:
@@ -122,7 +128,11 @@ def _platform_entry(index: int, value: Any) -> PlatformEntry:
     return PlatformEntry(name=name, type=ptype, options=options.model_dump(mode="json", exclude_unset=True))
 
 
-def _benchmark_entry(index: int, value: Any) -> tuple[str, dict[str, Any]]:
+MAX_SWEEP_POINTS = 1000
+
+
+def _benchmark_points(index: int, value: Any) -> list[tuple[str, dict[str, Any], list[str]]]:
+    """One benchmark entry -> its points: one, or the cartesian product of its `sweep` lists."""
     where = f"benchmarks[{index}]"
     if isinstance(value, str):
         value = {"name": value}
@@ -132,12 +142,26 @@ def _benchmark_entry(index: int, value: Any) -> tuple[str, dict[str, Any]]:
     name = str(value.pop("name"))
     if name not in BENCHMARKS.names():
         raise ValueError(f"{where}.name: unknown benchmark {name!r}; {hint(name, BENCHMARKS.names())}")
+    sweep = value.pop("sweep", None) or {}
+    if not isinstance(sweep, dict) or not all(isinstance(v, list) and v for v in sweep.values()):
+        raise ValueError(f"{where}.sweep: give a mapping of parameter -> non-empty list of values, "
+                         "e.g. sweep: {threads: [1, 2, 4]}")
+    both = set(sweep) & set(value)
+    if both:
+        raise ValueError(f"{where}.sweep: {sorted(both)[0]!r} is both fixed and swept; keep one")
+    combos = list(itertools.product(*sweep.values())) if sweep else [()]
+    if len(combos) > MAX_SWEEP_POINTS:
+        raise ValueError(f"{where}.sweep: {len(combos)} points, more than {MAX_SWEEP_POINTS}; sweep fewer values")
     params_model = BENCHMARKS.get(name).Params
-    try:
-        params_model(**value)
-    except ValidationError as exc:
-        raise ValueError(_first_error(exc, where, params_model)) from None
-    return name, value
+    points = []
+    for combo in combos:
+        params = {**value, **dict(zip(sweep, combo))}
+        try:
+            params_model(**params)
+        except ValidationError as exc:
+            raise ValueError(_first_error(exc, where, params_model)) from None
+        points.append((name, params, list(sweep)))
+    return points
 
 
 def _first_error(exc: ValidationError, where: str, model: type[BaseModel] | None = None) -> str:

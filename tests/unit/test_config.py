@@ -110,3 +110,21 @@ def test_yaml_is_parsed_safely(tmp_path: Path):
     f.write_text("name: !!python/object/apply:os.system ['true']\nplatforms: [native]\nbenchmarks: [fio]\n")
     with pytest.raises(InputError):
         load_campaign(f)
+
+
+def test_sweep_expands_to_points_with_their_parameters():
+    c = parse_campaign({**GOOD, "benchmarks": [
+        {"name": "sysbench-cpu", "time": 1, "sweep": {"threads": [1, 2, 4]}},
+        {"name": "fio", "sweep": {"iodepth": [1, 32], "bs_iops": ["4k", "64k"]}}]})
+    keys = [b.key for b in c.benchmarks]
+    assert keys[:3] == ["sysbench-cpu[threads=1]", "sysbench-cpu[threads=2]", "sysbench-cpu[threads=4]"]
+    assert len(keys) == 3 + 4 and len(set(keys)) == 7
+    point = c.benchmarks[1]
+    assert point.params == {"time": 1, "threads": 2} and point.sweep == ("threads",)
+
+
+def test_bad_sweeps():
+    assert "benchmarks[0].threads" in bad(benchmarks=[{"name": "sysbench-cpu", "sweep": {"threads": [1, 0]}}])
+    assert "both fixed and swept" in bad(benchmarks=[{"name": "sysbench-cpu", "threads": 1,
+                                                      "sweep": {"threads": [1, 2]}}])
+    assert "benchmarks[0].sweep" in bad(benchmarks=[{"name": "sysbench-cpu", "sweep": {"threads": 4}}])
