@@ -15,7 +15,7 @@ DATA = Path(__file__).parent / "data"
 
 # The core tools, listed here (not through the registry) so platform tests do not depend
 # on the benchmark plugins; the same cached image `virtbench image build` makes for these.
-TEST_PACKAGES = ("ca-certificates", "procps", "openssl", "fio", "sysbench", "sqlite3")
+TEST_PACKAGES = ("ca-certificates", "procps", "iproute2", "openssl", "fio", "sysbench", "sqlite3")
 
 
 def pytest_collection_modifyitems(config, items):

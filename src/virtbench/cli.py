@@ -8,7 +8,6 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.markup import escape
 
 from . import __version__
 from .errors import InputError, VirtbenchError
@@ -246,9 +245,10 @@ def main() -> None:
         exc.show()
         sys.exit(2)
     except VirtbenchError as exc:
-        errconsole.print(f"[red]error:[/red] {escape(exc.message)}")
+        # Plain, unwrapped lines: scripts and tests read them, terminals wrap them anyway.
+        click.echo(f"error: {exc.message}", err=True)
         if exc.fix:
-            errconsole.print(f"  fix: {exc.fix}", markup=False)
+            click.echo(f"  fix: {exc.fix}", err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         errconsole.print("interrupted")

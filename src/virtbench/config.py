@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import InputError
@@ -80,17 +81,18 @@ class Campaign(BaseModel):
             raise ValueError("needs a non-empty list of benchmarks")
         raw = [point for i, v in enumerate(value) for point in _benchmark_points(i, v)]
         counts: dict[str, int] = {}
-        for name, _, _ in raw:
-            counts[name] = counts.get(name, 0) + 1
+        for point in raw:
+            counts[point.name] = counts.get(point.name, 0) + 1
         entries = []
-        for name, params, swept in raw:
-            key = name
-            if counts[name] > 1:
-                shown = {k: params[k] for k in swept} or params
-                if sum(1 for n, p, _ in raw if n == name and {k: p.get(k) for k in shown} == shown) > 1:
-                    shown = params
-                key = f"{name}[{','.join(f'{k}={v}' for k, v in sorted(shown.items()))}]"
-            entries.append(BenchmarkEntry(key=key, name=name, params=params, sweep=tuple(swept)))
+        for point in raw:
+            key = point.key or point.name
+            if point.key is None and counts[point.name] > 1:
+                shown = {k: point.params[k] for k in point.sweep} or point.params
+                if sum(1 for o in raw if o.name == point.name
+                       and {k: o.params.get(k) for k in shown} == shown) > 1:
+                    shown = point.params
+                key = f"{point.name}[{','.join(f'{k}={v}' for k, v in sorted(shown.items()))}]"
+            entries.append(BenchmarkEntry(key=key, name=point.name, params=point.params, sweep=point.sweep))
         keys = [e.key for e in entries]
         dup = {k for k in keys if keys.count(k) > 1}
         if dup:
@@ -114,6 +116,8 @@ def _platform_entry(index: int, value: Any) -> PlatformEntry:
     if not isinstance(value, dict) or "name" not in value:
         raise ValueError(f"{where}: give a platform type name or a mapping with 'name' (and 'type')")
     value = dict(value)
+    if isinstance(value.get("options"), dict) and set(value) <= {"name", "type", "options"}:
+        value = {**value.pop("options"), **value}  # the stored (canonical) form of a run
     name = str(value.pop("name"))
     if not re.match(NAME_RE, name):
         raise ValueError(f"{where}.name: {name!r} is not a valid name (letters, digits, . _ -)")
@@ -131,7 +135,16 @@ def _platform_entry(index: int, value: Any) -> PlatformEntry:
 MAX_SWEEP_POINTS = 1000
 
 
-def _benchmark_points(index: int, value: Any) -> list[tuple[str, dict[str, Any], list[str]]]:
+@dataclass(frozen=True)
+class _Point:
+    name: str
+    params: dict[str, Any]
+    sweep: tuple[str, ...] = ()
+    key: str | None = None
+    """Given only in the stored form of a run, whose keys must not change on resume."""
+
+
+def _benchmark_points(index: int, value: Any) -> list[_Point]:
     """One benchmark entry -> its points: one, or the cartesian product of its `sweep` lists."""
     where = f"benchmarks[{index}]"
     if isinstance(value, str):
@@ -139,6 +152,10 @@ def _benchmark_points(index: int, value: Any) -> list[tuple[str, dict[str, Any],
     if not isinstance(value, dict) or "name" not in value:
         raise ValueError(f"{where}: give a benchmark name or a mapping with 'name' and its parameters")
     value = dict(value)
+    stored: dict[str, Any] = {}
+    if isinstance(value.get("params"), dict) and "key" in value and set(value) <= {"key", "name", "params", "sweep"}:
+        stored = {"key": str(value["key"]), "sweep": tuple(value.get("sweep") or ())}
+        value = {"name": value["name"], **value["params"]}
     name = str(value.pop("name"))
     if name not in BENCHMARKS.names():
         raise ValueError(f"{where}.name: unknown benchmark {name!r}; {hint(name, BENCHMARKS.names())}")
@@ -160,7 +177,9 @@ def _benchmark_points(index: int, value: Any) -> list[tuple[str, dict[str, Any],
             params_model(**params)
         except ValidationError as exc:
             raise ValueError(_first_error(exc, where, params_model)) from None
-        points.append((name, params, list(sweep)))
+        points.append(_Point(name, params, tuple(sweep)))
+    if stored:
+        return [_Point(name, points[0].params, **stored)]
     return points
 
 

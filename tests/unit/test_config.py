@@ -128,3 +128,11 @@ def test_bad_sweeps():
     assert "both fixed and swept" in bad(benchmarks=[{"name": "sysbench-cpu", "threads": 1,
                                                       "sweep": {"threads": [1, 2]}}])
     assert "benchmarks[0].sweep" in bad(benchmarks=[{"name": "sysbench-cpu", "sweep": {"threads": 4}}])
+
+
+def test_stored_form_round_trips_with_the_same_keys():
+    """A resumed run re-reads the campaign it stored; keys and options must come back unchanged."""
+    c = parse_campaign({**GOOD, "benchmarks": [
+        {"name": "sysbench-cpu", "time": 1, "sweep": {"threads": [1, 2]}}, {"name": "fio", "runtime": 1}]})
+    again = parse_campaign(c.model_dump(mode="json"), "stored run")
+    assert again == c

@@ -78,3 +78,39 @@ def search(pattern: str, text: str, tool: str, source: str, flags: int = 0) -> r
     if match is None:
         raise ParseError(tool, pattern, source)
     return match
+
+
+class PairParams(Params):
+    """Where the two ends of a client-server benchmark run.
+
+    client: `instance` (inside the platform's instance) or `host` (the same binaries in a
+    chroot on the host, outside any isolation: a load generator "outside").
+    server: `peer` (a second instance of the same platform), `host`, or `instance` (the
+    client's own instance, over loopback). client=host with server=host is the host-to-host
+    reference, identical whatever the platform.
+    """
+
+    client: Literal["instance", "host"] = "instance"
+    server: Literal["peer", "host", "instance"] = "peer"
+
+
+class PairBenchmark(Benchmark):
+    """A client-server benchmark; the runner places both ends, starts the server first,
+    waits until it listens on `port`, runs the client, and tears the server down."""
+
+    protocol: ClassVar[Literal["tcp", "udp"]] = "tcp"
+
+    def command(self, workdir: str) -> list[str]:  # pragma: no cover - pairs use the two below
+        raise TypeError(f"{self.name} is a client-server benchmark; use server_command/client_command")
+
+    @abstractmethod
+    def port(self) -> int:
+        """The port the server listens on (the runner polls for it with `ss`)."""
+
+    @abstractmethod
+    def server_command(self, workdir: str) -> list[str]:
+        """argv of the server; it runs until the client is done (the runner stops it)."""
+
+    @abstractmethod
+    def client_command(self, workdir: str, server: str) -> list[str]:
+        """argv of the client, given the server's address; its output is what parse() reads."""

@@ -22,8 +22,8 @@ from .image import Image
 
 DEFAULT_CACHE = Path("/var/cache/virtbench/images")
 RELEASES = ("bookworm", "trixie", "bullseye")
-BASE_PACKAGES = ("ca-certificates", "procps")
-"""In every image: tools the harness itself uses inside instances."""
+BASE_PACKAGES = ("ca-certificates", "procps", "iproute2")
+"""In every image: tools the harness itself uses inside instances (ps, ip/ss for addresses and ports)."""
 
 _MACHINE_TO_DEB = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "armhf", "ppc64le": "ppc64el",
                    "s390x": "s390x", "riscv64": "riscv64", "i686": "i386"}
@@ -96,6 +96,7 @@ def build(recipe: Recipe, cache: Path = DEFAULT_CACHE, *, force: bool = False,
         proc.run(argv, timeout=1800)
         proc.run(["tar", "--numeric-owner", "-xpf", str(tmp / "rootfs.tar"), "-C", str(tmp / "rootfs")],
                  timeout=600)
+        (tmp / "rootfs/var/tmp/virtbench").mkdir(parents=True, exist_ok=True)  # scratch mount point
         installed = _installed_packages(tmp / "rootfs")
         manifest = {
             "recipe_hash": digest,

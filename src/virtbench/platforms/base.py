@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Literal, Protocol
 from pydantic import BaseModel, ByteSize, ConfigDict, Field, field_validator
 
 from .. import proc
+from ..errors import UnavailableError
 from ..images.image import Image
 
 INSTANCE_PREFIX = "vb-"
@@ -190,6 +191,35 @@ class Platform(ABC):
 
         Returns what was removed, for the user. Must not fail when there is nothing to do
         or the runtime is not installed."""
+
+    # -- networking (two-endpoint benchmarks) -----------------------------------------
+    def address(self, instance: Instance) -> str:
+        """IPv4 address other instances and the host reach this instance at.
+
+        Read from inside the instance (`ip addr`), so every platform gets it the same way."""
+        if self.options.network == "host":
+            return "127.0.0.1"
+        if self.options.network == "none":
+            raise UnavailableError(f"platform {self.name!r} has network 'none': nothing can reach it",
+                                   "set network: bridge (or host) on this platform for network benchmarks")
+        out = self.exec(instance, ["ip", "-4", "-o", "addr", "show", "scope", "global"], timeout=30).stdout
+        match = re.search(r"inet (\d+\.\d+\.\d+\.\d+)/", out)
+        if not match:
+            raise UnavailableError(f"{self.name}: instance {instance.name} has no IPv4 address: {out.strip()!r}")
+        return match.group(1)
+
+    def host_address(self, instance: Instance) -> str:
+        """The host's address as seen from inside the instance (its default gateway)."""
+        if self.options.network == "host":
+            return "127.0.0.1"
+        if self.options.network == "none":
+            raise UnavailableError(f"platform {self.name!r} has network 'none': it cannot reach the host",
+                                   "set network: bridge (or host) on this platform for network benchmarks")
+        out = self.exec(instance, ["ip", "-4", "route", "show", "default"], timeout=30).stdout
+        match = re.search(r"default via (\d+\.\d+\.\d+\.\d+)", out)
+        if not match:
+            raise UnavailableError(f"{self.name}: instance {instance.name} has no default route to the host")
+        return match.group(1)
 
     # -- helpers ---------------------------------------------------------------------
     def exec(self, instance: Instance, argv: list[str], *, timeout: float | None = None,
