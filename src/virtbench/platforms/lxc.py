@@ -1,0 +1,287 @@
+"""LXC system containers, configured entirely by virtbench in a private lxcpath.
+
+No `lxc-create` template or download: the config is written here so the container runs the
+same image as every other platform, through LXC's own overlay backend (the overlay is mounted
+inside the container's mount namespace, so nothing is left mounted on the host).
+"""
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from .. import proc
+from ..errors import CommandError, VirtbenchError
+from ..images.image import Image
+from . import mounts
+from .base import (EXEC_ENV, LABEL, Availability, Executor, Instance, Paths, Platform,
+                   PlatformOptions)
+
+LOCKS = Path("/run/lxc/lock")
+"""LXC (as root) keeps a lock file per container here, under the lxcpath's own path."""
+COMMON_CONF = Path("/usr/share/lxc/config/common.conf")
+"""What every distribution template includes: LXC's default caps, seccomp and devices."""
+
+
+class LXCOptions(PlatformOptions):
+    lxcfs: bool = Field(False, description=(
+        "keep the lxcfs hooks of LXC's common.conf: /proc/cpuinfo and meminfo then show the "
+        "limits (when lxcfs runs), and every stop sleeps 0.5 s in lxc.reboot.hook"))
+
+
+def apparmor_usable() -> bool:
+    try:
+        return Path("/sys/module/apparmor/parameters/enabled").read_text().strip() == "Y" \
+            and Path("/sys/kernel/security/apparmor").is_dir()
+    except OSError:
+        return False
+
+
+def lxc_cgroup_lines(options: PlatformOptions, mode: str) -> list[str]:
+    """Limits as LXC keys: v1 file names on v1/hybrid hosts, v2 names on unified hosts."""
+    lines = []
+    if mode == "v2":
+        if options.cpus is not None:
+            lines.append(f"lxc.cgroup2.cpu.max = {int(round(options.cpus * 100000))} 100000")
+        if options.cpuset is not None:
+            lines.append(f"lxc.cgroup2.cpuset.cpus = {options.cpuset}")
+        if options.memory is not None:
+            lines.append(f"lxc.cgroup2.memory.max = {int(options.memory)}")
+        return lines
+    if options.cpus is not None:
+        lines += ["lxc.cgroup.cpu.cfs_period_us = 100000",
+                  f"lxc.cgroup.cpu.cfs_quota_us = {int(round(options.cpus * 100000))}"]
+    if options.cpuset is not None:
+        lines.append(f"lxc.cgroup.cpuset.cpus = {options.cpuset}")
+    if options.memory is not None:
+        lines.append(f"lxc.cgroup.memory.limit_in_bytes = {int(options.memory)}")
+    return lines
+
+
+def lxc_net_lines(network: str, *, veth: str = "", address: str = "") -> list[str]:
+    if network == "none":
+        return ["lxc.net.0.type = empty"]
+    if network == "host":
+        return ["lxc.net.0.type = none"]
+    return ["lxc.net.0.type = veth", f"lxc.net.0.link = {mounts.BRIDGE}", "lxc.net.0.flags = up",
+            "lxc.net.0.name = eth0", f"lxc.net.0.veth.pair = {veth}",
+            f"lxc.net.0.ipv4.address = {address}/24"]
+
+
+def build_lxc_config(*, name: str, run_id: str, rootfs: str, options: PlatformOptions,
+                     cgroup_mode: str, apparmor: bool, include: str | None = str(COMMON_CONF),
+                     init: str = "/bin/sleep infinity", veth: str = "", address: str = "",
+                     binds: list[str] = ()) -> str:
+    """The container's config file; rootfs is 'overlay:<lower>:<upper>' or 'dir:<path>'."""
+    lines = [f"# virtbench instance; {LABEL} = {run_id}"]
+    if include:
+        lines.append(f"lxc.include = {include}")
+        if not getattr(options, "lxcfs", False):
+            # an empty value clears the list: drops the lxcfs hooks common.conf.d adds
+            lines += ["lxc.hook.mount =", "lxc.hook.post-stop ="]
+    lines += [f"lxc.uts.name = {name}", f"lxc.rootfs.path = {rootfs}", f"lxc.init.cmd = {init}",
+              "lxc.autodev = 1", "lxc.tty.max = 0"]
+    if not apparmor:
+        lines.append("lxc.apparmor.profile = unconfined")
+    lines += [f"lxc.mount.entry = {b} {b.lstrip('/')} none bind,ro 0 0" for b in binds]
+    lines += lxc_net_lines(options.network, veth=veth, address=address)
+    lines += lxc_cgroup_lines(options, cgroup_mode)
+    return "\n".join(lines) + "\n"
+
+
+class LXC(Platform):
+    type = "lxc"
+    Options = LXCOptions
+    binaries = ("lxc-start", "lxc-attach", "lxc-stop", "lxc-info")
+    packages = ("lxc",)
+    description = "LXC system container from a virtbench-written config, overlay on the image"
+
+    def __init__(self, name: str, options: PlatformOptions, paths: Paths,
+                 executor: Executor | None = None) -> None:
+        super().__init__(name, options, paths, executor)
+        mounts.check_limits(options, name)
+
+    @property
+    def lxcpath(self) -> Path:
+        return _lxcpath(self.paths)
+
+    @classmethod
+    def probe(cls, paths: Paths) -> Availability:
+        if os.geteuid() != 0:
+            return Availability(False, "lxc needs root here (privileged containers)", "run as root")
+        if not all(proc.which(b) for b in cls.binaries):
+            return Availability(False, "lxc is not installed", "apt-get install lxc")
+        lxcpath = paths.runtime / "probe" / f"lxc-{uuid.uuid4().hex[:8]}"
+        name = "vb-probe"
+        try:
+            binds = mounts.skeleton_rootfs(lxcpath / name / "rootfs")
+            (lxcpath / name / "config").write_text(build_lxc_config(
+                name=name, run_id="probe", rootfs=f"dir:{lxcpath / name / 'rootfs'}",
+                options=PlatformOptions(), cgroup_mode=mounts.cgroup_mode(),
+                apparmor=apparmor_usable(), include=None, init="/usr/bin/sleep infinity",
+                binds=binds))
+            _start(lxcpath, name)
+            proc.run(["lxc-attach", "-P", str(lxcpath), "-n", name, "--", "true"], timeout=30)
+            return Availability(True, "lxc started a container and attached to it")
+        except Exception as exc:  # noqa: BLE001 - probe reports, never raises
+            return Availability(False, f"lxc could not start a container: {exc}",
+                                "see the LXC log above; `lxc-checkconfig` lists missing kernel features")
+        finally:
+            try:
+                _teardown(paths, lxcpath / name, name, lxcpath)
+                mounts.safe_rmtree(lxcpath)
+            except Exception:  # noqa: BLE001
+                pass
+
+    def versions(self) -> dict[str, str]:
+        r = self.host.run(["lxc-start", "--version"], timeout=10, check=False)
+        return {"lxc": r.stdout.strip() if r.ok else "unknown"}
+
+    def describe(self) -> dict[str, Any]:
+        mode = mounts.cgroup_mode()
+        return {**super().describe(), "rootfs": "overlay (LXC backend)", "cgroup": mode,
+                "cgroup_config": lxc_cgroup_lines(self.options, mode),
+                "apparmor": "default" if apparmor_usable() else "unconfined",
+                "include": str(COMMON_CONF) if COMMON_CONF.is_file() else None,
+                "lxcfs_hooks": bool(getattr(self.options, "lxcfs", False))}
+
+    def create(self, image: Image, name: str, run_id: str) -> Instance:
+        name = mounts.instance_name(name)
+        d = self.lxcpath / name
+        if d.exists():
+            raise VirtbenchError(f"container directory {d} already exists", "run virtbench cleanup")
+        meta: dict[str, Any] = {"platform": self.type, "run_id": run_id, "name": name}
+        mounts.write_meta(d, meta)
+        try:
+            upper = d / "delta0"
+            for p in (image.rootfs, upper):
+                mounts.check_overlay_path(p)
+            upper.mkdir()
+            if self.options.network == "bridge":
+                mounts.ensure_bridge()
+                meta |= {"veth": mounts.veth_name(name),
+                         "address": mounts.allocate_address(self.paths.runtime, name)}
+                mounts.write_meta(d, meta)
+            (d / "config").write_text(build_lxc_config(
+                name=name, run_id=run_id, rootfs=f"overlay:{image.rootfs}:{upper}",
+                options=self.options, cgroup_mode=mounts.cgroup_mode(), apparmor=apparmor_usable(),
+                include=str(COMMON_CONF) if COMMON_CONF.is_file() else None,
+                veth=meta.get("veth", ""), address=meta.get("address", "")))
+        except BaseException:
+            _teardown(self.paths, d, name, self.lxcpath)
+            raise
+        return Instance(name, self.name, run_id, {"dir": str(d), **meta})
+
+    def start(self, instance: Instance) -> None:
+        _start(self.lxcpath, instance.name)
+        self.wait_ready(instance)
+
+    def init_pid(self, instance: Instance) -> int:
+        """Host pid of the container's init (to read its cgroups from the host)."""
+        r = self.host.run(["lxc-info", "-P", str(self.lxcpath), "-n", instance.name, "-pH"], timeout=30)
+        return int(r.stdout.strip())
+
+    def exec_argv(self, instance: Instance, argv: list[str]) -> list[str]:
+        # lxc-attach always adds container=lxc (even with --clear-env) and keeps the caller's
+        # cwd: env -i -C / gives the exact EXEC_ENV and the same cwd as runc and chroot.
+        return ["lxc-attach", "-P", str(self.lxcpath), "-n", instance.name, "--clear-env", "--",
+                "/usr/bin/env", "-i", "-C", "/", *[f"{k}={v}" for k, v in EXEC_ENV.items()], *argv]
+
+    def stop(self, instance: Instance) -> None:
+        _stop(self.lxcpath, instance.name)
+
+    def remove(self, instance: Instance) -> None:
+        _teardown(self.paths, Path(instance.data["dir"]), instance.name, self.lxcpath)
+
+    @classmethod
+    def cleanup(cls, paths: Paths, run_id: str | None = None) -> list[str]:
+        lxcpath = _lxcpath(paths)
+        found = {meta["name"]: d for d, meta in mounts.leftovers(lxcpath, cls.type, run_id)}
+        if run_id is None and lxcpath.is_dir() and proc.which("lxc-ls"):
+            for name in proc.run(["lxc-ls", "-P", str(lxcpath)], timeout=30, check=False).stdout.split():
+                found.setdefault(name, lxcpath / name)
+        removed, failed = [], []
+        for name, d in sorted(found.items()):
+            try:
+                removed += _teardown(paths, d, name, lxcpath)
+            except Exception as exc:  # noqa: BLE001 - try every leftover, then report
+                failed.append(f"{name}: {exc}")
+        if run_id is None:
+            probes = paths.runtime / "probe"
+            for p in sorted(probes.glob("lxc-*")) if probes.is_dir() else []:
+                _teardown(paths, p / "vb-probe", "vb-probe", p)
+                mounts.safe_rmtree(p)
+                removed.append(f"probe dir {p}")
+            removed += mounts.remove_bridge_if_unused()
+            removed += mounts.remove_cgroups("lxc.pivot")  # LXC parks its monitor there on stop
+        if failed:
+            raise VirtbenchError("lxc cleanup left: " + "; ".join(failed))
+        return removed
+
+
+def _lxcpath(paths: Paths) -> Path:
+    return paths.state / "lxc"
+
+
+def _start(lxcpath: Path, name: str) -> None:
+    """Start detached; on failure start again at DEBUG level, because only the log says why."""
+    log = lxcpath / name / "lxc.log"
+    base = ["lxc-start", "-P", str(lxcpath), "-n", name, "-d", "-o", str(log)]
+    try:
+        proc.run([*base, "-l", "ERROR"], timeout=120, detached_children=True)
+    except CommandError as exc:
+        proc.run(["lxc-stop", "-P", str(lxcpath), "-n", name, "-k"], timeout=60, check=False)
+        proc.run([*base, "-l", "DEBUG"], timeout=120, check=False, detached_children=True)
+        proc.run(["lxc-stop", "-P", str(lxcpath), "-n", name, "-k"], timeout=60, check=False)
+        text = log.read_text(errors="replace") if log.exists() else ""
+        errors = [ln for ln in text.splitlines() if " ERROR " in ln] or text.splitlines()[-10:]
+        raise VirtbenchError(f"lxc-start {name} failed ({exc}); log {log}:\n" + "\n".join(errors[-10:]),
+                             "lxc-checkconfig shows missing kernel features") from None
+
+
+def _state(lxcpath: Path, name: str) -> str:
+    r = proc.run(["lxc-info", "-P", str(lxcpath), "-n", name, "-sH"], timeout=30, check=False)
+    return r.stdout.strip() if r.ok else "UNKNOWN"
+
+
+def _stop(lxcpath: Path, name: str, timeout: float = 30.0) -> None:
+    proc.run(["lxc-stop", "-P", str(lxcpath), "-n", name, "-k"], timeout=60, check=False)
+    deadline = time.monotonic() + timeout
+    while _state(lxcpath, name) not in ("STOPPED", "UNKNOWN"):
+        if time.monotonic() > deadline:
+            raise VirtbenchError(f"lxc container {name} still running {timeout:g} s after lxc-stop -k")
+        time.sleep(0.02)
+
+
+def _teardown(paths: Paths, d: Path, name: str, lxcpath: Path) -> list[str]:
+    """Stop, then delete the container dir (config, upper layer) after proving nothing is mounted."""
+    done = []
+    if d.is_dir() and proc.which("lxc-stop") and _state(lxcpath, name) not in ("STOPPED", "UNKNOWN"):
+        _stop(lxcpath, name)
+        done.append(f"lxc container {name}")
+    if mounts.delete_link(mounts.veth_name(name)):
+        done.append(f"veth {mounts.veth_name(name)}")
+    done += [f"lease {a}" for a in mounts.release_addresses(paths.runtime, name)]
+    for cg in (f"lxc.payload.{name}", f"lxc.monitor.{name}"):
+        done += mounts.remove_cgroups(cg)
+    if d.exists():
+        done += [f"unmounted {m}" for m in mounts.teardown_dir(d)]
+        done.append(f"container dir {d}")
+    _remove_lock(lxcpath, name)
+    return done
+
+
+def _remove_lock(lxcpath: Path, name: str) -> None:
+    """LXC never deletes its lock files; drop ours and the then-empty dirs up to LOCKS."""
+    d = LOCKS / os.path.realpath(lxcpath).lstrip("/")
+    (d / f".{name}").unlink(missing_ok=True)
+    while d != LOCKS and LOCKS in d.parents:
+        try:
+            d.rmdir()
+        except OSError:
+            return
+        d = d.parent
