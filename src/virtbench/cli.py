@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -133,21 +134,110 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
 
 
 @cli.command()
-@click.argument("run_ref", default="latest")
+@click.argument("run_refs", nargs=-1, metavar="[RUN]...")
 @click.option("--json", "as_json", is_flag=True, help="The scripting contract (see README).")
 @click.option("--detail", is_flag=True, help="Every statistic of every platform and metric.")
+@click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write one self-contained HTML report (works offline) to this file.")
+@click.option("--figures", "figures_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write every figure as PNG, SVG and PDF into this directory.")
+@click.option("--min-effect", type=click.FloatRange(0, 1), default=0.02, show_default=True,
+              help="Smallest relative difference called better/worse when significant.")
 @db_option
-def report(run_ref: str, as_json: bool, detail: bool, db_url: str | None) -> None:
-    """Statistics and relative performance of a run (RUN_ID, a unique prefix, or 'latest')."""
-    _print_report(_store(db_url), run_ref, as_json=as_json, detail=detail)
+def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, html_file: Path | None,
+           figures_dir: Path | None, min_effect: float, db_url: str | None) -> None:
+    """Statistics and relative performance of runs (RUN_ID, a unique prefix, or 'latest').
 
-
-def _print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool) -> None:
+    Several runs (e.g. one per host) merge into one comparison with hosts as columns.
+    With --html or --figures the files are written and the text report is skipped.
+    """
     from .report import summary, text
 
-    run_obj, rows, failures = summary.build(store, run_ref)
+    store = _store(db_url)
+    refs = run_refs or ("latest",)
+    if len(refs) == 1 and not (html_file or figures_dir):
+        _print_report(store, refs[0], as_json=as_json, detail=detail, min_effect=min_effect)
+        return
+    reports = [summary.build(store, ref, min_effect=min_effect) for ref in refs]
+    if html_file:
+        from .report import html
+
+        html.write(html_file, reports, min_effect=min_effect)
+        errconsole.print(f"wrote {html_file}")
+    if figures_dir:
+        from .report import static
+
+        written = static.export(_figure_specs(reports), figures_dir)
+        errconsole.print(f"wrote {len(written)} figure files to {figures_dir}")
     if as_json:
-        click.echo(json.dumps(summary.to_json(run_obj, rows, failures), indent=2, default=str))
+        doc = (summary.to_json(*reports[0], min_effect=min_effect) if len(reports) == 1
+               else summary.merged_json(reports, min_effect=min_effect))
+        click.echo(json.dumps(doc, indent=2, default=str))
+    elif len(reports) > 1 and not (html_file or figures_dir):
+        text.render_merged(summary.merged_json(reports, min_effect=min_effect), console)
+
+
+def _figure_specs(reports: list) -> list:
+    from .analysis import tables
+    from .report import figures, summary
+
+    specs = []
+    labels = summary.host_labels([r for r, _, _ in reports])
+    for (run_obj, rows, _), label in zip(reports, labels):
+        cat = tables.category_table(rows)
+        stacks = tables.stack_predictions(rows, summary.platform_infos(run_obj))
+        for spec in figures.all_figures(rows, run_obj.campaign.get("baseline", "native"), run_obj.benchmarks,
+                                        cat, stacks):
+            if len(reports) > 1:
+                spec.id = figures.slug(label, spec.id)
+            specs.append(spec)
+    return specs
+
+
+@cli.command()
+@click.argument("run_a")
+@click.argument("run_b")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--min-effect", type=click.FloatRange(0, 1), default=0.02, show_default=True,
+              help="Smallest relative difference called better/worse when significant.")
+@db_option
+def compare(run_a: str, run_b: str, as_json: bool, min_effect: float, db_url: str | None) -> None:
+    """The same platforms in two runs (before/after an upgrade), with significance."""
+    from .analysis.compare import compare as do_compare
+    from .report import summary, text
+
+    store = _store(db_url)
+    ra, rows_a, _ = summary.build(store, run_a, min_effect=min_effect)
+    rb, rows_b, _ = summary.build(store, run_b, min_effect=min_effect)
+    rows = do_compare(rows_a, rows_b, min_effect=min_effect)
+    if as_json:
+        click.echo(json.dumps({"a": ra.id, "b": rb.id, "min_effect": min_effect, "correction": "holm",
+                               "results": [r.public() for r in rows]}, indent=2, default=str))
+    else:
+        text.render_compare(ra, rb, rows, console)
+
+
+@cli.command("export")
+@click.argument("run_ref", default="latest")
+@click.option("--format", "fmt", type=click.Choice(["csv", "json", "parquet"]), default="csv", show_default=True)
+@click.option("--output", "-o", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
+              show_default=True, help="Directory for <run>-samples, <run>-executions and <run>-summary files.")
+@db_option
+def export_cmd(run_ref: str, fmt: str, out_dir: Path, db_url: str | None) -> None:
+    """Raw samples, executions and summaries as files pandas reads as they are."""
+    from .report.export import export
+
+    for path in export(_store(db_url), run_ref, out_dir, fmt):
+        console.print(str(path), markup=False)
+
+
+def _print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool, min_effect: float = 0.02) -> None:
+    from .report import summary, text
+
+    run_obj, rows, failures = summary.build(store, run_ref, min_effect=min_effect)
+    if as_json:
+        click.echo(json.dumps(summary.to_json(run_obj, rows, failures, min_effect=min_effect), indent=2,
+                              default=str))
     else:
         text.render(run_obj, rows, failures, console, detail=detail)
 
@@ -235,7 +325,14 @@ def list_platforms() -> None:
         console.print(f"[bold]{name}[/bold] ({cls.kind}): {cls.description}  options: {opts or '-'}")
 
 
+def _sigterm_to_interrupt(signum, frame) -> None:  # noqa: ARG001
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main() -> None:
+    # SIGTERM (kill, a service manager) stops virtbench like Ctrl-C: instances are removed and
+    # the run is marked interrupted instead of leaving containers and mounts behind.
+    signal.signal(signal.SIGTERM, _sigterm_to_interrupt)
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:

@@ -132,7 +132,7 @@ def test_sigterm_interrupts_cleanly(env, tmp_path):
     p = subprocess.Popen([sys.executable, "-m", "virtbench", "run", str(camp), "--no-report"], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and not leftovers(env):
+    while time.monotonic() < deadline and not (leftovers(env) and _run_started(env)):
         time.sleep(0.2)
     p.send_signal(signal.SIGTERM)
     out, err = p.communicate(timeout=120)
@@ -140,6 +140,13 @@ def test_sigterm_interrupts_cleanly(env, tmp_path):
     assert "--resume" in err
     assert db_rows(env, "SELECT status FROM runs") == [("interrupted",)]
     assert leftovers(env) == []
+
+
+def _run_started(env) -> bool:
+    try:
+        return bool(db_rows(env, "SELECT id FROM runs WHERE status = 'running'"))
+    except sqlite3.Error:
+        return False
 
 
 def test_failing_tool_is_a_failed_sample_with_raw_output(env, tmp_path):
