@@ -126,3 +126,49 @@ def which(name: str) -> str | None:
     import shutil
 
     return shutil.which(name)
+
+
+class Background:
+    """A long-running process (a benchmark's server). Output goes to temporary files so a
+    chatty server can never block on a full pipe; stop() kills its whole process group."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        import tempfile
+
+        self.argv = [str(a) for a in argv]
+        self._out = tempfile.TemporaryFile("w+")
+        self._err = tempfile.TemporaryFile("w+")
+        try:
+            self.process = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self._out,
+                                            stderr=self._err, text=True, start_new_session=True)
+        except FileNotFoundError as exc:
+            raise CommandError(self.argv, 127, "", f"{self.argv[0]}: command not found ({exc})") from None
+        self.started = time.perf_counter()
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def output(self) -> tuple[str, str]:
+        self._out.seek(0), self._err.seek(0)
+        return self._out.read(), self._err.read()
+
+    def stop(self, grace: float = 2.0) -> Result:
+        """SIGTERM the group, SIGKILL after `grace` seconds; return what it printed."""
+        if self.alive():
+            try:
+                os.killpg(self.process.pid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                self.process.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                _kill_group(self.process)
+                self.process.wait()
+        stdout, stderr = self.output()
+        self._out.close(), self._err.close()
+        return Result(self.argv, self.process.returncode, stdout, stderr, time.perf_counter() - self.started)
+
+
+def spawn(argv: Sequence[str]) -> Background:
+    """Start argv in the background (its own process group); the caller must stop() it."""
+    return Background(argv)

@@ -33,6 +33,8 @@ class Executor(Protocol):
     def run(self, argv: list[str], *, timeout: float | None = ..., check: bool = ...,
             input: str | None = ..., detached_children: bool = ...) -> proc.Result: ...
 
+    def spawn(self, argv: list[str]) -> proc.Background: ...
+
 
 class HostExecutor:
     """Runs commands on this host."""
@@ -42,6 +44,9 @@ class HostExecutor:
             detached_children: bool = False) -> proc.Result:
         return proc.run(argv, timeout=timeout, check=check, input=input,
                         detached_children=detached_children)
+
+    def spawn(self, argv: list[str]) -> proc.Background:
+        return proc.spawn(argv)
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,13 @@ from typing import Callable, Iterator, Protocol
 
 from .. import __version__
 from .. import host as hostfacts
-from ..benchmarks.base import Benchmark
+from ..benchmarks.base import Benchmark, PairBenchmark
 from ..config import Campaign, parse_campaign
 from ..errors import CommandError, InputError, VirtbenchError
 from ..platforms.base import INSTANCE_PREFIX, Instance, Paths, Platform
 from ..registry import PLATFORMS
 from ..store.db import Store, now
+from .pair import run_pair
 from .plan import LIFECYCLE, Unit, schedule
 from .session import Session, build_objects, platform_rows, prepare, tool_versions
 
@@ -214,7 +215,7 @@ def _run_unit(store: Store, session: Session, run_id: str, unit: Unit, todo: set
             if key not in todo:
                 continue
             reporter.step(f"{tag}: {key}")
-            ok = _run_benchmark(store, platform, instance, run_id, unit, key, session.benchmarks[key])
+            ok = _run_benchmark(store, session, platform, instance, run_id, unit, key, session.benchmarks[key])
             executions, failed = executions + 1, failed + (0 if ok else 1)
             reporter.advance()
         reporter.step(f"{tag}: stopping")
@@ -251,21 +252,32 @@ def _run_unit(store: Store, session: Session, run_id: str, unit: Unit, todo: set
     return executions, failed
 
 
-def _run_benchmark(store: Store, platform: Platform, instance: Instance, run_id: str, unit: Unit,
-                   key: str, bench: Benchmark) -> bool:
+def _run_benchmark(store: Store, session: Session, platform: Platform, instance: Instance, run_id: str,
+                   unit: Unit, key: str, bench: Benchmark) -> bool:
     workdir = f"{SCRATCH}/{instance.name}/{key}".replace("[", "_").replace("]", "_").replace("=", "-")
-    argv = bench.command(workdir)
     started, t0 = now(), time.perf_counter()
     status, error, samples = "ok", "", []
+    argv: list[str] = []
     stdout = stderr = ""
     exit_code: int | None = None
     try:
-        platform.exec(instance, ["mkdir", "-p", workdir], timeout=60)
-        result = platform.exec(instance, argv, timeout=bench.execution_timeout(), check=False)
-        stdout, stderr, exit_code = result.stdout, result.stderr, result.returncode
+        if isinstance(bench, PairBenchmark):
+            assert session.image is not None
+            pair = run_pair(platform, instance, bench, workdir, session.image, session.paths,
+                            bench.execution_timeout())
+            argv, result = pair.argv, pair.client
+            stdout, exit_code = result.stdout, result.returncode
+            stderr = (f"{result.stderr}\n--- server ({pair.address}) exit {pair.server.returncode} ---\n"
+                      f"{pair.server.stdout}{pair.server.stderr}")
+        else:
+            argv = bench.command(workdir)
+            platform.exec(instance, ["mkdir", "-p", workdir], timeout=60)
+            result = platform.exec(instance, argv, timeout=bench.execution_timeout(), check=False)
+            stdout, stderr, exit_code = result.stdout, result.stderr, result.returncode
         if result.returncode != 0:
             raise CommandError(argv, result.returncode, result.stdout, result.stderr)
-        values = bench.parse(stdout, stderr, source=f"{bench.tool} output ({unit.platform}, round {unit.round})")
+        values = bench.parse(result.stdout, result.stderr,
+                             source=f"{bench.tool} output ({unit.platform}, round {unit.round})")
         metrics = {m.name: m for m in bench.metrics()}
         samples = [{"metric": n, "value": float(v), "unit": metrics[n].unit,
                     "higher_is_better": metrics[n].higher_is_better, "category": metrics[n].category}

@@ -1,0 +1,222 @@
+"""containerd driven by `ctr`, in its own namespace so nothing of docker's (moby) is touched.
+
+ctr 1.6 (Debian 12) shapes this module:
+- `ctr containers create` has no --cpus (only `ctr run` does), so cpus map to
+  --cpu-quota/--cpu-period, which create does have.
+- There is no cpuset flag and no `ctr tasks update`, so a cpuset is applied right after the
+  task starts with `runc update --cpuset-cpus` on the shim's runc state directory, the same
+  call containerd's own Update API makes.
+- `ctr tasks exec` has no --env: an exec inherits the container's process environment, so
+  that is set to exactly EXEC_ENV at create time.
+- The default spec mounts no /sys/fs/cgroup; one is added read-only so a command inside sees
+  its limits as it does under docker and podman.
+- CNI is only wired up by `ctr run --cni`, not by create + task start, so a bridge network
+  is refused up front (InputError) rather than half-supported.
+"""
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+from .. import proc, services
+from ..errors import CommandError, InputError, VirtbenchError
+from ..images.image import Image
+from ..images.oci import oci_archive
+from .base import (EXEC_ENV, INSTANCE_PREFIX, LABEL, Availability, Executor, Instance, Paths, Platform,
+                   PlatformOptions)
+from .docker import STATE_LABEL, TAR_LABEL
+
+NAMESPACE = "virtbench"
+CTR = ["ctr", "-n", NAMESPACE]
+RUNC_ROOT = f"/run/containerd/runc/{NAMESPACE}"
+"""Where the io.containerd.runc.v2 shim keeps runc state for this namespace."""
+CFS_PERIOD_US = 100_000
+CGROUP_MOUNT = "type=cgroup,src=cgroup,dst=/sys/fs/cgroup,options=ro:nosuid:noexec:nodev"
+
+
+def owner_selector(paths: Paths, run_id: str | None) -> str:
+    """containerd filter for the containers cleanup(paths, run_id) owns (see docker.STATE_LABEL)."""
+    run = f'labels."{LABEL}"=="{run_id}"' if run_id else f'labels."{LABEL}"'
+    return f'{run},labels."{STATE_LABEL}"=="{paths.state}"'
+
+
+def _not_found(res: proc.Result) -> bool:
+    text = (res.stderr + res.stdout).lower()
+    return "not found" in text or "no such" in text
+
+
+class Containerd(Platform):
+    """containerd + runc through ctr, without docker."""
+
+    type = "containerd"
+    kind = "container"
+    binaries = ("ctr", "containerd", "runc")
+    packages = ("containerd", "runc")
+    description = "containerd (ctr, namespace virtbench) + runc, image imported as an OCI archive"
+
+    def __init__(self, name: str, options: PlatformOptions, paths: Paths,
+                 executor: Executor | None = None) -> None:
+        super().__init__(name, options, paths, executor)
+        if options.network == "bridge":
+            raise InputError(
+                f"platform {name}: network 'bridge' is not supported for containerd yet "
+                "(ctr sets up CNI only in `ctr run`, which cannot create without starting)",
+                "use network: none (loopback only) or host for containerd, "
+                "or the docker/podman platform for a bridge")
+
+    # -- argv builders (pure) ------------------------------------------------------------
+    def create_argv(self, image: Image, name: str, run_id: str) -> list[str]:
+        o = self.options
+        argv = [*CTR, "containers", "create"]
+        for label in (f"{LABEL}={run_id}", f"{STATE_LABEL}={self.paths.state}"):
+            argv += ["--label", label, "--snapshotter-label", label]
+        argv += ["--mount", CGROUP_MOUNT]
+        for key, value in EXEC_ENV.items():
+            argv += ["--env", f"{key}={value}"]
+        if o.network == "host":
+            argv.append("--net-host")
+        if o.cpus is not None:
+            argv += ["--cpu-quota", str(round(o.cpus * CFS_PERIOD_US)), "--cpu-period", str(CFS_PERIOD_US)]
+        if o.memory is not None:
+            argv += ["--memory-limit", str(int(o.memory))]
+        return [*argv, image.tag, name, "sleep", "infinity"]
+
+    def exec_argv(self, instance: Instance, argv: list[str]) -> list[str]:
+        # exec ids must be unique among the task's live processes; parallel execs are allowed.
+        exec_id = f"{INSTANCE_PREFIX}{uuid.uuid4().hex[:12]}"
+        return [*CTR, "tasks", "exec", "--exec-id", exec_id, instance.name, *argv]
+
+    @staticmethod
+    def image_query_argv(image: Image) -> list[str]:
+        return [*CTR, "images", "ls", "-q", f'name=={image.tag},labels."{TAR_LABEL}"=={image.tar_sha256}']
+
+    # -- engine ------------------------------------------------------------------------
+    @classmethod
+    def ensure_engine(cls, paths: Paths) -> None:
+        services.ensure_containerd()
+
+    @classmethod
+    def probe(cls, paths: Paths) -> Availability:
+        """Start containerd and run `true` in an imported virtbench image if there is one."""
+        fix = "apt-get install containerd runc"
+        try:
+            if proc.which("ctr") is None:
+                return Availability(False, "ctr is not installed", fix)
+            cls.ensure_engine(paths)
+            images = proc.run([*CTR, "images", "ls", "-q", 'name~="^localhost/virtbench:"'],
+                              timeout=30).stdout.split()
+            if not images:
+                return Availability(True, "containerd answers (no virtbench image imported yet "
+                                          "to run a test container)")
+            name = f"{INSTANCE_PREFIX}probe-{uuid.uuid4().hex[:8]}"
+            proc.run([*CTR, "run", "--rm", "--null-io", "--label", f"{LABEL}=probe", "--label",
+                      f"{STATE_LABEL}={paths.state}", images[0], name, "true"], timeout=120)
+            return Availability(True, f"ctr ran a container of {images[0]}")
+        except VirtbenchError as exc:
+            return Availability(False, exc.message, exc.fix or fix)
+        except Exception as exc:  # noqa: BLE001 - probe reports, never raises
+            return Availability(False, f"{type(exc).__name__}: {exc}", fix)
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def prepare(self, image: Image) -> None:
+        if self.host.run(self.image_query_argv(image), timeout=60).stdout.strip():
+            return
+        archive = oci_archive(image)
+        self.host.run([*CTR, "images", "import", str(archive)], timeout=1800)
+        self.host.run([*CTR, "images", "label", image.tag, f"{TAR_LABEL}={image.tar_sha256}"], timeout=60)
+
+    def create(self, image: Image, name: str, run_id: str) -> Instance:
+        self.host.run(self.create_argv(image, name, run_id), timeout=120)
+        return Instance(name=name, platform=self.name, run_id=run_id, data={"image": image.tag})
+
+    def start(self, instance: Instance) -> None:
+        self.host.run([*CTR, "tasks", "start", "--detach", "--null-io", instance.name], timeout=120)
+        if self.options.cpuset is not None:
+            self.host.run(["runc", "--root", RUNC_ROOT, "update", "--cpuset-cpus", self.options.cpuset,
+                           instance.name], timeout=60)
+        self.wait_ready(instance)
+
+    def stop(self, instance: Instance) -> None:
+        # Force-deleting the task SIGKILLs it and waits: `sleep` as PID 1 ignores SIGTERM.
+        res = self.host.run([*CTR, "tasks", "delete", "--force", instance.name], timeout=60, check=False)
+        if not res.ok and not _not_found(res):
+            raise CommandError(res.argv, res.returncode, res.stdout, res.stderr)
+
+    def remove(self, instance: Instance) -> None:
+        self.stop(instance)
+        # Deleting the container also removes its active snapshot (the writable layer).
+        res = self.host.run([*CTR, "containers", "delete", instance.name], timeout=60, check=False)
+        if not res.ok and not _not_found(res):
+            raise CommandError(res.argv, res.returncode, res.stdout, res.stderr)
+
+    @classmethod
+    def cleanup(cls, paths: Paths, run_id: str | None = None) -> list[str]:
+        if proc.which("ctr") is None or not services.answers(services.CONTAINERD):
+            return []
+        removed: list[str] = []
+        try:
+            names = proc.run([*CTR, "containers", "ls", "-q", owner_selector(paths, run_id)],
+                             timeout=60).stdout.split()
+            for name in names:
+                proc.run([*CTR, "tasks", "delete", "--force", name], timeout=60, check=False)
+                res = proc.run([*CTR, "containers", "delete", name], timeout=60, check=False)
+                what = f"containerd container {name} (namespace {NAMESPACE})"
+                removed.append(what if res.ok else f"could not remove {what}: {res.stderr.strip()}")
+            removed += cls._orphan_snapshots(paths, run_id)
+        except CommandError as exc:
+            removed.append(f"containerd cleanup stopped: {exc}")
+        return removed
+
+    @staticmethod
+    def _orphan_snapshots(paths: Paths, run_id: str | None) -> list[str]:
+        """Writable layers whose container is gone (a crash between the two deletes)."""
+        containers = set(proc.run([*CTR, "containers", "ls", "-q"], timeout=60).stdout.split())
+        removed = []
+        for line in proc.run([*CTR, "snapshots", "ls"], timeout=60).stdout.splitlines()[1:]:
+            key = line.split()[0] if line.split() else ""
+            if not key.startswith(INSTANCE_PREFIX) or key in containers:
+                continue
+            info = json.loads(proc.run([*CTR, "snapshots", "info", key], timeout=60).stdout or "{}")
+            labels = info.get("Labels") or {}
+            owner = labels.get(LABEL)
+            if owner is None or labels.get(STATE_LABEL) != str(paths.state) or run_id not in (None, owner):
+                continue
+            res = proc.run([*CTR, "snapshots", "delete", key], timeout=60, check=False)
+            removed.append(f"containerd snapshot {key} (run {owner})" if res.ok
+                           else f"could not remove containerd snapshot {key}: {res.stderr.strip()}")
+        return removed
+
+    # -- provenance ----------------------------------------------------------------------
+    def versions(self) -> dict[str, str]:
+        out = self.host.run(["ctr", "version"], timeout=30).stdout
+        versions: dict[str, str] = {}
+        section = ""
+        for line in out.splitlines():
+            if line.strip().endswith(":") and not line.startswith(" "):
+                section = line.strip().rstrip(":").lower()
+            elif line.strip().startswith("Version:"):
+                versions["ctr" if section == "client" else "containerd"] = line.split(":", 1)[1].strip()
+        try:
+            first = self.host.run(["runc", "--version"], timeout=30).stdout.splitlines()
+            versions["runc"] = first[0].split()[-1] if first else "?"
+        except CommandError:
+            versions["runc"] = "not installed"
+        return versions
+
+    def describe(self) -> dict[str, Any]:
+        doc = super().describe()
+        doc["engine"] = {"namespace": NAMESPACE, "runtime": "io.containerd.runc.v2",
+                         "snapshotter": "overlayfs", "cgroup_version": cgroup_mode(),
+                         "rlimit_nofile": "1024 (ctr default spec)", "exec_env": "container env = EXEC_ENV",
+                         "cpuset_via": "runc update after task start" if self.options.cpuset else None}
+        return doc
+
+
+def cgroup_mode() -> str:
+    """'v2' (unified), 'hybrid' (v1 controllers plus an empty v2 mount) or 'v1'."""
+    root = Path("/sys/fs/cgroup")
+    if (root / "cgroup.controllers").exists():
+        return "v2"
+    return "hybrid" if (root / "unified").is_dir() else "v1"

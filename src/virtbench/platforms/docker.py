@@ -1,0 +1,209 @@
+"""Docker Engine: the image imported with `docker import`, one container per instance.
+
+Podman speaks the same CLI dialect and subclasses this module's engine class; only what
+differs (global flags, rlimits, version and info formats) is overridden there.
+"""
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any, ClassVar
+
+from .. import proc, services
+from ..errors import CommandError, VirtbenchError
+from ..images.image import Image
+from .base import EXEC_ENV, LABEL, Availability, Instance, Paths, Platform
+
+TAR_LABEL = "org.virtbench.tar_sha256"
+"""Image label holding the rootfs.tar hash, so a rebuilt image with the same tag is re-imported."""
+IMAGE_REPO = "localhost/virtbench"
+STATE_LABEL = "org.virtbench.state"
+"""Second label: the state directory (Paths.state) the container belongs to. Cleanup only
+touches containers of its own state directory, as the native, runc and lxc platforms do by
+keeping everything under it; two virtbench setups (or test sessions) on one host then never
+remove each other's containers."""
+
+
+def owner_labels(paths: Paths, run_id: str | None) -> list[str]:
+    """`key=value` / `key` label selectors of the containers cleanup(paths, run_id) owns."""
+    return [f"{LABEL}={run_id}" if run_id else LABEL, f"{STATE_LABEL}={paths.state}"]
+
+
+def env_argv() -> list[str]:
+    """`env -i K=V...`: the engines add their own variables (HOSTNAME, container=podman,
+    TERM) to every exec and `-e` cannot remove them, so the command starts from an empty
+    environment holding exactly EXEC_ENV, the same as on every other platform."""
+    return ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in EXEC_ENV.items())]
+
+
+class EngineCLI(Platform):
+    """A docker-compatible engine driven through its CLI."""
+
+    kind = "container"
+    cli: ClassVar[str] = "docker"
+    engine_package: ClassVar[str] = "docker.io"
+    ps_label_format: ClassVar[str] = '{{.Label "' + LABEL + '"}}'
+    rm_argv: ClassVar[tuple[str, ...]] = ("rm", "-f", "-v")
+    _info: dict[str, Any] | None = None
+
+    # -- argv builders (pure) ------------------------------------------------------------
+    @classmethod
+    def base_argv(cls) -> list[str]:
+        return [cls.cli]
+
+    @classmethod
+    def run_flags(cls) -> list[str]:
+        """Flags every container of this engine needs to start on this host."""
+        return []
+
+    def create_argv(self, image: Image, name: str, run_id: str) -> list[str]:
+        o = self.options
+        argv = [*self.base_argv(), "create", "--name", name]
+        for label in owner_labels(self.paths, run_id):
+            argv += ["--label", label]
+        argv += ["--network", o.network, *self.run_flags()]
+        if o.cpus is not None:
+            argv += ["--cpus", f"{o.cpus:g}"]
+        if o.cpuset is not None:
+            argv += ["--cpuset-cpus", o.cpuset]
+        if o.memory is not None:
+            argv += ["--memory", str(int(o.memory))]  # bytes: no unit rounding by the CLI
+        return [*argv, image.tag, "sleep", "infinity"]
+
+    def exec_argv(self, instance: Instance, argv: list[str]) -> list[str]:
+        return [*self.base_argv(), "exec", instance.name, *env_argv(), *argv]
+
+    @classmethod
+    def import_argv(cls, image: Image) -> list[str]:
+        return [*cls.base_argv(), "import", "--change", f"LABEL {TAR_LABEL}={image.tar_sha256}",
+                str(image.tarball), image.tag]
+
+    @classmethod
+    def image_query_argv(cls, image: Image) -> list[str]:
+        return [*cls.base_argv(), "images", "-q", "--filter", f"reference={image.tag}",
+                "--filter", f"label={TAR_LABEL}={image.tar_sha256}"]
+
+    # -- engine ------------------------------------------------------------------------
+    @classmethod
+    def ensure_engine(cls, paths: Paths) -> None:
+        services.ensure_dockerd()
+
+    @classmethod
+    def engine_up(cls) -> bool:
+        """Whether the engine answers now, without starting anything (for cleanup)."""
+        return services.answers(services.DOCKERD)
+
+    @classmethod
+    def probe(cls, paths: Paths) -> Availability:
+        """Start the engine, ask it for its info, and run `true` in an already imported
+        virtbench image when there is one (probing has no image of its own to import)."""
+        fix = f"apt-get install {cls.engine_package}"
+        try:
+            if proc.which(cls.cli) is None:
+                return Availability(False, f"{cls.cli} is not installed", fix)
+            cls.ensure_engine(paths)
+            proc.run([*cls.base_argv(), "info"], timeout=30)
+            listed = proc.run([*cls.base_argv(), "images", "--format", "{{.Repository}}:{{.Tag}}",
+                               "--filter", f"reference={IMAGE_REPO}"], timeout=30).stdout.split()
+            if not listed:
+                return Availability(True, f"{cls.cli} engine answers (no virtbench image imported yet "
+                                          "to run a test container)")
+            name = f"vb-probe-{uuid.uuid4().hex[:8]}"
+            labels = [a for label in owner_labels(paths, "probe") for a in ("--label", label)]
+            proc.run([*cls.base_argv(), "run", "--rm", "--name", name, *labels,
+                      "--network", "none", *cls.run_flags(), listed[0], "true"], timeout=120)
+            return Availability(True, f"{cls.cli} ran a container of {listed[0]}")
+        except VirtbenchError as exc:
+            return Availability(False, exc.message, exc.fix or fix)
+        except Exception as exc:  # noqa: BLE001 - probe reports, never raises
+            return Availability(False, f"{type(exc).__name__}: {exc}", fix)
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def prepare(self, image: Image) -> None:
+        if self.host.run(self.image_query_argv(image), timeout=60).stdout.strip():
+            return
+        self.host.run(self.import_argv(image), timeout=1800)
+
+    def create(self, image: Image, name: str, run_id: str) -> Instance:
+        out = self.host.run(self.create_argv(image, name, run_id), timeout=120).stdout
+        return Instance(name=name, platform=self.name, run_id=run_id,
+                        data={"id": out.strip().splitlines()[-1] if out.strip() else name,
+                              "image": image.tag})
+
+    def start(self, instance: Instance) -> None:
+        self.host.run([*self.base_argv(), "start", instance.name], timeout=120)
+        self.wait_ready(instance)
+
+    def stop(self, instance: Instance) -> None:
+        # -t 0: `sleep` as PID 1 ignores SIGTERM, so any grace period is pure waiting.
+        self.host.run([*self.base_argv(), "stop", "-t", "0", instance.name], timeout=60)
+
+    def remove(self, instance: Instance) -> None:
+        res = self.host.run([*self.base_argv(), *self.rm_argv, instance.name], timeout=60, check=False)
+        if not res.ok and "no such container" not in (res.stderr + res.stdout).lower():
+            raise CommandError(res.argv, res.returncode, res.stdout, res.stderr)
+
+    @classmethod
+    def cleanup(cls, paths: Paths, run_id: str | None = None) -> list[str]:
+        if proc.which(cls.cli) is None or not cls.engine_up():
+            return []
+        filters = [a for label in owner_labels(paths, run_id) for a in ("--filter", f"label={label}")]
+        try:
+            listed = proc.run([*cls.base_argv(), "ps", "-a", *filters, "--format",
+                               "{{.ID}}\t{{.Names}}\t" + cls.ps_label_format], timeout=60).stdout
+        except CommandError:
+            return []
+        removed: list[str] = []
+        for line in listed.splitlines():
+            if not line.strip():
+                continue
+            cid, name, rid = (line.split("\t") + ["", ""])[:3]
+            res = proc.run([*cls.base_argv(), *cls.rm_argv, cid], timeout=60, check=False)
+            what = f"{cls.cli} container {name} (run {rid or '?'})"
+            removed.append(what if res.ok else f"could not remove {what}: {res.stderr.strip()}")
+        return removed
+
+    # -- provenance ----------------------------------------------------------------------
+    def engine_info(self) -> dict[str, Any]:
+        """`info` of the engine, fetched once per platform object."""
+        if self._info is None:
+            out = self.host.run([*self.base_argv(), "info", "--format", "{{json .}}"], timeout=60).stdout
+            self._info = json.loads(out)
+        return self._info
+
+    def engine_settings(self) -> dict[str, Any]:
+        info = self.engine_info()
+        return {"storage_driver": info.get("Driver"), "cgroup_driver": info.get("CgroupDriver"),
+                "cgroup_version": info.get("CgroupVersion"), "runtime": info.get("DefaultRuntime"),
+                "security_options": info.get("SecurityOptions"), "engine_version": info.get("ServerVersion")}
+
+    def describe(self) -> dict[str, Any]:
+        doc = super().describe()
+        try:
+            doc["engine"] = self.engine_settings()
+        except (VirtbenchError, ValueError) as exc:
+            doc["engine"] = {"error": str(exc)}
+        doc["engine"]["run_flags"] = self.run_flags()
+        doc["engine"]["exec_env"] = "env -i (exactly EXEC_ENV)"
+        return doc
+
+
+class Docker(EngineCLI):
+    """Docker Engine (dockerd on the system containerd, runc)."""
+
+    type = "docker"
+    binaries = ("docker", "dockerd", "containerd", "runc")
+    packages = ("docker.io",)
+    description = "Docker Engine: dockerd + containerd + runc, image imported from the rootfs tarball"
+
+    def versions(self) -> dict[str, str]:
+        out = self.host.run([self.cli, "version", "--format", "{{json .}}"], timeout=60).stdout
+        doc = json.loads(out)
+        versions = {"docker_cli": doc.get("Client", {}).get("Version", "?")}
+        server = doc.get("Server") or {}
+        versions["docker"] = server.get("Version", "?")
+        for comp in server.get("Components") or []:
+            name = comp.get("Name", "").lower()
+            if name in ("containerd", "runc", "docker-init"):
+                versions[name] = comp.get("Version", "?")
+        return versions

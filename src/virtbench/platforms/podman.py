@@ -1,0 +1,113 @@
+"""Podman: daemonless, same CLI dialect as docker (see docker.EngineCLI).
+
+What this host taught (Debian 12, cgroup v1 hybrid, no systemd, root without
+CAP_SYS_RESOURCE):
+- podman's default rlimits (nofile 1048576) exceed the hard limits, and runc then fails with
+  "error setting rlimits for ready process: error setting rlimit type 7: operation not
+  permitted", so nofile is pinned to our hard limit.
+- containers/common lowers podman's own RLIMIT_NPROC to kernel.pid_max at start, so even
+  our hard nproc limit is too high for it ("rlimit type 6"); nproc is min(hard, pid_max).
+- crun refuses hybrid cgroup hierarchies ("cgroups in hybrid mode not supported"), and
+  docker uses runc too, so podman is pinned to runc: the comparison is engine vs engine.
+"""
+from __future__ import annotations
+
+import json
+import resource
+from pathlib import Path
+from typing import Any
+
+from .. import services
+from ..errors import CommandError
+from .base import LABEL, Paths
+from .docker import EngineCLI
+
+RUNTIME = "runc"
+
+
+def _pid_max() -> int | None:
+    try:
+        return int(Path("/proc/sys/kernel/pid_max").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def rlimit_flags() -> list[str]:
+    """--ulimit flags that this host's hard limits (and podman's own) allow."""
+    flags = []
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if nofile != resource.RLIM_INFINITY:
+        flags += ["--ulimit", f"nofile={nofile}:{nofile}"]
+    nproc = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+    pid_max = _pid_max()
+    limits = [v for v in (nproc if nproc != resource.RLIM_INFINITY else None, pid_max) if v]
+    if limits:
+        flags += ["--ulimit", f"nproc={min(limits)}:{min(limits)}"]
+    return flags
+
+
+class Podman(EngineCLI):
+    """Podman with runc; no daemon to start."""
+
+    type = "podman"
+    cli = "podman"
+    engine_package = "podman"
+    binaries = ("podman", "runc")
+    packages = ("podman", "runc")
+    description = "Podman (daemonless, conmon + runc), image imported from the rootfs tarball"
+    ps_label_format = '{{index .Labels "' + LABEL + '"}}'
+    # podman rm -f stops with the 10 s default grace period first; sleep ignores SIGTERM.
+    rm_argv = ("rm", "-f", "-v", "-t", "0")
+
+    @classmethod
+    def global_flags(cls) -> list[str]:
+        flags = ["--runtime", RUNTIME]
+        if not services.systemd_running():
+            # Without systemd there is neither a systemd cgroup manager nor a journal.
+            flags += ["--cgroup-manager", "cgroupfs", "--events-backend", "file"]
+        return flags
+
+    @classmethod
+    def base_argv(cls) -> list[str]:
+        return [cls.cli, *cls.global_flags()]
+
+    @classmethod
+    def run_flags(cls) -> list[str]:
+        return rlimit_flags()
+
+    @classmethod
+    def ensure_engine(cls, paths: Paths) -> None:
+        """Podman has no daemon; each command is the engine."""
+
+    @classmethod
+    def engine_up(cls) -> bool:
+        return True
+
+    def engine_info(self) -> dict[str, Any]:
+        if self._info is None:
+            out = self.host.run([*self.base_argv(), "info", "--format", "json"], timeout=60).stdout
+            self._info = json.loads(out)
+        return self._info
+
+    def engine_settings(self) -> dict[str, Any]:
+        info = self.engine_info()
+        host, store = info.get("host", {}), info.get("store", {})
+        return {"storage_driver": store.get("graphDriverName"),
+                "cgroup_manager": host.get("cgroupManager"),
+                "cgroup_version": host.get("cgroupVersion"),
+                "runtime": host.get("ociRuntime", {}).get("name"),
+                "network_backend": host.get("networkBackend"),
+                "events_backend": host.get("eventLogger"),
+                "engine_version": info.get("version", {}).get("Version")}
+
+    def versions(self) -> dict[str, str]:
+        out = self.host.run([self.cli, "version", "--format", "json"], timeout=60).stdout
+        versions = {"podman": json.loads(out).get("Client", {}).get("Version", "?")}
+        for tool in (RUNTIME, "conmon"):
+            try:
+                first = self.host.run([tool, "--version"], timeout=30).stdout.splitlines()
+                versions[tool] = first[0].split()[-1] if first else "?"
+            except CommandError:
+                versions[tool] = "not installed"
+        return versions
+
