@@ -14,7 +14,8 @@ from . import __version__
 from .errors import InputError, VirtbenchError
 from .platforms.base import Paths
 
-console = Console(stderr=False, highlight=False)
+# Piped output (make run | tee, CI logs) gets wide tables instead of 80-column wrapping.
+console = Console(stderr=False, highlight=False, width=None if sys.stdout.isatty() else 200)
 errconsole = Console(stderr=True, highlight=False)
 db_option = click.option("--db", "db_url", envvar="VIRTBENCH_DB", default=None,
                          help="SQLAlchemy URL of the results store (default: SQLite under /var/lib/virtbench).")
@@ -323,6 +324,38 @@ def list_platforms() -> None:
     for name, cls in PLATFORMS.items():
         opts = ", ".join(cls.Options.model_fields)
         console.print(f"[bold]{name}[/bold] ({cls.kind}): {cls.description}  options: {opts or '-'}")
+
+
+@cli.command()
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on; 0.0.0.0 exposes the app to the network.")
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(1, 65535))
+@click.option("--token", envvar="VIRTBENCH_TOKEN", default=None,
+              help="Needed to schedule, cancel or delete (prefer VIRTBENCH_TOKEN: argv is visible in ps). "
+                   "A random one is printed if not given.")
+@click.option("--private", is_flag=True, envvar="VIRTBENCH_PRIVATE",
+              help="Reading needs the token too (a login), not only changes.")
+@click.option("--worker/--no-worker", default=True, show_default=True,
+              help="Start a worker process with the app (else run `virtbench worker` yourself).")
+@db_option
+def serve(host: str, port: int, token: str | None, private: bool, worker: bool, db_url: str | None) -> None:
+    """Web app: schedule and watch campaigns, verify raw measurements, compare platforms."""
+    from .web.server import serve as run_server
+
+    run_server(db_url=db_url, host=host, port=port, token=token, private=private, worker=worker)
+
+
+@cli.command()
+@click.option("--once", is_flag=True, help="Exit when the queue is empty instead of waiting for more.")
+@click.option("--poll", default=2.0, show_default=True, type=click.FloatRange(0.1, 3600), help="Seconds between queue checks.")
+@click.option("--probe/--no-probe", default=True, show_default=True,
+              help="Probe which platforms run here at start (shown in the schedule form).")
+@db_option
+def worker(once: bool, poll: float, probe: bool, db_url: str | None) -> None:
+    """Execute queued runs one at a time on this host; resume runs a stopped worker left."""
+    from .web.worker import main as worker_main
+
+    worker_main(db_url, once=once, poll_s=poll, probe=probe)
 
 
 def _sigterm_to_interrupt(signum, frame) -> None:  # noqa: ARG001

@@ -14,7 +14,7 @@ from .session import probe_types
 QUICK_PLATFORMS = ("native", "docker", "podman", "lxc", "containerd", "runc", "crun")
 QUICK_BENCHMARKS: list[dict[str, Any]] = [
     {"name": "openssl", "algorithm": "aes-128-cbc", "bytes": 1024, "multi": 1, "seconds": 2},
-    {"name": "fio", "size": "128M", "runtime": 1},
+    {"name": "fio", "size": "128M", "runtime": 1, "ramp_time": 0},
     {"name": "sysbench-cpu", "threads": 1, "time": 2},
     {"name": "sqlite", "rows": 100000},
 ]
