@@ -294,8 +294,15 @@ def list_group() -> None:
 
 @list_group.command("benchmarks")
 @click.option("--json", "as_json", is_flag=True)
-def list_benchmarks(as_json: bool) -> None:
+@click.option("--markdown", is_flag=True, help="The README's reference tables.")
+def list_benchmarks(as_json: bool, markdown: bool) -> None:
     from .registry import BENCHMARKS
+
+    if markdown:
+        from .docs import readme_section
+
+        click.echo(readme_section())
+        return
 
     docs = []
     for name, cls in BENCHMARKS.items():
