@@ -29,6 +29,19 @@ class ImageSpec(BaseModel):
     release: str = Field("bookworm", description="Debian release of the guest image")
 
 
+class Adaptive(BaseModel):
+    """Repeat until every ratio to the baseline is known to +-target, within caps.
+
+    Extra rounds run only the platforms still too imprecise (and the baseline), each logged
+    with its reason. Stopping on precision (not on the result) keeps the bias small; the
+    caps bound the cost whatever the noise."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    target: float = Field(0.02, gt=0, lt=1, description="wanted half-width of the ratio's 95% CI (0.02 = +-2%)")
+    max_repetitions: int = Field(30, ge=2, le=10000, description="cap on measured rounds per platform")
+    max_minutes: float = Field(60.0, gt=0, description="cap on the run's duration for extra rounds")
+
+
 class PlatformEntry(BaseModel):
     """A platform as declared: its unique name, its type, and its validated options."""
 
@@ -59,6 +72,7 @@ class Campaign(BaseModel):
     seed: int | None = Field(None, description="seed of the randomized platform order (recorded)")
     shuffle: bool = Field(True, description="randomize platform order in each round")
     image: ImageSpec = Field(default_factory=ImageSpec)
+    adaptive: Adaptive | None = Field(None, description="add rounds until ratios are precise enough")
     platforms: list[PlatformEntry]
     benchmarks: list[BenchmarkEntry]
 

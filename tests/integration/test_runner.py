@@ -177,3 +177,22 @@ def test_bad_input_exits_2_before_anything_starts(env, tmp_path, campaign, needl
     assert needle in res.stderr and str(camp) in res.stderr
     assert len(res.stderr.strip().splitlines()) <= 2  # the error and its fix
     assert not Path(env["VIRTBENCH_DB"].removeprefix("sqlite:///")).exists()
+
+
+def test_adaptive_repetition_adds_logged_rounds_up_to_the_cap(env, tmp_path):
+    camp = tmp_path / "a.yaml"
+    camp.write_text("name: adaptive\nrepetitions: 2\nwarmups: 0\nplatforms: [native, runc]\n"
+                    "adaptive: {target: 0.00001, max_repetitions: 4, max_minutes: 30}\n"
+                    "benchmarks:\n  - {name: sysbench-cpu, time: 1}\n")
+    res = vb(env, "run", str(camp), "--no-report")
+    assert res.returncode == 0, res.stdout + res.stderr
+    rounds = db_rows(env, "SELECT platform, count(*) FROM executions WHERE benchmark='sysbench-cpu' "
+                          "GROUP BY platform ORDER BY platform")
+    assert rounds == [("native", 4), ("runc", 4)]
+    [(provenance,)] = db_rows(env, "SELECT provenance FROM runs")
+    log = json.loads(provenance)["adaptive"]
+    assert [e["round"] for e in log if "round" in e] == [2, 3]
+    extra = [e for e in log if "round" in e]
+    assert all(e["platforms"] == ["runc", "native"] and e["reasons"]["runc"] for e in extra)
+    assert "fewer than 3" in extra[0]["reasons"]["runc"] and "target" in extra[1]["reasons"]["runc"]
+    assert "cap" in log[-1]["stop"]

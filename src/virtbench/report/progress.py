@@ -13,6 +13,9 @@ class RichReporter:
         self.task = None
 
     def begin(self, total: int, done: int) -> None:
+        if self.progress is not None:  # adaptive repetition grew the plan
+            self.progress.update(self.task, total=total)
+            return
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeElapsedColumn(), console=self.console, refresh_per_second=1,
                                  transient=False)

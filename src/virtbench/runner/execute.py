@@ -25,7 +25,8 @@ from ..platforms.base import INSTANCE_PREFIX, Instance, Paths, Platform
 from ..registry import PLATFORMS
 from ..store.db import Store, now
 from .pair import run_pair
-from .plan import LIFECYCLE, Unit, schedule
+from . import adaptive
+from .plan import LIFECYCLE, Unit, extra_round, schedule
 from .session import Session, build_objects, platform_rows, prepare, tool_versions
 
 SCRATCH = "/var/tmp/virtbench"
@@ -166,21 +167,36 @@ def cleanup(paths: Paths, run_id: str | None = None) -> list[str]:
 def execute(store: Store, session: Session, run_id: str, seed: int, reporter: Reporter,
             stop_requested: StopCheck | None = None) -> Outcome:
     """Run every unit not yet stored. stop_requested is polled between instances (cancel)."""
-    units = schedule(session.campaign, seed)
+    campaign = session.campaign
+    units = schedule(campaign, seed)
+    extra = adaptive.log_of(store, run_id) if campaign.adaptive else []
+    units += [u for entry in extra if "round" in entry for u in extra_round(campaign, seed, entry)]
     done = store.done_units(run_id)
     total = sum(len(u.keys()) for u in units)
     reporter.begin(total, sum(1 for u in units for k in u.keys() if k in done))
     executions = failed = 0
     try:
         with _sigterm_as_interrupt():
-            for unit in units:
-                todo = [k for k in unit.keys() if k not in done]
-                if not todo:
-                    continue
-                if stop_requested is not None and stop_requested():
-                    raise Interrupted("stop requested")
-                e, f = _run_unit(store, session, run_id, unit, {k[2] for k in todo}, reporter)
-                executions, failed = executions + e, failed + f
+            pending = list(units)
+            while pending:
+                for unit in pending:
+                    todo = [k for k in unit.keys() if k not in done]
+                    if not todo:
+                        continue
+                    if stop_requested is not None and stop_requested():
+                        raise Interrupted("stop requested")
+                    e, f = _run_unit(store, session, run_id, unit, {k[2] for k in todo}, reporter)
+                    executions, failed = executions + e, failed + f
+                pending = []
+                if campaign.adaptive and not any("stop" in e for e in adaptive.log_of(store, run_id)):
+                    entry = adaptive.plan_next(store, campaign, run_id, max(u.round for u in units) + 1,
+                                               store.run(run_id).started_at or now())
+                    if entry is not None:
+                        reporter.log(f"extra round {entry['round'] + 1}: " + "; ".join(
+                            f"{p}: {r}" for p, r in entry["reasons"].items()))
+                        pending = extra_round(campaign, seed, entry)
+                        units += pending
+                        reporter.begin(sum(len(u.keys()) for u in units), 0)
     except (KeyboardInterrupt, Interrupted):
         store.set_status(run_id, "interrupted", "interrupted by user or signal")
         reporter.end()

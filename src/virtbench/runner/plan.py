@@ -43,3 +43,19 @@ def schedule(campaign: Campaign, seed: int) -> list[Unit]:
             units.append(Unit(round=rnd, warmup=rnd < campaign.warmups, platform=name,
                               benchmarks=tuple(benches)))
     return units
+
+
+def extra_round(campaign: Campaign, seed: int, entry: dict) -> list[Unit]:
+    """An adaptive extra round: only the listed platforms, in a seeded random order."""
+    rng = random.Random(seed * 100003 + entry["round"])
+    order = [p.name for p in campaign.platforms if p.name in entry["platforms"]]
+    benchmarks = [b.key for b in campaign.benchmarks]
+    if campaign.shuffle:
+        rng.shuffle(order)
+    units = []
+    for name in order:
+        benches = benchmarks[:]
+        if campaign.shuffle:
+            rng.shuffle(benches)
+        units.append(Unit(round=entry["round"], warmup=False, platform=name, benchmarks=tuple(benches)))
+    return units

@@ -1,0 +1,65 @@
+"""Adaptive repetition: after the declared rounds, add rounds for the platforms whose ratio to
+the baseline is still imprecise, until the target, the repetition cap or the time cap.
+
+Each extra round is appended to the run's log with its reasons before it starts, so a resumed
+run finishes the round it was in and the report can show why every extra run happened.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+from typing import Any
+
+from ..analysis.stats import needs_more
+from ..config import Campaign
+from ..store.db import Store, now
+from .plan import LIFECYCLE
+
+
+def log_of(store: Store, run_id: str) -> list[dict[str, Any]]:
+    return list(store.run(run_id).provenance.get("adaptive", []))
+
+
+def plan_next(store: Store, campaign: Campaign, run_id: str, next_round: int,
+              started_at: datetime) -> dict[str, Any] | None:
+    """The next extra round (platforms and reasons), or None when done; recorded in the run."""
+    assert campaign.adaptive is not None
+    rule = campaign.adaptive
+    log = log_of(store, run_id)
+    elapsed = (now() - started_at).total_seconds() / 60
+    if elapsed >= rule.max_minutes:
+        _append(store, run_id, log, {"stop": f"time cap of {rule.max_minutes:g} min reached"})
+        return None
+    values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    direction: dict[tuple[str, str], bool] = {}
+    for s in store.samples(run_id):
+        if s.benchmark == LIFECYCLE:
+            continue
+        values[(s.platform, s.benchmark, s.metric)].append(s.value)
+        direction[(s.benchmark, s.metric)] = s.higher_is_better
+    reasons: dict[str, str] = {}
+    worst: dict[str, float] = {}
+    capped = []
+    for (platform, bench, metric), vals in sorted(values.items()):
+        if platform == campaign.baseline:
+            continue
+        base = values.get((campaign.baseline, bench, metric), [])
+        need = needs_more(vals, base, direction[(bench, metric)], target=rule.target,
+                          max_n=rule.max_repetitions)
+        if need and (need.precision or 1.0) >= worst.get(platform, 0.0):
+            worst[platform] = need.precision or 1.0
+            reasons[platform] = f"{bench} {metric}: {need.reason}"
+        elif not need and "cap" in need.reason:
+            capped.append(platform)
+    if not reasons:
+        stop = "every ratio within target" if not capped else f"repetition cap reached for {', '.join(sorted(set(capped)))}"
+        _append(store, run_id, log, {"stop": stop})
+        return None
+    entry = {"round": next_round, "platforms": sorted(reasons) + [campaign.baseline], "reasons": reasons}
+    _append(store, run_id, log, entry)
+    return entry
+
+
+def _append(store: Store, run_id: str, log: list[dict[str, Any]], entry: dict[str, Any]) -> None:
+    run = store.run(run_id)
+    store.update_run(run_id, provenance={**run.provenance, "adaptive": [*log, entry]})
