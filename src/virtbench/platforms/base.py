@@ -14,9 +14,9 @@ import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Annotated, Any, ClassVar, Literal, Protocol
 
-from pydantic import BaseModel, ByteSize, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from .. import proc
 from ..errors import UnavailableError
@@ -77,6 +77,27 @@ class Paths:
                    runtime=Path(env.get("VIRTBENCH_RUNTIME_DIR", "/run/virtbench")))
 
 
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
+
+
+def parse_size(value: object) -> int:
+    """Bytes from 512M, 1G, 1.5GiB, 4096: suffixes are binary (M = MiB), as Docker, LXC and
+    QEMU read them, so `memory: 512M` means the same on every platform."""
+    if isinstance(value, bool):
+        raise ValueError("give a size such as 512M or 1G")
+    if isinstance(value, (int, float)):
+        return int(value)
+    match = _SIZE.match(str(value))
+    if not match:
+        raise ValueError(f"{value!r} is not a size; give e.g. 512M, 1G or a number of bytes")
+    number, unit = float(match.group(1)), match.group(2).lower()
+    return int(number * 1024 ** " kmgt".index(unit or " "))
+
+
+Size = Annotated[int, BeforeValidator(parse_size)]
+"""A byte count written with binary suffixes in campaigns."""
+
+
 EXEC_ENV = {
     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     "HOME": "/root",
@@ -92,7 +113,7 @@ class PlatformOptions(BaseModel):
 
     cpus: float | None = Field(None, gt=0, description="CPU quota in cores (CFS quota)")
     cpuset: str | None = Field(None, description="CPUs the instance may use, e.g. '0' or '0-1'")
-    memory: ByteSize | None = Field(None, description="memory limit, e.g. 512M")
+    memory: Size | None = Field(None, description="memory limit, e.g. 512M (binary: 512 MiB)")
     network: Literal["none", "bridge", "host"] = Field(
         "none", description="none: loopback only; bridge: own namespace on a host bridge; host: host's stack")
 
@@ -105,7 +126,7 @@ class PlatformOptions(BaseModel):
 
     @field_validator("memory")
     @classmethod
-    def _memory(cls, v: ByteSize | None) -> ByteSize | None:
+    def _memory(cls, v: int | None) -> int | None:
         if v is not None and v < 6 * 1024 * 1024:
             raise ValueError("memory limit below 6 MiB cannot start a container")
         return v
