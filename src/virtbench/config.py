@@ -49,6 +49,8 @@ class PlatformEntry(BaseModel):
     name: str
     type: str
     options: dict[str, Any] = Field(default_factory=dict)
+    inside: str | None = None
+    """Name of the platform (a VM) whose instances this one runs in: a stack."""
 
 
 class BenchmarkEntry(BaseModel):
@@ -115,6 +117,22 @@ class Campaign(BaseModel):
 
     def model_post_init(self, _: Any) -> None:
         names = [p.name for p in self.platforms]
+        for i, p in enumerate(self.platforms):
+            if p.inside is None:
+                continue
+            where = f"platforms[{i}].inside"
+            if p.inside not in names:
+                raise InputError(f"{where}: no platform named {p.inside!r}", f"use one of {', '.join(names)}")
+            outer = self.platform(p.inside)
+            if outer.inside is not None or p.inside == p.name:
+                raise InputError(f"{where}: {p.inside!r} is itself stacked; one level of stacking is supported")
+            if PLATFORMS.get(outer.type).kind != "vm":
+                raise InputError(f"{where}: {p.inside!r} is a {outer.type} platform; only a VM can host another",
+                                 "declare e.g. {name: vm, type: qemu} and use inside: vm")
+            if PLATFORMS.get(p.type).kind != "container":
+                raise InputError(f"{where}: only container platforms run inside a VM (got {p.type})")
+        if self.baseline in names and self.platform(self.baseline).inside is not None:
+            raise InputError(f"baseline {self.baseline!r} is stacked; the baseline must be bare metal or a single layer")
         if self.baseline not in names:
             raise InputError(f"baseline {self.baseline!r} is not one of the campaign's platforms",
                              f"add it to platforms or set baseline to one of {', '.join(names)}")
@@ -130,9 +148,12 @@ def _platform_entry(index: int, value: Any) -> PlatformEntry:
     if not isinstance(value, dict) or "name" not in value:
         raise ValueError(f"{where}: give a platform type name or a mapping with 'name' (and 'type')")
     value = dict(value)
-    if isinstance(value.get("options"), dict) and set(value) <= {"name", "type", "options"}:
+    if isinstance(value.get("options"), dict) and set(value) <= {"name", "type", "options", "inside"}:
         value = {**value.pop("options"), **value}  # the stored (canonical) form of a run
     name = str(value.pop("name"))
+    inside = value.pop("inside", None)
+    if inside is not None and not isinstance(inside, str):
+        raise ValueError(f"{where}.inside: give the name of the platform this one runs inside")
     if not re.match(NAME_RE, name):
         raise ValueError(f"{where}.name: {name!r} is not a valid name (letters, digits, . _ -)")
     ptype = str(value.pop("type", name))
@@ -143,7 +164,8 @@ def _platform_entry(index: int, value: Any) -> PlatformEntry:
         options = options_model(**value)
     except ValidationError as exc:
         raise ValueError(_first_error(exc, where, options_model)) from None
-    return PlatformEntry(name=name, type=ptype, options=options.model_dump(mode="json", exclude_unset=True))
+    return PlatformEntry(name=name, type=ptype, options=options.model_dump(mode="json", exclude_unset=True),
+                         inside=inside)
 
 
 MAX_SWEEP_POINTS = 1000

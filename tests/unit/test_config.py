@@ -147,3 +147,20 @@ def test_sizes_are_binary(text, size):
 
 def test_bad_size():
     assert "platforms[1].memory" in bad(platforms=["native", {"name": "d", "type": "docker", "memory": "lots"}])
+
+
+def test_stacks_are_declared_with_inside():
+    c = parse_campaign({**GOOD, "platforms": ["native", {"name": "vm", "type": "qemu", "vcpus": 2},
+                                               {"name": "vm-docker", "type": "docker", "inside": "vm"}]})
+    assert c.platform("vm-docker").inside == "vm"
+    assert parse_campaign(c.model_dump(mode="json")) == c
+
+
+@pytest.mark.parametrize("platforms, needle", [
+    (["native", {"name": "d", "type": "docker", "inside": "vm"}], "no platform named 'vm'"),
+    (["native", "docker", {"name": "d2", "type": "podman", "inside": "docker"}], "only a VM can host"),
+    (["native", {"name": "vm", "type": "qemu"}, {"name": "vm2", "type": "qemu", "inside": "vm"}],
+     "only container platforms"),
+])
+def test_bad_stacks(platforms, needle):
+    assert needle in bad(platforms=platforms)

@@ -19,7 +19,7 @@ from typing import Annotated, Any, ClassVar, Literal, Protocol
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from .. import proc
-from ..errors import UnavailableError
+from ..errors import InputError, UnavailableError
 from ..images.image import Image
 
 INSTANCE_PREFIX = "vb-"
@@ -34,6 +34,23 @@ class Executor(Protocol):
             input: str | None = ..., detached_children: bool = ...) -> proc.Result: ...
 
     def spawn(self, argv: list[str]) -> proc.Background: ...
+
+
+class InstanceExecutor:
+    """Runs commands inside an outer platform's instance: how a stacked platform (docker in a
+    VM) reaches its runtime. Every command still ends up in one proc.run on the host."""
+
+    def __init__(self, outer: "Platform", instance: "Instance") -> None:
+        self.outer = outer
+        self.instance = instance
+
+    def run(self, argv: list[str], *, timeout: float | None = proc.DEFAULT_TIMEOUT,
+            check: bool = True, input: str | None = None,
+            detached_children: bool = False) -> proc.Result:
+        return self.outer.exec(self.instance, argv, timeout=timeout, check=check)
+
+    def spawn(self, argv: list[str]) -> proc.Background:
+        return self.outer.host.spawn(self.outer.exec_argv(self.instance, argv))
 
 
 class HostExecutor:
@@ -186,6 +203,20 @@ class Platform(ABC):
     @classmethod
     def ensure_engine(cls, paths: Paths) -> None:
         """Start the runtime's daemon (dockerd, containerd) if the platform needs one."""
+
+    # -- stacking (a platform inside another's instances) ------------------------------
+    def accept_inner(self, inner: "Platform") -> None:
+        """Called before prepare() for each platform declared `inside` this one: make its
+        runtime available in this platform's instances (e.g. packages in the VM image)."""
+        raise InputError(f"{self.name} ({self.type}) cannot host other platforms",
+                         "use a vm platform (qemu) as `inside`")
+
+    def inner_image(self, image: Image) -> Image:
+        """The image as seen from inside this platform's instances (for an inner prepare)."""
+        raise InputError(f"{self.name} ({self.type}) cannot host other platforms")
+
+    def ensure_engine_in(self, executor: Executor) -> None:
+        """Start this runtime's daemon through `executor` (inside an outer instance)."""
 
     # -- lifecycle (each step is timed by the runner) --------------------------------
     def prepare(self, image: Image) -> None:

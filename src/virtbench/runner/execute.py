@@ -21,13 +21,13 @@ from .. import host as hostfacts
 from ..benchmarks.base import Benchmark, PairBenchmark
 from ..config import Campaign, parse_campaign
 from ..errors import CommandError, InputError, VirtbenchError
-from ..platforms.base import INSTANCE_PREFIX, Instance, Paths, Platform
+from ..platforms.base import INSTANCE_PREFIX, Instance, InstanceExecutor, Paths, Platform
 from ..registry import PLATFORMS
 from ..store.db import Store, now
 from .pair import run_pair
 from . import adaptive
 from .plan import LIFECYCLE, Unit, extra_round, schedule
-from .session import Session, build_objects, platform_rows, prepare, tool_versions
+from .session import Session, build_objects, outer_of, platform_rows, prepare, tool_versions
 
 SCRATCH = "/var/tmp/virtbench"
 LIFECYCLE_STEPS = ("create", "start", "stop", "remove")
@@ -60,8 +60,11 @@ class Outcome:
 StopCheck = Callable[[], bool]
 
 
-class Interrupted(Exception):
-    """SIGTERM received: treated like Ctrl-C so the instance in use is removed first."""
+class Interrupted(BaseException):
+    """SIGTERM or a cancel: treated like Ctrl-C so the instances in use are removed first.
+
+    A BaseException, like KeyboardInterrupt, so no `except Exception` on the way (a retry
+    loop, a best-effort probe) can swallow it and let the run go on."""
 
 
 def new_run_id() -> str:
@@ -214,17 +217,28 @@ def execute(store: Store, session: Session, run_id: str, seed: int, reporter: Re
 def _run_unit(store: Store, session: Session, run_id: str, unit: Unit, todo: set[str],
               reporter: Reporter) -> tuple[int, int]:
     platform = session.platforms[unit.platform]
+    outer = outer_of(session, unit.platform)
     name = f"{INSTANCE_PREFIX}{run_id}-{unit.platform}-r{unit.round}"[:63]
     tag = f"round {unit.round + 1}{' (warm-up)' if unit.warmup else ''} {unit.platform}"
     times: dict[str, float] = {}
     log: list[str] = []
-    instance: Instance | None = None
+    layers: list[tuple[Platform, Instance]] = []  # outermost first, for teardown
     executions = failed = 0
     started = now()
     try:
         reporter.step(f"{tag}: starting")
         with _timed(times, "create", log):
-            instance = platform.create(session.image, name, run_id)
+            image = session.image
+            if outer is not None:  # a stack: boot the VM, start the runtime in it, import the image
+                outer_instance = outer.create(image, f"{name}-vm"[:63], run_id)
+                layers.append((outer, outer_instance))
+                outer.start(outer_instance)
+                platform.host = InstanceExecutor(outer, outer_instance)
+                platform.ensure_engine_in(platform.host)
+                image = outer.inner_image(image)
+                platform.prepare(image)
+            instance = platform.create(image, name, run_id)
+            layers.append((platform, instance))
         with _timed(times, "start", log):
             platform.start(instance)
         for key in unit.benchmarks:
@@ -236,12 +250,14 @@ def _run_unit(store: Store, session: Session, run_id: str, unit: Unit, todo: set
             reporter.advance()
         reporter.step(f"{tag}: stopping")
         with _timed(times, "stop", log):
-            platform.stop(instance)
+            for plat, inst in reversed(layers):
+                plat.stop(inst)
         with _timed(times, "remove", log):
-            platform.remove(instance)
-        instance = None
+            while layers:
+                plat, inst = layers.pop()
+                plat.remove(inst)
     except (KeyboardInterrupt, Interrupted):
-        _discard(platform, instance)
+        _discard(layers)
         raise
     except Exception as exc:  # noqa: BLE001 - recorded as failed executions, the run goes on
         error = _describe(exc)
@@ -255,7 +271,7 @@ def _run_unit(store: Store, session: Session, run_id: str, unit: Unit, todo: set
                 executions, failed = executions + 1, failed + 1
                 reporter.advance()
         log.append(f"error: {error}")
-        _discard(platform, instance)
+        _discard(layers)
     if LIFECYCLE in todo:
         ok = set(times) == set(LIFECYCLE_STEPS)
         store.record(run_id=run_id, round=unit.round, warmup=unit.warmup, platform=unit.platform,
@@ -330,14 +346,15 @@ def _timed(times: dict[str, float], step: str, log: list[str]) -> Iterator[None]
     log.append(f"{step}: {times[step]:.4f} s")
 
 
-def _discard(platform: Platform, instance: Instance | None) -> None:
-    if instance is None:
-        return
-    for step in (platform.stop, platform.remove):
-        try:
-            step(instance)
-        except Exception:  # noqa: BLE001 - best effort; `virtbench cleanup` is the backstop
-            pass
+def _discard(layers: list[tuple[Platform, Instance]]) -> None:
+    """Stop and remove what is up, innermost first; best effort, cleanup is the backstop."""
+    while layers:
+        platform, instance = layers.pop()
+        for step in (platform.stop, platform.remove):
+            try:
+                step(instance)
+            except Exception:  # noqa: BLE001
+                pass
 
 
 def _describe(exc: BaseException) -> str:

@@ -58,10 +58,18 @@ def probe_types(types: list[str], paths: Paths, log: Callable[[str], None] = lam
     return result
 
 
+def outer_of(session: Session, name: str) -> Platform | None:
+    """The platform whose instances this one runs in (a stack), if any."""
+    inside = session.campaign.platform(name).inside
+    return session.platforms[inside] if inside else None
+
+
 def check_available(session: Session, log: Callable[[str], None] = lambda _m: None) -> None:
-    types = sorted({p.type for p in session.platforms.values()})
+    """Probe what runs on this host; a stacked platform's runtime runs in its VM instead."""
+    on_host = {n: p for n, p in session.platforms.items() if outer_of(session, n) is None}
+    types = sorted({p.type for p in on_host.values()})
     session.availability = probe_types(types, session.paths, log)
-    for name, platform in session.platforms.items():
+    for name, platform in on_host.items():
         verdict = session.availability[platform.type]
         if not verdict.available:
             raise UnavailableError(f"platform {name!r} ({platform.type}) is not available here: {verdict.reason}",
@@ -88,9 +96,13 @@ def prepare(session: Session, *, cache: Path = images.DEFAULT_CACHE,
             log: Callable[[str], None] = lambda _m: None) -> None:
     """Probe, build the image, and make it known to each runtime."""
     check_available(session, log)
+    for name, platform in session.platforms.items():
+        if (outer := outer_of(session, name)) is not None:
+            outer.accept_inner(platform)
     session.image = images.build(image_recipe(session.campaign), cache, log=log)
-    for platform in session.platforms.values():
-        platform.prepare(session.image)
+    for name, platform in session.platforms.items():
+        if outer_of(session, name) is None:  # stacked ones are prepared in each fresh VM
+            platform.prepare(session.image)
 
 
 def tool_versions(session: Session) -> dict[str, str]:
@@ -106,6 +118,9 @@ def tool_versions(session: Session) -> dict[str, str]:
 def platform_rows(session: Session) -> list[dict[str, Any]]:
     rows = []
     for name, platform in session.platforms.items():
+        if outer_of(session, name) is not None:
+            rows.append(_stacked_row(session, name, platform))
+            continue
         try:
             versions = platform.versions()
         except Exception as exc:  # noqa: BLE001 - provenance is best effort, recorded as such
@@ -113,3 +128,12 @@ def platform_rows(session: Session) -> list[dict[str, Any]]:
         rows.append({"name": name, "type": platform.type, "label": platform.label(),
                      "config": platform.describe(), "versions": versions})
     return rows
+
+
+def _stacked_row(session: Session, name: str, platform: Platform) -> dict[str, Any]:
+    """A stack is labelled by its path (qemu(tcg,2 vcpu)/docker); its runtime is the VM image's."""
+    outer = outer_of(session, name)
+    assert outer is not None
+    return {"name": name, "type": platform.type, "label": f"{outer.label()}/{platform.label()}",
+            "config": {**platform.describe(), "inside": outer.name, "outer": outer.describe()},
+            "versions": {"runtime": f"the {platform.type} package of {outer.name}'s VM image"}}
