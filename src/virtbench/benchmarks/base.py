@@ -104,8 +104,9 @@ class PairBenchmark(Benchmark):
         raise TypeError(f"{self.name} is a client-server benchmark; use server_command/client_command")
 
     @abstractmethod
-    def port(self) -> int:
-        """The port the server listens on (the runner polls for it with `ss`)."""
+    def port(self) -> int | None:
+        """The port the server listens on (the runner polls for it with `ss`); None when the
+        peer needs no listening program (ping: the peer's kernel answers)."""
 
     @abstractmethod
     def server_command(self, workdir: str) -> list[str]:

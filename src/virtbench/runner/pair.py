@@ -73,7 +73,11 @@ def run_pair(platform: Platform, instance: Instance, bench: PairBenchmark, workd
 
 def _wait_listening(platform: Platform, instance: Instance, bench: PairBenchmark,
                     background: proc.Background) -> None:
-    """Poll `ss` in the server's instance until the port is open (or the server died)."""
+    """Poll `ss` in the server's instance until the port is open (or the server died).
+
+    A benchmark whose peer is the kernel itself (ping) has no port: nothing to wait for."""
+    if bench.port() is None:
+        return
     flag = "-t" if bench.protocol == "tcp" else "-u"
     argv = ["ss", "-H", "-l", "-n", flag, "sport", "=", f":{bench.port()}"]
     deadline = time.monotonic() + LISTEN_TIMEOUT
