@@ -99,6 +99,8 @@ class PairBenchmark(Benchmark):
     waits until it listens on `port`, runs the client, and tears the server down."""
 
     protocol: ClassVar[Literal["tcp", "udp"]] = "tcp"
+    listen_timeout: ClassVar[float] = 30.0
+    """How long the server may take to listen (a database initialising under emulation: more)."""
 
     def command(self, workdir: str) -> list[str]:  # pragma: no cover - pairs use the two below
         raise TypeError(f"{self.name} is a client-server benchmark; use server_command/client_command")

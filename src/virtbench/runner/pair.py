@@ -76,11 +76,16 @@ def _wait_listening(platform: Platform, instance: Instance, bench: PairBenchmark
     """Poll `ss` in the server's instance until the port is open (or the server died).
 
     A benchmark whose peer is the kernel itself (ping) has no port: nothing to wait for."""
-    if bench.port() is None:
+    port = bench.port()
+    if port is None:
+        if not background.alive():
+            out, err = background.output()
+            raise VirtbenchError(f"{bench.tool} server placeholder exited: {(err or out).strip()[-300:]}")
         return
     flag = "-t" if bench.protocol == "tcp" else "-u"
-    argv = ["ss", "-H", "-l", "-n", flag, "sport", "=", f":{bench.port()}"]
-    deadline = time.monotonic() + LISTEN_TIMEOUT
+    argv = ["ss", "-H", "-l", "-n", flag, "sport", "=", f":{port}"]
+    limit = getattr(bench, "listen_timeout", LISTEN_TIMEOUT)
+    deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         if not background.alive():
             out, err = background.output()
@@ -89,7 +94,7 @@ def _wait_listening(platform: Platform, instance: Instance, bench: PairBenchmark
         if res.ok and res.stdout.strip():
             return
         time.sleep(0.05)
-    raise VirtbenchError(f"{bench.tool} server not listening on port {bench.port()} after {LISTEN_TIMEOUT:g} s")
+    raise VirtbenchError(f"{bench.tool} server not listening on port {port} after {limit:g} s")
 
 
 def _discard(platform: Platform, instance: Instance) -> None:
