@@ -168,7 +168,10 @@ def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, html_file: Pa
     if figures_dir:
         from .report import static
 
-        written = static.export(_figure_specs(reports), figures_dir)
+        from .report.figures import for_reports
+
+        specs, platforms = for_reports(reports)
+        written = static.export(specs, figures_dir, platforms=platforms)
         errconsole.print(f"wrote {len(written)} figure files to {figures_dir}")
     if as_json:
         doc = (summary.to_json(*reports[0], min_effect=min_effect) if len(reports) == 1
@@ -176,23 +179,6 @@ def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, html_file: Pa
         click.echo(json.dumps(doc, indent=2, default=str))
     elif len(reports) > 1 and not (html_file or figures_dir):
         text.render_merged(summary.merged_json(reports, min_effect=min_effect), console)
-
-
-def _figure_specs(reports: list) -> list:
-    from .analysis import tables
-    from .report import figures, summary
-
-    specs = []
-    labels = summary.host_labels([r for r, _, _ in reports])
-    for (run_obj, rows, _), label in zip(reports, labels):
-        cat = tables.category_table(rows)
-        stacks = tables.stack_predictions(rows, summary.platform_infos(run_obj))
-        for spec in figures.all_figures(rows, run_obj.campaign.get("baseline", "native"), run_obj.benchmarks,
-                                        cat, stacks):
-            if len(reports) > 1:
-                spec.id = figures.slug(label, spec.id)
-            specs.append(spec)
-    return specs
 
 
 @cli.command()
@@ -211,11 +197,11 @@ def compare(run_a: str, run_b: str, as_json: bool, min_effect: float, db_url: st
     ra, rows_a, _ = summary.build(store, run_a, min_effect=min_effect)
     rb, rows_b, _ = summary.build(store, run_b, min_effect=min_effect)
     rows = do_compare(rows_a, rows_b, min_effect=min_effect)
+    doc = summary.compare_json(ra, rb, rows, min_effect=min_effect)
     if as_json:
-        click.echo(json.dumps({"a": ra.id, "b": rb.id, "min_effect": min_effect, "correction": "holm",
-                               "results": [r.public() for r in rows]}, indent=2, default=str))
+        click.echo(json.dumps(doc, indent=2, default=str))
     else:
-        text.render_compare(ra, rb, rows, console)
+        text.render_compare(ra, rb, rows, console, doc["notes"])
 
 
 @cli.command("export")

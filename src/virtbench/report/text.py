@@ -4,8 +4,11 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from ..analysis import quality
+from ..analysis.compare import CompareRow
 from ..analysis.summary import Row
 from ..runner.plan import LIFECYCLE
 from ..store.models import Run
@@ -22,6 +25,10 @@ def _fmt(x: float | None, digits: int = 4) -> str:
     return f"{x:.{digits}g}"
 
 
+MARK = {"not significant": " [dim]n.s.[/dim]", "negligible": " [dim]≈[/dim]", "better": " [green]▲[/green]",
+        "worse": " [red]▼[/red]"}
+
+
 def _rel(row: Row) -> str:
     if row.relative is None:
         return "[dim]-[/dim]" if not row.failed else f"[red]failed x{row.failed}[/red]"
@@ -30,6 +37,9 @@ def _rel(row: Row) -> str:
     text = f"[{colour}]{row.relative:.3f}[/{colour}]"
     if ci:
         text += f" [dim][{ci[0]:.2f}-{ci[1]:.2f}][/dim]"
+    text += MARK.get(row.verdict or "", "")
+    if any(f["severity"] == "warn" for f in row.quality):
+        text += " [yellow]⚑[/yellow]"
     if row.failed:
         text += f" [red]({row.failed} failed)[/red]"
     return text
@@ -53,7 +63,12 @@ def render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: C
     platforms = [p.name for p in run.platforms]
     labels = {p.name: p.label for p in run.platforms}
 
-    table = Table(title=f"Performance relative to {baseline} (1.0 = same, higher = better; 95% bootstrap CI)",
+    for flag in quality.host_conditions(facts) + quality.run_checks(run.campaign):
+        if "is itself a VM" not in flag.message:  # said above already
+            colour = "yellow" if flag.severity == "warn" else "dim"
+            console.print(f"[{colour}]{flag.check}:[/{colour}] {escape(flag.message)}")
+    table = Table(title=f"Performance relative to {baseline} (1.0 = same, higher = better; 95% bootstrap CI; "
+                        "▲/▼ significant after Holm, n.s. not significant, ≈ negligible, ⚑ quality warning)",
                   title_justify="left")
     table.add_column("benchmark / metric")
     table.add_column("unit")
@@ -69,7 +84,7 @@ def render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: C
         base = per.get(baseline)
         arrow = "↑" if base and base.higher_is_better else "↓"
         any_row = next(iter(per.values()))
-        table.add_row(f"{bench} {metric} {arrow}", any_row.unit,
+        table.add_row(escape(f"{bench} {metric} {arrow}"), escape(any_row.unit),
                       _fmt(base.mean) if base and base.mean is not None else "[red]no data[/red]",
                       *[_rel(per[p]) if p in per else "-" for p in platforms if p != baseline])
     console.print(table)
@@ -92,8 +107,8 @@ def render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: C
                     "relative", "relative 95% CI"):
             dt.add_column(col)
         for r in rows:
-            dt.add_row(r.benchmark, f"{r.metric} [{r.unit}]", r.platform, str(r.n), str(r.failed), _fmt(r.mean),
-                       _fmt(r.median), _fmt(r.stdev),
+            dt.add_row(escape(r.benchmark), escape(f"{r.metric} [{r.unit}]"), escape(r.platform), str(r.n),
+                       str(r.failed), _fmt(r.mean), _fmt(r.median), _fmt(r.stdev),
                        f"{_fmt(r.ci95[0])}..{_fmt(r.ci95[1])}" if r.ci95 else "-", _fmt(r.relative),
                        f"{r.relative_ci95[0]:.3f}..{r.relative_ci95[1]:.3f}" if r.relative_ci95 else "-")
         console.print(dt)
@@ -101,4 +116,57 @@ def render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: C
         console.print(f"[red]{len(failures)} failed executions[/red] (raw output kept: "
                       f"`virtbench show {run.id} --failed`):")
         for f in failures[:20]:
-            console.print(f"  round {f['round']} {f['platform']} {f['benchmark']}: {f['error'][:200]}")
+            console.print(f"  round {f['round']} {f['platform']} {f['benchmark']}: {f['error'][:200]}", markup=False)
+
+
+def render_merged(doc: dict[str, Any], console: Console) -> None:
+    """Several runs: relative performance with hosts as columns, then category ranges."""
+    hosts = doc["hosts"]
+    console.print(f"[bold]virtbench: {len(hosts)} runs[/bold] ("
+                  + ", ".join(f"{h}: {r['run']}" for h, r in zip(hosts, doc["runs"])) + ")")
+    table = Table(title="Relative performance per host (each against its own baseline)", title_justify="left")
+    for col in ("benchmark / metric", "platform", *hosts, "range"):
+        table.add_column(col)
+    for line in doc["comparison"]:
+        cells = []
+        for h in hosts:
+            c = line["hosts"].get(h)
+            cells.append("-" if not c or c["relative"] is None else
+                         f"{c['relative']:.3f}{MARK.get(c['verdict'] or '', '')}")
+        rng = "-" if line["min"] is None else f"{line['min']:.3f}-{line['max']:.3f}"
+        table.add_row(escape(f"{line['benchmark']} {line['metric']}"), escape(line["platform"]), *cells, rng)
+    console.print(table)
+    ct = Table(title="Geometric mean per category and host", title_justify="left")
+    for col in ("category", "platform", *hosts, "range"):
+        ct.add_column(col)
+    for cat, per in doc["categories"].items():
+        for platform, v in per.items():
+            ct.add_row(cat, platform, *[_fmt(v["hosts"].get(h), 3) for h in hosts],
+                       f"{v['min']:.0%}-{v['max']:.0%}")
+    console.print(ct)
+
+
+def render_compare(run_a: Run, run_b: Run, rows: list[CompareRow], console: Console,
+                   notes: list[str] | None = None) -> None:
+    """Before/after: each platform against itself in the other run."""
+    for note in notes or []:
+        console.print(f"[yellow]note:[/yellow] {escape(note)}")
+    console.print(f"[bold]compare {run_a.id} (A) -> {run_b.id} (B)[/bold]: ratio of B to A, direction-aware "
+                  "(above 1.0: B better); Mann-Whitney with Holm's correction")
+    table = Table(title_justify="left")
+    for col in ("benchmark / metric", "platform", "unit", "mean A", "mean B", "B / A", "95% CI", "p (Holm)",
+                "verdict"):
+        table.add_column(col)
+    colour = {"better": "green", "worse": "red"}
+    for r in rows:
+        c = colour.get(r.verdict, "dim")
+        table.add_row(escape(f"{r.benchmark} {r.metric} {'↑' if r.higher_is_better else '↓'}"), escape(r.platform),
+                      escape(r.unit),
+                      _fmt(r.mean_a), _fmt(r.mean_b), _fmt(r.ratio),
+                      f"{r.ratio_ci95[0]:.3f}-{r.ratio_ci95[1]:.3f}" if r.ratio_ci95 else "-",
+                      _fmt(r.p_holm, 2), f"[{c}]{r.verdict}[/{c}]")
+    console.print(table)
+    common = {p.name for p in run_a.platforms} & {p.name for p in run_b.platforms}
+    only = sorted(({p.name for p in run_a.platforms} | {p.name for p in run_b.platforms}) - common)
+    if only:
+        console.print(f"[yellow]platforms in only one run (not compared): {', '.join(only)}[/yellow]")

@@ -15,7 +15,6 @@ from ..config import Campaign
 from ..errors import InputError, UnavailableError
 from ..images import build as images
 from ..images.image import Image
-from ..images.profiles import smallest_profile
 from ..platforms.base import Availability, Paths, Platform
 from ..registry import BENCHMARKS, PLATFORMS
 
@@ -77,15 +76,27 @@ def check_available(session: Session, log: Callable[[str], None] = lambda _m: No
 
 
 def image_recipe(campaign: Campaign) -> images.Recipe:
+    """`auto`: exactly the tools of the campaign's benchmarks (heavy ones only when chosen);
+    the same package set as a profile gives the same image, since the hash is of the packages."""
     profile = campaign.image.profile
     if profile == "auto":
-        profile = smallest_profile([b.name for b in campaign.benchmarks])
+        needed = sorted({p for b in campaign.benchmarks for p in BENCHMARKS.get(b.name).packages})
+        base = images.recipe_for("quick", campaign.image.release)
+        quick = set(base.packages)
+        if set(needed) <= quick and set(needed) == set(_packages_of_benchmarks(quick)):
+            return base
+        return images.Recipe(release=base.release, arch=base.arch, profile="auto",
+                             packages=tuple(sorted(set(images.BASE_PACKAGES) | set(needed))))
     recipe = images.recipe_for(profile, campaign.image.release)
     missing = {b.name for b in campaign.benchmarks} - _benchmarks_in(recipe)
     if missing:
         raise InputError(f"image profile {profile!r} lacks the tools of {', '.join(sorted(missing))}",
                          "set image.profile to full or auto")
     return recipe
+
+
+def _packages_of_benchmarks(packages: set[str]) -> set[str]:
+    return packages - set(images.BASE_PACKAGES)
 
 
 def _benchmarks_in(recipe: images.Recipe) -> set[str]:

@@ -1,0 +1,67 @@
+"""Before/after: the same platforms and metrics in two runs (a kernel or runtime upgrade).
+
+Each platform is compared with itself: the ratio is run B's mean over run A's,
+direction-aware (above 1.0: B is better), with a bootstrap interval, the Mann-Whitney test
+and Holm's correction over every comparison shown. Lifecycle times are compared too:
+an upgrade that slows container start-up is exactly what this should show.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Sequence
+
+from . import stats as st
+from .summary import Row, relative
+
+
+@dataclass
+class CompareRow:
+    benchmark: str
+    metric: str
+    platform: str
+    unit: str
+    higher_is_better: bool
+    category: str
+    n_a: int
+    n_b: int
+    mean_a: float | None
+    mean_b: float | None
+    ratio: float | None
+    """Run B relative to run A (1.0 = unchanged, above 1 = B better)."""
+    ratio_ci95: list[float] | None
+    p_value: float | None = None
+    p_holm: float | None = None
+    effect_size: float | None = None
+    verdict: str = "no data"
+    unit_changed: bool = False
+
+    def public(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def compare(rows_a: Sequence[Row], rows_b: Sequence[Row], *, alpha: float = st.ALPHA,
+            min_effect: float = st.MIN_EFFECT) -> list[CompareRow]:
+    """Rows present in both runs, in (benchmark, metric, platform) order."""
+    a = {(r.benchmark, r.metric, r.platform): r for r in rows_a}
+    out: list[CompareRow] = []
+    for rb in rows_b:
+        ra = a.get((rb.benchmark, rb.metric, rb.platform))
+        if ra is None:
+            continue
+        row = CompareRow(rb.benchmark, rb.metric, rb.platform, rb.unit, rb.higher_is_better, rb.category,
+                         ra.n, rb.n, ra.mean, rb.mean, None, None, unit_changed=ra.unit != rb.unit)
+        if ra.values and rb.values and not row.unit_changed:
+            row.ratio = relative(rb.mean, ra.mean, rb.higher_is_better)  # type: ignore[arg-type]
+            row.ratio_ci95 = st.ratio_ci(rb.values, ra.values, rb.higher_is_better)
+            test = st.rank_test(rb.values, ra.values)
+            if test is not None:
+                row.p_value, row.effect_size = test.p, test.effect
+        out.append(row)
+    tested = [r for r in out if r.p_value is not None]
+    for row, adj in zip(tested, st.holm([r.p_value for r in tested])):
+        row.p_holm = adj
+        row.verdict = st.verdict(row.ratio, adj, alpha=alpha, min_effect=min_effect)
+    for row in out:
+        if row.unit_changed:
+            row.verdict = "unit changed"
+    return sorted(out, key=lambda r: (r.benchmark, r.metric, r.platform))

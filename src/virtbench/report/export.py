@@ -1,0 +1,123 @@
+"""Raw samples, executions and summaries as files pandas loads as they are.
+
+Three flat tables per run: samples (every measured and warm-up value with its unit,
+direction, round and platform kind), executions (status, exit code, error and timing of
+each, failed ones included, raw output left in the store) and summary (one line per
+platform and metric, intervals split into _low/_high columns). Formats: csv
+(pd.read_csv), json (a list of records: pd.read_json) and parquet (pd.read_parquet, needs
+pyarrow).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from sqlalchemy import select
+
+from ..analysis.summary import Row
+from ..errors import InputError
+from ..store.db import Store
+from ..store.models import Execution, Run, Sample
+from . import summary as S
+
+FORMATS = ("csv", "json", "parquet")
+COLUMNS = {
+    "samples": ("run_id", "host", "execution_id", "round", "warmup", "platform", "platform_type", "platform_kind",
+                "inside", "benchmark", "benchmark_name", "metric", "value", "unit", "higher_is_better", "category",
+                "started_at"),
+    "executions": ("run_id", "host", "execution_id", "round", "warmup", "platform", "benchmark", "status",
+                   "exit_code", "error", "started_at", "duration_s"),
+}
+"""Columns of the tables that can be empty (every execution failed), so the header is still written."""
+
+
+def samples_table(store: Store, run: Run, host: str) -> list[dict[str, Any]]:
+    kinds = {p.name: (p.type, (p.config or {}).get("kind", ""), (p.config or {}).get("inside") or "")
+             for p in run.platforms}
+    names = {b.key: b.name for b in run.benchmarks}
+    cols = (Sample.execution_id, Sample.round, Sample.warmup, Sample.platform, Sample.benchmark, Sample.metric,
+            Sample.value, Sample.unit, Sample.higher_is_better, Sample.category, Execution.started_at)
+    with store.session() as s:
+        result = s.execute(select(*cols).join(Execution, Execution.id == Sample.execution_id)
+                           .where(Sample.run_id == run.id).order_by(Sample.id))
+        out = []
+        for ex_id, rnd, warm, platform, bench, metric, value, unit, hib, cat, started in result:
+            ptype, kind, inside = kinds.get(platform, ("", "", ""))
+            out.append({"run_id": run.id, "host": host, "execution_id": ex_id, "round": rnd, "warmup": bool(warm),
+                        "platform": platform, "platform_type": ptype, "platform_kind": kind, "inside": inside,
+                        "benchmark": bench, "benchmark_name": names.get(bench, bench), "metric": metric,
+                        "value": value, "unit": unit, "higher_is_better": bool(hib), "category": cat,
+                        "started_at": started.isoformat() if started else None})
+        return out
+
+
+def executions_table(store: Store, run: Run, host: str) -> list[dict[str, Any]]:
+    cols = (Execution.id, Execution.round, Execution.warmup, Execution.platform, Execution.benchmark,
+            Execution.status, Execution.exit_code, Execution.error, Execution.started_at, Execution.duration_s)
+    with store.session() as s:
+        result = s.execute(select(*cols).where(Execution.run_id == run.id).order_by(Execution.id))
+        return [{"run_id": run.id, "host": host, "execution_id": i, "round": rnd, "warmup": bool(w), "platform": p,
+                 "benchmark": b, "status": st, "exit_code": code, "error": err,
+                 "started_at": t.isoformat() if t else None, "duration_s": d}
+                for i, rnd, w, p, b, st, code, err, t, d in result]
+
+
+def _split(name: str, ci: Sequence[float] | None) -> dict[str, float | None]:
+    return {f"{name}_low": ci[0] if ci else None, f"{name}_high": ci[1] if ci else None}
+
+
+def summary_table(run: Run, rows: Iterable[Row], host: str) -> list[dict[str, Any]]:
+    out = []
+    for r in rows:
+        out.append({"run_id": run.id, "host": host, "benchmark": r.benchmark, "metric": r.metric, "unit": r.unit,
+                    "higher_is_better": r.higher_is_better, "category": r.category, "platform": r.platform,
+                    "n": r.n, "failed": r.failed, "mean": r.mean, **_split("mean_ci95", r.ci95),
+                    **_split("mean_boot_ci95", r.mean_boot_ci95), "median": r.median,
+                    **_split("median_ci95", r.median_ci95), "stdev": r.stdev, "cv": r.cv, "relative": r.relative,
+                    **_split("relative_ci95", r.relative_ci95), "p_value": r.p_value, "p_holm": r.p_holm,
+                    "effect_size": r.effect_size, "verdict": r.verdict,
+                    "quality": "; ".join(f"{f['check']}: {f['message']}" for f in r.quality)})
+    return out
+
+
+def _clean(v: Any) -> Any:
+    return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
+def write_table(records: list[dict[str, Any]], path: Path, fmt: str, columns: Sequence[str] = ()) -> Path:
+    columns = list(records[0]) if records else list(columns)
+    if fmt == "csv":
+        with path.open("w", newline="", encoding="utf-8") as fh:
+            w = csv.DictWriter(fh, fieldnames=columns)
+            w.writeheader()
+            w.writerows(records)
+    elif fmt == "json":
+        path.write_text(json.dumps([{k: _clean(v) for k, v in r.items()} for r in records], allow_nan=False),
+                        encoding="utf-8")
+    elif fmt == "parquet":
+        try:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise InputError("parquet export needs pyarrow", "pip install pyarrow, or use --format csv") from None
+        table = pa.Table.from_pylist(records) if records else pa.table({c: pa.array([]) for c in columns})
+        pq.write_table(table, path)
+    else:
+        raise InputError(f"unknown export format {fmt!r}", f"use one of {', '.join(FORMATS)}")
+    return path
+
+
+def export(store: Store, run_ref: str, directory: Path, fmt: str = "csv") -> list[Path]:
+    """Write <run>-samples, <run>-executions and <run>-summary in the format; returns the files."""
+    if fmt not in FORMATS:
+        raise InputError(f"unknown export format {fmt!r}", f"use one of {', '.join(FORMATS)}")
+    run, rows, _ = S.build(store, run_ref)
+    host = S.host_labels([run])[0]
+    directory.mkdir(parents=True, exist_ok=True)
+    tables = {"samples": samples_table(store, run, host), "executions": executions_table(store, run, host),
+              "summary": summary_table(run, rows, host)}
+    return [write_table(records, directory / f"{run.id}-{name}.{fmt}", fmt, COLUMNS.get(name, ()))
+            for name, records in tables.items()]

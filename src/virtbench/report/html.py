@@ -1,0 +1,189 @@
+"""One self-contained HTML file: provenance, tables, interactive charts, warnings, failures.
+
+Works offline: plotly.js is embedded inline (never a CDN), styles are inline, and nothing
+references an external URL. Figures are drawn when they scroll into view, so a report with
+a thousand charts opens at once. Several runs (one per host) become one page with hosts as
+columns, followed by each run's own section.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from html import escape
+from pathlib import Path
+from typing import Any, Sequence
+
+from .. import __version__
+from ..analysis import stats, tables
+from ..analysis.summary import Row
+from ..errors import InputError
+from ..store.models import Run
+from . import figures as F
+from . import html_parts as H
+from . import interactive as I
+from . import summary as S
+
+Report = tuple[Run, list[Row], list[dict[str, Any]]]
+
+CSS = """
+body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1400px;padding:0 1.2em 3em;color:#222}
+h1{font-size:1.6em;margin:.8em 0 .2em}h2{border-bottom:2px solid #ddd;margin-top:2em}h3{margin:1.2em 0 .4em}
+table{border-collapse:collapse;margin:.4em 0 1em;font-size:13px}td,th{border:1px solid #ddd;padding:3px 7px;
+text-align:left;vertical-align:top}th{background:#f4f4f4;position:sticky;top:0}p.cap{color:#555;
+margin:.8em 0 .2em;font-size:13px}table.kv td:first-child{color:#555}table.small{font-size:12px}
+.cols{display:flex;gap:2em;flex-wrap:wrap}.ci{color:#777;font-size:.9em}.badge{border-radius:3px;padding:0 4px;
+font-size:.85em;white-space:nowrap}.badge.good{background:#d4f4d4;color:#064}.badge.bad{background:#fbd5d5;color:#900}
+.badge.ns{background:#eee;color:#555}.badge.base{background:#dde8f8;color:#124}.bad{color:#b00}.ok{color:#070}
+.flag{padding:4px 8px;margin:3px 0;border-left:4px solid #ccc}.flag.warn{border-color:#e69500;background:#fff7e6}
+.flag.info{border-color:#6aa0d8;background:#f0f6fc}span.warn{color:#b36b00}.flags{color:#b36b00;cursor:help}
+.fig{min-height:380px;border:1px solid #eee;margin:6px 0}.note{color:#666;font-size:12px;margin:0 0 1em}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(620px,1fr));gap:10px}
+pre{white-space:pre-wrap;max-width:60em;font-size:11px;margin:0}input.filter{margin:.3em 0;padding:3px 6px;width:22em}
+nav a{margin-right:1em}details{margin:.5em 0}summary{cursor:pointer;font-weight:600}
+"""
+
+SCRIPT = """
+(function(){
+var FIGS=JSON.parse(document.getElementById('vb-figs').textContent);
+function draw(el){if(el.dataset.drawn)return;el.dataset.drawn='1';var f=FIGS[el.dataset.fig];
+ Plotly.newPlot(el,f.data,f.layout,{responsive:true,displaylogo:false});}
+var els=document.querySelectorAll('.fig');
+if('IntersectionObserver' in window){var io=new IntersectionObserver(function(es){es.forEach(function(x){
+ if(x.isIntersecting){draw(x.target);io.unobserve(x.target);}});},{rootMargin:'400px'});
+ els.forEach(function(el){io.observe(el);});}else{els.forEach(draw);}
+window.vbDrawAll=function(){els.forEach(draw);return els.length;};
+document.querySelectorAll('input.filter').forEach(function(inp){inp.addEventListener('input',function(){
+ var q=inp.value.toLowerCase(),t=document.getElementById(inp.dataset.table);
+ t.querySelectorAll('tbody tr').forEach(function(tr){
+  tr.style.display=tr.textContent.toLowerCase().indexOf(q)<0?'none':'';});});});
+document.body.dataset.ready='1';
+})();
+"""
+
+
+def plotly_js() -> str:
+    try:
+        from plotly.offline import get_plotlyjs
+    except ImportError:
+        raise InputError("the HTML report needs plotly (its JavaScript is embedded in the file)",
+                         "pip install plotly") from None
+    return get_plotlyjs()
+
+
+class Page:
+    """Collects sections and figures; ids stay unique across several runs on one page."""
+
+    def __init__(self, palette_names: Sequence[str]) -> None:
+        self.figs: dict[str, Any] = {}
+        self.palette = I.colours(palette_names)
+        self.tables = 0
+
+    def figure(self, spec: F.FigureSpec, prefix: str = "") -> str:
+        fid = f"{prefix}{spec.id}"
+        n = 2
+        while fid in self.figs:
+            fid, n = f"{prefix}{spec.id}-{n}", n + 1
+        self.figs[fid] = I.figure(spec, self.palette)
+        note = f'<p class="note">{H.e(spec.note)}</p>' if spec.note else ""
+        return f'<div><div class="fig" id="fig-{H.e(fid)}" data-fig="{H.e(fid)}"></div>{note}</div>'
+
+    def grid(self, specs: Sequence[F.FigureSpec], prefix: str = "") -> str:
+        return '<div class="grid">' + "".join(self.figure(s, prefix) for s in specs) + "</div>" if specs else ""
+
+    def filterable(self, html: str) -> str:
+        """Give each filterable table an id and a search box above it."""
+        out, pos = [], 0
+        while (i := html.find('<table class="filterable', pos)) >= 0:
+            self.tables += 1
+            tid = f"t{self.tables}"
+            out.append(html[pos:i] + f'<input class="filter" data-table="{tid}" placeholder="filter rows…">'
+                       + f'<table id="{tid}"' + html[i + 6:i + 7])
+            pos = i + 7
+        out.append(html[pos:])
+        return "".join(out)
+
+
+def run_section(page: Page, report: Report, label: str, prefix: str = "", *, alpha: float = stats.ALPHA,
+                min_effect: float = stats.MIN_EFFECT) -> str:
+    run, rows, failures = report
+    baseline = run.campaign.get("baseline", "native")
+    platforms = [p.name for p in run.platforms]
+    infos = S.platform_infos(run)
+    cat = tables.category_table(rows)
+    stacks = tables.stack_predictions(rows, infos)
+    warnings = S.warnings(run, rows)
+    figs = F.all_figures(rows, baseline, run.benchmarks, cat, stacks)
+    counts: dict[str, int] = {}
+    for r in rows:
+        if r.verdict and r.verdict != "baseline":
+            counts[r.verdict] = counts.get(r.verdict, 0) + 1
+    verdicts = ", ".join(f"{n} {H.badge(v)}" for v, n in sorted(counts.items()))
+    overview = [f for f in figs if f.group in ("overview", "stacks")]
+    per_bench: dict[str, list[F.FigureSpec]] = {}
+    for f in figs:
+        if f.group not in ("overview", "stacks"):
+            per_bench.setdefault(f.group, []).append(f)
+    parts = [
+        f'<section id="{H.e(prefix)}run"><h2>Run {H.e(run.id)} on {H.e(label)}</h2>',
+        f"<p>{len(platforms)} platforms, {len(run.benchmarks)} benchmarks, baseline <b>{H.e(baseline)}</b>. "
+        f"Comparisons with the baseline: {verdicts or 'none'} (Mann-Whitney, Holm over "
+        f"{sum(r.p_value is not None for r in rows)} comparisons, alpha {alpha}, minimum effect {min_effect:.0%}; "
+        "'not significant' means the data cannot tell the platforms apart).</p>",
+        "<h3>Warnings</h3>", H.warnings_html(warnings),
+        "<h3>Relative performance</h3>", H.relative_table(rows, platforms, baseline, [b.key for b in run.benchmarks]),
+        "<h3>Per category</h3>", H.category_html(cat, platforms),
+        H.best_html(tables.best_of_kind(cat, infos, "vm"), "vm"),
+        H.best_html(tables.best_of_kind(cat, infos, "container"), "container"),
+        H.availability_html(tables.availability({label: cat}, {label: infos})),
+        "<h3>Stacked platforms</h3>", H.stacks_html(stacks),
+        "<h3>Lifecycle</h3>", H.lifecycle_html(rows, platforms),
+        "<h3>Overview charts</h3>", page.grid(overview, prefix),
+    ]
+    for group, specs in per_bench.items():
+        parts += [f"<h3>{H.e(group)}</h3>", page.grid(specs, prefix)]
+    parts += ["<h3>Failures</h3>", H.failures_html(failures),
+              "<details><summary>Every statistic</summary>", H.detail_table(rows), "</details>",
+              "<h3>Provenance</h3>", H.provenance(run, S.facts(run), label), "</section>"]
+    return page.filterable("".join(parts))
+
+
+def document(title: str, body: str, page: Page) -> str:
+    generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width,initial-scale=1">'
+            f"<title>{escape(title)}</title><style>{CSS}</style>"
+            f'<script>{plotly_js()}</script></head><body><h1>{escape(title)}</h1>'
+            f'<p class="note">virtbench {escape(__version__)}, generated {generated}. This file is '
+            f"self-contained and works offline.</p>{body}"
+            f'<script type="application/json" id="vb-figs">{I.script_json(page.figs)}</script>'
+            f"<script>{SCRIPT}</script></body></html>")
+
+
+def render(reports: Sequence[Report], *, alpha: float = stats.ALPHA, min_effect: float = stats.MIN_EFFECT) -> str:
+    """The page for one run, or for several runs merged with hosts as columns."""
+    names = [p.name for run, _, _ in reports for p in run.platforms]
+    page = Page(names)
+    labels = S.host_labels([r for r, _, _ in reports])
+    if len(reports) == 1:
+        run = reports[0][0]
+        body = run_section(page, reports[0], labels[0], alpha=alpha, min_effect=min_effect)
+        return document(f"virtbench report: {run.name} ({run.id})", body, page)
+    merged = S.merged_json(reports, alpha=alpha, min_effect=min_effect)
+    cats = {lab: tables.category_table(rows) for lab, (_, rows, _) in zip(labels, reports)}
+    nav = " ".join(f'<a href="#r{i}-run">{H.e(lab)}</a>' for i, lab in enumerate(labels))
+    baseline = reports[0][0].campaign.get("baseline", "native")
+    cat_figs = [f for lab in labels if (f := F.category_figure(cats[lab], baseline, lab))]
+    body = (f"<nav>Hosts: {nav}</nav><h2>Across hosts</h2>"
+            + H.category_ranges_html(merged["categories"], labels)
+            + H.availability_html(merged["availability"])
+            + page.grid(cat_figs, "m-")
+            + H.hosts_html(merged["comparison"], labels))
+    body = page.filterable(body)
+    body += "".join(run_section(page, rep, lab, f"r{i}-", alpha=alpha, min_effect=min_effect)
+                    for i, (rep, lab) in enumerate(zip(reports, labels)))
+    return document(f"virtbench report: {len(reports)} runs on {len(set(labels))} hosts", body, page)
+
+
+def write(path: Path, reports: Sequence[Report], **kwargs: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render(reports, **kwargs), encoding="utf-8")
+    return path

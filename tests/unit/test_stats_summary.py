@@ -1,0 +1,124 @@
+"""summarize() with significance, Holm over the report, warm-up kept apart; the JSON contract."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats as sst
+
+from virtbench.analysis import stats as st
+from virtbench.analysis import synthetic
+from virtbench.analysis.summary import SampleView, summarize
+from virtbench.report import summary
+from virtbench.store.db import Store
+
+CORE_RESULT_FIELDS = {"benchmark", "metric", "unit", "higher_is_better", "platform", "n", "failed", "mean", "median",
+                      "stdev", "ci95", "relative", "relative_ci95"}
+CORE_TOP_FIELDS = {"run", "name", "status", "baseline", "host", "image", "platforms", "benchmarks", "results",
+                   "failures"}
+
+
+def sv(platform, value, metric="rate", rnd=0, warmup=False, hib=True):
+    return SampleView("b", metric, platform, value, "op/s", hib, "cpu", rnd, warmup)
+
+
+def samples(platform, values, metric="rate", warm=()):
+    out = [sv(platform, v, metric, i + len(warm)) for i, v in enumerate(values)]
+    return out + [sv(platform, v, metric, i, True) for i, v in enumerate(warm)]
+
+
+def test_positional_sampleview_of_the_core_still_works():
+    s = SampleView("b", "m", "p", 1.0, "s", False, "cpu")
+    assert (s.round, s.warmup) == (0, False)
+
+
+def test_significance_holm_and_verdicts():
+    base = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8, 100.1]
+    slow = [80.0, 81.0, 79.0, 80.5, 79.5, 80.2, 79.8, 80.1]
+    same = [100.3, 99.7, 100.1, 99.9, 100.6, 99.4, 100.0, 100.2]
+    tiny = [v * 0.99 for v in base]
+    rows = summarize(samples("native", base) + samples("slow", slow) + samples("same", same) + samples("tiny", tiny),
+                     {}, ["native", "slow", "same", "tiny"], "native")
+    by = {r.platform: r for r in rows}
+    assert by["native"].verdict == "baseline" and by["native"].p_value is None
+    raw = [sst.mannwhitneyu(x, base, alternative="two-sided").pvalue for x in (slow, same, tiny)]
+    assert [by[p].p_value for p in ("slow", "same", "tiny")] == pytest.approx(raw)
+    assert [by[p].p_holm for p in ("slow", "same", "tiny")] == pytest.approx(st.holm(raw))
+    assert by["slow"].verdict == "worse" and by["slow"].effect_size == -1.0
+    assert by["same"].verdict == "not significant"
+    assert by["tiny"].verdict in ("negligible", "not significant")
+    assert by["slow"].relative_ci95[0] < by["slow"].relative < by["slow"].relative_ci95[1]
+    assert by["slow"].relative_ci95 == pytest.approx(st.ratio_ci(slow, base, True))
+    assert by["slow"].median_ci95 and by["slow"].mean_boot_ci95
+
+
+def test_warmup_samples_are_not_in_the_statistics_but_are_checked():
+    rows = summarize(samples("native", [100.0, 101.0, 99.0], warm=[70.0]) + samples("x", [90.0, 91.0, 89.0]),
+                     {}, ["native", "x"], "native")
+    native = next(r for r in rows if r.platform == "native")
+    assert native.n == 3 and native.mean == pytest.approx(100.0)
+    assert native.warmup_values == [70.0] and native.warmup_rounds == [0] and native.rounds == [1, 2, 3]
+    assert [f["check"] for f in native.quality] == ["warmup"]
+
+
+def test_degenerate_rows():
+    rows = summarize(samples("native", [5.0]) + samples("one", [4.0]) + samples("flat", [5.0, 5.0, 5.0]),
+                     {("dead", "b"): 3}, ["native", "one", "flat", "dead"], "native",
+                     {"b": [("rate", "op/s", True, "cpu")]})
+    by = {r.platform: r for r in rows}
+    assert by["one"].relative == pytest.approx(0.8) and by["one"].relative_ci95 is None
+    assert by["one"].p_value == 1.0 and by["one"].verdict == "not significant"
+    assert by["flat"].mean_boot_ci95 == [5.0, 5.0] and by["flat"].cv == 0.0 and by["flat"].quality == []
+    assert by["dead"].n == 0 and by["dead"].failed == 3 and by["dead"].verdict == "no data"
+    assert by["native"].relative_ci95 is None  # n=1: no interval, not a fake [1, 1]
+
+
+def test_every_execution_failed():
+    rows = summarize([], {("native", "b"): 2, ("x", "b"): 2}, ["native", "x"], "native",
+                     {"b": [("rate", "op/s", True, "cpu")]})
+    assert [(r.n, r.failed, r.mean, r.relative) for r in rows] == [(0, 2, None, None)] * 2
+    assert {r.verdict for r in rows} == {None, "no data"}
+
+
+def test_no_baseline_data():
+    rows = summarize(samples("x", [1.0, 2.0]), {("native", "b"): 2}, ["native", "x"], "native")
+    assert next(r for r in rows if r.platform == "x").verdict == "no baseline"
+
+
+def test_json_keeps_the_core_contract_and_adds(tmp_path):
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    synthetic.fill(store, "r1", repetitions=4, fail={("docker", "sim-mbw"): [1]},
+                   facts=synthetic.host_facts("h", governor="powersave", loadavg=[3.0, 1, 1]))
+    run, rows, failures = summary.build(store, "r1")
+    doc = summary.to_json(run, rows, failures)
+    assert CORE_TOP_FIELDS <= set(doc)
+    for result in doc["results"]:
+        assert CORE_RESULT_FIELDS <= set(result)
+        assert {"p_value", "p_holm", "verdict", "median_ci95", "mean_boot_ci95", "quality"} <= set(result)
+        assert "values" not in result and "rounds" not in result
+    assert doc["failures"][0]["platform"] == "docker" and "device busy" in doc["failures"][0]["output_tail"]
+    host = [w["message"] for w in doc["warnings"] if w["scope"] == "host"]
+    assert any("powersave" in m for m in host) and any("load average 3.00" in m for m in host)
+    assert doc["statistics"]["correction"] == "holm"
+    assert doc["tables"]["stacks"] and doc["tables"]["best"]["vm"][0]["best"] == "qemu"
+    assert doc["tables"]["platform_kinds"]["qemu-docker"] == {"kind": "container", "inside": "qemu"}
+    import json
+    json.dumps(doc, allow_nan=False, default=str)  # valid JSON: no NaN anywhere
+
+
+def test_power_note_when_nothing_can_be_significant(tmp_path):
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    synthetic.fill(store, "r1", repetitions=3, warmups=0)
+    doc = summary.to_json(*summary.build(store, "r1"))
+    power = [w for w in doc["warnings"] if w["check"] == "power"]
+    assert power and "no difference can be significant" in power[0]["message"]
+    assert {r["verdict"] for r in doc["results"]} <= {None, "baseline", "not significant"}
+    assert any(w["check"] == "warmup" and w["scope"] == "run" for w in doc["warnings"])
+
+
+def test_relative_ci_agrees_with_summarize_and_numpy():
+    rng = np.random.default_rng(2)
+    base, x = list(rng.normal(10, 0.5, 12)), list(rng.normal(12, 0.5, 12))
+    rows = summarize(samples("native", base) + samples("x", x), {}, ["native", "x"], "native")
+    r = next(r for r in rows if r.platform == "x")
+    assert r.relative == pytest.approx(np.mean(x) / np.mean(base))
+    assert r.median == pytest.approx(np.median(x)) and r.stdev == pytest.approx(np.std(x, ddof=1))
