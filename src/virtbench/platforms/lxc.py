@@ -69,7 +69,7 @@ def lxc_net_lines(network: str, *, veth: str = "", address: str = "") -> list[st
         return ["lxc.net.0.type = none"]
     return ["lxc.net.0.type = veth", f"lxc.net.0.link = {mounts.BRIDGE}", "lxc.net.0.flags = up",
             "lxc.net.0.name = eth0", f"lxc.net.0.veth.pair = {veth}",
-            f"lxc.net.0.ipv4.address = {address}/24"]
+            f"lxc.net.0.ipv4.address = {address}/24", f"lxc.net.0.ipv4.gateway = {mounts.GATEWAY}"]
 
 
 def build_lxc_config(*, name: str, run_id: str, rootfs: str, options: PlatformOptions,
@@ -163,6 +163,7 @@ class LXC(Platform):
             upper.mkdir()
             if self.options.network == "bridge":
                 mounts.ensure_bridge()
+                mounts.allow_forwarding()  # dockerd may have started since the bridge was made
                 meta |= {"veth": mounts.veth_name(name),
                          "address": mounts.allocate_address(self.paths.runtime, name)}
                 mounts.write_meta(d, meta)

@@ -204,7 +204,12 @@ def leftovers(parent: Path, platform: str, run_id: str | None) -> list[tuple[Pat
 # -- the vbbr0 bridge ---------------------------------------------------------------------
 BRIDGE = "vbbr0"
 SUBNET = "10.237.0"
-"""Host end .1; instances .2-.254. No default route and no NAT: traffic stays on this host."""
+"""Host end .1 (the instances' default route, so they reach the host); instances .2-.254.
+No NAT: traffic stays on this host."""
+GATEWAY = f"{SUBNET}.1"
+_FORWARD_RULE = ["FORWARD", "-i", BRIDGE, "-o", BRIDGE, "-j", "ACCEPT"]
+"""Docker sets the FORWARD policy to DROP, and with br_netfilter that also drops traffic between
+two ports of any Linux bridge: instance-to-instance on vbbr0 needs this rule first."""
 
 
 def veth_name(instance: str) -> str:
@@ -220,6 +225,22 @@ def ensure_bridge() -> None:
         raise VirtbenchError(f"cannot create bridge {BRIDGE}: {r.stderr.strip()}")
     proc.run(["ip", "addr", "replace", f"{SUBNET}.1/24", "dev", BRIDGE], timeout=30)
     proc.run(["ip", "link", "set", BRIDGE, "up"], timeout=30)
+    allow_forwarding()
+
+
+def allow_forwarding() -> None:
+    """Insert the vbbr0 FORWARD accept rule once (no-op without iptables)."""
+    if not proc.which("iptables"):
+        return
+    if proc.run(["iptables", "-C", *_FORWARD_RULE], timeout=30, check=False).ok:
+        return
+    proc.run(["iptables", "-I", *_FORWARD_RULE], timeout=30, check=False)
+
+
+def _drop_forwarding() -> None:
+    if proc.which("iptables"):
+        while proc.run(["iptables", "-D", *_FORWARD_RULE], timeout=30, check=False).ok:
+            pass
 
 
 LEASES = Path("/run/virtbench-net/leases")
@@ -263,6 +284,7 @@ def remove_bridge_if_unused() -> list[str]:
         return []
     if not delete_link(BRIDGE):
         return []
+    _drop_forwarding()
     for d in (LEASES, LEASES.parent):
         try:
             d.rmdir()

@@ -273,6 +273,7 @@ def _teardown(runtime: str, paths: Paths, d: Path, name: str) -> list[str]:
 def _attach_bridge(paths: Paths, name: str, pid: int) -> dict[str, str]:
     """veth pair: host end on vbbr0, the other end moved into the container's netns as eth0."""
     mounts.ensure_bridge()
+    mounts.allow_forwarding()  # dockerd may have started since the bridge was made
     address = mounts.allocate_address(paths.runtime, name)
     host_if = mounts.veth_name(name)
     peer = host_if + "c"
@@ -283,6 +284,7 @@ def _attach_bridge(paths: Paths, name: str, pid: int) -> dict[str, str]:
     proc.run([*ns, "link", "set", peer, "name", "eth0"], timeout=30)
     proc.run([*ns, "addr", "add", f"{address}/24", "dev", "eth0"], timeout=30)
     proc.run([*ns, "link", "set", "eth0", "up"], timeout=30)
+    proc.run([*ns, "route", "add", "default", "via", mounts.GATEWAY], timeout=30)
     return {"address": address, "veth": host_if}
 
 

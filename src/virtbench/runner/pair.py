@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .. import proc
 from ..benchmarks.base import PairBenchmark
-from ..errors import VirtbenchError
+from ..errors import CommandError, VirtbenchError
 from ..images.image import Image
 from ..platforms.base import Instance, Paths, Platform
 from ..registry import PLATFORMS
@@ -61,13 +61,21 @@ def run_pair(platform: Platform, instance: Instance, bench: PairBenchmark, workd
             side.exec(inst, ["mkdir", "-p", workdir], timeout=60)
         splat, sinst = server
         background = splat.host.spawn(splat.exec_argv(sinst, bench.server_command(workdir)))
+        argv = bench.client_command(workdir, address)
+        server_result: proc.Result | None = None
         try:
             _wait_listening(splat, sinst, bench, background)
             cplat, cinst = client
-            argv = bench.client_command(workdir, address)
             result = cplat.host.run(cplat.exec_argv(cinst, argv), timeout=timeout, check=False)
-        finally:
+        except CommandError as exc:  # the client timed out: keep what the server said too
             server_result = background.stop()
+            raise CommandError(exc.argv, exc.returncode, exc.stdout,
+                               f"{exc.stderr}\n--- server ({address}) exit {server_result.returncode} ---\n"
+                               f"{server_result.stdout}{server_result.stderr}",
+                               timed_out=exc.timed_out, timeout=timeout) from None
+        finally:
+            if server_result is None:
+                server_result = background.stop()
         return PairResult(argv, result, server_result, address)
 
 
