@@ -10,7 +10,8 @@ run: deps venv
 	$(BIN)/virtbench run --quick
 
 test: deps venv
-	$(BIN)/python -m pytest -ra -q $(PYTEST_ARGS)
+	tools/prepare-tests
+	VIRTBENCH_TEST_PG_URL="$$(tools/start-postgres)" $(BIN)/python -m pytest -ra -q $(PYTEST_ARGS)
 
 unit: venv
 	$(BIN)/python -m pytest -q tests/unit
