@@ -25,11 +25,3 @@ def profile_packages(profile: str) -> list[str]:
     for name in profile_benchmarks(profile):
         packages.update(BENCHMARKS.get(name).packages)
     return sorted(packages)
-
-
-def smallest_profile(benchmarks: list[str]) -> str:
-    """The smallest profile whose image holds every tool these benchmarks need."""
-    for profile in PROFILES:
-        if set(benchmarks) <= set(profile_benchmarks(profile)):
-            return profile
-    return "full"
