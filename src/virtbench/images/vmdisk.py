@@ -18,6 +18,12 @@ The disk also carries the guest's init (/usr/local/sbin/vb-init, PID 1, below) a
 agent of the control channel (/usr/local/sbin/vb-agent, see platforms/guest.py), written
 with debugfs so the image's rootfs directory stays untouched. Instances boot from a qcow2
 copy-on-write overlay of disk.img, so the cached disk stays pristine.
+
+A VM that hosts other platforms (a stack: docker inside the VM) boots a VM image that also
+holds those runtimes' packages, and a disk that also carries the shared image's archive at
+GUEST_IMAGE_DIR (rootfs.tar, manifest.json), so the inner runtime imports the very bytes
+every other platform runs; its init also mounts what container engines need (STACK_INIT).
+Such a disk has its own key; the plain VM's disk and its key are unchanged.
 """
 from __future__ import annotations
 
@@ -30,7 +36,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import proc
@@ -46,6 +52,8 @@ DISK_LABEL = "vbroot"
 INIT_PATH = "/usr/local/sbin/vb-init"
 FORMAT = 1
 """Bump when the disk layout or the init changes in a way the key does not capture."""
+GUEST_IMAGE_DIR = "/var/lib/virtbench/image"
+"""Where a stack's VM disk carries the shared image (rootfs.tar, manifest.json)."""
 MiB = 1 << 20
 
 INIT_SCRIPT = r"""#!/bin/bash
@@ -134,6 +142,25 @@ done
 """
 
 
+STACK_INIT = r"""# Container engines run in this guest (a VM hosting inner platforms): the unified cgroup
+# hierarchy (runc and dockerd with the cgroupfs driver, as there is no systemd), POSIX
+# message queues, and the kernel modules of overlay2 and of docker's bridge loaded up front.
+mnt cgroup2 cgroup2 /sys/fs/cgroup nosuid,nodev,noexec
+[ -d /dev/mqueue ] || mkdir /dev/mqueue
+mnt mqueue mqueue /dev/mqueue nosuid,nodev,noexec
+modprobe -q -a overlay bridge veth br_netfilter || log "cannot load overlay/bridge modules"
+"""
+STACK_ANCHOR = "exec 9<> <(:)\n"
+
+
+def init_script(stack: bool = False) -> str:
+    """The guest's init: INIT_SCRIPT, plus STACK_INIT on the disks of VMs hosting containers."""
+    if not stack:
+        return INIT_SCRIPT
+    assert INIT_SCRIPT.count(STACK_ANCHOR) == 1
+    return INIT_SCRIPT.replace(STACK_ANCHOR, STACK_INIT + STACK_ANCHOR)
+
+
 def kernel_package(arch: str) -> str:
     try:
         return KERNEL_PACKAGES[arch]
@@ -142,23 +169,25 @@ def kernel_package(arch: str) -> str:
                                f"VMs are supported on {', '.join(KERNEL_PACKAGES)}") from None
 
 
-def vm_recipe(image: Image) -> Recipe:
-    """The image's recipe plus a kernel: a separate cache entry, a strict superset."""
-    packages = set(image.packages) | {kernel_package(image.arch), *GUEST_PACKAGES}
+def vm_recipe(image: Image, inner_packages: Sequence[str] = ()) -> Recipe:
+    """The image's recipe plus a kernel (and the runtimes of platforms stacked inside the VM):
+    a separate cache entry, a strict superset."""
+    packages = set(image.packages) | {kernel_package(image.arch), *GUEST_PACKAGES, *inner_packages}
     return Recipe(release=image.release, arch=image.arch, profile=image.profile,
                   packages=tuple(sorted(packages)),
                   variant=image.manifest.get("variant", "minbase"))
 
 
-def has_kernel(image: Image) -> bool:
-    return kernel_package(image.arch) in image.packages and set(GUEST_PACKAGES) <= set(image.packages)
+def has_kernel(image: Image, inner_packages: Sequence[str] = ()) -> bool:
+    return {kernel_package(image.arch), *GUEST_PACKAGES, *inner_packages} <= set(image.packages)
 
 
-def vm_image(image: Image, *, log: Callable[[str], None] = print) -> Image:
+def vm_image(image: Image, inner_packages: Sequence[str] = (), *,
+             log: Callable[[str], None] = print) -> Image:
     """The VM variant of image (the image itself if it already has a kernel), built if needed."""
-    if has_kernel(image):
+    if has_kernel(image, inner_packages):
         return image
-    return build(vm_recipe(image), image.root.parent, log=log)
+    return build(vm_recipe(image, inner_packages), image.root.parent, log=log)
 
 
 def version_drift(base: Image, vm: Image) -> dict[str, list[str]]:
@@ -192,7 +221,8 @@ class VMDisk:
     def provenance(self) -> dict[str, Any]:
         meta = json.loads((self.root / "disk.json").read_text())
         return {k: meta[k] for k in ("vm_image", "kernel_version", "kernel_package", "size",
-                                     "init_sha256", "agent_sha256", "key")}
+                                     "init_sha256", "agent_sha256", "key", "guest_image")
+                if k in meta}
 
 
 def find_kernel(rootfs: Path) -> tuple[str, Path, Path]:
@@ -254,12 +284,20 @@ def check_boot_support(rootfs: Path, version: str) -> list[str]:
     return problems
 
 
-def disk_key(vm: Image, size: int) -> str:
+def disk_key(vm: Image, size: int, carry: Image | None = None) -> str:
+    """The disk's cache key: what went in. carry: the shared image a stack's disk holds."""
     from ..platforms.guest import AGENT_SCRIPT
 
-    doc = json.dumps({"image": vm.tar_sha256, "size": size, "format": FORMAT,
-                      "init": _sha(INIT_SCRIPT), "agent": _sha(AGENT_SCRIPT)}, sort_keys=True)
-    return hashlib.sha256(doc.encode()).hexdigest()[:16]
+    doc: dict[str, Any] = {"image": vm.tar_sha256, "size": size, "format": FORMAT,
+                           "init": _sha(init_script(carry is not None)), "agent": _sha(AGENT_SCRIPT)}
+    if carry is not None:  # only then: the plain VM's key stays what it always was
+        doc["guest_image"] = {"dir": GUEST_IMAGE_DIR, "tar_sha256": carry.tar_sha256,
+                              "manifest_sha256": _file_sha(carry.root / "manifest.json")}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _file_sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _sha(text: str) -> str:
@@ -277,16 +315,30 @@ def disk_size(used: int, headroom: int) -> int:
     return -(-size // MiB) * MiB
 
 
-def build_disk(vm: Image, headroom: int, *, log: Callable[[str], None] = print) -> VMDisk:
+def carried_files(carry: Image | None) -> dict[str, Path]:
+    """Guest path -> host file: what a stack's disk carries besides the VM image."""
+    if carry is None:
+        return {}
+    return {f"{GUEST_IMAGE_DIR}/rootfs.tar": carry.tarball,
+            f"{GUEST_IMAGE_DIR}/manifest.json": carry.root / "manifest.json"}
+
+
+def build_disk(vm: Image, headroom: int, *, carry: Image | None = None,
+               log: Callable[[str], None] = print) -> VMDisk:
     """The cached boot files of the VM image (built on first use; safe against a concurrent
-    virtbench building the same disk)."""
+    virtbench building the same disk). carry: the shared image, for platforms stacked inside
+    (its archive goes to GUEST_IMAGE_DIR, and the init mounts what container engines need)."""
     from ..platforms.guest import AGENT_PATH, AGENT_SCRIPT
 
     for tool in ("mkfs.ext4", "debugfs"):
         if not proc.which(tool):
             raise UnavailableError(f"{tool} is not installed", "apt-get install e2fsprogs")
-    size = disk_size(rootfs_bytes(vm.rootfs), headroom)
-    key = disk_key(vm, size)
+    carried = carried_files(carry)
+    # A carried archive is on the disk once, and unpacked once more by the inner runtime.
+    extra = 2 * sum(f.stat().st_size for f in carried.values())
+    size = disk_size(rootfs_bytes(vm.rootfs) + extra, headroom)
+    key = disk_key(vm, size, carry)
+    init = init_script(carry is not None)
     parent = vm.root / "vm"
     root = parent / key
     if (root / "disk.json").is_file():
@@ -310,19 +362,24 @@ def build_disk(vm: Image, headroom: int, *, log: Callable[[str], None] = print) 
                   "-E", "lazy_itable_init=0,lazy_journal_init=0", str(tmp / "disk.img"),
                   f"{size // 1024}k"], timeout=1800)
         with tempfile.TemporaryDirectory() as staging:
-            files = {INIT_PATH: INIT_SCRIPT, AGENT_PATH: AGENT_SCRIPT}
+            files = {INIT_PATH: init, AGENT_PATH: AGENT_SCRIPT}
             commands = []
             for i, (path, text) in enumerate(files.items()):
                 local = Path(staging) / f"f{i}"
                 local.write_text(text)
                 commands += [f"rm {path}", f"write {local} {path}", f"sif {path} mode 0100755",
                              f"sif {path} uid 0", f"sif {path} gid 0"]
+            commands += _carry_commands(carried, vm.rootfs)
             (Path(staging) / "cmds").write_text("\n".join(commands) + "\n")
             proc.run(["debugfs", "-w", "-f", str(Path(staging) / "cmds"), str(tmp / "disk.img")],
-                     timeout=300)
+                     timeout=1800)
         for path in files:
             out = proc.run(["debugfs", "-R", f"stat {path}", str(tmp / "disk.img")], timeout=60).stdout
             if "Mode:  0755" not in out:
+                raise VirtbenchError(f"writing {path} into the VM disk failed: {out[:200]}")
+        for path, local in carried.items():
+            out = proc.run(["debugfs", "-R", f"stat {path}", str(tmp / "disk.img")], timeout=60).stdout
+            if not re.search(rf"Size: {local.stat().st_size}\b", out) or "Mode:  0644" not in out:
                 raise VirtbenchError(f"writing {path} into the VM disk failed: {out[:200]}")
         proc.run(["e2fsck", "-n", "-f", str(tmp / "disk.img")], timeout=600)
         shutil.copyfile(vmlinuz, tmp / "vmlinuz")
@@ -332,9 +389,12 @@ def build_disk(vm: Image, headroom: int, *, log: Callable[[str], None] = print) 
                 "kernel_version": version,
                 "kernel_package": f"linux-image-{version} "
                                   f"{vm.manifest.get('installed', {}).get(f'linux-image-{version}', '?')}",
-                "size": size, "init_sha256": _sha(INIT_SCRIPT), "agent_sha256": _sha(AGENT_SCRIPT),
+                "size": size, "init_sha256": _sha(init), "agent_sha256": _sha(AGENT_SCRIPT),
                 "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "build_seconds": round(time.monotonic() - started, 1)}
+        if carry is not None:
+            meta["guest_image"] = {"dir": GUEST_IMAGE_DIR, "recipe_hash": carry.recipe_hash,
+                                   "tar_sha256": carry.tar_sha256}
         (tmp / "disk.json").write_text(json.dumps(meta, indent=2, sort_keys=True))
         if root.exists():
             shutil.rmtree(root)
@@ -348,6 +408,26 @@ def _load(root: Path, vm: Image) -> VMDisk:
     return VMDisk(root=root, image=vm, kernel_version=meta["kernel_version"], size=meta["size"])
 
 
-def prepare(image: Image, headroom: int, *, log: Callable[[str], None] = print) -> VMDisk:
-    """Everything a VM of this (shared) image boots: the VM image and its disk."""
-    return build_disk(vm_image(image, log=log), headroom, log=log)
+def _carry_commands(carried: dict[str, Path], rootfs: Path) -> list[str]:
+    """debugfs commands that write the carried files (root-owned, 0644), making the
+    directories the rootfs lacks (root-owned, 0755)."""
+    commands: list[str] = []
+    dirs = sorted({str(p) for guest in carried for p in Path(guest).parents
+                   if str(p) != "/" and not (rootfs / str(p).lstrip("/")).exists()})
+    for d in dirs:  # sorted: parents first
+        commands += [f"mkdir {d}", f"sif {d} mode 040755", f"sif {d} uid 0", f"sif {d} gid 0"]
+    for guest, local in carried.items():
+        if any(c.isspace() for c in f"{guest}{local}"):
+            raise VirtbenchError(f"debugfs cannot write {local} to {guest}: the path contains a space",
+                                 "use an image cache directory without spaces")
+        commands += [f"rm {guest}", f"write {local} {guest}", f"sif {guest} mode 0100644",
+                     f"sif {guest} uid 0", f"sif {guest} gid 0"]
+    return commands
+
+
+def prepare(image: Image, headroom: int, *, inner_packages: Sequence[str] = (), stack: bool = False,
+            log: Callable[[str], None] = print) -> VMDisk:
+    """Everything a VM of this (shared) image boots: the VM image and its disk. stack: the
+    VM hosts inner platforms, whose runtimes are inner_packages: the disk carries the image."""
+    vm = vm_image(image, inner_packages, log=log)
+    return build_disk(vm, headroom, carry=image if stack else None, log=log)

@@ -2,17 +2,21 @@
 
 Podman speaks the same CLI dialect and subclasses this module's engine class; only what
 differs (global flags, rlimits, version and info formats) is overridden there.
+
+Inside a VM (a stack), every command goes through the VM's executor, and ensure_engine_in
+starts dockerd in the guest (detached, so the guest agent stays free) before the import.
 """
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from typing import Any, ClassVar
 
 from .. import proc, services
-from ..errors import CommandError, VirtbenchError
+from ..errors import CommandError, UnavailableError, VirtbenchError
 from ..images.image import Image
-from .base import EXEC_ENV, LABEL, Availability, Instance, Paths, Platform
+from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, InstanceExecutor, Paths, Platform
 
 TAR_LABEL = "org.virtbench.tar_sha256"
 """Image label holding the rootfs.tar hash, so a rebuilt image with the same tag is re-imported."""
@@ -22,6 +26,26 @@ STATE_LABEL = "org.virtbench.state"
 touches containers of its own state directory, as the native, runc and lxc platforms do by
 keeping everything under it; two virtbench setups (or test sessions) on one host then never
 remove each other's containers."""
+
+
+GUEST_DOCKERD_LOG = "/var/log/vb-dockerd.log"
+GUEST_STORAGE_DRIVER = "overlay2"
+"""dockerd inside a VM: overlay2 on the guest's ext4 root, named so it fails rather than
+falling back to vfs unnoticed."""
+GUEST_ENGINE_TIMEOUT = 180.0
+"""Seconds dockerd inside a VM may take to answer (generous: TCG emulation is slow)."""
+_GUEST_START = (
+    # A fixed script (nothing interpolated): start dockerd detached, unless it runs. setsid
+    # and the redirections free the guest agent at once (it runs one command at a time);
+    # dockerd starts its own containerd, as the guest has no service manager.
+    "pgrep -x dockerd >/dev/null && exit 0; "
+    f"echo \"--- virtbench starting dockerd at $(date -u +%FT%TZ) ---\" >>{GUEST_DOCKERD_LOG}; "
+    f"setsid dockerd --storage-driver={GUEST_STORAGE_DRIVER} </dev/null >>{GUEST_DOCKERD_LOG} 2>&1 &"
+)
+_GUEST_ANSWERS = (  # 0: dockerd answers; 3: no dockerd process (it died); 1: not yet
+    "docker info --format '{{.ServerVersion}}' >/dev/null 2>&1 && exit 0; "
+    "pgrep -x dockerd >/dev/null || exit 3; exit 1"
+)
 
 
 def owner_labels(paths: Paths, run_id: str | None) -> list[str]:
@@ -141,6 +165,9 @@ class EngineCLI(Platform):
     def remove(self, instance: Instance) -> None:
         res = self.host.run([*self.base_argv(), *self.rm_argv, instance.name], timeout=60, check=False)
         if not res.ok and "no such container" not in (res.stderr + res.stdout).lower():
+            if isinstance(self.host, InstanceExecutor) and \
+                    not self.host.run(["true"], timeout=60, check=False).ok:
+                return  # its outer instance (a VM, stopped before its inner ones are removed) took it along
             raise CommandError(res.argv, res.returncode, res.stdout, res.stderr)
 
     @classmethod
@@ -195,6 +222,33 @@ class Docker(EngineCLI):
     binaries = ("docker", "dockerd", "containerd", "runc")
     packages = ("docker.io",)
     description = "Docker Engine: dockerd + containerd + runc, image imported from the rootfs tarball"
+
+    def ensure_engine_in(self, executor: Executor) -> None:
+        """Start dockerd inside an outer instance (a VM) and wait until it answers."""
+        executor.run(["sh", "-c", _GUEST_START], timeout=60)
+        deadline = time.monotonic() + GUEST_ENGINE_TIMEOUT
+        status, detail = 1, ""
+        while time.monotonic() < deadline:
+            try:
+                r = executor.run(["sh", "-c", _GUEST_ANSWERS], timeout=60, check=False)
+                status, detail = r.returncode, r.stderr.strip()
+            except CommandError as exc:
+                if not exc.timed_out:
+                    raise
+                status = 1  # the check itself timed out: the guest is busy starting dockerd
+            if status != 1:
+                break
+            time.sleep(1.0)
+        if status == 0:
+            return
+        if status not in (1, 3):  # not dockerd's answer: the check could not run
+            raise UnavailableError(f"{self.name}: cannot check dockerd inside the VM "
+                                   f"(status {status}): {detail}")
+        tail = executor.run(["tail", "-n", "15", GUEST_DOCKERD_LOG], timeout=60, check=False)
+        what = "exited" if status == 3 else f"did not answer within {GUEST_ENGINE_TIMEOUT:g} s"
+        raise UnavailableError(f"{self.name}: dockerd inside the VM {what}; {GUEST_DOCKERD_LOG}: "
+                               + " | ".join((tail.stdout or tail.stderr).strip().splitlines()),
+                               f"see {GUEST_DOCKERD_LOG} in the guest; the VM image needs docker.io")
 
     def versions(self) -> dict[str, str]:
         out = self.host.run([self.cli, "version", "--format", "{{json .}}"], timeout=60).stdout

@@ -9,6 +9,9 @@ CAP_SYS_RESOURCE):
   our hard nproc limit is too high for it ("rlimit type 6"); nproc is min(hard, pid_max).
 - crun refuses hybrid cgroup hierarchies ("cgroups in hybrid mode not supported"), and
   docker uses runc too, so podman is pinned to runc: the comparison is engine vs engine.
+Inside a VM (a stack) the flags above are still computed on the host; ensure_engine_in
+therefore also writes the guest's containers.conf (cgroupfs, file events, runc), as the guest
+has no systemd whatever the host has.
 """
 from __future__ import annotations
 
@@ -18,11 +21,19 @@ from pathlib import Path
 from typing import Any
 
 from .. import services
-from ..errors import CommandError
-from .base import LABEL, Paths
+from ..errors import CommandError, UnavailableError
+from .base import LABEL, Executor, Paths
 from .docker import EngineCLI
 
 RUNTIME = "runc"
+GUEST_CONF = "/etc/containers/containers.conf"
+_GUEST_SETUP = (
+    # A fixed script: inside a VM (no systemd) podman must use cgroupfs and a file for its
+    # events whatever the host's flags say, and runc, as on the host. An existing file stays.
+    f"[ -e {GUEST_CONF} ] || {{ mkdir -p /etc/containers && printf '%s\\n' '[engine]' "
+    "'cgroup_manager = \"cgroupfs\"' 'events_logger = \"file\"' 'runtime = \"runc\"' "
+    f">{GUEST_CONF}; }}"
+)
 
 
 def _pid_max() -> int | None:
@@ -82,6 +93,16 @@ class Podman(EngineCLI):
     @classmethod
     def engine_up(cls) -> bool:
         return True
+
+    def ensure_engine_in(self, executor: Executor) -> None:
+        """No daemon: configure podman inside the outer instance (a VM) and check it answers."""
+        executor.run(["sh", "-c", _GUEST_SETUP], timeout=60)
+        r = executor.run([*self.base_argv(), "info", "--format", "{{.Host.CgroupsVersion}}"],
+                         timeout=180, check=False)
+        if not r.ok:
+            raise UnavailableError(f"{self.name}: podman does not work inside the VM: "
+                                   + " | ".join((r.stderr or r.stdout).strip().splitlines()[-5:]),
+                                   "the VM image needs podman and runc")
 
     def engine_info(self) -> dict[str, Any]:
         if self._info is None:

@@ -12,6 +12,10 @@ falls back to TCG emulation, saying why. The verdict is cached per host boot in
 paths.runtime/qemu/accel.json. The accelerator is part of the platform's identity: a TCG
 VM measures emulation, not virtualization, and its label says so (`qemu(tcg,2 vcpu)`).
 
+A VM may host container platforms (a stack, `inside: vm` in the campaign): accept_inner adds
+their runtimes to the VM image and the image archive to the disk (platforms/qemu_stack.py);
+the runner then starts their engine in each VM and runs them through the agent.
+
 Every QEMU process carries `-fw_cfg name=opt/org.virtbench,string=<run id>` and paths under
 paths.instances/<instance>, so cleanup finds exactly its own VMs, even without their files.
 """
@@ -35,7 +39,7 @@ from .. import proc
 from ..errors import CommandError, InputError, UnavailableError, VirtbenchError
 from ..images import vmdisk
 from ..images.image import Image
-from . import guest, mounts
+from . import guest, mounts, qemu_stack
 from .base import (EXEC_ENV, Size, LABEL, Availability, Executor, Instance, Paths, Platform,
                    PlatformOptions)
 
@@ -459,6 +463,8 @@ class Qemu(Platform):
         self._disks: dict[str, vmdisk.VMDisk] = {}
         self._base: Image | None = None
         self._verdict: AccelVerdict | None = None
+        self._inner: dict[str, Platform] = {}
+        """Platforms stacked inside this one's VMs (accept_inner), by name."""
 
     # -- discovery -----------------------------------------------------------------------
     @classmethod
@@ -513,6 +519,9 @@ class Qemu(Platform):
         out["host_kernel"] = os.uname().release
         for disk in self._disks.values():
             out["guest_kernel"] = disk.kernel_version
+            installed = disk.image.manifest.get("installed", {})
+            for package in qemu_stack.inner_packages(self._inner):
+                out[f"guest {package}"] = installed.get(package, "?")
         return out
 
     def describe(self) -> dict[str, Any]:
@@ -528,6 +537,11 @@ class Qemu(Platform):
             "channel": "virtio-serial agent (bash) in the guest",
             "guest_init": "vb-init (bash, no services)",
         }
+        if self._inner:
+            d["guest_init"] += "; cgroup2, mqueue and overlay/bridge modules for container engines"
+            d["inner"] = {name: {"type": p.type, "packages": list(p.packages)}
+                          for name, p in self._inner.items()}
+            d["guest_image"] = vmdisk.GUEST_IMAGE_DIR
         for disk in self._disks.values():
             d["vm_image"] = disk.image.recipe_hash
             d["vm_image_tar_sha256"] = disk.image.tar_sha256
@@ -549,6 +563,22 @@ class Qemu(Platform):
                 parts.append(f"{key}={value}")
         return f"{self.type}({','.join(parts)})"
 
+    # -- stacking ------------------------------------------------------------------------
+    def accept_inner(self, inner: Platform) -> None:
+        """The VM image gets inner's runtime packages and the disk the image archive
+        (before prepare); inner's commands are refused until a VM of ours is up."""
+        qemu_stack.check_inner(self.name, inner)
+        self._inner[inner.name] = inner
+        self._disks.clear()  # a disk made before lacks the packages
+        inner.host = qemu_stack.Outside(inner.name, self.name)
+
+    def inner_image(self, image: Image) -> Image:
+        """The image as the VM's disk carries it (vmdisk.GUEST_IMAGE_DIR)."""
+        if not self._inner:
+            raise InputError(f"{self.name} hosts no inner platform, so its VMs carry no image archive",
+                             f"declare the inner platform with `inside: {self.name}`")
+        return qemu_stack.guest_image(image)
+
     # -- lifecycle -----------------------------------------------------------------------
     def prepare(self, image: Image, log=print) -> None:
         """Build (or find) the VM image and disk, and decide the accelerator with its kernel."""
@@ -556,7 +586,9 @@ class Qemu(Platform):
 
     def _disk(self, image: Image, log=print) -> vmdisk.VMDisk:
         if image.recipe_hash not in self._disks:
-            disk = vmdisk.prepare(image, int(self.options.disk_headroom), log=log)
+            disk = vmdisk.prepare(image, int(self.options.disk_headroom),
+                                  inner_packages=qemu_stack.inner_packages(self._inner),
+                                  stack=bool(self._inner), log=log)
             self._disks[image.recipe_hash] = disk
             self._base = image
             if self.options.accel != "tcg":

@@ -24,6 +24,8 @@ from ..errors import CommandError, InputError, VirtbenchError
 from ..platforms.base import INSTANCE_PREFIX, Instance, InstanceExecutor, Paths, Platform
 from ..registry import PLATFORMS
 from ..store.db import Store, now
+from ..images.image import Image
+from .multi import combine, run_instances
 from .pair import run_pair
 from . import adaptive
 from .plan import LIFECYCLE, Unit, extra_round, schedule
@@ -245,16 +247,18 @@ def _run_unit(store: Store, session: Session, run_id: str, unit: Unit, todo: set
             if key not in todo:
                 continue
             reporter.step(f"{tag}: {key}")
-            ok = _run_benchmark(store, session, platform, instance, run_id, unit, key, session.benchmarks[key])
+            ok = _run_benchmark(store, session, platform, instance, image, run_id, unit, key,
+                                session.benchmarks[key])
             executions, failed = executions + 1, failed + (0 if ok else 1)
             reporter.advance()
         reporter.step(f"{tag}: stopping")
         with _timed(times, "stop", log):
-            for plat, inst in reversed(layers):
-                plat.stop(inst)
-        with _timed(times, "remove", log):
+            platform.stop(instance)
+        with _timed(times, "remove", log):  # innermost first: a stack's VM goes last
             while layers:
                 plat, inst = layers.pop()
+                if inst is not instance:
+                    plat.stop(inst)
                 plat.remove(inst)
     except (KeyboardInterrupt, Interrupted):
         _discard(layers)
@@ -284,9 +288,11 @@ def _run_unit(store: Store, session: Session, run_id: str, unit: Unit, todo: set
     return executions, failed
 
 
-def _run_benchmark(store: Store, session: Session, platform: Platform, instance: Instance, run_id: str,
-                   unit: Unit, key: str, bench: Benchmark) -> bool:
+def _run_benchmark(store: Store, session: Session, platform: Platform, instance: Instance, image: Image,
+                   run_id: str, unit: Unit, key: str, bench: Benchmark) -> bool:
     workdir = f"{SCRATCH}/{instance.name}/{key}".replace("[", "_").replace("]", "_").replace("=", "-")
+    entry = next(b for b in session.campaign.benchmarks if b.key == key)
+    source = f"{bench.tool} output ({unit.platform}, round {unit.round})"
     started, t0 = now(), time.perf_counter()
     status, error, samples = "ok", "", []
     argv: list[str] = []
@@ -301,19 +307,25 @@ def _run_benchmark(store: Store, session: Session, platform: Platform, instance:
             stdout, exit_code = result.stdout, result.returncode
             stderr = (f"{result.stderr}\n--- server ({pair.address}) exit {pair.server.returncode} ---\n"
                       f"{pair.server.stdout}{pair.server.stderr}")
+        elif entry.instances is not None:
+            argv = bench.command(workdir)
+            outcomes = run_instances(platform, instance, image, entry.instances, argv, workdir,
+                                     bench.execution_timeout())
+            exit_code = max(abs(r.returncode) for _, r in outcomes)
+            stdout, stderr, samples = combine(bench, outcomes, source, totals=True)
         else:
             argv = bench.command(workdir)
             platform.exec(instance, ["mkdir", "-p", workdir], timeout=60)
             result = platform.exec(instance, argv, timeout=bench.execution_timeout(), check=False)
             stdout, stderr, exit_code = result.stdout, result.stderr, result.returncode
-        if result.returncode != 0:
-            raise CommandError(argv, result.returncode, result.stdout, result.stderr)
-        values = bench.parse(result.stdout, result.stderr,
-                             source=f"{bench.tool} output ({unit.platform}, round {unit.round})")
-        metrics = {m.name: m for m in bench.metrics()}
-        samples = [{"metric": n, "value": float(v), "unit": metrics[n].unit,
-                    "higher_is_better": metrics[n].higher_is_better, "category": metrics[n].category}
-                   for n, v in values.items()]
+        if not samples:
+            if result.returncode != 0:
+                raise CommandError(argv, result.returncode, result.stdout, result.stderr)
+            values = bench.parse(result.stdout, result.stderr, source=source)
+            metrics = {m.name: m for m in bench.metrics()}
+            samples = [{"metric": n, "value": float(v), "unit": metrics[n].unit,
+                        "higher_is_better": metrics[n].higher_is_better, "category": metrics[n].category}
+                       for n, v in values.items()]
     except (KeyboardInterrupt, Interrupted):
         raise
     except Exception as exc:  # noqa: BLE001 - a failed sample, kept with its raw output

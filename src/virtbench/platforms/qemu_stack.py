@@ -1,0 +1,64 @@
+"""What a qemu VM needs to host other platforms (a stack: docker inside the VM).
+
+The VM image then also holds the inner runtimes' Debian packages, and the VM disk carries the
+shared image's archive at vmdisk.GUEST_IMAGE_DIR, so the inner runtime imports the very
+bytes every other platform runs (see images/vmdisk.py). Until the runner gives an inner
+platform an executor inside a VM, its commands have nowhere to run: Outside refuses them,
+so nothing (a provenance query, say) silently asks the host's runtime instead.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .. import proc
+from ..errors import InputError, UnavailableError
+from ..images import vmdisk
+from ..images.image import Image
+
+if TYPE_CHECKING:
+    from .base import Platform
+
+SUPPORTED = ("docker", "podman")
+"""Platform types a qemu VM can host: their packages are installed in the VM image and
+their engine is started in each VM (ensure_engine_in)."""
+
+
+class Outside:
+    """The executor of an inner platform while no VM of its outer platform is up."""
+
+    def __init__(self, inner: str, outer: str) -> None:
+        self.inner, self.outer = inner, outer
+
+    def _refuse(self) -> UnavailableError:
+        return UnavailableError(f"{self.inner} runs inside the VMs of {self.outer}: its runtime is "
+                                "only reachable while one of them is up (during a unit of the run)")
+
+    def run(self, argv: list[str], *, timeout: float | None = proc.DEFAULT_TIMEOUT,
+            check: bool = True, input: str | None = None,
+            detached_children: bool = False) -> proc.Result:
+        raise self._refuse()
+
+    def spawn(self, argv: list[str]) -> proc.Background:
+        raise self._refuse()
+
+
+def check_inner(outer_name: str, inner: "Platform") -> None:
+    if inner.type not in SUPPORTED:
+        raise InputError(f"{outer_name} (qemu) cannot host {inner.name} ({inner.type}): inside a VM "
+                         f"virtbench runs {', '.join(SUPPORTED)}",
+                         f"use one of {', '.join(SUPPORTED)} with `inside: {outer_name}`, "
+                         f"or run {inner.name} on the host")
+    if not inner.packages:
+        raise InputError(f"{inner.name} ({inner.type}) names no Debian packages to install in the VM image")
+
+
+def inner_packages(inner: "dict[str, Platform]") -> tuple[str, ...]:
+    """The Debian packages the VM image needs for these inner platforms."""
+    return tuple(sorted({p for platform in inner.values() for p in platform.packages}))
+
+
+def guest_image(image: Image) -> Image:
+    """The shared image as a VM hosting inner platforms carries it (same bytes, guest path)."""
+    return replace(image, root=Path(vmdisk.GUEST_IMAGE_DIR))
