@@ -61,6 +61,8 @@ class BenchmarkEntry(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
     sweep: tuple[str, ...] = ()
     """Parameters this point took from a sweep (for sweep plots)."""
+    instances: int | None = None
+    """Run in this many instances of the platform at once (None: one, no totals recorded)."""
 
 
 class Campaign(BaseModel):
@@ -103,12 +105,14 @@ class Campaign(BaseModel):
         for point in raw:
             key = point.key or point.name
             if point.key is None and counts[point.name] > 1:
-                shown = {k: point.params[k] for k in point.sweep} or point.params
+                every = {**point.params, **({"instances": point.instances} if point.instances else {})}
+                shown = {k: every[k] for k in point.sweep} or every
                 if sum(1 for o in raw if o.name == point.name
-                       and {k: o.params.get(k) for k in shown} == shown) > 1:
-                    shown = point.params
+                       and {k: {**o.params, "instances": o.instances}.get(k) for k in shown} == shown) > 1:
+                    shown = every
                 key = f"{point.name}[{','.join(f'{k}={v}' for k, v in sorted(shown.items()))}]"
-            entries.append(BenchmarkEntry(key=key, name=point.name, params=point.params, sweep=point.sweep))
+            entries.append(BenchmarkEntry(key=key, name=point.name, params=point.params, sweep=point.sweep,
+                                          instances=point.instances))
         keys = [e.key for e in entries]
         dup = {k for k in keys if keys.count(k) > 1}
         if dup:
@@ -171,12 +175,16 @@ def _platform_entry(index: int, value: Any) -> PlatformEntry:
 MAX_SWEEP_POINTS = 1000
 
 
+MAX_INSTANCES = 256
+
+
 @dataclass(frozen=True)
 class _Point:
     name: str
     params: dict[str, Any]
     sweep: tuple[str, ...] = ()
     key: str | None = None
+    instances: int | None = None
     """Given only in the stored form of a run, whose keys must not change on resume."""
 
 
@@ -189,9 +197,11 @@ def _benchmark_points(index: int, value: Any) -> list[_Point]:
         raise ValueError(f"{where}: give a benchmark name or a mapping with 'name' and its parameters")
     value = dict(value)
     stored: dict[str, Any] = {}
-    if isinstance(value.get("params"), dict) and "key" in value and set(value) <= {"key", "name", "params", "sweep"}:
+    if isinstance(value.get("params"), dict) and "key" in value and \
+            set(value) <= {"key", "name", "params", "sweep", "instances"}:
         stored = {"key": str(value["key"]), "sweep": tuple(value.get("sweep") or ())}
-        value = {"name": value["name"], **value["params"]}
+        value = {"name": value["name"], **value["params"],
+                 **({"instances": value["instances"]} if value.get("instances") is not None else {})}
     name = str(value.pop("name"))
     if name not in BENCHMARKS.names():
         raise ValueError(f"{where}.name: unknown benchmark {name!r}; {hint(name, BENCHMARKS.names())}")
@@ -205,17 +215,26 @@ def _benchmark_points(index: int, value: Any) -> list[_Point]:
     combos = list(itertools.product(*sweep.values())) if sweep else [()]
     if len(combos) > MAX_SWEEP_POINTS:
         raise ValueError(f"{where}.sweep: {len(combos)} points, more than {MAX_SWEEP_POINTS}; sweep fewer values")
-    params_model = BENCHMARKS.get(name).Params
+    cls = BENCHMARKS.get(name)
+    params_model = cls.Params
     points = []
     for combo in combos:
         params = {**value, **dict(zip(sweep, combo))}
+        instances = params.pop("instances", None)
+        if instances is not None:
+            if isinstance(instances, bool) or not isinstance(instances, int) or not 1 <= instances <= MAX_INSTANCES:
+                raise ValueError(f"{where}.instances: give a whole number from 1 to {MAX_INSTANCES} "
+                                 "(or sweep it: sweep: {instances: [1, 2, 4]})")
+            if getattr(cls, "endpoints", 1) != 1 or hasattr(cls, "server_command"):
+                raise ValueError(f"{where}.instances: {name} is a client-server benchmark; "
+                                 "several instances at once are supported for single-instance benchmarks")
         try:
             params_model(**params)
         except ValidationError as exc:
             raise ValueError(_first_error(exc, where, params_model)) from None
-        points.append(_Point(name, params, tuple(sweep)))
+        points.append(_Point(name, params, tuple(sweep), instances=instances))
     if stored:
-        return [_Point(name, points[0].params, **stored)]
+        return [_Point(name, points[0].params, instances=points[0].instances, **stored)]
     return points
 
 

@@ -196,3 +196,24 @@ def test_adaptive_repetition_adds_logged_rounds_up_to_the_cap(env, tmp_path):
     assert all(e["platforms"] == ["runc", "native"] and e["reasons"]["runc"] for e in extra)
     assert "fewer than 3" in extra[0]["reasons"]["runc"] and "target" in extra[1]["reasons"]["runc"]
     assert "cap" in log[-1]["stop"]
+
+
+def test_several_instances_at_once_keep_each_value_and_the_total(env, tmp_path):
+    camp = tmp_path / "m.yaml"
+    camp.write_text("name: multi\nrepetitions: 1\nwarmups: 0\nplatforms: [native, runc]\n"
+                    "benchmarks:\n  - {name: sysbench-cpu, time: 1, sweep: {instances: [1, 2]}}\n")
+    res = vb(env, "run", str(camp), "--no-report")
+    assert res.returncode == 0, res.stdout + res.stderr
+    rows = db_rows(env, "SELECT platform, instance, value FROM samples "
+                        "WHERE benchmark='sysbench-cpu[instances=2]' AND metric='events_per_second'")
+    for platform in ("native", "runc"):
+        per = {i: v for p, i, v in rows if p == platform}
+        assert set(per) == {0, 1, 2}
+        assert per[0] == pytest.approx((per[1] + per[2]) / 2)
+    [(total,)] = db_rows(env, "SELECT value FROM samples WHERE platform='runc' AND metric='events_per_second_total' "
+                              "AND benchmark='sysbench-cpu[instances=2]'")
+    assert total == pytest.approx(sum(v for p, i, v in rows if p == "runc" and i > 0))
+    [(stdout,)] = db_rows(env, "SELECT stdout FROM executions WHERE platform='runc' "
+                               "AND benchmark='sysbench-cpu[instances=2]'")
+    assert "### instance 1" in stdout and "### instance 2" in stdout
+    assert leftovers(env) == []

@@ -164,3 +164,18 @@ def test_stacks_are_declared_with_inside():
 ])
 def test_bad_stacks(platforms, needle):
     assert needle in bad(platforms=platforms)
+
+
+def test_instances_and_their_sweep():
+    c = parse_campaign({**GOOD, "benchmarks": [
+        {"name": "openssl", "seconds": 1, "sweep": {"instances": [1, 2, 4]}}, {"name": "fio", "instances": 2}]})
+    assert [b.key for b in c.benchmarks] == ["openssl[instances=1]", "openssl[instances=2]",
+                                             "openssl[instances=4]", "fio"]
+    assert [b.instances for b in c.benchmarks] == [1, 2, 4, 2]
+    assert c.benchmarks[1].params == {"seconds": 1}
+    assert parse_campaign(c.model_dump(mode="json")) == c
+
+
+def test_bad_instances():
+    assert "benchmarks[0].instances" in bad(benchmarks=[{"name": "fio", "instances": 0}])
+    assert "benchmarks[0].instances" in bad(benchmarks=[{"name": "fio", "instances": "many"}])

@@ -177,9 +177,13 @@ class Store:
                 s.add(Sample(execution_id=ex.id, run_id=run_id, round=round, warmup=warmup,
                              platform=platform, benchmark=benchmark, **sample))
 
-    def samples(self, run_id: str, *, include_warmup: bool = False) -> list[Sample]:
+    def samples(self, run_id: str, *, include_warmup: bool = False, per_instance: bool = False) -> list[Sample]:
+        """The run's samples; per_instance adds each instance's own values (instance >= 1)
+        of multi-instance executions, which analysis otherwise sees through instance 0."""
         with self.session() as s:
             q = select(Sample).where(Sample.run_id == run_id)
+            if not per_instance:
+                q = q.where(Sample.instance == 0)
             if not include_warmup:
                 q = q.where(Sample.warmup.is_(False))
             return list(s.scalars(q.order_by(Sample.id)))

@@ -9,7 +9,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, LargeBinary, String, Text,
+                        UniqueConstraint, false)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
@@ -28,6 +29,7 @@ class Host(Base):
 
 class Run(Base):
     __tablename__ = "runs"
+    __table_args__ = (Index("ix_runs_created_at", "created_at"),)
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     name: Mapped[str] = mapped_column(String(255))
     status: Mapped[str] = mapped_column(String(16), index=True)
@@ -43,6 +45,17 @@ class Run(Base):
     started_at: Mapped[datetime | None] = mapped_column(DateTime)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime)
     error: Mapped[str] = mapped_column(Text, default="")
+    # Queue bookkeeping of the web app's worker (migration 0002); left empty by `virtbench run`.
+    worker: Mapped[str | None] = mapped_column(String(128), default=None)
+    """Id of the worker that claimed the run (claimed atomically while status is 'queued')."""
+    worker_host: Mapped[str | None] = mapped_column(String(255), default=None)
+    """Host of that worker: only a worker on the same host may resume the run."""
+    target_host: Mapped[str | None] = mapped_column(String(255), default=None)
+    """Host the run was scheduled for; None: the first worker that is free."""
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime, default=None)
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    progress: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    """Live progress written by the worker (step, log tail) for the web page."""
     host: Mapped[Host | None] = relationship()
     platforms: Mapped[list["RunPlatform"]] = relationship(back_populates="run", cascade="all, delete-orphan",
                                                           order_by="RunPlatform.position")
@@ -79,7 +92,9 @@ class RunBenchmark(Base):
 
 class Execution(Base):
     __tablename__ = "executions"
-    __table_args__ = (UniqueConstraint("run_id", "round", "platform", "benchmark"),)
+    __table_args__ = (UniqueConstraint("run_id", "round", "platform", "benchmark"),
+                      Index("ix_executions_run_status", "run_id", "status"))
+    """ix_executions_run_status (migration 0002): execution counts per run and status from the index alone."""
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
     round: Mapped[int] = mapped_column(Integer)
@@ -101,7 +116,8 @@ class Execution(Base):
 class Sample(Base):
     __tablename__ = "samples"
     __table_args__ = (
-        UniqueConstraint("run_id", "round", "platform", "benchmark", "metric"),
+        UniqueConstraint("run_id", "round", "platform", "benchmark", "metric", "instance",
+                         name="uq_samples_point"),
         Index("ix_samples_lookup", "run_id", "benchmark", "metric", "platform"),
     )
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -116,3 +132,36 @@ class Sample(Base):
     unit: Mapped[str] = mapped_column(String(32))
     higher_is_better: Mapped[bool] = mapped_column(Boolean)
     category: Mapped[str] = mapped_column(String(32))
+    instance: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """0: the value of the execution (for several instances at once: the mean per instance,
+    and `<metric>_total` the sum); 1..N: each instance's own value (migration 0003)."""
+
+
+class Worker(Base):
+    """A `virtbench worker` process, seen through its heartbeat (migration 0002)."""
+
+    __tablename__ = "workers"
+    id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    hostname: Mapped[str] = mapped_column(String(255), index=True)
+    pid: Mapped[int] = mapped_column(Integer)
+    state: Mapped[str] = mapped_column(String(16))
+    run_id: Mapped[str | None] = mapped_column(String(64), default=None)
+    started_at: Mapped[datetime] = mapped_column(DateTime)
+    heartbeat_at: Mapped[datetime] = mapped_column(DateTime)
+    facts: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    """What the worker found on its host: virtbench version, platform availability."""
+
+
+class ReportCache(Base):
+    """A run's computed statistics, kept so a page over a large run answers at once (migration 0002).
+
+    `version` says what the data was computed from (run status, execution count, analysis
+    code); anything else is recomputed. A cache only: deleting every row loses nothing.
+    """
+
+    __tablename__ = "report_cache"
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    version: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(DateTime)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    """zlib-compressed JSON."""

@@ -1,0 +1,149 @@
+"""The FastAPI application: JSON API (api.py), server-rendered pages (pages.py), security.
+
+Layout of the package:
+  app.py       this: assembly, middleware, error handling, the OpenAPI document
+  api.py       /api/...: the documented JSON API (schema at /openapi.json)
+  pages.py     the HTML pages (Jinja2, autoescaped; templates/ and static/ beside)
+  security.py  token, sessions, CSRF, body limit, headers, private mode
+  queries.py   every read query; results.py: verify and compare from virtbench.analysis
+  campaigns.py the schedule form and YAML uploads; svg.py: charts drawn on the server
+  worker.py    `virtbench worker`: the queue; server.py: `virtbench serve`
+FastAPI's own /docs pages load scripts from a CDN, so they are off; /api is the docs page.
+"""
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import jinja2
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+from .. import __version__
+from ..errors import InputError, VirtbenchError
+from ..store.db import Store
+from . import api, pages
+from .queries import NotFound
+from .cache import ReportCache, Warmer
+from .security import Auth, BodyLimit, PrivateGate, SecurityHeaders
+from .settings import Settings
+
+HERE = Path(__file__).parent
+WRITE_ROUTES = {("post", "/api/runs"), ("post", "/api/runs/{run_id}/cancel"), ("delete", "/api/runs/{run_id}")}
+
+
+def templates() -> Jinja2Templates:
+    """Autoescaping on for every template (not only .html): names in campaigns are user input."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(pages.FILTERS)
+    return Jinja2Templates(env=env)
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """While serving: a thread storing the reports of runs that have none (see cache.Warmer)."""
+    warmer = Warmer(app.state.store, app.state.cache)
+    warmer.start()
+    try:
+        yield
+    finally:
+        warmer.stop.set()
+
+
+def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
+    app = FastAPI(title="virtbench", version=__version__, docs_url=None, redoc_url=None,
+                  openapi_url="/openapi.json", lifespan=lifespan,
+                  description="Schedule and watch benchmark campaigns, verify raw measurements and compare "
+                              "platforms. Reads are open unless the instance is private; every state change "
+                              "needs `Authorization: Bearer <token>`.")
+    app.state.settings = settings
+    app.state.store = store or Store(settings.db_url)
+    app.state.auth = Auth(settings)
+    app.state.cache = ReportCache()
+    app.state.templates = templates()
+    app.include_router(api.router)
+    app.include_router(pages.router)
+    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+    if settings.private:
+        app.add_middleware(PrivateGate, auth=app.state.auth)
+    app.add_middleware(SecurityHeaders)
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(settings.allowed_hosts))
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)  # added last: runs first
+    _errors(app)
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    return app
+
+
+def _wants_json(request: Request) -> bool:
+    return request.url.path.startswith("/api") or "application/json" in request.headers.get("accept", "")
+
+
+def _errors(app: FastAPI) -> None:
+    """One error shape per audience: {"detail"} for the API, an escaped page for browsers."""
+
+    def reply(request: Request, status: int, detail: str, fix: str | None = None,
+              headers: dict[str, str] | None = None) -> Response:
+        if _wants_json(request):
+            body: dict[str, Any] = {"detail": detail}
+            if fix:
+                body["fix"] = fix
+            return JSONResponse(body, status_code=status, headers=headers)
+        return pages.error_page(request, status, detail, fix, headers)
+
+    @app.exception_handler(NotFound)
+    async def not_found(request: Request, exc: NotFound) -> Response:
+        return reply(request, 404, str(exc))
+
+    @app.exception_handler(InputError)
+    async def bad_input(request: Request, exc: InputError) -> Response:
+        return reply(request, 400, exc.message, exc.fix)
+
+    @app.exception_handler(VirtbenchError)
+    async def failed(request: Request, exc: VirtbenchError) -> Response:
+        return reply(request, 500, exc.message, exc.fix)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> Response:
+        return reply(request, exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> Response:
+        errors = exc.errors()
+        first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        return reply(request, 422, f"{where}: {first.get('msg')}" if where else str(first.get("msg")))
+
+    @app.exception_handler(Exception)
+    async def crashed(request: Request, exc: Exception) -> Response:  # logged by the server, never shown
+        return reply(request, 500, "internal error; the server log has the details")
+
+    @app.exception_handler(404)
+    async def missing(request: Request, exc: Exception) -> Response:
+        return reply(request, 404, "no such page")
+
+    @app.get("/healthz", include_in_schema=False)
+    def healthz() -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """The generated schema, plus the bearer scheme on exactly the routes that change state."""
+    if app.openapi_schema:
+        return app.openapi_schema
+    doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+    doc.setdefault("components", {})["securitySchemes"] = {
+        "bearerToken": {"type": "http", "scheme": "bearer",
+                        "description": "the token given to `virtbench serve` (--token or VIRTBENCH_TOKEN)"}}
+    for path, methods in doc.get("paths", {}).items():
+        for method, op in methods.items():
+            if (method, path) in WRITE_ROUTES:
+                op["security"] = [{"bearerToken": []}]
+    app.openapi_schema = doc
+    return doc

@@ -1,0 +1,223 @@
+"""Campaigns from the schedule form or an upload, validated exactly as the CLI validates files.
+
+The form becomes the same mapping a YAML file holds and goes through config.parse_campaign,
+so every message is the CLI's (`<source>: <field>: <what>`, with its fix). Uploaded YAML
+is checked before it is parsed: size, nesting depth, node count, and no aliases (a few
+hundred bytes of anchors can expand into gigabytes: the "billion laughs"). Then
+config.load_yaml (yaml.safe_load: no Python objects) parses it with the CLI's messages.
+"""
+from __future__ import annotations
+
+import re
+import typing
+from typing import Any, Mapping
+
+import yaml
+from pydantic import BaseModel
+
+from ..config import Campaign, load_yaml, parse_campaign
+from ..errors import InputError
+from ..registry import BENCHMARKS, PLATFORMS
+from ..runner.execute import enqueue
+from ..store.db import Store
+
+MAX_DEPTH = 12
+MAX_NODES = 5000
+FORM_SOURCE = "campaign form"
+ROW_RE = re.compile(r"^(p|b)(\d{1,3})\.(use|name|type|opt|param)(?:\.([A-Za-z_][A-Za-z0-9_]{0,63}))?$")
+
+
+def check_yaml_shape(text: str, source: str, limit: int) -> None:
+    """Refuse what could exhaust memory or CPU before anything builds Python objects from it."""
+    if len(text.encode("utf-8", "surrogatepass")) > limit:
+        raise InputError(f"{source}: larger than {limit} bytes; not a campaign file",
+                         "a campaign is a few hundred bytes; check you uploaded the right file")
+    depth = nodes = 0
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent):
+                raise InputError(f"{source}: line {event.start_mark.line + 1}: YAML aliases (*{event.anchor}) "
+                                 "are not accepted here", "write the repeated values out")
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise InputError(f"{source}: line {event.start_mark.line + 1}: nested deeper than "
+                                     f"{MAX_DEPTH} levels; not a campaign")
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+            if isinstance(event, yaml.NodeEvent):
+                nodes += 1
+                if nodes > MAX_NODES:
+                    raise InputError(f"{source}: more than {MAX_NODES} values; not a campaign")
+    except yaml.YAMLError:
+        pass  # load_yaml below reports it with the CLI's own message
+
+
+def from_yaml(text: str, source: str, limit: int) -> tuple[Campaign, str]:
+    """(campaign, the text as given) or one InputError line."""
+    check_yaml_shape(text, source, limit)
+    return parse_campaign(load_yaml(text, source), source), text
+
+
+def decode_upload(data: bytes, source: str, limit: int) -> str:
+    if len(data) > limit:
+        raise InputError(f"{source}: larger than {limit} bytes; not a campaign file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{source}: not UTF-8 text (byte {exc.start})", "upload the YAML campaign file") from None
+
+
+def safe_source_name(filename: str | None) -> str:
+    """The upload's base name, for messages only (never a path we open)."""
+    name = (filename or "upload.yaml").replace("\\", "/").rsplit("/", 1)[-1]
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)[:80] or "upload.yaml"
+
+
+# -- the form -------------------------------------------------------------------------------------
+def field_kind(annotation: Any) -> tuple[str, list[str]]:
+    """('select', choices) for Literal and bool fields, ('list', choices) for list/tuple fields
+    (typed comma-separated), ('text', []) otherwise."""
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) in (list, tuple, set, frozenset):
+        inner = [a for a in args if typing.get_origin(a) is typing.Literal]
+        return "list", [str(v) for v in typing.get_args(inner[0])] if inner else []
+    if typing.get_origin(annotation) is typing.Literal:
+        return "select", [str(a) for a in args]
+    literals = [a for a in args if typing.get_origin(a) is typing.Literal]
+    if literals:
+        return "select", [str(v) for v in typing.get_args(literals[0])]
+    if annotation is bool:
+        return "select", ["true", "false"]
+    return "text", []
+
+
+def fields_of(model: type[BaseModel]) -> list[dict[str, Any]]:
+    out = []
+    for name, f in model.model_fields.items():
+        kind, choices = field_kind(f.annotation)
+        default = f.default if f.default is not None and not callable(f.default) else ""
+        if isinstance(default, bool):
+            default = str(default).lower()
+        elif isinstance(default, (list, tuple, set, frozenset)):
+            default = ", ".join(str(v) for v in default)
+        out.append({"name": name, "kind": kind, "choices": choices, "default": str(default),
+                    "description": f.description or ""})
+    return out
+
+
+def catalog() -> dict[str, Any]:
+    """Every platform type with its options and every benchmark with its parameters (the form's rows)."""
+    platforms = [{"type": name, "kind": cls.kind, "description": cls.description,
+                  "options": [o for o in fields_of(cls.Options)]} for name, cls in PLATFORMS.items()]
+    benchmarks = []
+    for name, cls in BENCHMARKS.items():
+        try:
+            metrics = [{"name": m.name, "unit": m.unit, "higher_is_better": m.higher_is_better,
+                        "category": m.category} for m in cls(cls.Params()).metrics()]
+        except Exception:  # noqa: BLE001 - a plugin whose defaults cannot build metrics still lists
+            metrics = []
+        benchmarks.append({"name": name, "tool": cls.tool, "description": cls.description,
+                           "params": fields_of(cls.Params), "metrics": metrics})
+    return {"platforms": platforms, "benchmarks": benchmarks}
+
+
+def default_form() -> dict[str, Any]:
+    """What the empty form shows: one row per platform type (native ticked), one per benchmark."""
+    cat = catalog()
+    return {"name": "", "description": "", "baseline": "native", "repetitions": "5", "warmups": "1", "seed": "",
+            "shuffle": True, "profile": "auto", "target_host": "",
+            "platforms": [{"use": p["type"] == "native", "name": p["type"], "type": p["type"], "opt": {}}
+                          for p in cat["platforms"]],
+            "benchmarks": [{"use": False, "name": b["name"], "param": {}} for b in cat["benchmarks"]]}
+
+
+def parse_form(form: Mapping[str, str]) -> dict[str, Any]:
+    """The submitted form as the form model (values as typed, so a refused form is shown again)."""
+    model = {k: str(form.get(k, "")).strip() for k in ("name", "description", "baseline", "repetitions",
+                                                       "warmups", "seed", "profile", "target_host")}
+    model["shuffle"] = form.get("shuffle") in ("on", "true", "1")
+    rows: dict[tuple[str, int], dict[str, Any]] = {}
+    for key, value in form.items():
+        m = ROW_RE.match(key)
+        if not m:
+            continue
+        kind, idx, part, sub = m.group(1), int(m.group(2)), m.group(3), m.group(4)
+        row = rows.setdefault((kind, idx), {"use": False, "name": "", "type": "", "opt": {}, "param": {}})
+        value = str(value).strip()
+        if part == "use":
+            row["use"] = value in ("on", "true", "1")
+        elif part in ("opt", "param") and sub:
+            row[part][sub] = value
+        elif part in ("name", "type"):
+            row[part] = value
+    model["platforms"] = [rows[k] for k in sorted(rows) if k[0] == "p"]
+    model["benchmarks"] = [rows[k] for k in sorted(rows) if k[0] == "b"]
+    return model
+
+
+def to_mapping(model: dict[str, Any]) -> dict[str, Any]:
+    """The form model as the campaign mapping a YAML file would hold (empty fields left out)."""
+    data: dict[str, Any] = {"name": model["name"]}
+    if model.get("description"):
+        data["description"] = model["description"]
+    data["baseline"] = model.get("baseline") or "native"
+    for key in ("repetitions", "warmups", "seed"):
+        if model.get(key) not in (None, ""):
+            data[key] = _scalar(model[key])
+    data["shuffle"] = bool(model.get("shuffle"))
+    if model.get("profile") and model["profile"] != "auto":
+        data["image"] = {"profile": model["profile"]}
+    data["platforms"] = []
+    for row in model["platforms"]:
+        if row.get("use"):
+            entry = {"name": row.get("name") or row.get("type"), "type": row.get("type") or row.get("name")}
+            fields = _model_fields(PLATFORMS, entry["type"], "Options")
+            entry.update({k: _value(v, fields.get(k)) for k, v in row.get("opt", {}).items() if v != ""})
+            data["platforms"].append(entry)
+    data["benchmarks"] = []
+    for row in model["benchmarks"]:
+        if row.get("use"):
+            fields = _model_fields(BENCHMARKS, row.get("name", ""), "Params")
+            data["benchmarks"].append({"name": row.get("name"), **{k: _value(v, fields.get(k))
+                                                                    for k, v in row.get("param", {}).items() if v != ""}})
+    return data
+
+
+def _model_fields(registry: Any, name: str, attr: str) -> dict[str, Any]:
+    """Field annotations of a plugin's options or parameters ({} for an unknown plugin: parse_campaign says so)."""
+    try:
+        return {k: f.annotation for k, f in getattr(registry.get(name), attr).model_fields.items()}
+    except InputError:
+        return {}
+
+
+def _value(text: str, annotation: Any) -> Any:
+    if annotation is not None and field_kind(annotation)[0] == "list":
+        return [_scalar(part.strip()) for part in text.split(",") if part.strip()]
+    return _scalar(text)
+
+
+def _scalar(text: str) -> Any:
+    """'2' -> 2, '1.5' -> 1.5, 'true' -> True, else the text: what YAML would make of it."""
+    if re.fullmatch(r"[+-]?\d{1,18}", text):
+        return int(text)
+    if re.fullmatch(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?", text):
+        return float(text)
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    return text
+
+
+def from_form(model: dict[str, Any]) -> tuple[Campaign, str]:
+    data = to_mapping(model)
+    campaign = parse_campaign(data, FORM_SOURCE)
+    return campaign, yaml.safe_dump(data, sort_keys=False)
+
+
+def schedule(store: Store, campaign: Campaign, source: str, target_host: str | None = None) -> str:
+    """Queue the run (runner.execute.enqueue) and pin it to a host if asked."""
+    run_id = enqueue(store, campaign, source=source)
+    if target_host:
+        store.update_run(run_id, target_host=target_host[:255])
+    return run_id

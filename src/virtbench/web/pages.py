@@ -1,0 +1,288 @@
+"""The HTML pages: server-rendered (Jinja2, autoescaped), a little JavaScript for live progress.
+
+Pages read through queries.py/results.py like the API does. State changes are HTML form
+POSTs that need a login session and the session's CSRF value; after one the browser is
+redirected (303), so a reload never repeats it.
+"""
+from __future__ import annotations
+
+import math
+import secrets
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from fastapi import APIRouter, HTTPException, Path, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from .. import __version__
+from ..errors import InputError
+from . import api, campaigns, downloads, queries, results, svg
+from .security import LOGIN_COOKIE, SESSION_COOKIE, check_form_write, client_of, cookie_args, require_read
+
+router = APIRouter(include_in_schema=False)
+RUN_ID = api.RUN_ID
+VERIFY_ROWS = 40
+"""Repetitions listed per platform on the verify page before 'show all' (the chart has every one)."""
+
+
+# -- template helpers -----------------------------------------------------------------------------
+def fmt_num(v: Any, digits: int = 4) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "–"
+    if isinstance(v, int):
+        return f"{v:,}"
+    a = abs(v)
+    if a and (a >= 1e7 or a < 1e-3):
+        return f"{v:.{digits - 1}e}"
+    if a >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.{digits}g}"
+
+
+def fmt_pct(v: Any) -> str:
+    return "–" if v is None else f"{v:+.1%}"
+
+
+def fmt_rel(v: Any) -> str:
+    return "–" if v is None else f"{v:.3f}"
+
+
+def fmt_ci(ci: Any) -> str:
+    return "" if not ci else f"[{fmt_num(ci[0])}, {fmt_num(ci[1])}]"
+
+
+def fmt_p(v: Any) -> str:
+    return "–" if v is None else (f"{v:.2g}" if v >= 0.001 else f"{v:.1e}")
+
+
+def fmt_time(iso: Any) -> str:
+    """Stored times are UTC; say so (the lab's hosts and its browsers may be in other zones)."""
+    return "–" if not iso else str(iso).replace("T", " ").removesuffix("Z")[:19] + " UTC"
+
+
+FILTERS = {"num": fmt_num, "pct": fmt_pct, "rel": fmt_rel, "ci": fmt_ci, "p": fmt_p, "when": fmt_time}
+
+
+def render(request: Request, name: str, code: int = 200, headers: dict[str, str] | None = None,
+           **context: Any) -> HTMLResponse:
+    viewer = request.app.state.auth.viewer(request)
+    context.setdefault("title", "virtbench")
+    return request.app.state.templates.TemplateResponse(
+        request, name, {"viewer": viewer, "settings": request.app.state.settings, "path": request.url.path,
+                        "version": __version__, **context}, status_code=code, headers=headers)
+
+
+def error_page(request: Request, status: int, detail: str, fix: str | None = None,
+               headers: dict[str, str] | None = None) -> HTMLResponse:
+    return render(request, "error.html", status, headers, title=f"{status}", status=status, detail=detail, fix=fix)
+
+
+def store_of(request: Request):
+    return request.app.state.store
+
+
+def _local(next_url: str | None) -> str:
+    """Only same-site paths after a login (no open redirect to //evil or http://evil)."""
+    if next_url and next_url.startswith("/") and not next_url.startswith(("//", "/\\")):
+        return next_url
+    return "/"
+
+
+# -- dashboard and runs -------------------------------------------------------------------------------
+@router.get("/", response_class=HTMLResponse)
+def dashboard(request: Request) -> HTMLResponse:
+    require_read(request)
+    doc = api.dashboard(request)
+    return render(request, "dashboard.html", title="virtbench", hosts=doc["hosts"], counts=doc["counts"],
+                  active=doc["active"], recent=doc["recent_runs"], results=doc["recent_results"],
+                  workers=doc["workers"])
+
+
+@router.get("/runs", response_class=HTMLResponse)
+def runs_page(request: Request, status: str | None = Query(None, max_length=16),
+              host: str | None = Query(None, max_length=255), page: int = Query(1, ge=1, le=100000)) -> HTMLResponse:
+    require_read(request)
+    store = store_of(request)
+    rows = queries.list_runs(store, status=status or None, host=host or None, limit=51, offset=(page - 1) * 50)
+    return render(request, "runs.html", title="Runs", runs=rows[:50], more=len(rows) > 50, page=page,
+                  status=status or "", host=host or "", counts=queries.status_counts(store))
+
+
+@router.get("/runs/{run_id}", response_class=HTMLResponse)
+def run_page(request: Request, run_id: str = RUN_ID) -> HTMLResponse:
+    require_read(request)
+    store = store_of(request)
+    run = queries.get_run(store, run_id)
+    prog = queries.progress(store, run.id)
+    report = None
+    if prog["executions"]:
+        _, rows, failures = request.app.state.cache.report(store, run.id)
+        benches = list(dict.fromkeys(r.benchmark for r in rows))
+        benches.sort(key=lambda b: b == "lifecycle")  # lifecycle last: the benchmarks are what was asked for
+        report = {"rows": rows, "failures": failures, "benchmarks": benches,
+                  "platforms": [p.name for p in run.platforms]}
+    return render(request, "run.html", title=f"Run {run.name}", run=run, progress=prog, report=report,
+                  executions=queries.executions(store, run.id, limit=300), downloads=downloads.available(run.id),
+                  active=run.status in queries.ACTIVE)
+
+
+@router.post("/runs/{run_id}/cancel")
+async def cancel_form(request: Request, run_id: str = RUN_ID) -> Response:
+    form = await request.form(max_files=0, max_fields=20)
+    check_form_write(request, str(form.get("csrf", "")))
+    api.cancel_run(store_of(request), run_id)
+    return RedirectResponse(f"/runs/{quote(run_id)}", status_code=303)
+
+
+@router.post("/runs/{run_id}/delete")
+async def delete_form(request: Request, run_id: str = RUN_ID) -> Response:
+    form = await request.form(max_files=0, max_fields=20)
+    check_form_write(request, str(form.get("csrf", "")))
+    api.delete_run(request, run_id)
+    return RedirectResponse("/runs", status_code=303)
+
+
+@router.get("/runs/{run_id}/verify", response_class=HTMLResponse)
+def verify_page(request: Request, run_id: str = RUN_ID, benchmark: str | None = Query(None, max_length=255),
+                metric: str | None = Query(None, max_length=128), all: bool = Query(False)) -> HTMLResponse:
+    require_read(request)
+    doc = results.verify(store_of(request), request.app.state.cache, run_id, benchmark, metric,
+                         table_limit=None if all else VERIFY_ROWS)
+    colors = svg.Colors(p["platform"] for p in doc["platforms"])
+    chart = svg.draw(doc["figure"], colors, doc.get("outlier_rounds"))
+    return render(request, "verify.html", title=f"Verify {doc['name']}", doc=doc, chart=chart, colors=colors,
+                  run=queries.get_run(store_of(request), run_id))
+
+
+@router.get("/executions/{execution_id}", response_class=HTMLResponse)
+def execution_page(request: Request, execution_id: int = Path(..., ge=1, le=2**62)) -> HTMLResponse:
+    require_read(request)
+    ex = queries.execution(store_of(request), execution_id)
+    return render(request, "execution.html", title=f"Execution {ex['id']}", ex=ex)
+
+
+@router.get("/compare", response_class=HTMLResponse)
+def compare_page(request: Request, run: list[str] = Query([], max_length=100),
+                 host: list[str] = Query([], max_length=50), baseline: str | None = Query(None, max_length=255),
+                 by_host: bool = Query(False)) -> HTMLResponse:
+    require_read(request)
+    store = store_of(request)
+    ids = api.compare_ids(request, run, host)
+    doc = charts = None
+    if ids:
+        doc = results.compare(store, request.app.state.cache, ids, baseline=baseline or None, by_host=by_host)
+        colors = svg.Colors(doc.get("platforms") or [])
+        charts = [svg.draw(f, colors) for f in doc["figures"]]
+        if doc.get("lifecycle"):
+            charts.append(svg.draw(doc["lifecycle"], colors))
+    choices = queries.finished_runs(store)
+    hostnames = list(dict.fromkeys(c["host"] for c in choices if c["host"]))
+    return render(request, "compare.html", title="Compare", doc=doc, charts=charts, choices=choices,
+                  hostnames=hostnames, chosen=set(ids), chosen_hosts=set(host), by_host=by_host,
+                  baseline=baseline or "", export_query=urlencode([("run", i) for i in ids]))
+
+
+# -- schedule -------------------------------------------------------------------------------------
+def _schedule_page(request: Request, model: dict[str, Any], error: InputError | None = None,
+                   yaml_text: str = "", code: int = 200) -> HTMLResponse:
+    store = store_of(request)
+    cat = campaigns.catalog()
+    return render(request, "schedule.html", code, title="Schedule", model=model, error=error, catalog=cat,
+                  ptypes={p["type"]: p for p in cat["platforms"]}, btypes={b["name"]: b for b in cat["benchmarks"]},
+                  availability=queries.platform_availability(store),
+                  hosts=queries.target_hosts(store), workers=queries.workers(store), yaml_text=yaml_text,
+                  max_bytes=request.app.state.settings.max_campaign_bytes)
+
+
+@router.get("/schedule", response_class=HTMLResponse)
+def schedule_page(request: Request) -> HTMLResponse:
+    require_read(request)
+    return _schedule_page(request, campaigns.default_form())
+
+
+@router.post("/schedule")
+async def schedule_submit(request: Request) -> Response:
+    settings = request.app.state.settings
+    form = await request.form(max_files=1, max_fields=600, max_part_size=settings.max_campaign_bytes + 1)
+    check_form_write(request, str(form.get("csrf", "")))
+    mode = str(form.get("mode", "form"))
+    model = campaigns.parse_form({k: v for k, v in form.items() if isinstance(v, str)})
+    yaml_text = str(form.get("campaign_yaml", "") or "")
+    try:
+        if mode == "yaml":
+            upload = form.get("campaign_file")
+            if upload is not None and not isinstance(upload, str) and upload.filename:
+                source = campaigns.safe_source_name(upload.filename)
+                data = await upload.read(settings.max_campaign_bytes + 1)
+                yaml_text = campaigns.decode_upload(data, source, settings.max_campaign_bytes)
+            else:
+                source = "pasted campaign"
+            campaign, text = campaigns.from_yaml(yaml_text, source, settings.max_campaign_bytes)
+        else:
+            campaign, text = campaigns.from_form(model)
+    except InputError as exc:
+        return _schedule_page(request, model, exc, yaml_text if len(yaml_text) < 20000 else "", 400)
+    target = str(form.get("target_host", "") or "") or None
+    run_id = campaigns.schedule(store_of(request), campaign, text, target)
+    return RedirectResponse(f"/runs/{quote(run_id)}", status_code=303)
+
+
+# -- login ------------------------------------------------------------------------------------------
+@router.get("/login", response_class=HTMLResponse)
+def login_page(request: Request, next: str = Query("/", max_length=500)) -> HTMLResponse:
+    value = secrets.token_urlsafe(24)
+    response = render(request, "login.html", title="Log in", login_csrf=value, next=_local(next), failed=False)
+    response.set_cookie(LOGIN_COOKIE, value, **cookie_args(request.app.state.settings, 1800))
+    return response
+
+
+@router.post("/login")
+async def login_submit(request: Request) -> Response:
+    auth = request.app.state.auth
+    form = await request.form(max_files=0, max_fields=10)
+    client = client_of(request)
+    if auth.failures.blocked(client):
+        raise HTTPException(429, "too many failed attempts; wait a minute")
+    sent, cookie = str(form.get("login_csrf", "")), request.cookies.get(LOGIN_COOKIE, "")
+    if not sent or not cookie or not secrets.compare_digest(sent, cookie):
+        raise HTTPException(403, "the login form expired; reload the page and retry")
+    if not auth.token_ok(str(form.get("token", ""))):
+        auth.failures.failed(client)
+        value = secrets.token_urlsafe(24)
+        response = render(request, "login.html", 401, title="Log in", login_csrf=value,
+                          next=_local(str(form.get("next", "/"))), failed=True)
+        response.set_cookie(LOGIN_COOKIE, value, **cookie_args(request.app.state.settings, 1800))
+        return response
+    response = RedirectResponse(_local(str(form.get("next", "/"))), status_code=303)
+    settings = request.app.state.settings
+    response.set_cookie(SESSION_COOKIE, auth.new_session(), **cookie_args(settings, int(settings.session_hours * 3600)))
+    response.delete_cookie(LOGIN_COOKIE, path="/")
+    return response
+
+
+@router.post("/logout")
+async def logout(request: Request) -> Response:
+    form = await request.form(max_files=0, max_fields=10)
+    check_form_write(request, str(form.get("csrf", "")))
+    response = RedirectResponse("/", status_code=303)
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    return response
+
+
+# -- API documentation ------------------------------------------------------------------------------
+@router.get("/api", response_class=HTMLResponse)
+def api_docs(request: Request) -> HTMLResponse:
+    """The API reference, rendered from the same OpenAPI document clients can fetch."""
+    require_read(request)
+    doc = request.app.openapi()
+    endpoints = []
+    for path, methods in doc.get("paths", {}).items():
+        for method, op in methods.items():
+            params = [{"name": p["name"], "in": p["in"], "required": p.get("required", False),
+                       "description": p.get("description", "") or p.get("schema", {}).get("description", ""),
+                       "type": p.get("schema", {}).get("type", "")} for p in op.get("parameters", [])]
+            endpoints.append({"method": method.upper(), "path": path, "summary": op.get("summary", ""),
+                              "description": op.get("description", ""), "params": params,
+                              "token": bool(op.get("security")),
+                              "body": "requestBody" in op, "responses": sorted(op.get("responses", {}))})
+    return render(request, "api.html", title="API", endpoints=endpoints, description=doc.get("info", {}))

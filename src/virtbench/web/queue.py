@@ -1,0 +1,99 @@
+"""The run queue in the store: atomic claims, host pinning, dead-worker detection, cancel.
+
+Plain functions over the runs and workers tables, used by the worker process, the API and
+the tests. Every claim or take-over is one conditional UPDATE whose row count says who won,
+so it is atomic on SQLite and PostgreSQL alike, for workers on one host or many.
+"""
+from __future__ import annotations
+
+import os
+import socket
+from datetime import datetime, timedelta
+
+from sqlalchemy import or_, select, update
+
+from ..store.db import Store, now
+from ..store.models import Run
+from ..store.models import Worker as WorkerRow
+
+STALE_S = 60.0
+"""A worker whose heartbeat is older than this is considered gone."""
+RESUMABLE = ("queued", "running", "interrupted")
+
+
+def hostname() -> str:
+    return socket.gethostname()
+
+
+def claim(store: Store, run_id: str, worker_id: str, host: str) -> bool:
+    """Take a queued run for this worker; False if another worker (or a cancel) got there first."""
+    with store.engine.begin() as conn:
+        res = conn.execute(update(Run).where(Run.id == run_id, Run.status == "queued", Run.worker.is_(None),
+                                             Run.cancel_requested.is_(False))
+                           .values(worker=worker_id, worker_host=host, heartbeat_at=now()))
+        return res.rowcount == 1
+
+
+def claim_next(store: Store, worker_id: str, host: str) -> str | None:
+    """The oldest queued run meant for any host or for this one, claimed atomically."""
+    with store.session() as s:
+        candidates = s.scalars(select(Run.id).where(Run.status == "queued", Run.worker.is_(None),
+                                                    Run.cancel_requested.is_(False),
+                                                    or_(Run.target_host.is_(None), Run.target_host == host))
+                               .order_by(Run.created_at, Run.id).limit(10)).all()
+    for run_id in candidates:
+        if not claim(store, run_id, worker_id, host):
+            continue
+        with store.session() as s:  # pinned to a host just after it was queued: not ours after all
+            target = s.scalar(select(Run.target_host).where(Run.id == run_id))
+        if target and target != host:
+            with store.engine.begin() as conn:
+                conn.execute(update(Run).where(Run.id == run_id, Run.worker == worker_id, Run.status == "queued")
+                             .values(worker=None, worker_host=None))
+            continue
+        return run_id
+    return None
+
+
+def worker_alive(w: WorkerRow | None, host: str, at: datetime | None = None) -> bool:
+    """Alive = fresh heartbeat and, on this host, a live pid (a kill -9 is seen at once)."""
+    if w is None or w.state == "stopped":
+        return False
+    if (at or now()) - w.heartbeat_at > timedelta(seconds=STALE_S):
+        return False
+    if w.hostname == host:
+        try:
+            os.kill(w.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+    return True
+
+
+def orphans(store: Store, host: str, me: str) -> list[Run]:
+    """Runs a worker of this host claimed and left behind (killed, host rebooted, restarted)."""
+    with store.session() as s:
+        runs = s.scalars(select(Run).where(Run.worker_host == host, Run.worker.is_not(None), Run.worker != me,
+                                           Run.status.in_(RESUMABLE)).order_by(Run.created_at)).all()
+        ids = {r.worker for r in runs if r.worker}
+        workers = {w.id: w for w in s.scalars(select(WorkerRow).where(WorkerRow.id.in_(ids)))}
+    return [r for r in runs if not worker_alive(workers.get(r.worker or ""), host)]
+
+
+def take_over(store: Store, run: Run, worker_id: str) -> bool:
+    """Atomically move an orphaned run to this worker (another standby may try at once)."""
+    with store.engine.begin() as conn:
+        res = conn.execute(update(Run).where(Run.id == run.id, Run.worker == run.worker,
+                                             Run.status.in_(RESUMABLE))
+                           .values(worker=worker_id, heartbeat_at=now()))
+        return res.rowcount == 1
+
+
+def cancel_requested(store: Store, run_id: str) -> bool:
+    with store.session() as s:
+        return bool(s.scalar(select(Run.cancel_requested).where(Run.id == run_id)))
+
+
+def mark_cancelled(store: Store, run_id: str) -> None:
+    store.update_run(run_id, status="cancelled", finished_at=now(), error="cancelled by user")

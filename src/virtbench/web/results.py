@@ -1,0 +1,216 @@
+"""Verify and compare: the analysis package's rows, shaped for the pages and the API.
+
+Statistics, tests, quality flags and category tables all come from virtbench.analysis
+(through report.summary), so the web shows exactly what `virtbench report` computes; the
+reports come through cache.ReportCache, so a page over a large finished run is a lookup.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any, Sequence
+
+import numpy as np
+from scipy import stats as sps
+
+from ..analysis import quality, tables
+from ..analysis.summary import Row, SampleView, summarize
+from ..report import figures, summary
+from ..store.db import Store
+from ..store.models import Run
+from . import queries
+from .cache import ReportCache
+
+
+def row_json(r: Row) -> dict[str, Any]:
+    return {**{k: figures.finite(v) if isinstance(v, float) else v for k, v in r.public().items()},
+            "category": r.category}
+
+
+# -- verify -------------------------------------------------------------------------------------
+def outlier_mask(values: Sequence[float]) -> list[bool]:
+    """Which values analysis.quality.outliers counts (its rule: MAD modified z-score > OUTLIER_Z)."""
+    if len(values) < 3:
+        return [False] * len(values)
+    arr = np.asarray(values, dtype=float)
+    med = float(np.median(arr))
+    mad = float(sps.median_abs_deviation(arr, scale="normal"))
+    dev = np.abs(arr - med)
+    mask = dev / mad > quality.OUTLIER_Z if mad > 0 else dev > 0.01 * abs(med)
+    return [bool(m) for m in mask]
+
+
+def verify(store: Store, cache: ReportCache, run_id: str, benchmark: str | None = None,
+           metric: str | None = None, table_limit: int | None = None) -> dict[str, Any]:
+    """Every repetition of one metric per platform, with the flags, and an overview of all metrics.
+
+    table_limit: rows per platform table (pages); outliers and failures are always listed,
+    the chart always has every value, and the API passes None (everything).
+    """
+    run, rows, _ = cache.report(store, run_id)
+    overview = [{"benchmark": r.benchmark, "metric": r.metric, "platform": r.platform, "unit": r.unit,
+                 "n": r.n, "failed": r.failed, "cv": figures.finite(r.cv) if r.cv is not None else None,
+                 "flags": r.quality} for r in rows]
+    metrics = list(dict.fromkeys((r.benchmark, r.metric) for r in rows))
+    if (benchmark, metric) not in metrics:
+        flagged = [(r.benchmark, r.metric) for r in rows if r.quality and r.benchmark != "lifecycle"]
+        benchmark, metric = (flagged or [m for m in metrics if m[0] != "lifecycle"] or metrics or [(None, None)])[0]
+    out: dict[str, Any] = {"run": run.id, "name": run.name, "status": run.status, "benchmark": benchmark,
+                           "metric": metric, "metrics": [{"benchmark": b, "metric": m} for b, m in metrics],
+                           "overview": overview, "platforms": [], "figure": None}
+    if benchmark is None or metric is None:
+        return out
+    mrows = [r for r in rows if r.benchmark == benchmark and r.metric == metric]
+    points = queries.sample_points(store, run.id, benchmark, metric)
+    fails = queries.failed_points(store, run.id, benchmark)
+    by_platform: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for p in points:
+        by_platform[p["platform"]].append(p)
+    for r in mrows:
+        pts = by_platform.get(r.platform, [])
+        measured = [p for p in pts if not p["warmup"]]
+        median = float(np.median([p["value"] for p in measured])) if measured else None
+        for p, is_out in zip(measured, outlier_mask([p["value"] for p in measured])):
+            p["outlier"] = is_out
+            p["deviation"] = (p["value"] / median - 1) if median else None
+        for p in pts:
+            p.setdefault("outlier", False)
+            p.setdefault("deviation", None)
+        out["platforms"].append({
+            "platform": r.platform, "unit": r.unit, "higher_is_better": r.higher_is_better, "n": r.n,
+            "mean": r.mean, "median": r.median, "stdev": r.stdev, "cv": r.cv, "ci95": r.ci95, "flags": r.quality,
+            "drift": any(f["check"] == "drift" for f in r.quality),
+            "outliers": sum(1 for p in pts if p["outlier"]),
+            "points": pts, "failures": [f for f in fails if f["platform"] == r.platform],
+            "rounds": sorted([{**p, "failed": False} for p in pts] +
+                             [{**f, "failed": True} for f in fails if f["platform"] == r.platform],
+                             key=lambda e: (e["round"], e["failed"]))})
+    if table_limit:
+        for pl in out["platforms"]:
+            rounds = pl["rounds"]
+            pl["rounds"] = [e for i, e in enumerate(rounds) if i < table_limit or e["failed"] or e.get("outlier")]
+            pl["hidden"] = len(rounds) - len(pl["rounds"])
+    specs = [f for f in figures.trend_figures(mrows)]
+    out["figure"] = specs[0] if specs else None
+    out["outlier_rounds"] = {pl["platform"]: [p["round"] for p in pl["points"] if p["outlier"]]
+                             for pl in out["platforms"]}
+    return out
+
+
+# -- compare ------------------------------------------------------------------------------------
+def _labels(runs: Sequence[Run], attr: str, ident: str, what: str) -> tuple[dict[tuple[str, str], str], list[str]]:
+    """(run id, name) -> label: the name, unless another run uses it with a different setup."""
+    first: dict[str, Any] = {}
+    labels: dict[tuple[str, str], str] = {}
+    notes: list[str] = []
+    for run in runs:
+        for item in getattr(run, attr):
+            name, setup = getattr(item, ident), (item.params if attr == "benchmarks" else
+                                                 {k: v for k, v in (item.config or {}).items() if k != "name"})
+            if name not in first:
+                first[name] = setup
+                labels[(run.id, name)] = name
+            elif first[name] == setup:
+                labels[(run.id, name)] = name
+            else:
+                labels[(run.id, name)] = f"{name} ({run.id})"
+                notes.append(f"{what} {name!r} of run {run.id} has a different setup: kept apart")
+    return labels, notes
+
+
+def _samples_of(rows: Sequence[Row]) -> list[SampleView]:
+    """A report's rows back to samples (measured and warm-up), without reading the store again."""
+    out = []
+    for r in rows:
+        for values, rounds, warm in ((r.values, r.rounds, False), (r.warmup_values, r.warmup_rounds, True)):
+            out += [SampleView(r.benchmark, r.metric, r.platform, v, r.unit, r.higher_is_better, r.category, rnd,
+                               warm) for v, rnd in zip(values, rounds)]
+    return out
+
+
+def pooled_rows(store: Store, cache: ReportCache, runs: Sequence[Run], baseline: str
+                ) -> tuple[list[Row], list[str], list[str]]:
+    """Samples of several runs pooled per (benchmark, metric, platform), then summarized once.
+
+    One run with its own baseline is its cached report. Otherwise the samples come from the
+    runs' cached reports; rounds are offset run after run, so the drift check sees the runs
+    in the order measured. The result is cached while none of the runs changes.
+    """
+    if len(runs) == 1 and baseline == runs[0].campaign.get("baseline", "native"):
+        _, rows, _ = cache.report(store, runs[0].id)
+        return rows, [p.name for p in runs[0].platforms], []
+    return cache.pooled(store, runs, f"pooled:{baseline}", lambda: _pool(store, cache, runs, baseline))
+
+
+def _pool(store: Store, cache: ReportCache, runs: Sequence[Run], baseline: str
+          ) -> tuple[list[Row], list[str], list[str]]:
+    blabels, notes = _labels(runs, "benchmarks", "key", "benchmark")
+    plabels, pnotes = _labels(runs, "platforms", "name", "platform")
+    notes += pnotes
+    pooled: list[SampleView] = []
+    failures: Counter[tuple[str, str]] = Counter()
+    metrics_of: dict[str, list[tuple[str, str, bool, str]]] = {}
+    platforms: list[str] = []
+    offset = 0
+    for run in runs:
+        _, rows, fails = cache.report(store, run.id)
+        samples = _samples_of(rows)
+        for sv in samples:
+            pooled.append(SampleView(blabels.get((run.id, sv.benchmark), sv.benchmark), sv.metric,
+                                     plabels.get((run.id, sv.platform), sv.platform), sv.value, sv.unit,
+                                     sv.higher_is_better, sv.category, sv.round + offset, sv.warmup))
+        offset += max((sv.round for sv in samples), default=-1) + 1
+        for f in fails:
+            failures[(plabels.get((run.id, f["platform"]), f["platform"]),
+                      blabels.get((run.id, f["benchmark"]), f["benchmark"]))] += 1
+        for key, declared in summary.declared_metrics(run).items():
+            metrics_of.setdefault(blabels.get((run.id, key), key), declared)
+        platforms += [plabels[(run.id, p.name)] for p in run.platforms]
+    platforms = list(dict.fromkeys(platforms))
+    return summarize(pooled, dict(failures), platforms, baseline, metrics_of), platforms, notes
+
+
+def compare(store: Store, cache: ReportCache, run_ids: Sequence[str], *, baseline: str | None = None,
+            by_host: bool = False) -> dict[str, Any]:
+    """Platforms side by side relative to the baseline; runs pooled, or hosts as columns."""
+    runs = [queries.get_run(store, rid) for rid in dict.fromkeys(run_ids)]
+    if not runs:
+        raise queries.NotFound("choose at least one run")
+    runs.sort(key=lambda r: r.created_at)
+    baseline = baseline or runs[0].campaign.get("baseline", "native")
+    hostnames = summary.host_labels(runs)
+    out: dict[str, Any] = {"runs": [{"id": r.id, "name": r.name, "status": r.status,
+                                     "host": r.host.hostname if r.host else None} for r in runs],
+                           "baseline": baseline, "by_host": by_host}
+    if by_host:
+        groups: dict[str, list[Run]] = defaultdict(list)
+        for r in runs:
+            groups[r.host.hostname if r.host else hostnames[runs.index(r)]].append(r)
+        per_host: dict[str, list[Row]] = {}
+        notes: list[str] = []
+        for host, hruns in groups.items():
+            rows, _, n = pooled_rows(store, cache, hruns, baseline)
+            per_host[host], notes = rows, notes + n
+        cats = {h: tables.category_table(rows) for h, rows in per_host.items()}
+        out.update(hosts=list(per_host), matrix=tables.hosts_matrix(per_host), notes=notes,
+                   categories=tables.category_ranges(cats),
+                   figures=[f for h, t in cats.items() if (f := figures.category_figure(t, baseline, h))])
+        return out
+    rows, platforms, notes = pooled_rows(store, cache, runs, baseline)
+    if baseline not in platforms:
+        notes.append(f"baseline {baseline!r} is not among the platforms of these runs: no relative values")
+    cat = tables.category_table(rows)
+    cat_fig = figures.category_figure(cat, baseline)
+    rows = sorted(rows, key=lambda r: r.benchmark == "lifecycle")  # stable: lifecycle after the benchmarks
+    out.update(platforms=platforms, rows=rows, notes=notes, categories=tables.table_json(cat),
+               figures=([cat_fig] if cat_fig else []) + figures.bar_figures(rows, baseline),
+               lifecycle=figures.lifecycle_figure(rows),
+               power=summary.power_note(rows))
+    return out
+
+
+def compare_json(doc: dict[str, Any]) -> dict[str, Any]:
+    """The compare document for the API: rows as dicts, figures left to the pages."""
+    out = {k: v for k, v in doc.items() if k not in ("rows", "figures", "lifecycle")}
+    if "rows" in doc:
+        out["results"] = [row_json(r) for r in doc["rows"]]
+    return out

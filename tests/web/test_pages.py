@@ -1,0 +1,115 @@
+"""The HTML pages render what they should, and the schedule form queues a run."""
+from __future__ import annotations
+
+import re
+
+from .helpers import login
+from virtbench.store.models import Run
+
+
+def test_every_page_renders(client):
+    pages = {
+        "/": ["Hosts", "sim-host", "other-host", "Recent results", "No worker is running"],
+        "/runs": ["r1", "r2", "finished"],
+        "/runs?status=finished": ["r1"],
+        "/runs/r1": ["Results", "sim-hpcc", "not significant", "Downloads", "Executions", "Provenance"],
+        "/runs/r1/verify": ["<svg", "All metrics", "/executions/"],
+        "/runs/r1/verify?benchmark=sim-fio&metric=randread_iops": ["failed: exit status 1: device busy", "drift"],
+        "/compare": ["Runs and hosts"],
+        "/compare?run=r1&run=r2": ["Per category", "<svg", "Every metric", "p (Holm)"],
+        "/compare?host=sim-host&host=other-host&by_host=true": ["Per category, per host", "hosts as columns"],
+        "/schedule": ['name="p0.use"', "sysbench-cpu", "Or a YAML campaign file"],
+        "/api": ["/api/runs/{run_id}/progress", "Bearer"],
+        "/login": ['name="token"'],
+    }
+    for path, expected in pages.items():
+        r = client.get(path)
+        assert r.status_code == 200, path
+        for text in expected:
+            assert text in r.text, (path, text)
+    ex = client.get("/api/runs/r1/executions", params={"limit": 1}).json()[0]
+    page = client.get(f"/executions/{ex['id']}")
+    assert "sim output" in page.text and "Values parsed from this output" in page.text
+    assert client.get("/runs/nope").status_code == 404 and "no run" in client.get("/runs/nope").text
+
+
+def test_schedule_through_the_form(client, filled):
+    csrf = login(client)
+    form = {"csrf": csrf, "mode": "form", "name": "quick-web", "baseline": "native", "repetitions": "2",
+            "warmups": "0", "shuffle": "on", "profile": "auto", "target_host": "",
+            "p0.use": "on", "p0.name": "native", "p0.type": "native",
+            "p1.use": "on", "p1.name": "runc", "p1.type": "runc",
+            "p9.use": "on", "p9.name": "runc-1cpu", "p9.type": "runc", "p9.opt.cpus": "1", "p9.opt.memory": "",
+            "p2.name": "docker", "p2.type": "docker",
+            "b0.use": "on", "b0.name": "sysbench-cpu", "b0.param.time": "1", "b0.param.threads": "",
+            "b1.name": "fio", "b1.param.size": "bogus"}
+    r = client.post("/schedule", data=form, follow_redirects=False)
+    assert r.status_code == 303, r.text
+    run_id = r.headers["location"].rsplit("/", 1)[1]
+    with filled.session() as s:
+        run = s.get(Run, run_id)
+    assert run.status == "queued" and run.name == "quick-web"
+    assert [p["name"] for p in run.campaign["platforms"]] == ["native", "runc", "runc-1cpu"]
+    assert run.campaign["platforms"][2]["options"] == {"cpus": 1.0}
+    [bench] = run.campaign["benchmarks"]
+    assert (bench["key"], bench["name"], bench["params"]) == ("sysbench-cpu", "sysbench-cpu", {"time": 1})
+    assert "name: quick-web" in run.campaign_source  # the form's campaign as YAML, as a file would hold it
+    page = client.get(r.headers["location"])
+    assert 'data-progress-run="' + run_id in page.text and "queued" in page.text and 'id="cancel"' in page.text
+
+
+def test_refused_form_keeps_what_was_typed(client):
+    csrf = login(client)
+    r = client.post("/schedule", data={"csrf": csrf, "name": "keep-me", "repetitions": "0", "p0.use": "on",
+                                       "p0.name": "native", "p0.type": "native", "b0.use": "on",
+                                       "b0.name": "sysbench-cpu", "b0.param.time": "3"})
+    assert r.status_code == 400
+    assert "campaign form: repetitions" in r.text
+    assert 'value="keep-me"' in r.text and 'value="3"' in r.text
+
+
+def test_cancel_and_delete_through_pages(client, filled):
+    csrf = login(client)
+    r = client.post("/runs/r1/delete", data={"csrf": csrf}, follow_redirects=False)
+    assert r.status_code == 303 and client.get("/runs/r1").status_code == 404
+    filled.update_run("r2", status="running")
+    r = client.post("/runs/r2/cancel", data={"csrf": csrf}, follow_redirects=False)
+    assert r.status_code == 303
+    with filled.session() as s:
+        assert s.get(Run, "r2").cancel_requested
+    assert client.post("/runs/r2/delete", data={"csrf": csrf}).status_code == 409
+    out = client.post("/logout", data={"csrf": csrf}, follow_redirects=False)
+    assert out.status_code == 303 and not re.search(r"vb_session=[^;]+;", out.headers.get("set-cookie", "").replace(
+        'vb_session="";', ""))
+
+
+def test_a_worker_host_without_facts_yet_shows(client, filled):
+    """A worker has registered but not yet stored its host's facts (it probes first)."""
+    import os
+
+    from virtbench.store.db import now
+    from virtbench.store.models import Worker as WorkerRow
+    from virtbench.web.queue import hostname
+
+    with filled.session.begin() as s:
+        s.add(WorkerRow(id="fresh", hostname=hostname(), pid=os.getpid(), state="probing", started_at=now(),
+                        heartbeat_at=now(), facts={}))
+    page = client.get("/")
+    assert page.status_code == 200 and "probing" in page.text and "No worker is running" not in page.text
+    assert client.get("/api/hosts").status_code == 200
+
+
+def test_list_parameters_are_comma_separated():
+    from virtbench.web import campaigns
+
+    botan = next(b for b in campaigns.catalog()["benchmarks"] if b["name"] == "botan")
+    algorithms = next(p for p in botan["params"] if p["name"] == "algorithms")
+    assert algorithms["kind"] == "list" and "AES-256" in algorithms["choices"]
+    model = campaigns.default_form()
+    model["name"] = "lists"
+    for row in model["benchmarks"]:
+        if row["name"] == "botan":
+            row["use"], row["param"] = True, {"algorithms": "AES-128, Twofish", "msec": "200"}
+    campaign, text = campaigns.from_form(model)
+    [b] = campaign.benchmarks
+    assert b.params == {"algorithms": ["AES-128", "Twofish"], "msec": 200} and "Twofish" in text
