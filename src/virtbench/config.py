@@ -10,11 +10,11 @@ import difflib
 import itertools
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from dataclasses import dataclass
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from .errors import InputError
 from .registry import BENCHMARKS, PLATFORMS, hint
@@ -77,6 +77,8 @@ class Campaign(BaseModel):
     shuffle: bool = Field(True, description="randomize platform order in each round")
     image: ImageSpec = Field(default_factory=ImageSpec)
     adaptive: Adaptive | None = Field(None, description="add rounds until ratios are precise enough")
+    profile: Literal["quick", "full"] = Field(
+        "quick", description="benchmark defaults: quick (seconds each) or full (the studies' durations and sizes)")
     platforms: list[PlatformEntry]
     benchmarks: list[BenchmarkEntry]
 
@@ -94,10 +96,11 @@ class Campaign(BaseModel):
 
     @field_validator("benchmarks", mode="before")
     @classmethod
-    def _benchmarks(cls, value: Any) -> list[BenchmarkEntry]:
+    def _benchmarks(cls, value: Any, info: ValidationInfo) -> list[BenchmarkEntry]:
         if not isinstance(value, list) or not value:
             raise ValueError("needs a non-empty list of benchmarks")
-        raw = [point for i, v in enumerate(value) for point in _benchmark_points(i, v)]
+        full = info.data.get("profile") == "full"
+        raw = [point for i, v in enumerate(value) for point in _benchmark_points(i, v, full)]
         counts: dict[str, int] = {}
         for point in raw:
             counts[point.name] = counts.get(point.name, 0) + 1
@@ -188,7 +191,7 @@ class _Point:
     """Given only in the stored form of a run, whose keys must not change on resume."""
 
 
-def _benchmark_points(index: int, value: Any) -> list[_Point]:
+def _benchmark_points(index: int, value: Any, full: bool = False) -> list[_Point]:
     """One benchmark entry -> its points: one, or the cartesian product of its `sweep` lists."""
     where = f"benchmarks[{index}]"
     if isinstance(value, str):
@@ -217,6 +220,8 @@ def _benchmark_points(index: int, value: Any) -> list[_Point]:
         raise ValueError(f"{where}.sweep: {len(combos)} points, more than {MAX_SWEEP_POINTS}; sweep fewer values")
     cls = BENCHMARKS.get(name)
     params_model = cls.Params
+    if full and not stored:  # the study's values, under what the campaign sets itself
+        value = {**{k: v for k, v in cls.study.items() if k not in sweep}, **value}
     points = []
     for combo in combos:
         params = {**value, **dict(zip(sweep, combo))}

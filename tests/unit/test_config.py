@@ -179,3 +179,18 @@ def test_instances_and_their_sweep():
 def test_bad_instances():
     assert "benchmarks[0].instances" in bad(benchmarks=[{"name": "fio", "instances": 0}])
     assert "benchmarks[0].instances" in bad(benchmarks=[{"name": "fio", "instances": "many"}])
+
+
+def test_full_profile_takes_the_studies_values_under_the_campaigns_own():
+    from virtbench.registry import BENCHMARKS
+
+    c = parse_campaign({**GOOD, "profile": "full",
+                        "benchmarks": [{"name": "iperf3"}, {"name": "sockperf", "time": 3}, "dd"]})
+    assert c.benchmarks[0].params == BENCHMARKS.get("iperf3").study == {"time": 20}
+    assert c.benchmarks[1].params == {"time": 3}
+    assert c.benchmarks[2].params == {"count": 256}
+    assert parse_campaign(c.model_dump(mode="json")) == c
+    quick = parse_campaign({**GOOD, "benchmarks": ["iperf3"]})
+    assert quick.benchmarks[0].params == {}
+    for name, cls in BENCHMARKS.items():
+        cls.Params(**cls.study)  # every full profile is valid

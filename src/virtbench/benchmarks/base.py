@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -46,6 +46,8 @@ class Benchmark(ABC):
     """Debian packages that must be in the guest image."""
     Params: ClassVar[type[Params]]
     description: ClassVar[str] = ""
+    study: ClassVar[dict[str, Any]] = {}
+    """Parameters of the `full` profile: the studies' durations and sizes (defaults are quick)."""
     timeout: ClassVar[float] = 600.0
     """Upper bound for one execution; the runner also scales by params where needed."""
 

@@ -16,7 +16,7 @@ prints nothing for it, so the parser insists on both lines for every requested a
 from __future__ import annotations
 
 import re
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
@@ -68,6 +68,8 @@ class Botan(Benchmark):
     packages: ClassVar[tuple[str, ...]] = ("botan",)
     Params: ClassVar[type[Params]] = BotanParams
     description: ClassVar[str] = "botan speed: block cipher encrypt/decrypt throughput"
+    study: ClassVar[dict[str, Any]] = {"msec": 15000}
+    """The `full` profile: KVM study: `botan speed --msec=15000 Blowfish AES-256`."""
 
     params: BotanParams
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -236,6 +236,8 @@ class Build(Benchmark):
     packages: ClassVar[tuple[str, ...]] = ("gcc", "make", "libc6-dev", "xz-utils", "uclibc-source")
     Params: ClassVar[type[Params]] = BuildParams
     description: ClassVar[str] = "make -j N: wall time of a C build (generated modules or uClibc-ng)"
+    study: ClassVar[dict[str, Any]] = {"codebase": "uclibc-ng"}
+    """The `full` profile: KVM study: a real C code base (httpd there; uClibc-ng here)."""
     script: ClassVar[str] = _SCRIPT
 
     params: BuildParams

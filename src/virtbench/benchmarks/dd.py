@@ -17,7 +17,7 @@ cache=writeback); it needs a file system that supports it and aligned block size
 from __future__ import annotations
 
 import re
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
@@ -73,6 +73,8 @@ class Dd(Benchmark):
     packages: ClassVar[tuple[str, ...]] = ("coreutils",)  # Essential: in every Debian image
     Params: ClassVar[type[Params]] = DdParams
     description: ClassVar[str] = "dd oflag/iflag=direct: sequential write then read of one file"
+    study: ClassVar[dict[str, Any]] = {"count": 256}
+    """The `full` profile: KVM study: bs=8M count=256 (2 GiB) with direct I/O."""
     script: ClassVar[str] = _SCRIPT
 
     params: DdParams

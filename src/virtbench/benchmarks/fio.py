@@ -61,6 +61,8 @@ class Fio(Benchmark):
     packages: ClassVar[tuple[str, ...]] = ("fio",)
     Params: ClassVar[type[Params]] = FioParams
     description: ClassVar[str] = "fio: seq/rand x read/write x bandwidth/IOPS (LSBS storage set)"
+    study: ClassVar[dict[str, Any]] = {"size": "4G", "runtime": 30, "ramp_time": 5}
+    """The `full` profile: LSBS: files larger than caches, longer runs."""
 
     params: FioParams
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
@@ -162,6 +162,8 @@ class Hpcc(Benchmark):
     packages: ClassVar[tuple[str, ...]] = ("hpcc", "libopenblas0-serial")
     Params: ClassVar[type[Params]] = HpccParams
     description: ClassVar[str] = "HPC Challenge: HPL, DGEMM, STREAM triad, RandomAccess (MPI)"
+    study: ClassVar[dict[str, Any]] = {"memory_fraction": 0.5}
+    """The `full` profile: LSBS: problem size from memory."""
     script: ClassVar[str] = _SCRIPT
 
     params: HpccParams

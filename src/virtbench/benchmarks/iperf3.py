@@ -76,6 +76,8 @@ class Iperf3(PairBenchmark):
     packages: ClassVar[tuple[str, ...]] = ("iperf3",)
     Params: ClassVar[type[Params]] = Iperf3Params
     description: ClassVar[str] = "iperf3 -J: TCP / reverse TCP / UDP throughput, one server per client"
+    study: ClassVar[dict[str, Any]] = {"time": 20}
+    """The `full` profile: the studies: `iperf3 -t 20`."""
     protocol: ClassVar[Literal["tcp", "udp"]] = "tcp"  # the control connection, also for UDP tests
 
     params: Iperf3Params

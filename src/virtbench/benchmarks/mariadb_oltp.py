@@ -26,7 +26,7 @@ other placements work too (client on the host = a remote application server).
 from __future__ import annotations
 
 import re
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -93,6 +93,8 @@ class MariadbOltp(PairBenchmark):
     packages: ClassVar[tuple[str, ...]] = ("mariadb-server", "sysbench")
     Params: ClassVar[type[Params]] = MariadbOltpParams
     description: ClassVar[str] = "MariaDB + sysbench oltp_read_write: transactions/s, queries/s, latency"
+    study: ClassVar[dict[str, Any]] = {"table_size": 1000000, "time": 60}
+    """The `full` profile: Docker-on-Pi study: 1M (and 2M) rows."""
     listen_timeout: ClassVar[float] = 180.0  # mariadb-install-db + start; minutes under emulation
 
     params: MariadbOltpParams

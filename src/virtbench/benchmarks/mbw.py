@@ -14,7 +14,7 @@ arrays must be larger than the last-level cache, or the numbers are cache bandwi
 from __future__ import annotations
 
 import re
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
@@ -62,6 +62,8 @@ class Mbw(Benchmark):
     packages: ClassVar[tuple[str, ...]] = ("mbw",)
     Params: ClassVar[type[Params]] = MbwParams
     description: ClassVar[str] = "mbw: memcpy / dumb loop / block memcpy bandwidth"
+    study: ClassVar[dict[str, Any]] = {"size_mib": 512}
+    """The `full` profile: Docker-on-Pi study: arrays well beyond the caches."""
 
     params: MbwParams
 

@@ -27,7 +27,7 @@ responses: N" counts status >= 400 only (wrk's label is misleading); that line a
 from __future__ import annotations
 
 import re
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -117,6 +117,8 @@ class NginxWrk(PairBenchmark):
     packages: ClassVar[tuple[str, ...]] = ("nginx", "wrk")
     Params: ClassVar[type[Params]] = NginxWrkParams
     description: ClassVar[str] = "nginx static file under wrk load: requests/s, MiB/s, latency percentiles"
+    study: ClassVar[dict[str, Any]] = {"connections": 100, "duration": 30}
+    """The `full` profile: Docker-on-Pi study: 100/200/300 clients."""
 
     params: NginxWrkParams
 

@@ -7,7 +7,7 @@ routes through the EVP layer, so AES-NI / ARMv8 crypto extensions are used when 
 from __future__ import annotations
 
 import re
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -54,6 +54,8 @@ class OpenSSLSpeed(Benchmark):
     packages: ClassVar[tuple[str, ...]] = ("openssl",)
     Params: ClassVar[type[Params]] = OpenSSLParams
     description: ClassVar[str] = "openssl speed -evp: cipher/digest throughput (wall clock)"
+    study: ClassVar[dict[str, Any]] = {"bytes": 64, "multi": 2, "seconds": 20}
+    """The `full` profile: density study: `openssl speed -bytes 64 -multi 2`."""
 
     params: OpenSSLParams
 

@@ -15,7 +15,7 @@ ping needs CAP_NET_RAW or a ping_group_range that includes the user (Debian ship
 from __future__ import annotations
 
 import re
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -48,6 +48,8 @@ class Ping(PairBenchmark):
     packages: ClassVar[tuple[str, ...]] = ("iputils-ping",)
     Params: ClassVar[type[Params]] = PingParams
     description: ClassVar[str] = "ping (ICMP echo): round-trip time and packet loss"
+    study: ClassVar[dict[str, Any]] = {"count": 100}
+    """The `full` profile: LSBS ping component."""
 
     params: PingParams
 

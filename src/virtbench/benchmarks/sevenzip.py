@@ -15,7 +15,7 @@ comparable. The ratings are summed over threads.
 from __future__ import annotations
 
 import re
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -49,6 +49,8 @@ class SevenZip(Benchmark):
     packages: ClassVar[tuple[str, ...]] = ("p7zip",)
     Params: ClassVar[type[Params]] = SevenZipParams
     description: ClassVar[str] = "7zr b: LZMA compression/decompression rating (7-Zip MIPS)"
+    study: ClassVar[dict[str, Any]] = {"passes": None, "dictionary": None}
+    """The `full` profile: KVM study: `7zr b -mmt1` with 7-Zip's own passes and dictionary sweep."""
 
     params: SevenZipParams
 

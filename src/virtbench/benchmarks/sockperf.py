@@ -22,7 +22,7 @@ versions print them without the angle brackets (both accepted).
 from __future__ import annotations
 
 import re
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -68,6 +68,8 @@ class Sockperf(PairBenchmark):
     packages: ClassVar[tuple[str, ...]] = ("sockperf",)
     Params: ClassVar[type[Params]] = SockperfParams
     description: ClassVar[str] = "sockperf ping-pong: latency percentiles up to p99.999 (RTT/2 by default)"
+    study: ClassVar[dict[str, Any]] = {"time": 20}
+    """The `full` profile: density and line-of-containers studies: `-t 20`."""
 
     params: SockperfParams
 

@@ -14,7 +14,7 @@ repetition stores and queries exactly the same rows, so only the platform differ
 from __future__ import annotations
 
 import re
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -95,6 +95,8 @@ class SQLiteCalls(Benchmark):
     packages: ClassVar[tuple[str, ...]] = ("sqlite3",)
     Params: ClassVar[type[Params]] = SQLiteParams
     description: ClassVar[str] = "sqlite3: generate, index, query, update, delete a phone-call DB"
+    study: ClassVar[dict[str, Any]] = {"rows": 600000}
+    """The `full` profile: LSBS: a 48 MB phone-call database."""
 
     params: SQLiteParams
 

@@ -6,7 +6,7 @@ memory and I/O, which is what a "pure compute overhead" number needs.
 from __future__ import annotations
 
 import re
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -37,6 +37,8 @@ class SysbenchCpu(Benchmark):
     packages: ClassVar[tuple[str, ...]] = ("sysbench",)
     Params: ClassVar[type[Params]] = SysbenchCpuParams
     description: ClassVar[str] = "sysbench cpu: prime search events/s and latency"
+    study: ClassVar[dict[str, Any]] = {"time": 60}
+    """The `full` profile: Docker-on-Pi study: sysbench cpu."""
 
     params: SysbenchCpuParams
 

@@ -15,7 +15,7 @@ the reads; without it, a file set smaller than RAM is read from memory. The peri
 from __future__ import annotations
 
 import re
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -78,6 +78,8 @@ class SysbenchFileio(Benchmark):
     packages: ClassVar[tuple[str, ...]] = ("sysbench",)
     Params: ClassVar[type[Params]] = SysbenchFileioParams
     description: ClassVar[str] = "sysbench fileio: prepare, run, cleanup in the scratch directory"
+    study: ClassVar[dict[str, Any]] = {"file_total_size": "2G", "time": 60}
+    """The `full` profile: Docker-on-Pi study: random disk I/O."""
     script: ClassVar[str] = _SCRIPT
 
     params: SysbenchFileioParams

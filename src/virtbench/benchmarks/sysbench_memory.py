@@ -11,7 +11,7 @@ same time; sysbench's own default (100G) ends the run at whichever limit comes f
 from __future__ import annotations
 
 import re
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -52,6 +52,8 @@ class SysbenchMemory(Benchmark):
     packages: ClassVar[tuple[str, ...]] = ("sysbench",)
     Params: ClassVar[type[Params]] = SysbenchMemoryParams
     description: ClassVar[str] = "sysbench memory: block read/write MiB/s and operations/s"
+    study: ClassVar[dict[str, Any]] = {"block_size": "64M", "time": 30}
+    """The `full` profile: beyond the caches."""
 
     params: SysbenchMemoryParams
 
