@@ -11,7 +11,8 @@ run: deps venv
 
 test: deps venv
 	tools/prepare-tests
-	VIRTBENCH_TEST_PG_URL="$$(tools/start-postgres)" $(BIN)/python -m pytest -ra -q $(PYTEST_ARGS)
+	url="$$(tools/start-postgres)" && [ -n "$$url" ] && \
+	VIRTBENCH_TEST_PG_URL="$$url" $(BIN)/python -m pytest -ra -q $(PYTEST_ARGS)
 
 unit: venv
 	$(BIN)/python -m pytest -q tests/unit
