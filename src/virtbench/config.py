@@ -16,6 +16,7 @@ import yaml
 from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from .benchmarks.base import PairBenchmark
 from .errors import InputError
 from .registry import BENCHMARKS, PLATFORMS, hint
 
@@ -148,13 +149,18 @@ class Campaign(BaseModel):
         return next(p for p in self.platforms if p.name == name)
 
 
-def _platform_entry(index: int, value: Any) -> PlatformEntry:
-    where = f"platforms[{index}]"
+def _as_mapping(value: Any, where: str, expected: str) -> dict[str, Any]:
+    """A plain name is short for {name: ...}; anything else must be a mapping with a name."""
     if isinstance(value, str):
         value = {"name": value}
     if not isinstance(value, dict) or "name" not in value:
-        raise ValueError(f"{where}: give a platform type name or a mapping with 'name' (and 'type')")
-    value = dict(value)
+        raise ValueError(f"{where}: give {expected}")
+    return dict(value)
+
+
+def _platform_entry(index: int, value: Any) -> PlatformEntry:
+    where = f"platforms[{index}]"
+    value = _as_mapping(value, where, "a platform type name or a mapping with 'name' (and 'type')")
     if isinstance(value.get("options"), dict) and set(value) <= {"name", "type", "options", "inside"}:
         value = {**value.pop("options"), **value}  # the stored (canonical) form of a run
     name = str(value.pop("name"))
@@ -194,11 +200,7 @@ class _Point:
 def _benchmark_points(index: int, value: Any, full: bool = False) -> list[_Point]:
     """One benchmark entry -> its points: one, or the cartesian product of its `sweep` lists."""
     where = f"benchmarks[{index}]"
-    if isinstance(value, str):
-        value = {"name": value}
-    if not isinstance(value, dict) or "name" not in value:
-        raise ValueError(f"{where}: give a benchmark name or a mapping with 'name' and its parameters")
-    value = dict(value)
+    value = _as_mapping(value, where, "a benchmark name or a mapping with 'name' and its parameters")
     stored: dict[str, Any] = {}
     if isinstance(value.get("params"), dict) and "key" in value and \
             set(value) <= {"key", "name", "params", "sweep", "instances"}:
@@ -230,7 +232,7 @@ def _benchmark_points(index: int, value: Any, full: bool = False) -> list[_Point
             if isinstance(instances, bool) or not isinstance(instances, int) or not 1 <= instances <= MAX_INSTANCES:
                 raise ValueError(f"{where}.instances: give a whole number from 1 to {MAX_INSTANCES} "
                                  "(or sweep it: sweep: {instances: [1, 2, 4]})")
-            if getattr(cls, "endpoints", 1) != 1 or hasattr(cls, "server_command"):
+            if issubclass(cls, PairBenchmark):
                 raise ValueError(f"{where}.instances: {name} is a client-server benchmark; "
                                  "several instances at once are supported for single-instance benchmarks")
         try:
