@@ -33,10 +33,22 @@ def image() -> Image:
 
 
 @pytest.fixture(scope="session")
-def paths(tmp_path_factory) -> Paths:
-    """State under a per-session directory so tests never touch a user's real runs."""
+def paths(tmp_path_factory):
+    """State under a per-session directory so tests never touch a user's real runs; whatever
+    the tests left is cleaned up and the directories removed at the end."""
+    import shutil
+
     base = Path("/var/lib/virtbench-test") / uuid.uuid4().hex[:8]
-    return Paths(state=base / "state", runtime=Path("/run/virtbench-test") / base.name)
+    p = Paths(state=base / "state", runtime=Path("/run/virtbench-test") / base.name)
+    yield p
+    from virtbench.runner.execute import cleanup
+
+    cleanup(p)
+    from virtbench.images.build import mounts_using
+
+    for d in (base, p.runtime):
+        if d.exists() and not mounts_using(d):
+            shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture

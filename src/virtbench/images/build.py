@@ -76,6 +76,11 @@ def build(recipe: Recipe, cache: Path = DEFAULT_CACHE, *, force: bool = False,
     """Return the cached image of this recipe, building it first if needed."""
     if not force and (image := cached(recipe, cache)) is not None:
         return image
+    in_use = mounts_using(cache / recipe.hash()[:16])
+    if in_use:
+        raise InputError(f"image {recipe.hash()[:12]} is in use by {len(in_use)} mounts (e.g. {in_use[0]}); "
+                         "rebuilding would delete files under running instances",
+                         "stop the runs using it, or remove leftovers with `virtbench cleanup`")
     if not proc.which("mmdebstrap"):
         raise UnavailableError("mmdebstrap is not installed", "apt-get install mmdebstrap")
     cache.mkdir(parents=True, exist_ok=True)
@@ -117,6 +122,13 @@ def build(recipe: Recipe, cache: Path = DEFAULT_CACHE, *, force: bool = False,
         tmp.rename(root)
         log(f"image {digest[:12]} built in {manifest['build_seconds']} s")
         return Image.load(root)
+
+
+def mounts_using(root: Path) -> list[str]:
+    """Mount points whose source or options name this image directory (bind mounts of the
+    rootfs show it as their root; overlays as lowerdir)."""
+    text = Path("/proc/self/mountinfo").read_text()
+    return [line.split()[4] for line in text.splitlines() if str(root) in line]
 
 
 def list_images(cache: Path = DEFAULT_CACHE) -> list[Image]:
