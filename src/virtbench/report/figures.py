@@ -190,18 +190,21 @@ def sweeps(benchmarks: Sequence[Any]) -> list[tuple[str, str, dict[str, Any], li
     for b in benchmarks:
         by_name[b.name].append(b)
     out = []
+    def point(b: Any) -> dict[str, Any]:
+        return getattr(b, "point", None) or b.params  # with `instances` where the runner set it
+
     for name, group in by_name.items():
-        params = sorted(set().union(*(b.params for b in group)))
-        varying = [k for k in params if len({repr(b.params.get(k)) for b in group}) > 1]
+        params = sorted(set().union(*(point(b) for b in group)))
+        varying = [k for k in params if len({repr(point(b).get(k)) for b in group}) > 1]
         for param in varying:
             parts: dict[str, list[Any]] = defaultdict(list)
             for b in group:
-                parts[repr([(k, b.params.get(k)) for k in params if k != param])].append(b)
+                parts[repr([(k, point(b).get(k)) for k in params if k != param])].append(b)
             for members in parts.values():
-                if len({repr(b.params.get(param)) for b in members}) < 2:
+                if len({repr(point(b).get(param)) for b in members}) < 2:
                     continue
-                fixed = {k: members[0].params.get(k) for k in varying if k != param}
-                points = sorted(((_value(b.params.get(param)), b.key) for b in members),
+                fixed = {k: point(members[0]).get(k) for k in varying if k != param}
+                points = sorted(((_value(point(b).get(param)), b.key) for b in members),
                                 key=lambda t: (isinstance(t[0], str), t[0]))
                 out.append((name, param, fixed, points))
     return out
@@ -263,9 +266,9 @@ def percentile_of(metric: str) -> tuple[str, float] | None:
 
 
 def hdr_ticks(ps: Sequence[float]) -> tuple[list[float], list[str]]:
-    vals = [1 / (1 - p) for p in ps]
-    labels = [f"{p * 100:.6g}%" for p in ps]
-    return vals, labels
+    """Ticks from the median up: below it the log axis crowds the labels together."""
+    shown = [p for p in ps if p >= 0.5] or list(ps)
+    return [1 / (1 - p) for p in shown], [f"{p * 100:.6g}%" for p in shown]
 
 
 def latency_figures(rows: Sequence[Row], names: dict[str, str] | None = None) -> list[FigureSpec]:
@@ -292,7 +295,7 @@ def latency_figures(rows: Sequence[Row], names: dict[str, str] | None = None) ->
         unit = per_p[ps[0]][0].unit
         label = tag.replace("|", " ").strip() or "latency"
         out.append(FigureSpec(slug("latency", bench, tag), "latency", f"{bench}: {label} percentiles (HDR axis)",
-                              "percentile", f"latency [{unit}]", series, group=names.get(bench, bench), xlog=True,
+                              "percentile", f"latency [{unit}]", series, group=names.get(bench, bench), xlog=True, ylog=True,
                               xticks=hdr_ticks(ps), note="median over repetitions, 95% bootstrap CI; "
                               "p99.999 needs well over 10^5 samples per repetition to mean anything"))
     return out
