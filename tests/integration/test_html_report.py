@@ -102,7 +102,7 @@ def test_dump_dom(reports, tmp_path):
         pytest.skip("the Debian package chromium is not installed")
     profile = tmp_path / f"chromium-{uuid.uuid4().hex[:6]}"
     proc = subprocess.run([CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--window-size=1400,20000",
-                           "--virtual-time-budget=15000", "--dump-dom", reports[0].as_uri()],
+                           "--virtual-time-budget=60000", "--dump-dom", reports[0].as_uri()],
                           capture_output=True, text=True, timeout=300)
     dom = proc.stdout
     assert 'data-ready="1"' in dom, proc.stderr[-2000:]
