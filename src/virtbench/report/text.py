@@ -12,6 +12,7 @@ from ..analysis.compare import CompareRow
 from ..analysis.summary import Row
 from ..runner.plan import LIFECYCLE
 from ..store.models import Run
+from .text_tables import render_tables
 
 
 def _fmt(x: float | None, digits: int = 4) -> str:
@@ -100,6 +101,8 @@ def render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: C
             per = {r.metric: r for r in life if r.platform == p}
             lt.add_row(p, *[_fmt(per[s].median, 3) if s in per and per[s].median is not None else "-" for s in steps])
         console.print(lt)
+
+    render_tables(run, rows, console)
 
     if detail:
         dt = Table(title="All statistics", title_justify="left")
