@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import selectinload
 
 from ..store.db import Store, now
-from ..store.models import Execution, Host, Run, Sample
+from ..store.models import Execution, Host, Run, RunBenchmark, Sample
 from ..store.models import Worker as WorkerRow
 from .queue import hostname, worker_alive
 
@@ -53,7 +53,8 @@ def get_run(store: Store, run_id: str) -> Run:
     """Exactly this id (the web never guesses by prefix), with platforms, benchmarks and host."""
     with store.session() as s:
         run = s.scalar(select(Run).where(Run.id == run_id)
-                       .options(selectinload(Run.platforms), selectinload(Run.benchmarks), selectinload(Run.host)))
+                       .options(selectinload(Run.platforms), selectinload(Run.benchmarks).selectinload(RunBenchmark.run),
+                                selectinload(Run.host)))
         if run is None:
             raise NotFound(f"no run {run_id!r}")
         return run
