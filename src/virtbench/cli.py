@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from . import __version__
 from .errors import InputError, VirtbenchError
@@ -304,10 +305,11 @@ def list_benchmarks(as_json: bool, markdown: bool) -> None:
         click.echo(json.dumps(docs, indent=2, default=str))
         return
     for d in docs:
-        console.print(f"[bold]{d['name']}[/bold] ({d['tool']}): {d['description']}")
-        console.print("  metrics: " + ", ".join(f"{m['name']} [{m['unit']}] {'↑' if m['higher_is_better'] else '↓'}"
-                                                for m in d["metrics"]))
-        console.print("  parameters: " + ", ".join(f"{p['name']}={p['default']}" for p in d["parameters"]))
+        # escaped: units such as [ms] or [s] would otherwise be read as rich markup and vanish
+        console.print(f"[bold]{escape(d['name'])}[/bold] ({escape(d['tool'])}): {escape(d['description'])}")
+        console.print("  metrics: " + escape(", ".join(
+            f"{m['name']} [{m['unit']}] {'↑' if m['higher_is_better'] else '↓'}" for m in d["metrics"])))
+        console.print("  parameters: " + escape(", ".join(f"{p['name']}={p['default']}" for p in d["parameters"])))
 
 
 @list_group.command("platforms")

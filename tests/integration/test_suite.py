@@ -38,6 +38,8 @@ QUICK = {
     "ping": {"count": 5},
     "nginx-wrk": {"duration": 1},
     "mariadb-oltp": {"time": 2},
+    "blender": {"width": 64, "height": 36, "samples": 4, "objects": 4},
+    "gan": {"images": 64, "epochs": 1},
 }
 TO_HOST = [{"name": "iperf3", "time": 1, "server": "host"}, {"name": "sockperf", "time": 1, "server": "host"}]
 
