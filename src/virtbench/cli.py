@@ -99,13 +99,14 @@ def image_list() -> None:
 @click.option("--quick", is_flag=True, help="The quick campaign on every platform available here.")
 @click.option("--resume", "resume_id", metavar="RUN_ID", help="Complete an interrupted run.")
 @click.option("--report/--no-report", "show_report", default=True, help="Print the report when done.")
+@click.option("--wait", is_flag=True, help="If another run is measuring on this host, wait for it instead of refusing.")
 @db_option
-def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_report: bool,
+def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_report: bool, wait: bool,
         db_url: str | None) -> None:
     """Run a campaign (YAML file), the quick campaign, or resume a run."""
     from .config import load_campaign
     from .report.progress import RichReporter
-    from .runner import execute
+    from .runner import execute, hostlock
     from .runner.quick import quick_campaign
 
     if sum(bool(x) for x in (campaign_file, quick, resume_id)) != 1:
@@ -116,13 +117,15 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
     if campaign_file:
         campaign = load_campaign(campaign_file)  # validated before the store is even opened
     store = _store(db_url)
-    if resume_id:
-        outcome = execute.resume(store, resume_id, paths, reporter=reporter)
-    else:
-        source = Path(campaign_file).read_text() if campaign_file else ""
-        if quick:
-            campaign = quick_campaign(paths, console.print)
-        outcome = execute.start(store, campaign, paths, source=source, reporter=reporter)
+    what = f"run {resume_id}" if resume_id else "the quick campaign" if quick else f"campaign {campaign.name!r}"
+    with hostlock.hold(paths, f"`virtbench run` of {what}", wait=wait, log=console.print):
+        if resume_id:
+            outcome = execute.resume(store, resume_id, paths, reporter=reporter)
+        else:
+            source = Path(campaign_file).read_text() if campaign_file else ""
+            if quick:
+                campaign = quick_campaign(paths, console.print)
+            outcome = execute.start(store, campaign, paths, source=source, reporter=reporter)
     if outcome.interrupted:
         errconsole.print(f"[yellow]run {outcome.run_id} interrupted; complete it with "
                          f"`virtbench run --resume {outcome.run_id}`[/yellow]")

@@ -35,7 +35,7 @@ from sqlalchemy import delete, update
 from .. import __version__
 from ..errors import InputError
 from ..platforms.base import Paths
-from ..runner import execute
+from ..runner import execute, hostlock
 from ..store.db import Store, now
 from ..store.models import Run
 from ..store.models import Worker as WorkerRow
@@ -216,12 +216,14 @@ class QueueWorker:
 
         self._in_run_setup = True
         try:
-            if resume:
-                outcome = execute.resume(self.store, run_id, self.paths, reporter=self.reporter,
-                                         stop_requested=stop_requested)
-            else:
-                outcome = execute.run_queued(self.store, run_id, self.paths, reporter=self.reporter,
+            with hostlock.hold(self.paths, f"web run {run_id} (worker {self.id})", wait=True, poll_s=self.poll_s,
+                               stop=stop_requested, log=say):
+                if resume:
+                    outcome = execute.resume(self.store, run_id, self.paths, reporter=self.reporter,
                                              stop_requested=stop_requested)
+                else:
+                    outcome = execute.run_queued(self.store, run_id, self.paths, reporter=self.reporter,
+                                                 stop_requested=stop_requested)
             if outcome.interrupted and cancel_requested(self.store, run_id):
                 say(f"run {run_id}: cancelled")
                 self._flush_progress()
@@ -236,6 +238,10 @@ class QueueWorker:
         except KeyboardInterrupt:
             self.stop.set()
             say(f"run {run_id}: stopped before it started measuring")
+        except hostlock.Stopped as exc:  # still waiting for a `virtbench run` of this host
+            say(f"run {run_id}: {exc}")
+            if cancel_requested(self.store, run_id):
+                mark_cancelled(self.store, run_id)
         except InputError as exc:  # e.g. resume refused: the image changed; retrying cannot help
             self.store.set_status(run_id, "failed", exc.message)
             say(f"run {run_id}: failed: {exc.message}")

@@ -1,0 +1,87 @@
+"""One measurement at a time per host.
+
+Two campaigns measuring at once on one machine disturb each other, and neither report
+would show it. `virtbench run` and the web worker therefore both hold an exclusive flock on
+`<runtime dir>/measure.lock` from the platform probe to the end of the run. The kernel drops
+a flock when its holder dies, so a `kill -9` never leaves the host locked. The file names
+the holder (pid, what it runs, since when) so the refusal can say who is measuring.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Iterator
+
+from ..errors import InputError
+from ..platforms.base import Paths
+
+LOCK_NAME = "measure.lock"
+
+
+class HostBusy(InputError):
+    """Another virtbench process is measuring on this host."""
+
+
+class Stopped(Exception):
+    """Waiting for the host was given up because a stop was requested."""
+
+
+def lock_path(paths: Paths) -> Path:
+    return paths.runtime / LOCK_NAME
+
+
+def holder(paths: Paths) -> dict[str, object]:
+    """Who holds the lock, as its holder wrote it ({} when unknown)."""
+    try:
+        data = json.loads(lock_path(paths).read_text() or "{}")
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _describe(info: dict[str, object]) -> str:
+    if not info:
+        return "another virtbench process"
+    return f"{info.get('what', 'a run')} (pid {info.get('pid', '?')}, since {info.get('since', '?')})"
+
+
+@contextmanager
+def hold(paths: Paths, what: str, *, wait: bool = False, poll_s: float = 2.0,
+         stop: Callable[[], bool] | None = None, log: Callable[[str], None] = lambda _m: None) -> Iterator[None]:
+    """Hold the host's measurement lock for the block.
+
+    wait=False: raise HostBusy naming the holder at once. wait=True: poll until it is free,
+    logging once; raise Stopped if `stop()` turns true meanwhile."""
+    paths.runtime.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_path(paths), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        told = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                busy = _describe(holder(paths))
+                if not wait:
+                    raise HostBusy(f"{busy} is measuring on this host; two runs at once would disturb "
+                                   "each other", "wait for it to finish, or add --wait to queue behind it") from None
+                if stop is not None and stop():
+                    raise Stopped(f"stopped while waiting for {busy}") from None
+                if not told:
+                    log(f"waiting: {busy} is measuring on this host")
+                    told = True
+                time.sleep(poll_s)
+        since = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps({"pid": os.getpid(), "what": what, "since": since}).encode(), 0)
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)  # releases the flock

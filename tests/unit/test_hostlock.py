@@ -1,0 +1,105 @@
+"""The host's measurement lock: refused, waited for, released by a killed holder."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from virtbench.platforms.base import Paths
+from virtbench.runner import hostlock
+
+HOLDER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from virtbench.platforms.base import Paths
+    from virtbench.runner import hostlock
+    paths = Paths(state=Path(sys.argv[1]), runtime=Path(sys.argv[2]))
+    with hostlock.hold(paths, "campaign 'other'"):
+        print("held", flush=True)
+        time.sleep(float(sys.argv[3]))
+""")
+
+
+def paths_in(tmp_path: Path) -> Paths:
+    return Paths(state=tmp_path / "state", runtime=tmp_path / "run")
+
+
+def hold_elsewhere(paths: Paths, seconds: float) -> subprocess.Popen:
+    child = subprocess.Popen([sys.executable, "-c", HOLDER, str(paths.state), str(paths.runtime), str(seconds)],
+                             stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None and child.stdout.readline().strip() == "held"
+    return child
+
+
+def test_busy_host_is_refused_naming_the_holder(tmp_path: Path) -> None:
+    paths = paths_in(tmp_path)
+    child = hold_elsewhere(paths, 30)
+    try:
+        with pytest.raises(hostlock.HostBusy) as err:
+            with hostlock.hold(paths, "mine"):
+                pytest.fail("entered a held lock")
+        assert f"campaign 'other' (pid {child.pid}" in err.value.message and "--wait" in (err.value.fix or "")
+        assert err.value.exit_code == 2
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_wait_until_free_then_hold(tmp_path: Path) -> None:
+    paths = paths_in(tmp_path)
+    child = hold_elsewhere(paths, 1.0)
+    said: list[str] = []
+    start = time.monotonic()
+    with hostlock.hold(paths, "mine", wait=True, poll_s=0.1, log=said.append):
+        assert time.monotonic() - start > 0.5
+        assert hostlock.holder(paths)["pid"] == os.getpid() and hostlock.holder(paths)["what"] == "mine"
+    child.wait()
+    assert len(said) == 1 and "campaign 'other'" in said[0]
+    assert hostlock.holder(paths) == {}  # released and cleared
+
+
+def test_stop_while_waiting(tmp_path: Path) -> None:
+    paths = paths_in(tmp_path)
+    child = hold_elsewhere(paths, 30)
+    try:
+        with pytest.raises(hostlock.Stopped, match="campaign 'other'"):
+            with hostlock.hold(paths, "mine", wait=True, poll_s=0.05, stop=lambda: True):
+                pytest.fail("entered a held lock")
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_killed_holder_leaves_the_host_free(tmp_path: Path) -> None:
+    paths = paths_in(tmp_path)
+    child = hold_elsewhere(paths, 30)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    with hostlock.hold(paths, "mine"):
+        pass
+
+
+def test_cli_run_refuses_before_anything_starts(tmp_path: Path) -> None:
+    paths = paths_in(tmp_path)
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text("name: c\nplatforms: [native]\nbenchmarks: [{name: sysbench-cpu, time: 1}]\n")
+    env = dict(os.environ, VIRTBENCH_STATE_DIR=str(paths.state), VIRTBENCH_RUNTIME_DIR=str(paths.runtime),
+               VIRTBENCH_DB=f"sqlite:///{tmp_path / 'r.db'}")
+    child = hold_elsewhere(paths, 60)
+    try:
+        res = subprocess.run([sys.executable, "-m", "virtbench", "run", str(campaign)], env=env,
+                             capture_output=True, text=True, timeout=120)
+    finally:
+        child.kill()
+        child.wait()
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "is measuring on this host" in res.stderr and "--wait" in res.stderr
+    from virtbench.store.db import Store
+
+    assert Store(env["VIRTBENCH_DB"]).runs() == []  # nothing was recorded, nothing started
