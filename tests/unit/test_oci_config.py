@@ -80,7 +80,7 @@ def test_lxc_cgroup_v1_and_v2():
     ("none", ["lxc.net.0.type = empty"]),
     ("host", ["lxc.net.0.type = none"]),
     ("bridge", ["lxc.net.0.type = veth", "lxc.net.0.link = vbbr0", "lxc.net.0.veth.pair = vbabc",
-                "lxc.net.0.ipv4.address = 10.237.0.5/24"]),
+                "lxc.net.0.ipv4.address = 10.237.0.5/24", "lxc.net.0.hwaddr = 02:76:0a:ed:00:05"]),
 ])
 def test_lxc_network(network, expected):
     text = build_lxc_config(name="vb-x", run_id="r1", rootfs="overlay:/img:/up",
@@ -194,3 +194,12 @@ def test_limits_the_host_cannot_honour_fail_early(tmp_path):
         Native("n", PlatformOptions(cpus=1), paths)
     with pytest.raises(InputError, match="network=none"):
         Native("n", PlatformOptions(), paths)  # the generic default is network=none
+
+
+def test_bridge_mac_follows_the_address():
+    """A reused address keeps its MAC, so a peer's cached ARP entry stays right."""
+    from virtbench.platforms.mounts import mac_for
+
+    assert mac_for("10.237.0.2") == "02:76:0a:ed:00:02"
+    assert mac_for("10.237.0.254") == "02:76:0a:ed:00:fe"
+    assert int(mac_for("10.237.0.9").split(":")[0], 16) & 0b11 == 0b10  # unicast, locally administered

@@ -68,7 +68,7 @@ def lxc_net_lines(network: str, *, veth: str = "", address: str = "") -> list[st
     if network == "host":
         return ["lxc.net.0.type = none"]
     return ["lxc.net.0.type = veth", f"lxc.net.0.link = {mounts.BRIDGE}", "lxc.net.0.flags = up",
-            "lxc.net.0.name = eth0", f"lxc.net.0.veth.pair = {veth}",
+            "lxc.net.0.name = eth0", f"lxc.net.0.veth.pair = {veth}", f"lxc.net.0.hwaddr = {mounts.mac_for(address)}",
             f"lxc.net.0.ipv4.address = {address}/24", f"lxc.net.0.ipv4.gateway = {mounts.GATEWAY}"]
 
 

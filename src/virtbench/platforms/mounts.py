@@ -212,6 +212,16 @@ _FORWARD_RULE = ["FORWARD", "-i", BRIDGE, "-o", BRIDGE, "-j", "ACCEPT"]
 two ports of any Linux bridge: instance-to-instance on vbbr0 needs this rule first."""
 
 
+def mac_for(address: str) -> str:
+    """The instance's MAC on vbbr0, derived from its address (locally administered, 02:76 = "v").
+
+    Addresses are reused as soon as an instance is removed, and a peer keeps its ARP entry
+    for the old holder for a while: with a random MAC per instance, the next server on the
+    same address never sees the client's SYNs (sent to the gone instance's MAC) and the
+    benchmark hangs. Docker derives its MACs from the IP for the same reason."""
+    return "02:76:" + ":".join(f"{int(octet):02x}" for octet in address.split("."))
+
+
 def veth_name(instance: str) -> str:
     """Interface names are at most 15 bytes, so hash the instance name."""
     return "vb" + hashlib.sha1(instance.encode()).hexdigest()[:10]

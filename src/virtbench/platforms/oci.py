@@ -281,7 +281,7 @@ def _attach_bridge(paths: Paths, name: str, pid: int) -> dict[str, str]:
     proc.run(["ip", "link", "set", host_if, "master", mounts.BRIDGE, "up"], timeout=30)
     proc.run(["ip", "link", "set", peer, "netns", str(pid)], timeout=30)
     ns = ["nsenter", "-t", str(pid), "-n", "ip"]
-    proc.run([*ns, "link", "set", peer, "name", "eth0"], timeout=30)
+    proc.run([*ns, "link", "set", peer, "name", "eth0", "address", mounts.mac_for(address)], timeout=30)
     proc.run([*ns, "addr", "add", f"{address}/24", "dev", "eth0"], timeout=30)
     proc.run([*ns, "link", "set", "eth0", "up"], timeout=30)
     proc.run([*ns, "route", "add", "default", "via", mounts.GATEWAY], timeout=30)
