@@ -13,7 +13,8 @@ import pytest
 
 from virtbench.errors import CommandError, VirtbenchError
 from virtbench.platforms import guest, mounts
-from virtbench.platforms.qemu import Qemu, QemuOptions, qemu_processes
+from virtbench.platforms.qemu import Qemu, QemuOptions
+from virtbench.platforms.qemu_host import qemu_processes
 
 pytestmark = pytest.mark.integration
 

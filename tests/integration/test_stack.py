@@ -26,7 +26,8 @@ import pytest
 
 from virtbench.platforms import guest, mounts
 from virtbench.platforms.base import Paths
-from virtbench.platforms.qemu import Qemu, qemu_processes
+from virtbench.platforms.qemu import Qemu
+from virtbench.platforms.qemu_host import qemu_processes
 
 pytestmark = pytest.mark.integration
 

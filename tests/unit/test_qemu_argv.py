@@ -16,8 +16,8 @@ from virtbench.errors import InputError
 from virtbench.images import vmdisk
 from virtbench.platforms import guest
 from virtbench.platforms.base import EXEC_ENV, Instance, Paths
-from virtbench.platforms.qemu import (FW_CFG_LABEL, Qemu, QemuOptions, VMSpec, kernel_cmdline,
-                                      mac_address, qemu_argv)
+from virtbench.platforms.qemu import Qemu, QemuOptions
+from virtbench.platforms.qemu_argv import FW_CFG_LABEL, VMSpec, kernel_cmdline, mac_address, qemu_argv
 
 
 def spec(tmp_path: Path = Path("/s"), accel="tcg", arch="x86_64", **options) -> VMSpec:
@@ -118,6 +118,7 @@ def test_network_modes():
     assert f"virtio-net-pci,netdev=vbnet,mac={mac_address('vb-r1-vm-r0')}" in opt(user, "-device")
     bridge = qemu_argv(spec(network="bridge"))
     assert opt(bridge, "-netdev") == ["tap,id=vbnet,ifname=vbtap,script=no,downscript=no"]
+    assert "virtio-net-pci,netdev=vbnet,mac=02:76:0a:ed:00:07" in opt(bridge, "-device")  # follows the address
     assert "vb.net=10.237.0.7/24" in kernel_cmdline(spec(network="bridge"))
     assert "vb.net=none" in kernel_cmdline(spec())
     assert "vb.net=user" in kernel_cmdline(spec(network="user"))

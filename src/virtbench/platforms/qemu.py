@@ -8,28 +8,26 @@ place that starts processes.
 
 KVM is used when it works, and only then: `accel=auto` decides by booting a test guest
 under KVM with a bounded timeout (a VM of a VM often has /dev/kvm but its guests hang), and
-falls back to TCG emulation, saying why. The verdict is cached per host boot in
-paths.runtime/qemu/accel.json. The accelerator is part of the platform's identity: a TCG
-VM measures emulation, not virtualization, and its label says so (`qemu(tcg,2 vcpu)`).
+falls back to TCG emulation, saying why (platforms/qemu_accel.py). The verdict is cached
+per host boot in paths.runtime/qemu/accel.json. The accelerator is part of the platform's
+identity: a TCG VM measures emulation, not virtualization, and its label says so
+(`qemu(tcg,2 vcpu)`).
 
 A VM may host container platforms (a stack, `inside: vm` in the campaign): accept_inner adds
 their runtimes to the VM image and the image archive to the disk (platforms/qemu_stack.py);
 the runner then starts their engine in each VM and runs them through the agent.
 
 Every QEMU process carries `-fw_cfg name=opt/org.virtbench,string=<run id>` and paths under
-paths.instances/<instance>, so cleanup finds exactly its own VMs, even without their files.
+paths.instances/<instance>, so cleanup finds exactly its own VMs, even without their files
+(platforms/qemu_host.py). The command line itself is built in platforms/qemu_argv.py.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-import platform as pyplatform
-import signal
 import sys
-import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,23 +38,15 @@ from ..errors import CommandError, InputError, UnavailableError, VirtbenchError
 from ..images import vmdisk
 from ..images.image import Image
 from . import guest, mounts, qemu_stack
-from .base import (EXEC_ENV, Size, LABEL, Availability, Executor, Instance, Paths, Platform,
-                   PlatformOptions)
+from .base import EXEC_ENV, Size, Availability, Executor, Instance, Paths, Platform, PlatformOptions
+from .qemu_accel import AccelVerdict, accel_verdict, probe_kernel, try_stub
+from .qemu_argv import ARCHES, FW_CFG_LABEL, HOST_ARCH, MiB, VMSpec, cpu_model, qemu_argv
+from .qemu_host import (_alive, _make_tap, _rmtree, _teardown, _wait_gone, kill_qemus, limit_cpu,
+                        qemu_processes, serial_tail)
 
-MiB = 1 << 20
-ARCHES = {
-    # machine: (QEMU binary, Debian package, console, default machine type)
-    "x86_64": ("qemu-system-x86_64", "qemu-system-x86", "ttyS0", "q35"),
-    "aarch64": ("qemu-system-aarch64", "qemu-system-arm", "ttyAMA0", "virt"),
-}
-HOST_ARCH = pyplatform.machine()
-KVM_CHECK_TIMEOUT = 20.0
-"""Seconds a test guest may take under KVM before KVM is declared unusable here."""
 STOP_TIMEOUT = 10.0
 QBOOT = Path("/usr/share/qemu/qboot.rom")
 """Minimal x86 firmware (QEMU's): direct kernel boot without SeaBIOS's device scan."""
-FW_CFG_LABEL = "opt/" + LABEL
-SERIAL_TAIL = 15
 
 
 def _arch() -> tuple[str, str, str, str]:
@@ -104,346 +94,6 @@ class QemuOptions(PlatformOptions):
             raise ValueError("aio=native needs cache=none or cache=directsync (O_DIRECT)")
         return self
 
-
-# -- the QEMU command line (pure) -------------------------------------------------------------
-@dataclass(frozen=True)
-class VMSpec:
-    name: str
-    run_id: str
-    accel: Literal["kvm", "tcg"]
-    options: QemuOptions
-    kernel: Path
-    initrd: Path
-    overlay: Path
-    agent_socket: Path
-    qmp_socket: Path
-    pidfile: Path
-    serial_log: Path
-    arch: str = HOST_ARCH
-    tap: str | None = None
-    address: str | None = None
-    """ADDRESS/PREFIX of the guest on the host bridge (network=bridge)."""
-    firmware: Path | None = None
-
-
-def cpu_model(options: QemuOptions, accel: str) -> str:
-    return options.cpu or ("host" if accel == "kvm" else "max")
-
-
-def mac_address(name: str) -> str:
-    h = hashlib.sha1(name.encode()).digest()
-    return "52:54:00:" + ":".join(f"{b:02x}" for b in h[:3])
-
-
-def kernel_cmdline(spec: VMSpec) -> str:
-    console = ARCHES[spec.arch][2]
-    net = {"none": "none", "user": "user"}.get(spec.options.network, spec.address or "none")
-    return (f"console={console} root=LABEL={vmdisk.DISK_LABEL} rootfstype=ext4 rw "
-            f"init={vmdisk.INIT_PATH} panic=-1 quiet fsck.mode=skip net.ifnames=0 "
-            f"vb.hostname={spec.name} vb.net={net} vb.port={guest.PORT_NAME}")
-
-
-def qemu_argv(spec: VMSpec) -> list[str]:
-    """The full command that starts (and daemonizes) the VM."""
-    o = spec.options
-    binary, _pkg, _console, default_machine = ARCHES[spec.arch]
-    for p in (spec.overlay, spec.agent_socket, spec.qmp_socket, spec.pidfile, spec.serial_log,
-              spec.kernel, spec.initrd):
-        if "," in str(p):
-            raise InputError(f"path {p} contains ',', which QEMU options cannot hold",
-                             "use state, runtime and cache directories without commas")
-    machine = o.machine or default_machine
-    if spec.arch == "aarch64" and machine == "virt":
-        machine += ",gic-version=" + ("host" if spec.accel == "kvm" else "max")
-    accel = "kvm" if spec.accel == "kvm" else "tcg,thread=multi"
-    argv = []
-    if o.cpuset is not None:
-        argv += ["taskset", "-c", o.cpuset]
-    argv += [binary, "-name", spec.name, "-machine", machine, "-accel", accel,
-             "-cpu", cpu_model(o, spec.accel), "-smp", str(o.vcpus), "-m", f"{int(o.memory) // MiB}M",
-             "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot"]
-    if spec.firmware is not None:
-        argv += ["-bios", str(spec.firmware)]
-    argv += ["-kernel", str(spec.kernel), "-initrd", str(spec.initrd), "-append", kernel_cmdline(spec)]
-    argv += ["-drive", f"file={spec.overlay},format=qcow2,if=none,id=vbdisk,cache={o.cache},aio={o.aio}"]
-    if o.disk_bus == "virtio-blk":
-        argv += ["-device", "virtio-blk-pci,drive=vbdisk"]
-    else:
-        argv += ["-device", "virtio-scsi-pci,id=vbscsi", "-device", "scsi-hd,drive=vbdisk,bus=vbscsi.0"]
-    argv += ["-device", "virtio-serial-pci,id=vbserial",
-             "-chardev", f"socket,id=vbagent,path={spec.agent_socket},server=on,wait=off",
-             "-device", f"virtserialport,bus=vbserial.0,chardev=vbagent,name={guest.PORT_NAME}",
-             "-device", "virtio-rng-pci"]
-    mac = mac_address(spec.name)
-    if o.network == "user":
-        argv += ["-netdev", "user,id=vbnet,restrict=on", "-device", f"virtio-net-pci,netdev=vbnet,mac={mac}"]
-    elif o.network == "bridge":
-        if not spec.tap:
-            raise ValueError("network=bridge needs a tap device")
-        argv += ["-netdev", f"tap,id=vbnet,ifname={spec.tap},script=no,downscript=no",
-                 "-device", f"virtio-net-pci,netdev=vbnet,mac={mac}"]
-    argv += ["-qmp", f"unix:{spec.qmp_socket},server=on,wait=off",
-             "-serial", f"file:{spec.serial_log}",
-             "-fw_cfg", f"name={FW_CFG_LABEL},string={spec.run_id}",
-             "-pidfile", str(spec.pidfile), "-daemonize"]
-    return argv
-
-
-# -- is KVM usable? -----------------------------------------------------------------------
-@dataclass(frozen=True)
-class AccelVerdict:
-    kvm: bool
-    reason: str
-    tested: str
-
-
-def _boot_id() -> str:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return "unknown"
-
-
-def _stub_firmware(arch: str) -> bytes:
-    """A guest that does nothing but ask QEMU to exit: proves the accelerator runs guest code.
-
-    x86: 64 KiB BIOS whose reset vector writes 0x31 to isa-debug-exit (QEMU exits with 99).
-    arm64: a raw kernel calling PSCI SYSTEM_OFF through hvc (QEMU exits with 0)."""
-    if arch == "x86_64":
-        fw = bytearray(b"\xf4" * 65536)
-        code = bytes([0xB0, 0x31, 0xE6, 0xF4, 0xF4, 0xEB, 0xFD])  # mov al,0x31; out 0xf4,al; hlt; jmp
-        fw[0xFFF0:0xFFF0 + len(code)] = code
-        return bytes(fw)
-    words = [0x52800100, 0x72B08000, 0xD4000002, 0x14000000]  # w0=0x84000008 (SYSTEM_OFF); hvc #0; b .
-    return b"".join(w.to_bytes(4, "little") for w in words)
-
-
-def _stub_argv(arch: str, accel: str, stub: Path) -> tuple[list[str], int]:
-    binary = ARCHES[arch][0]
-    base = [binary, "-accel", accel, "-nodefaults", "-no-user-config", "-display", "none",
-            "-serial", "none", "-monitor", "none", "-m", "64M"]
-    cpu = ["-cpu", "host"] if accel == "kvm" else []
-    if arch == "x86_64":
-        return [*base, *cpu, "-machine", "q35", "-bios", str(stub),
-                "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"], 99
-    return [*base, *(cpu or ["-cpu", "max"]), "-machine", "virt", "-kernel", str(stub)], 0
-
-
-def _kernel_check_argv(arch: str, kernel: Path, log: Path) -> list[str]:
-    binary, _pkg, console, machine = ARCHES[arch]
-    return [binary, "-accel", "kvm", "-cpu", "host", "-machine", machine, "-m", "256M", "-smp", "1",
-            "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
-            "-serial", f"file:{log}", "-kernel", str(kernel),
-            "-append", f"console={console} panic=-1 loglevel=3 root=/dev/nonexistent"]
-
-
-def _first_error(exc: Exception) -> str:
-    text = (getattr(exc, "stderr", "") or "").strip() or str(exc)
-    lines = [ln for ln in text.splitlines() if "error" in ln.lower() or "fail" in ln.lower()]
-    return (lines or text.splitlines() or [str(exc)])[0][:300]
-
-
-def try_stub(arch: str, accel: str, workdir: Path, timeout: float = KVM_CHECK_TIMEOUT) -> str | None:
-    """None if the stub guest ran under accel, else why not."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    stub = workdir / "stub.bin"
-    stub.write_bytes(_stub_firmware(arch))
-    argv, want = _stub_argv(arch, accel, stub)
-    try:
-        r = proc.run(argv, timeout=timeout, check=False)
-    except CommandError as exc:
-        if exc.timed_out:
-            return f"a test guest did not finish within {timeout:g} s"
-        return _first_error(exc)
-    if r.returncode != want:
-        return _first_error(CommandError(argv, r.returncode, r.stdout, r.stderr))
-    return None
-
-
-def _kernel_desc(kernel: Path) -> str:
-    try:
-        return "Linux " + json.loads((kernel.parent / "disk.json").read_text())["kernel_version"]
-    except (OSError, ValueError, KeyError):
-        return f"Linux {kernel.name}"
-
-
-def try_kernel(arch: str, kernel: Path, workdir: Path, timeout: float = KVM_CHECK_TIMEOUT
-               ) -> tuple[str | None, float]:
-    """Boot kernel under KVM until it panics for want of a root disk: (None, seconds) if it
-    got there, else (why not, seconds). The panic proves the whole kernel init ran."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    log = workdir / "kernel-check.log"
-    argv = _kernel_check_argv(arch, kernel, log)
-    t0 = time.monotonic()
-    try:
-        r = proc.run(argv, timeout=timeout, check=False)
-    except CommandError as exc:
-        if exc.timed_out:
-            return f"a test guest ({_kernel_desc(kernel)}) did not boot within {timeout:g} s", time.monotonic() - t0
-        return _first_error(exc), time.monotonic() - t0
-    seconds = time.monotonic() - t0
-    text = log.read_text(errors="replace") if log.exists() else ""
-    if "Kernel panic" in text or "VFS:" in text:
-        return None, seconds
-    if r.returncode != 0:
-        return _first_error(CommandError(argv, r.returncode, r.stdout, r.stderr)), seconds
-    return f"a test guest ({_kernel_desc(kernel)}) exited without reaching the end of kernel init", seconds
-
-
-def probe_kernel() -> Path | None:
-    """A kernel for the KVM check when no image is at hand: a cached VM disk's, or the host's."""
-    from ..images.build import DEFAULT_CACHE
-
-    found = sorted(DEFAULT_CACHE.glob("*/vm/*/vmlinuz"), key=lambda p: p.stat().st_mtime, reverse=True) \
-        if DEFAULT_CACHE.is_dir() else []
-    if not found:
-        found = sorted(Path("/boot").glob("vmlinuz-*"), reverse=True)
-    return found[0] if found else None
-
-
-def accel_verdict(paths: Paths, kernel: Path | None = None, arch: str = HOST_ARCH) -> AccelVerdict:
-    """Whether KVM runs a guest here, decided by trying, cached per host boot and kernel."""
-    cache_file = paths.runtime / "qemu" / "accel.json"
-    key = str(kernel) if kernel else "stub"
-    try:
-        cached = json.loads(cache_file.read_text())
-    except (OSError, ValueError):
-        cached = {}
-    if cached.get("boot_id") != _boot_id():
-        cached = {"boot_id": _boot_id(), "verdicts": {}}
-    verdicts = cached.setdefault("verdicts", {})
-    for k in (key, "any"):
-        if k in verdicts:
-            return AccelVerdict(**verdicts[k])
-    verdict, scope = _decide(paths, kernel, arch)
-    verdicts["any" if scope == "any" else key] = verdict.__dict__
-    cache_file.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache_file.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(cached, indent=1))
-    tmp.replace(cache_file)
-    return verdict
-
-
-def _decide(paths: Paths, kernel: Path | None, arch: str) -> tuple[AccelVerdict, str]:
-    nested = " (nested virtualization: this host is itself a VM?)" if _host_is_vm() else ""
-    if not Path("/dev/kvm").exists():
-        return AccelVerdict(False, "no /dev/kvm (no virtualization extensions, kvm module not "
-                                   f"loaded, or a VM without nested virtualization){nested}", "none"), "any"
-    try:
-        os.close(os.open("/dev/kvm", os.O_RDWR | os.O_CLOEXEC))
-    except OSError as exc:
-        return AccelVerdict(False, f"cannot open /dev/kvm: {exc.strerror}", "none"), "any"
-    work = paths.runtime / "qemu" / f"probe-{uuid.uuid4().hex[:8]}"
-    try:
-        why = try_stub(arch, "kvm", work)
-        if why is not None:
-            return AccelVerdict(False, f"KVM present but a test guest failed: {why}{nested}",
-                                "firmware stub"), "any"
-        if kernel is None:
-            return AccelVerdict(True, "KVM ran a firmware stub guest (no kernel at hand to boot)",
-                                "firmware stub"), "key"
-        why, seconds = try_kernel(arch, kernel, work)
-        if why is not None:
-            return AccelVerdict(False, f"KVM present but {why}{nested}", f"Linux {kernel}"), "key"
-        return AccelVerdict(True, f"KVM works: a test guest booted {_kernel_desc(kernel)} in {seconds:.1f} s",
-                            f"Linux {kernel}"), "key"
-    finally:
-        _rmtree(work)
-
-
-def _host_is_vm() -> bool:
-    try:
-        return " hypervisor" in Path("/proc/cpuinfo").read_text().split("\n\n", 1)[0]
-    except OSError:
-        return False
-
-
-def _rmtree(path: Path) -> None:
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)
-
-
-# -- QEMU processes -----------------------------------------------------------------------
-def qemu_processes(markers: list[str]) -> list[int]:
-    """Pids of QEMU system emulators whose command line holds any of markers."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            raw = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        args = raw.decode(errors="replace").split("\0")
-        if not args or not Path(args[0]).name.startswith("qemu-system"):
-            continue
-        if any(m in a for a in args for m in markers):
-            pids.append(int(entry.name))
-    return pids
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")  # a zombie has released the VM's memory and files
-
-
-def _wait_gone(pids: list[int], timeout: float) -> list[int]:
-    deadline = time.monotonic() + timeout
-    while True:
-        left = [p for p in pids if _alive(p)]
-        if not left or time.monotonic() >= deadline:
-            return left
-        time.sleep(0.02)
-
-
-def kill_qemus(pids: list[int], grace: float = 3.0) -> list[int]:
-    """SIGTERM (QEMU exits at once, as on `quit`), then SIGKILL; returns those that died."""
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
-        for p in pids:
-            try:
-                os.kill(p, sig)
-            except ProcessLookupError:
-                pass
-        left = _wait_gone(pids, wait)
-        if not left:
-            return pids
-    raise VirtbenchError(f"QEMU processes {left} survive SIGKILL", "check them with ps; reboot if stuck in D state")
-
-
-def serial_tail(path: Path | str, lines: int = SERIAL_TAIL) -> str:
-    try:
-        text = Path(path).read_text(errors="replace")
-    except OSError:
-        return "(no serial log)"
-    tail = [ln.rstrip() for ln in text.splitlines() if ln.strip()][-lines:]
-    return " | ".join(tail) if tail else "(serial log empty)"
-
-
-# -- cgroup CPU quota for the whole QEMU process --------------------------------------------
-def limit_cpu(name: str, pid: int, cpus: float) -> str:
-    quota, period = int(round(cpus * 100_000)), 100_000
-    root = mounts.CGROUP_ROOT
-    if mounts.cgroup_mode() == "v2":
-        for parent in (root, root / "virtbench"):
-            parent.mkdir(exist_ok=True)
-            try:
-                (parent / "cgroup.subtree_control").write_text("+cpu")
-            except OSError:
-                pass
-        cg = root / "virtbench" / name
-        cg.mkdir(exist_ok=True)
-        (cg / "cpu.max").write_text(f"{quota} {period}")
-    else:
-        cg = root / "cpu" / "virtbench" / name
-        cg.mkdir(parents=True, exist_ok=True)
-        (cg / "cpu.cfs_period_us").write_text(str(period))
-        (cg / "cpu.cfs_quota_us").write_text(str(quota))
-    (cg / "cgroup.procs").write_text(str(pid))  # moves every thread of the process
-    return str(cg)
 
 
 class Qemu(Platform):
@@ -784,46 +434,3 @@ def _start_fix(stderr: str) -> str:
     if "O_DIRECT" in stderr or "Invalid argument" in stderr:
         return "the state directory's filesystem may not support O_DIRECT: use cache: writeback"
     return "check the QEMU options of this platform"
-
-
-def _make_tap(tap: str) -> None:
-    mounts.ensure_bridge()
-    proc.run(["ip", "tuntap", "add", "dev", tap, "mode", "tap"], timeout=30)
-    proc.run(["ip", "link", "set", tap, "master", mounts.BRIDGE, "up"], timeout=30)
-
-
-def _remove_cgroup(name: str, timeout: float = 5.0) -> list[str]:
-    """rmdir the VM's cgroup; a killed QEMU holds it until its parent (init) has reaped it."""
-    rel = f"virtbench/{name}"
-    deadline = time.monotonic() + timeout
-    removed = mounts.remove_cgroups(rel)
-    while [c for c in mounts.CGROUP_ROOT.glob(f"*/{rel}")] + \
-            ([mounts.CGROUP_ROOT / rel] if (mounts.CGROUP_ROOT / rel).is_dir() else []):
-        if time.monotonic() >= deadline:
-            break
-        time.sleep(0.05)
-        removed += mounts.remove_cgroups(rel)
-    return removed
-
-
-def _teardown(paths: Paths, d: Path, meta: dict[str, Any]) -> list[str]:
-    """Kill the VM's QEMU, then remove its tap, lease, cgroup, sockets and files."""
-    done = []
-    name = meta.get("name", d.name)
-    pids = qemu_processes([f"{d}/"])
-    if pids:
-        kill_qemus(pids)
-        done += [f"qemu process {p}" for p in pids]
-    tap = meta.get("tap")
-    if tap and mounts.delete_link(tap):
-        done.append(f"tap {tap}")
-    done += [f"lease {a}" for a in mounts.release_addresses(paths.runtime, name)]
-    done += _remove_cgroup(name)
-    sockdir = meta.get("sockdir")
-    if sockdir and Path(sockdir).exists():
-        _rmtree(Path(sockdir))
-        done.append(f"sockets {sockdir}")
-    if d.exists():
-        mounts.safe_rmtree(d)
-        done.append(f"instance dir {d}")
-    return done
