@@ -273,6 +273,42 @@ def test_network_bridge(kind, paths, image, run_id):
     assert not [p for p in mounts.LEASES.glob("*") if p.read_text().endswith(inst.name)]
 
 
+def _refused_quickly(platform: Platform, inst, address: str) -> None:
+    """A connection to a closed port is refused at once (RST): the peer answered at layer 2."""
+    start = time.monotonic()
+    r = platform.exec(inst, ["bash", "-c", f"exec 3<>/dev/tcp/{address}/9"], timeout=20, check=False)
+    assert r.returncode != 0 and "refused" in r.stderr, r.stderr
+    assert time.monotonic() - start < 5
+
+
+@pytest.mark.parametrize("kind", CONTAINERS)
+def test_bridge_address_reuse_keeps_peers_reachable(kind, paths, image, run_id):
+    """An address reused by a new instance keeps its MAC, so a peer's ARP cache stays right.
+
+    With a random MAC per instance, the client's SYNs went to the removed server's MAC and
+    peer benchmarks hung until their timeout (11 of 24 in a runc/lxc campaign)."""
+    platform = make(kind, paths, network="bridge")
+    a, b = (platform.create(image, fresh_name(kind), run_id) for _ in range(2))
+    c = None
+    try:
+        platform.start(a)
+        platform.start(b)
+        address = b.data["address"]
+        _refused_quickly(platform, a, address)  # a caches b's MAC
+        mac = platform.exec(b, ["cat", "/sys/class/net/eth0/address"]).stdout.strip()
+        assert mac == mounts.mac_for(address)
+        platform.remove(b)
+        c = platform.create(image, fresh_name(kind), run_id)
+        platform.start(c)
+        assert c.data["address"] == address  # the lowest free address: b's
+        assert platform.exec(c, ["cat", "/sys/class/net/eth0/address"]).stdout.strip() == mac
+        _refused_quickly(platform, a, address)
+    finally:
+        for inst in (a, b, c):
+            if inst is not None:
+                platform.remove(inst)
+
+
 @pytest.mark.parametrize("kind", list(CLASSES))
 def test_crash_then_cleanup(kind, paths, image):
     """create+start, then the harness 'dies': cleanup of that run removes all, and only that run."""
