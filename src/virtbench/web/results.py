@@ -117,16 +117,6 @@ def _labels(runs: Sequence[Run], attr: str, ident: str, what: str) -> tuple[dict
     return labels, notes
 
 
-def _samples_of(rows: Sequence[Row]) -> list[SampleView]:
-    """A report's rows back to samples (measured and warm-up), without reading the store again."""
-    out = []
-    for r in rows:
-        for values, rounds, warm in ((r.values, r.rounds, False), (r.warmup_values, r.warmup_rounds, True)):
-            out += [SampleView(r.benchmark, r.metric, r.platform, v, r.unit, r.higher_is_better, r.category, rnd,
-                               warm) for v, rnd in zip(values, rounds)]
-    return out
-
-
 def pooled_rows(store: Store, cache: ReportCache, runs: Sequence[Run], baseline: str
                 ) -> tuple[list[Row], list[str], list[str]]:
     """Samples of several runs pooled per (benchmark, metric, platform), then summarized once.
@@ -153,12 +143,14 @@ def _pool(store: Store, cache: ReportCache, runs: Sequence[Run], baseline: str
     offset = 0
     for run in runs:
         _, rows, fails = cache.report(store, run.id)
-        samples = _samples_of(rows)
-        for sv in samples:
-            pooled.append(SampleView(blabels.get((run.id, sv.benchmark), sv.benchmark), sv.metric,
-                                     plabels.get((run.id, sv.platform), sv.platform), sv.value, sv.unit,
-                                     sv.higher_is_better, sv.category, sv.round + offset, sv.warmup))
-        offset += max((sv.round for sv in samples), default=-1) + 1
+        last = -1
+        for r in rows:  # straight from the rows, relabelled: one object per sample (the first view's cost)
+            bench, plat = blabels.get((run.id, r.benchmark), r.benchmark), plabels.get((run.id, r.platform), r.platform)
+            for values, rounds, warm in ((r.values, r.rounds, False), (r.warmup_values, r.warmup_rounds, True)):
+                pooled += [SampleView(bench, r.metric, plat, v, r.unit, r.higher_is_better, r.category, rnd + offset,
+                                      warm) for v, rnd in zip(values, rounds)]
+                last = max(last, max(rounds, default=-1))
+        offset += last + 1
         for f in fails:
             failures[(plabels.get((run.id, f["platform"]), f["platform"]),
                       blabels.get((run.id, f["benchmark"]), f["benchmark"]))] += 1
