@@ -120,3 +120,27 @@ def test_a_second_worker_on_the_host_waits_as_a_standby(store, tmp_path):
     second._shutdown()
     with store.session() as s:
         assert {w.state for w in s.query(WorkerRow)} == {"stopped"}
+
+
+def test_worker_waits_for_a_cli_run_measuring_on_the_host(store, tmp_path):
+    """`virtbench run` holds the host's measurement lock: a queued run waits, and a cancel
+    while it waits ends it without it ever measuring."""
+    import threading
+
+    from virtbench.platforms.base import Paths
+    from virtbench.runner import hostlock
+    from virtbench.web.worker import QueueWorker
+
+    paths = Paths(state=tmp_path / "state", runtime=tmp_path / "run")
+    said: list[str] = []
+    worker = QueueWorker(store, paths, probe=False, poll_s=0.05, echo=said.append)
+    worker._register()
+    run_id = enqueue(store, CAMPAIGN)
+    assert W.claim_next(store, worker.id, worker.host) == run_id
+    with hostlock.hold(paths, "`virtbench run` of campaign 'cli'"):
+        threading.Timer(0.5, lambda: store.update_run(run_id, cancel_requested=True)).start()
+        worker._execute(run_id, resume=False)
+    assert any("waiting: `virtbench run` of campaign 'cli'" in m for m in said), said
+    r = run_of(store, run_id)
+    assert r.status == "cancelled" and r.started_at is None  # it never started measuring
+    worker._shutdown()
