@@ -335,12 +335,16 @@ def list_platforms() -> None:
               help="Reading needs the token too (a login), not only changes.")
 @click.option("--worker/--no-worker", default=True, show_default=True,
               help="Start a worker process with the app (else run `virtbench worker` yourself).")
+@click.option("--secure-cookies", is_flag=True, envvar="VIRTBENCH_SECURE_COOKIES",
+              help="Mark the login and session cookies Secure: behind an HTTPS reverse proxy.")
 @db_option
-def serve(host: str, port: int, token: str | None, private: bool, worker: bool, db_url: str | None) -> None:
+def serve(host: str, port: int, token: str | None, private: bool, worker: bool, secure_cookies: bool,
+          db_url: str | None) -> None:
     """Web app: schedule and watch campaigns, verify raw measurements, compare platforms."""
     from .web.server import serve as run_server
 
-    run_server(db_url=db_url, host=host, port=port, token=token, private=private, worker=worker)
+    run_server(db_url=db_url, host=host, port=port, token=token, private=private, worker=worker,
+               secure_cookies=secure_cookies)
 
 
 @cli.command()

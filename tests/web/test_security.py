@@ -203,3 +203,36 @@ def test_headers_and_host_checks(filled):
     assert r.headers["cache-control"] == "no-store"
     assert not re.search(r"https?://(?!127\.0\.0\.1|localhost|testserver|HOST)", r.text)  # no external URL
     assert "<script>" not in r.text and " style=" not in r.text and " on" + "click=" not in r.text
+
+
+@pytest.mark.parametrize("flag", [[], ["--secure-cookies"]])
+def test_serve_marks_cookies_secure_only_when_asked(tmp_path, flag):
+    """Behind an HTTPS proxy `virtbench serve --secure-cookies` keeps cookies off plain HTTP."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "VIRTBENCH_TOKEN": TOKEN, "VIRTBENCH_DB": f"sqlite:///{tmp_path / 'w.db'}"}
+    server = subprocess.Popen([sys.executable, "-m", "virtbench", "serve", "--no-worker", "--port", str(port), *flag],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                page = urllib.request.urlopen(f"http://127.0.0.1:{port}/login", timeout=2)
+                break
+            except OSError:
+                assert time.monotonic() < deadline and server.poll() is None, "serve did not start"
+                time.sleep(0.2)
+        cookie = page.headers["set-cookie"].lower()
+    finally:
+        server.terminate()
+        server.wait(30)
+    assert "httponly" in cookie and "samesite=strict" in cookie
+    assert ("; secure" in cookie) == bool(flag)

@@ -49,7 +49,7 @@ def stop_worker(proc: subprocess.Popen | None) -> None:
 
 
 def serve(*, db_url: str | None, host: str, port: int, token: str | None, private: bool, worker: bool,
-          log_level: str = "warning") -> None:
+          secure_cookies: bool = False, log_level: str = "warning") -> None:
     import uvicorn
 
     from .app import create_app
@@ -58,7 +58,7 @@ def serve(*, db_url: str | None, host: str, port: int, token: str | None, privat
     token = token or secrets.token_urlsafe(24)
     store = Store(db_url)  # migrations run here, before the worker opens the same database
     settings = Settings(db_url=store.url, token=token, private=private, allowed_hosts=loopback_hosts(host, port),
-                        worker_hint="virtbench worker" + ("" if db_url is None else " --db URL"))
+                        secure_cookies=secure_cookies, worker_hint="virtbench worker" + ("" if db_url is None else " --db URL"))
     app = create_app(settings, store)
     shown = f"[{host}]" if ":" in host else host
     say = lambda m: click.echo(m, err=True)  # noqa: E731
