@@ -94,6 +94,31 @@ def image_list() -> None:
                       f"{img.manifest.get('built_at', '')}  {' '.join(img.packages)}")
 
 
+@image.command("prune")
+@click.option("--all", "everything", is_flag=True, help="Also the current quick and full images.")
+@click.option("--dry-run", is_flag=True, help="Only say what would be removed.")
+def image_prune(everything: bool, dry_run: bool) -> None:
+    """Remove cached images (and the engines' imported copies) other than the current quick
+    and full ones; images mounted by an instance are kept."""
+    from .images.build import list_images, mounts_using, recipe_for, remove
+    from .registry import PLATFORMS
+
+    keep = set() if everything else {recipe_for(p).hash() for p in ("quick", "full")}
+    for img in list_images():
+        if img.recipe_hash in keep:
+            continue
+        if mounts_using(img.root):
+            console.print(f"kept {img.short}: in use by a running instance")
+            continue
+        console.print(f"{'would remove' if dry_run else 'removing'} {img.short} ({img.profile}, {img.manifest.get('built_at', '?')})")
+        if dry_run:
+            continue
+        remove(img)
+        for name in PLATFORMS.names():
+            for line in PLATFORMS.get(name).forget_image(img.tag):
+                console.print(f"  {escape(line)}")
+
+
 @cli.command()
 @click.argument("campaign_file", required=False, type=click.Path(dir_okay=False))
 @click.option("--quick", is_flag=True, help="The quick campaign on every platform available here.")

@@ -131,6 +131,15 @@ def mounts_using(root: Path) -> list[str]:
     return [line.split()[4] for line in text.splitlines() if str(root) in line]
 
 
+def remove(image: Image) -> None:
+    """Delete a cached image; refused while any instance mounts it (its files would vanish)."""
+    in_use = mounts_using(image.root)
+    if in_use:
+        raise InputError(f"image {image.short} is in use by {len(in_use)} mounts (e.g. {in_use[0]})",
+                         "stop the runs using it, or remove leftovers with `virtbench cleanup`")
+    shutil.rmtree(image.root)
+
+
 def list_images(cache: Path = DEFAULT_CACHE) -> list[Image]:
     if not cache.is_dir():
         return []

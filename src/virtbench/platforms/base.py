@@ -242,6 +242,12 @@ class Platform(ABC):
         """Remove the instance and everything it mounted or created. Safe to call twice."""
 
     @classmethod
+    def forget_image(cls, tag: str) -> list[str]:
+        """Drop this platform's own copy of an image being removed from the cache (engines
+        keep what they imported: gigabytes per image). Most platforms use the cache directly."""
+        return []
+
+    @classmethod
     @abstractmethod
     def cleanup(cls, paths: Paths, run_id: str | None = None) -> list[str]:
         """Remove every leftover virtbench object of this platform (of one run, or all).

@@ -152,6 +152,15 @@ class Containerd(Platform):
             raise CommandError(res.argv, res.returncode, res.stdout, res.stderr)
 
     @classmethod
+    def forget_image(cls, tag: str) -> list[str]:
+        if proc.which("ctr") is None or not services.answers(services.CONTAINERD):
+            return []
+        if tag not in proc.run([*CTR, "images", "ls", "-q"], timeout=60, check=False).stdout.split():
+            return []
+        r = proc.run([*CTR, "images", "rm", tag], timeout=300, check=False)
+        return [f"containerd image {tag}"] if r.ok else [f"containerd image {tag}: not removed: {r.stderr.strip()}"]
+
+    @classmethod
     def cleanup(cls, paths: Paths, run_id: str | None = None) -> list[str]:
         if proc.which("ctr") is None or not services.answers(services.CONTAINERD):
             return []

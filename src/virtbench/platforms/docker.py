@@ -171,6 +171,16 @@ class EngineCLI(Platform):
             raise CommandError(res.argv, res.returncode, res.stdout, res.stderr)
 
     @classmethod
+    def forget_image(cls, tag: str) -> list[str]:
+        if proc.which(cls.cli) is None or not cls.engine_up():
+            return []
+        if not proc.run([*cls.base_argv(), "images", "-q", "--filter", f"reference={tag}"], timeout=60,
+                        check=False).stdout.strip():
+            return []
+        r = proc.run([*cls.base_argv(), "rmi", "-f", tag], timeout=300, check=False)
+        return [f"{cls.cli} image {tag}"] if r.ok else [f"{cls.cli} image {tag}: not removed: {r.stderr.strip()}"]
+
+    @classmethod
     def cleanup(cls, paths: Paths, run_id: str | None = None) -> list[str]:
         if proc.which(cls.cli) is None or not cls.engine_up():
             return []
