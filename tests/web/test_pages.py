@@ -58,6 +58,20 @@ def test_schedule_through_the_form(client, filled):
     assert 'data-progress-run="' + run_id in page.text and "queued" in page.text and 'id="cancel"' in page.text
 
 
+def test_comma_separated_values_sweep_a_parameter(client, filled):
+    csrf = login(client)
+    form = {"csrf": csrf, "mode": "form", "name": "sweep-web", "baseline": "native", "repetitions": "2",
+            "warmups": "0", "profile": "auto", "p0.use": "on", "p0.name": "native", "p0.type": "native",
+            "b0.use": "on", "b0.name": "sysbench-cpu", "b0.param.time": "1", "b0.param.threads": "1, 2,4"}
+    r = client.post("/schedule", data=form, follow_redirects=False)
+    assert r.status_code == 303, r.text
+    with filled.session() as s:
+        run = s.get(Run, r.headers["location"].rsplit("/", 1)[1])
+    points = [(b["key"], b["params"]) for b in run.campaign["benchmarks"]]
+    assert [p["threads"] for _, p in points] == [1, 2, 4] and all(p["time"] == 1 for _, p in points)
+    assert "sweep:" in run.campaign_source and "threads:" in run.campaign_source
+
+
 def test_refused_form_keeps_what_was_typed(client):
     csrf = login(client)
     r = client.post("/schedule", data={"csrf": csrf, "name": "keep-me", "repetitions": "0", "p0.use": "on",

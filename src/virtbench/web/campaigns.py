@@ -179,9 +179,20 @@ def to_mapping(model: dict[str, Any]) -> dict[str, Any]:
     for row in model["benchmarks"]:
         if row.get("use"):
             fields = _model_fields(BENCHMARKS, row.get("name", ""), "Params")
-            data["benchmarks"].append({"name": row.get("name"), **{k: _value(v, fields.get(k))
-                                                                    for k, v in row.get("param", {}).items() if v != ""}})
+            entry: dict[str, Any] = {"name": row.get("name")}
+            for k, v in row.get("param", {}).items():
+                if v == "":
+                    continue
+                if "," in v and not _is_list(fields.get(k)):  # "1, 2, 4" in a one-value field: a sweep
+                    entry.setdefault("sweep", {})[k] = [_scalar(part.strip()) for part in v.split(",") if part.strip()]
+                else:
+                    entry[k] = _value(v, fields.get(k))
+            data["benchmarks"].append(entry)
     return data
+
+
+def _is_list(annotation: Any) -> bool:
+    return annotation is not None and field_kind(annotation)[0] == "list"
 
 
 def _model_fields(registry: Any, name: str, attr: str) -> dict[str, Any]:
@@ -193,7 +204,7 @@ def _model_fields(registry: Any, name: str, attr: str) -> dict[str, Any]:
 
 
 def _value(text: str, annotation: Any) -> Any:
-    if annotation is not None and field_kind(annotation)[0] == "list":
+    if _is_list(annotation):
         return [_scalar(part.strip()) for part in text.split(",") if part.strip()]
     return _scalar(text)
 
