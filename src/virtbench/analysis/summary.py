@@ -133,6 +133,20 @@ def summarize(samples: Iterable[SampleView], failures: dict[tuple[str, str], int
     for s in samples:
         (warm if s.warmup else grouped)[(s.benchmark, s.metric, s.platform)].append((s.round, s.value))
         meta[(s.benchmark, s.metric)] = (s.unit, s.higher_is_better, s.category)
+    return summarize_grouped(grouped, warm, meta, failures, platforms, baseline, metrics_of,
+                             alpha=alpha, min_effect=min_effect)
+
+
+Group = dict[tuple[str, str, str], list[tuple[int, float]]]
+"""(benchmark, metric, platform) -> [(round, value), ...] in the order measured."""
+
+
+def summarize_grouped(grouped: Group, warm: Group, meta: dict[tuple[str, str], tuple[str, bool, str]],
+                      failures: dict[tuple[str, str], int], platforms: Sequence[str], baseline: str,
+                      metrics_of: dict[str, list[tuple[str, str, bool, str]]] | None = None, *,
+                      alpha: float = ALPHA, min_effect: float = MIN_EFFECT) -> list[Row]:
+    """summarize() of samples already grouped (meta: (benchmark, metric) -> unit, direction,
+    category): pooling reports that are grouped already need not take them apart first."""
     for bench, declared in (metrics_of or {}).items():
         for metric, unit, hib, category in declared:
             meta.setdefault((bench, metric), (unit, hib, category))

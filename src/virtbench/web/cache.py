@@ -91,9 +91,13 @@ class ReportCache:
         return value
 
     def report(self, store: Store, run_id: str) -> tuple[Run, list[Row], list[dict[str, Any]]]:
-        key = self.key(store, run_id)
-        rows, failures = self._memo((run_id, "report"), key, lambda: self._stored_or_built(store, run_id, key))
+        rows, failures = self.rows(store, run_id)
         return queries.get_run(store, run_id), rows, failures
+
+    def rows(self, store: Store, run_id: str) -> tuple[list[Row], list[dict[str, Any]]]:
+        """The report's rows and failures without loading the run itself (pooling has it)."""
+        key = self.key(store, run_id)
+        return self._memo((run_id, "report"), key, lambda: self._stored_or_built(store, run_id, key))
 
     def _stored_or_built(self, store: Store, run_id: str, key: tuple) -> tuple[list[Row], list[dict[str, Any]]]:
         version = version_of(key)

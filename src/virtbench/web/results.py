@@ -13,7 +13,8 @@ import numpy as np
 from scipy import stats as sps
 
 from ..analysis import quality, tables
-from ..analysis.summary import Row, SampleView, summarize
+from ..analysis import summary as summary_mod
+from ..analysis.summary import Row
 from ..report import figures, summary
 from ..store.db import Store
 from ..store.models import Run
@@ -136,20 +137,25 @@ def _pool(store: Store, cache: ReportCache, runs: Sequence[Run], baseline: str
     blabels, notes = _labels(runs, "benchmarks", "key", "benchmark")
     plabels, pnotes = _labels(runs, "platforms", "name", "platform")
     notes += pnotes
-    pooled: list[SampleView] = []
+    grouped: summary_mod.Group = defaultdict(list)
+    warm: summary_mod.Group = defaultdict(list)
+    meta: dict[tuple[str, str], tuple[str, bool, str]] = {}
     failures: Counter[tuple[str, str]] = Counter()
     metrics_of: dict[str, list[tuple[str, str, bool, str]]] = {}
     platforms: list[str] = []
     offset = 0
     for run in runs:
-        _, rows, fails = cache.report(store, run.id)
+        rows, fails = cache.rows(store, run.id)
         last = -1
-        for r in rows:  # straight from the rows, relabelled: one object per sample (the first view's cost)
-            bench, plat = blabels.get((run.id, r.benchmark), r.benchmark), plabels.get((run.id, r.platform), r.platform)
-            for values, rounds, warm in ((r.values, r.rounds, False), (r.warmup_values, r.warmup_rounds, True)):
-                pooled += [SampleView(bench, r.metric, plat, v, r.unit, r.higher_is_better, r.category, rnd + offset,
-                                      warm) for v, rnd in zip(values, rounds)]
-                last = max(last, max(rounds, default=-1))
+        for r in rows:  # the rows are grouped already: relabel and concatenate, sample by sample in order
+            key = (blabels.get((run.id, r.benchmark), r.benchmark), r.metric,
+                   plabels.get((run.id, r.platform), r.platform))
+            for values, rounds, into in ((r.values, r.rounds, grouped), (r.warmup_values, r.warmup_rounds, warm)):
+                if values:
+                    into[key].extend(zip([rnd + offset for rnd in rounds], values))
+                    last = max(last, max(rounds))
+            if r.values or r.warmup_values:
+                meta[key[:2]] = (r.unit, r.higher_is_better, r.category)
         offset += last + 1
         for f in fails:
             failures[(plabels.get((run.id, f["platform"]), f["platform"]),
@@ -158,7 +164,8 @@ def _pool(store: Store, cache: ReportCache, runs: Sequence[Run], baseline: str
             metrics_of.setdefault(blabels.get((run.id, key), key), declared)
         platforms += [plabels[(run.id, p.name)] for p in run.platforms]
     platforms = list(dict.fromkeys(platforms))
-    return summarize(pooled, dict(failures), platforms, baseline, metrics_of), platforms, notes
+    return (summary_mod.summarize_grouped(grouped, warm, meta, dict(failures), platforms, baseline, metrics_of),
+            platforms, notes)
 
 
 def compare(store: Store, cache: ReportCache, run_ids: Sequence[str], *, baseline: str | None = None,
