@@ -171,7 +171,7 @@ def _pool(store: Store, cache: ReportCache, runs: Sequence[Run], baseline: str
 def compare(store: Store, cache: ReportCache, run_ids: Sequence[str], *, baseline: str | None = None,
             by_host: bool = False) -> dict[str, Any]:
     """Platforms side by side relative to the baseline; runs pooled, or hosts as columns."""
-    runs = [queries.get_run(store, rid) for rid in dict.fromkeys(run_ids)]
+    runs = queries.get_runs(store, run_ids)
     if not runs:
         raise queries.NotFound("choose at least one run")
     runs.sort(key=lambda r: r.created_at)
