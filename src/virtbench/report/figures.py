@@ -177,6 +177,24 @@ def _value(v: Any) -> Any:
         return str(v)
 
 
+@dataclass(frozen=True)
+class BenchPoint:
+    """One benchmark key of a run as the figures see it: its parameters plus the runner-level
+    `instances` (kept in the run's campaign, not in the tool's parameters) so that sweeps over
+    the instance count are plotted like any other sweep."""
+
+    key: str
+    name: str
+    params: dict[str, Any]
+
+
+def bench_points(run: Any) -> list[BenchPoint]:
+    instances = {b.get("key"): b["instances"] for b in run.campaign.get("benchmarks", [])
+                 if b.get("instances") is not None}
+    return [BenchPoint(b.key, b.name, {**b.params, "instances": instances[b.key]} if b.key in instances else b.params)
+            for b in run.benchmarks]
+
+
 def sweeps(benchmarks: Sequence[Any]) -> list[tuple[str, str, dict[str, Any], list[tuple[Any, str]]]]:
     """(name, parameter, fixed parameters, [(value, key)...]) for every one-parameter sweep.
 
@@ -190,21 +208,18 @@ def sweeps(benchmarks: Sequence[Any]) -> list[tuple[str, str, dict[str, Any], li
     for b in benchmarks:
         by_name[b.name].append(b)
     out = []
-    def point(b: Any) -> dict[str, Any]:
-        return getattr(b, "point", None) or b.params  # with `instances` where the runner set it
-
     for name, group in by_name.items():
-        params = sorted(set().union(*(point(b) for b in group)))
-        varying = [k for k in params if len({repr(point(b).get(k)) for b in group}) > 1]
+        params = sorted(set().union(*(b.params for b in group)))
+        varying = [k for k in params if len({repr(b.params.get(k)) for b in group}) > 1]
         for param in varying:
             parts: dict[str, list[Any]] = defaultdict(list)
             for b in group:
-                parts[repr([(k, point(b).get(k)) for k in params if k != param])].append(b)
+                parts[repr([(k, b.params.get(k)) for k in params if k != param])].append(b)
             for members in parts.values():
-                if len({repr(point(b).get(param)) for b in members}) < 2:
+                if len({repr(b.params.get(param)) for b in members}) < 2:
                     continue
-                fixed = {k: point(members[0]).get(k) for k in varying if k != param}
-                points = sorted(((_value(point(b).get(param)), b.key) for b in members),
+                fixed = {k: members[0].params.get(k) for k in varying if k != param}
+                points = sorted(((_value(b.params.get(param)), b.key) for b in members),
                                 key=lambda t: (isinstance(t[0], str), t[0]))
                 out.append((name, param, fixed, points))
     return out
@@ -354,7 +369,7 @@ def for_reports(reports: Sequence[tuple[Any, list[Row], Any]]) -> tuple[list[Fig
     for (run, rows, _), label in zip(reports, labels):
         cat = tables.category_table(rows)
         stacks = tables.stack_predictions(rows, summary.platform_infos(run))
-        for spec in all_figures(rows, run.campaign.get("baseline", "native"), run.benchmarks, cat, stacks):
+        for spec in all_figures(rows, run.campaign.get("baseline", "native"), bench_points(run), cat, stacks):
             if len(reports) > 1:
                 spec.id = slug(label, spec.id)
             specs.append(spec)

@@ -111,7 +111,7 @@ def run_section(page: Page, report: Report, label: str, prefix: str = "", *, alp
     cat = tables.category_table(rows)
     stacks = tables.stack_predictions(rows, infos)
     warnings = S.warnings(run, rows)
-    figs = F.all_figures(rows, baseline, run.benchmarks, cat, stacks)
+    figs = F.all_figures(rows, baseline, F.bench_points(run), cat, stacks)
     counts: dict[str, int] = {}
     for r in rows:
         if r.verdict and r.verdict != "baseline":

@@ -145,7 +145,7 @@ class Store:
                     what = "no run" if not matches else "more than one run"
                     raise InputError(f"{what} matches {ref!r} in {self.url}", "see `virtbench runs` for run ids")
                 run = matches[0]
-            _ = run.platforms, run.host, [b.run for b in run.benchmarks]  # load while the session is open
+            _ = run.platforms, run.benchmarks, run.host  # load while the session is open
             return run
 
     def runs(self, limit: int = 50) -> list[Run]:

@@ -89,15 +89,6 @@ class RunBenchmark(Base):
     tool_version: Mapped[str] = mapped_column(Text, default="")
     run: Mapped[Run] = relationship(back_populates="benchmarks")
 
-    @property
-    def point(self) -> dict[str, Any]:
-        """The parameters that identify this point, with the runner-level `instances` (kept in
-        the run's campaign, not in the tool's parameters) so sweeps over it can be plotted."""
-        for b in self.run.campaign.get("benchmarks", []):
-            if b.get("key") == self.key and b.get("instances") is not None:
-                return {**self.params, "instances": b["instances"]}
-        return self.params
-
 
 class Execution(Base):
     __tablename__ = "executions"

@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import selectinload
 
 from ..store.db import Store, now
-from ..store.models import Execution, Host, Run, RunBenchmark, Sample
+from ..store.models import Execution, Host, Run, Sample
 from ..store.models import Worker as WorkerRow
 from .queue import hostname, worker_alive
 
@@ -51,23 +51,16 @@ def benchmark_keys(run: Run) -> list[str]:
 
 def get_run(store: Store, run_id: str) -> Run:
     """Exactly this id (the web never guesses by prefix), with platforms, benchmarks and host."""
-    with store.session() as s:
-        run = s.scalar(select(Run).where(Run.id == run_id)
-                       .options(selectinload(Run.platforms), selectinload(Run.benchmarks).selectinload(RunBenchmark.run),
-                                selectinload(Run.host)))
-        if run is None:
-            raise NotFound(f"no run {run_id!r}")
-        return run
+    return get_runs(store, [run_id])[0]
 
 
 def get_runs(store: Store, run_ids: Sequence[str]) -> list[Run]:
-    """get_run of several ids in one query (a comparison of ten runs: one round trip, not ten)."""
+    """Exactly these ids, in one query (a comparison of ten runs: one round trip, not ten)."""
     ids = list(dict.fromkeys(run_ids))
     with store.session() as s:
         found = {r.id: r for r in s.scalars(
             select(Run).where(Run.id.in_(ids))
-            .options(selectinload(Run.platforms), selectinload(Run.benchmarks).selectinload(RunBenchmark.run),
-                     selectinload(Run.host)))}
+            .options(selectinload(Run.platforms), selectinload(Run.benchmarks), selectinload(Run.host)))}
     missing = [i for i in ids if i not in found]
     if missing:
         raise NotFound(f"no run {missing[0]!r}")
