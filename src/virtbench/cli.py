@@ -107,13 +107,16 @@ def image_prune(everything: bool, dry_run: bool) -> None:
     for img in list_images():
         if img.recipe_hash in keep:
             continue
-        if mounts_using(img.root):
-            console.print(f"kept {img.short}: in use by a running instance")
-            continue
-        console.print(f"{'would remove' if dry_run else 'removing'} {img.short} ({img.profile}, {img.manifest.get('built_at', '?')})")
+        what = f"{img.short} ({img.profile}, {img.manifest.get('built_at', '?')})"
         if dry_run:
+            console.print(f"would keep {what}: in use" if mounts_using(img.root) else f"would remove {what}")
             continue
-        remove(img)
+        try:
+            remove(img)
+        except InputError as exc:
+            console.print(f"kept {what}: {escape(exc.message)}")
+            continue
+        console.print(f"removed {what}")
         for name in PLATFORMS.names():
             for line in PLATFORMS.get(name).forget_image(img.tag):
                 console.print(f"  {escape(line)}")

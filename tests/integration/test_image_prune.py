@@ -82,3 +82,18 @@ def test_forget_image_removes_the_engines_copy(platform, tmp_path):
     assert platform.forget_image(tag) == [said]
     assert not listed()
     assert platform.forget_image(tag) == []  # nothing left: nothing said
+
+
+def test_prune_dry_run_names_candidates_and_removes_nothing():
+    import sys
+
+    before = [i.recipe_hash for i in list_images()]
+    r = subprocess.run([sys.executable, "-m", "virtbench", "image", "prune", "--dry-run"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert [i.recipe_hash for i in list_images()] == before
+    from virtbench.images.build import recipe_for
+
+    current = {recipe_for(p).hash()[:12] for p in ("quick", "full")}
+    named = {line.split()[2] for line in r.stdout.splitlines() if line.startswith("would ")}
+    assert named == {h[:12] for h in before} - current

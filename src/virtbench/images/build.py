@@ -76,11 +76,7 @@ def build(recipe: Recipe, cache: Path = DEFAULT_CACHE, *, force: bool = False,
     """Return the cached image of this recipe, building it first if needed."""
     if not force and (image := cached(recipe, cache)) is not None:
         return image
-    in_use = mounts_using(cache / recipe.hash()[:16])
-    if in_use:
-        raise InputError(f"image {recipe.hash()[:12]} is in use by {len(in_use)} mounts (e.g. {in_use[0]}); "
-                         "rebuilding would delete files under running instances",
-                         "stop the runs using it, or remove leftovers with `virtbench cleanup`")
+    _refuse_if_mounted(cache / recipe.hash()[:16], recipe.hash()[:12], "rebuilding")
     if not proc.which("mmdebstrap"):
         raise UnavailableError("mmdebstrap is not installed", "apt-get install mmdebstrap")
     cache.mkdir(parents=True, exist_ok=True)
@@ -131,12 +127,17 @@ def mounts_using(root: Path) -> list[str]:
     return [line.split()[4] for line in text.splitlines() if str(root) in line]
 
 
+def _refuse_if_mounted(root: Path, short: str, doing: str) -> None:
+    in_use = mounts_using(root)
+    if in_use:
+        raise InputError(f"image {short} is in use by {len(in_use)} mounts (e.g. {in_use[0]}); "
+                         f"{doing} it would delete files under running instances",
+                         "stop the runs using it, or remove leftovers with `virtbench cleanup`")
+
+
 def remove(image: Image) -> None:
     """Delete a cached image; refused while any instance mounts it (its files would vanish)."""
-    in_use = mounts_using(image.root)
-    if in_use:
-        raise InputError(f"image {image.short} is in use by {len(in_use)} mounts (e.g. {in_use[0]})",
-                         "stop the runs using it, or remove leftovers with `virtbench cleanup`")
+    _refuse_if_mounted(image.root, image.short, "removing")
     shutil.rmtree(image.root)
 
 
