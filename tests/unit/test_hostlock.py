@@ -7,7 +7,9 @@ import subprocess
 import sys
 import textwrap
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -37,18 +39,25 @@ def hold_elsewhere(paths: Paths, seconds: float) -> subprocess.Popen:
     return child
 
 
+@contextmanager
+def held_elsewhere(paths: Paths, seconds: float = 60) -> Iterator[subprocess.Popen]:
+    """Another process holds the lock for the block; it is gone afterwards, whatever happened."""
+    child = hold_elsewhere(paths, seconds)
+    try:
+        yield child
+    finally:
+        child.kill()
+        child.wait()
+
+
 def test_busy_host_is_refused_naming_the_holder(tmp_path: Path) -> None:
     paths = paths_in(tmp_path)
-    child = hold_elsewhere(paths, 30)
-    try:
+    with held_elsewhere(paths) as child:
         with pytest.raises(hostlock.HostBusy) as err:
             with hostlock.hold(paths, "mine"):
                 pytest.fail("entered a held lock")
         assert f"campaign 'other' (pid {child.pid}" in err.value.message and "--wait" in (err.value.fix or "")
         assert err.value.exit_code == 2
-    finally:
-        child.kill()
-        child.wait()
 
 
 def test_wait_until_free_then_hold(tmp_path: Path) -> None:
@@ -66,14 +75,10 @@ def test_wait_until_free_then_hold(tmp_path: Path) -> None:
 
 def test_stop_while_waiting(tmp_path: Path) -> None:
     paths = paths_in(tmp_path)
-    child = hold_elsewhere(paths, 30)
-    try:
+    with held_elsewhere(paths):
         with pytest.raises(hostlock.Stopped, match="campaign 'other'"):
             with hostlock.hold(paths, "mine", wait=True, poll_s=0.05, stop=lambda: True):
                 pytest.fail("entered a held lock")
-    finally:
-        child.kill()
-        child.wait()
 
 
 def test_a_killed_holder_leaves_the_host_free(tmp_path: Path) -> None:
@@ -91,13 +96,9 @@ def test_cli_run_refuses_before_anything_starts(tmp_path: Path) -> None:
     campaign.write_text("name: c\nplatforms: [native]\nbenchmarks: [{name: sysbench-cpu, time: 1}]\n")
     env = dict(os.environ, VIRTBENCH_STATE_DIR=str(paths.state), VIRTBENCH_RUNTIME_DIR=str(paths.runtime),
                VIRTBENCH_DB=f"sqlite:///{tmp_path / 'r.db'}")
-    child = hold_elsewhere(paths, 60)
-    try:
+    with held_elsewhere(paths):
         res = subprocess.run([sys.executable, "-m", "virtbench", "run", str(campaign)], env=env,
                              capture_output=True, text=True, timeout=120)
-    finally:
-        child.kill()
-        child.wait()
     assert res.returncode == 2, res.stdout + res.stderr
     assert "is measuring on this host" in res.stderr and "--wait" in res.stderr
     from virtbench.store.db import Store
