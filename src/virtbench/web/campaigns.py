@@ -184,7 +184,7 @@ def to_mapping(model: dict[str, Any]) -> dict[str, Any]:
                 if v == "":
                     continue
                 if "," in v and not _is_list(fields.get(k)):  # "1, 2, 4" in a one-value field: a sweep
-                    entry.setdefault("sweep", {})[k] = [_scalar(part.strip()) for part in v.split(",") if part.strip()]
+                    entry.setdefault("sweep", {})[k] = _values(v)
                 else:
                     entry[k] = _value(v, fields.get(k))
             data["benchmarks"].append(entry)
@@ -204,9 +204,12 @@ def _model_fields(registry: Any, name: str, attr: str) -> dict[str, Any]:
 
 
 def _value(text: str, annotation: Any) -> Any:
-    if _is_list(annotation):
-        return [_scalar(part.strip()) for part in text.split(",") if part.strip()]
-    return _scalar(text)
+    return _values(text) if _is_list(annotation) else _scalar(text)
+
+
+def _values(text: str) -> list[Any]:
+    """'1, 2,4' -> [1, 2, 4]: a list field's items, or a sweep's points."""
+    return [_scalar(part.strip()) for part in text.split(",") if part.strip()]
 
 
 def _scalar(text: str) -> Any:
