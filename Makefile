@@ -4,15 +4,18 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test deps venv unit clean-state
+.PHONY: run test deps venv unit lint clean-state
 
 run: deps venv
 	$(BIN)/virtbench run --quick
 
-test: deps venv
+test: deps venv lint
 	tools/prepare-tests
 	url="$$(tools/start-postgres)" && [ -n "$$url" ] && \
 	VIRTBENCH_TEST_PG_URL="$$url" $(BIN)/python -m pytest -ra -q $(PYTEST_ARGS)
+
+lint: venv
+	$(BIN)/ruff check src tests benchmarks
 
 unit: venv
 	$(BIN)/python -m pytest -q tests/unit

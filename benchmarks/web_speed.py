@@ -29,7 +29,8 @@ from sqlalchemy import event, func, select
 
 from virtbench.analysis import synthetic
 from virtbench.store.db import Store
-from virtbench.store.models import Execution, ReportCache as ReportCacheRow, Run, Sample
+from virtbench.store.models import Execution, Run, Sample
+from virtbench.store.models import ReportCache as ReportCacheRow
 from virtbench.web import cache
 
 BIG = "speed-big"

@@ -199,7 +199,6 @@ def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, html_file: Pa
         errconsole.print(f"wrote {html_file}")
     if figures_dir:
         from .report import static
-
         from .report.figures import for_reports
 
         specs, platforms = for_reports(reports)

@@ -9,11 +9,11 @@ from __future__ import annotations
 import difflib
 import itertools
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from .benchmarks.base import PairBenchmark

@@ -57,12 +57,12 @@ class Registry(Generic[T]):
         return list(self._load().items())
 
 
-def hint(name: str, known: "list[str] | dict[str, object]") -> str:
+def hint(name: str, known: list[str] | dict[str, object]) -> str:
     names = list(known)
     close = difflib.get_close_matches(name, names, n=1)
     base = f"known: {', '.join(names)}"
     return f"did you mean {close[0]!r}? {base}" if close else base
 
 
-BENCHMARKS: "Registry[Benchmark]" = Registry("virtbench.benchmarks", "benchmark")
-PLATFORMS: "Registry[Platform]" = Registry("virtbench.platforms", "platform type")
+BENCHMARKS: Registry[Benchmark] = Registry("virtbench.benchmarks", "benchmark")
+PLATFORMS: Registry[Platform] = Registry("virtbench.platforms", "platform type")

@@ -93,7 +93,7 @@ def server(database, tmp_path):
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError((tmp_path / "serve.log").read_text())
+                    raise AssertionError((tmp_path / "serve.log").read_text()) from None
                 time.sleep(0.2)
         yield backend, base, env, tmp_path / "serve.log"
     finally:

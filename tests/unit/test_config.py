@@ -192,5 +192,5 @@ def test_full_profile_takes_the_studies_values_under_the_campaigns_own():
     assert parse_campaign(c.model_dump(mode="json")) == c
     quick = parse_campaign({**GOOD, "benchmarks": ["iperf3"]})
     assert quick.benchmarks[0].params == {}
-    for name, cls in BENCHMARKS.items():
+    for _name, cls in BENCHMARKS.items():
         cls.Params(**cls.study)  # every full profile is valid

@@ -7,8 +7,15 @@ from pydantic import ValidationError
 from virtbench.errors import InputError
 from virtbench.platforms.base import EXEC_ENV, LABEL, PlatformOptions
 from virtbench.platforms.lxc import LXCOptions, build_lxc_config, lxc_cgroup_lines
-from virtbench.platforms.mounts import (MountEntry, cgroup_mode, instance_name, mounts_under,
-                                        parse_mountinfo, unescape, veth_name)
+from virtbench.platforms.mounts import (
+    MountEntry,
+    cgroup_mode,
+    instance_name,
+    mounts_under,
+    parse_mountinfo,
+    unescape,
+    veth_name,
+)
 from virtbench.platforms.native import NativeOptions
 from virtbench.platforms.oci import build_oci_config, oci_resources
 

@@ -101,7 +101,7 @@ def test_batched_checks_equal_scipy_one_by_one():
         assert (got is None) == (want is None)
         if got:
             assert got.value == pytest.approx(want.value) and got.message == want.message
-    for (values, rounds), got in zip(items, q.outliers_many(items)):
+    for (values, _rounds), got in zip(items, q.outliers_many(items)):
         med, mad = np.median(values), sst.median_abs_deviation(values, scale="normal")
         count = int((np.abs(np.asarray(values) - med) / mad > q.OUTLIER_Z).sum())
         assert (got.value if got else 0) == count

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Callable
+from collections.abc import Callable
 
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url

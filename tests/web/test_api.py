@@ -71,6 +71,7 @@ def test_verify_shows_every_repetition_with_flags(client):
 
 def test_verify_marks_an_outlier(store):
     from virtbench.store.db import now
+
     from .helpers import make_client
 
     store.create_run(run_id="o1", name="o", campaign={"baseline": "native"}, source="", seed=1, host_id=None,

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import re
 
-from .helpers import login
 from virtbench.store.models import Run
+
+from .helpers import login
 
 
 def test_every_page_renders(client):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from .helpers import make_client
 from virtbench.store.models import ReportCache as ReportCacheRow
 from virtbench.web import cache as results
+
+from .helpers import make_client
 
 
 def cached(store) -> dict[str, str]:

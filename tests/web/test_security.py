@@ -6,8 +6,9 @@ import re
 
 import pytest
 
-from .helpers import TOKEN, login, make_client
 from virtbench.store.models import Run
+
+from .helpers import TOKEN, login, make_client
 
 SCRIPT = "<script>alert(1)</script>"
 CAMPAIGN = {"name": "ok", "platforms": ["native"], "benchmarks": ["sysbench-cpu"]}

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from .helpers import TOKEN, make_client
 from virtbench.config import parse_campaign
 from virtbench.runner.execute import enqueue
 from virtbench.store.models import Execution, Run
+
+from .helpers import TOKEN, make_client
 
 pytestmark = pytest.mark.integration
 

@@ -7,8 +7,9 @@ an upgrade that slows container start-up is exactly what this should show.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from . import stats as st
 from .summary import Row, relative

@@ -7,8 +7,9 @@ silent correction: the statistics use every measured value regardless.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from scipy import stats

@@ -16,9 +16,9 @@ ratio's interval is narrow enough, always capped in count (and by the runner in 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence
 
 import numpy as np
 from scipy import stats

@@ -8,9 +8,10 @@ prefix so they never collide with a real plugin's declared metrics.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

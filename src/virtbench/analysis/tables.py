@@ -14,8 +14,9 @@ times one reporting a single metric; the per-platform table shows how many went 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -40,7 +41,7 @@ class PlatformInfo:
     config: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_config(cls, name: str, ptype: str, config: Mapping[str, Any]) -> "PlatformInfo":
+    def from_config(cls, name: str, ptype: str, config: Mapping[str, Any]) -> PlatformInfo:
         kind = str(config.get("kind") or ("baseline" if ptype == "native" else "container"))
         inside = config.get("inside") or None
         return cls(name, ptype, kind, str(inside) if inside else None, dict(config))

@@ -58,7 +58,7 @@ class Iperf3Params(PairParams):
     port: int = Field(5201, ge=1, le=65535, description="server control/data port")
 
     @model_validator(mode="after")
-    def _check(self) -> "Iperf3Params":
+    def _check(self) -> Iperf3Params:
         if self.mode != "udp" and self.udp_rate is not None:
             raise ValueError("udp_rate applies to mode=udp only")
         if self.mode == "udp" and self.length is not None and not (

@@ -99,7 +99,7 @@ class NginxWrkParams(PairParams):
     port: int = Field(8080, ge=1, le=65535, description="nginx listen port")
 
     @model_validator(mode="after")
-    def _check(self) -> "NginxWrkParams":
+    def _check(self) -> NginxWrkParams:
         if self.threads > self.connections:
             raise ValueError("threads must be <= connections (wrk: 'number of connections must be >= threads')")
         if self.files * self.file_size > MAX_TOTAL_BYTES:

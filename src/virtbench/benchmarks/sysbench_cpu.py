@@ -15,7 +15,7 @@ from .base import Benchmark, Metric, Params, search
 
 _NUM = r"([0-9]+(?:\.[0-9]+)?)"
 _TOTAL_TIME = rf"^\s*total time:\s*{_NUM}s\s*$"
-_EVENTS = rf"^\s*total number of events:\s*([0-9]+)\s*$"
+_EVENTS = r"^\s*total number of events:\s*([0-9]+)\s*$"
 _EPS = rf"^\s*events per second:\s*{_NUM}\s*$"
 _LAT_SUM = rf"^\s*sum:\s*{_NUM}\s*$"
 _LAT_P95 = rf"^\s*95th percentile:\s*{_NUM}\s*$"

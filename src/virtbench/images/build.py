@@ -12,9 +12,9 @@ import json
 import platform as pyplatform
 import shutil
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from .. import proc
 from ..errors import InputError, UnavailableError

@@ -50,7 +50,7 @@ class Image:
         }
 
     @classmethod
-    def load(cls, root: Path) -> "Image":
+    def load(cls, root: Path) -> Image:
         data = json.loads((root / "manifest.json").read_text())
         return cls(
             recipe_hash=data["recipe_hash"],

@@ -40,7 +40,7 @@ class InstanceExecutor:
     """Runs commands inside an outer platform's instance: how a stacked platform (docker in a
     VM) reaches its runtime. Every command still ends up in one proc.run on the host."""
 
-    def __init__(self, outer: "Platform", instance: "Instance") -> None:
+    def __init__(self, outer: Platform, instance: Instance) -> None:
         self.outer = outer
         self.instance = instance
 
@@ -85,7 +85,7 @@ class Paths:
         return self.state / "instances"
 
     @classmethod
-    def from_env(cls, environ: "dict[str, str] | None" = None) -> "Paths":
+    def from_env(cls, environ: dict[str, str] | None = None) -> Paths:
         """For the CLI only: VIRTBENCH_STATE_DIR / VIRTBENCH_RUNTIME_DIR move the state (tests use it)."""
         import os
 
@@ -200,12 +200,12 @@ class Platform(ABC):
         inner = ",".join(f"{k}={v}" for k, v in opts.items())
         return f"{self.type}({inner})" if inner else self.type
 
-    @classmethod
+    @classmethod  # noqa: B027 - optional hook: most platforms need nothing
     def ensure_engine(cls, paths: Paths) -> None:
         """Start the runtime's daemon (dockerd, containerd) if the platform needs one."""
 
     # -- stacking (a platform inside another's instances) ------------------------------
-    def accept_inner(self, inner: "Platform") -> None:
+    def accept_inner(self, inner: Platform) -> None:
         """Called before prepare() for each platform declared `inside` this one: make its
         runtime available in this platform's instances (e.g. packages in the VM image)."""
         raise InputError(f"{self.name} ({self.type}) cannot host other platforms",
@@ -215,11 +215,11 @@ class Platform(ABC):
         """The image as seen from inside this platform's instances (for an inner prepare)."""
         raise InputError(f"{self.name} ({self.type}) cannot host other platforms")
 
-    def ensure_engine_in(self, executor: Executor) -> None:
+    def ensure_engine_in(self, executor: Executor) -> None:  # noqa: B027 - optional hook: most platforms need nothing
         """Start this runtime's daemon through `executor` (inside an outer instance)."""
 
     # -- lifecycle (each step is timed by the runner) --------------------------------
-    def prepare(self, image: Image) -> None:
+    def prepare(self, image: Image) -> None:  # noqa: B027 - optional hook: most platforms need nothing
         """Once per campaign: make the image known to the runtime (import). Idempotent."""
 
     @abstractmethod

@@ -24,8 +24,7 @@ from .. import proc, services
 from ..errors import CommandError, InputError, VirtbenchError
 from ..images.image import Image
 from ..images.oci import oci_archive
-from .base import (EXEC_ENV, INSTANCE_PREFIX, LABEL, Availability, Executor, Instance, Paths, Platform,
-                   PlatformOptions)
+from .base import EXEC_ENV, INSTANCE_PREFIX, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions
 from .docker import STATE_LABEL, TAR_LABEL
 
 NAMESPACE = "virtbench"

@@ -164,7 +164,7 @@ class _Lock:
         self.path, self.deadline = path, deadline
         self.fd: int | None = None
 
-    def __enter__(self) -> "_Lock":
+    def __enter__(self) -> _Lock:
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         while True:
             try:

@@ -18,8 +18,7 @@ from .. import proc
 from ..errors import CommandError, VirtbenchError
 from ..images.image import Image
 from . import mounts
-from .base import (EXEC_ENV, LABEL, Availability, Executor, Instance, Paths, Platform,
-                   PlatformOptions)
+from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions
 
 LOCKS = Path("/run/lxc/lock")
 """LXC (as root) keeps a lock file per container here, under the lxcpath's own path."""

@@ -34,7 +34,7 @@ class NativeOptions(PlatformOptions):
     network: Literal["host"] = Field("host", description="native always uses the host's network")
 
     @model_validator(mode="after")
-    def _no_limits(self) -> "NativeOptions":
+    def _no_limits(self) -> NativeOptions:
         given = [k for k in ("cpus", "cpuset", "memory") if getattr(self, k) is not None]
         if given:
             raise ValueError(f"native is the bare-metal baseline and takes no resource limits "

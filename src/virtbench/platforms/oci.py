@@ -18,8 +18,7 @@ from .. import proc
 from ..errors import CommandError, VirtbenchError
 from ..images.image import Image
 from . import mounts
-from .base import (EXEC_ENV, LABEL, Availability, Executor, Instance, Paths, Platform,
-                   PlatformOptions)
+from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions
 
 CFS_PERIOD = 100_000
 CAPABILITIES = ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD",

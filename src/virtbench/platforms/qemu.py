@@ -38,11 +38,20 @@ from ..errors import CommandError, InputError, UnavailableError, VirtbenchError
 from ..images import vmdisk
 from ..images.image import Image
 from . import guest, mounts, qemu_stack
-from .base import EXEC_ENV, Size, Availability, Executor, Instance, Paths, Platform, PlatformOptions
+from .base import EXEC_ENV, Availability, Executor, Instance, Paths, Platform, PlatformOptions, Size
 from .qemu_accel import AccelVerdict, accel_verdict, probe_kernel, try_stub
 from .qemu_argv import ARCHES, FW_CFG_LABEL, HOST_ARCH, MiB, VMSpec, cpu_model, qemu_argv
-from .qemu_host import (_alive, _make_tap, _rmtree, _teardown, _wait_gone, kill_qemus, limit_cpu,
-                        qemu_processes, serial_tail)
+from .qemu_host import (
+    _alive,
+    _make_tap,
+    _rmtree,
+    _teardown,
+    _wait_gone,
+    kill_qemus,
+    limit_cpu,
+    qemu_processes,
+    serial_tail,
+)
 
 STOP_TIMEOUT = 10.0
 QBOOT = Path("/usr/share/qemu/qboot.rom")
@@ -89,7 +98,7 @@ class QemuOptions(PlatformOptions):
         return v
 
     @model_validator(mode="after")
-    def _aio(self) -> "QemuOptions":
+    def _aio(self) -> QemuOptions:
         if self.aio == "native" and self.cache not in ("none", "directsync"):
             raise ValueError("aio=native needs cache=none or cache=directsync (O_DIRECT)")
         return self

@@ -44,7 +44,7 @@ class Outside:
         raise self._refuse()
 
 
-def check_inner(outer_name: str, inner: "Platform") -> None:
+def check_inner(outer_name: str, inner: Platform) -> None:
     if inner.type not in SUPPORTED:
         raise InputError(f"{outer_name} (qemu) cannot host {inner.name} ({inner.type}): inside a VM "
                          f"virtbench runs {', '.join(SUPPORTED)}",
@@ -54,7 +54,7 @@ def check_inner(outer_name: str, inner: "Platform") -> None:
         raise InputError(f"{inner.name} ({inner.type}) names no Debian packages to install in the VM image")
 
 
-def inner_packages(inner: "dict[str, Platform]") -> tuple[str, ...]:
+def inner_packages(inner: dict[str, Platform]) -> tuple[str, ...]:
     """The Debian packages the VM image needs for these inner platforms."""
     return tuple(sorted({p for platform in inner.values() for p in platform.packages}))
 

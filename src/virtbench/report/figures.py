@@ -13,8 +13,9 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from ..analysis.summary import Row
 from ..analysis.tables import CategoryCell, StackRow

@@ -7,10 +7,11 @@ columns, followed by each run's own section.
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from .. import __version__
 from ..analysis import stats, tables
@@ -147,7 +148,7 @@ def run_section(page: Page, report: Report, label: str, prefix: str = "", *, alp
 
 
 def document(title: str, body: str, page: Page) -> str:
-    generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width,initial-scale=1">'
             f"<title>{escape(title)}</title><style>{CSS}</style>"

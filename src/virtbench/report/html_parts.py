@@ -4,8 +4,9 @@ Kept apart from html.py (the page, figures and script) so each stays readable.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from html import escape
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from ..analysis.summary import Row
 from ..analysis.tables import BestRow, CategoryCell, StackRow

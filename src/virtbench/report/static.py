@@ -6,8 +6,8 @@ across every figure, the same as in the HTML report.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import matplotlib
 

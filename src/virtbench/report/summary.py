@@ -7,7 +7,8 @@ statistics, quality warnings and the aggregate tables are added beside them. Sev
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import select
 

@@ -2,7 +2,7 @@
 the best container per category (the LSBS Tables 5 and 6), and stack predictions (Fig. 4)."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from rich.console import Console
 from rich.table import Table

@@ -11,23 +11,23 @@ import random
 import secrets
 import signal
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Callable, Iterator, Protocol
+from typing import Protocol
 
 from .. import __version__
 from .. import host as hostfacts
 from ..benchmarks.base import Benchmark, PairBenchmark
 from ..config import Campaign, parse_campaign
 from ..errors import CommandError, InputError, VirtbenchError
+from ..images.image import Image
 from ..platforms.base import INSTANCE_PREFIX, Instance, InstanceExecutor, Paths, Platform
 from ..registry import PLATFORMS
 from ..store.db import Store, now
-from ..images.image import Image
+from . import adaptive
 from .multi import combine, run_instances
 from .pair import run_pair
-from . import adaptive
 from .plan import LIFECYCLE, Unit, extra_round, schedule
 from .session import Session, build_objects, outer_of, platform_rows, prepare, tool_versions
 

@@ -12,10 +12,10 @@ import fcntl
 import json
 import os
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable, Iterator
 
 from ..errors import InputError
 from ..platforms.base import Paths
@@ -76,7 +76,7 @@ def hold(paths: Paths, what: str, *, wait: bool = False, poll_s: float = 2.0,
                     log(f"waiting: {busy} is measuring on this host")
                     told = True
                 time.sleep(poll_s)
-        since = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        since = datetime.now(UTC).isoformat(timespec="seconds")
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps({"pid": os.getpid(), "what": what, "since": since}).encode(), 0)
         try:

@@ -5,7 +5,8 @@ with the reason, so one command works everywhere.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..config import Campaign, parse_campaign
 from ..platforms.base import Paths

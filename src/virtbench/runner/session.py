@@ -6,9 +6,10 @@ and exit 2 before anything is measured or stored.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..benchmarks.base import Benchmark
 from ..config import Campaign

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-from datetime import datetime, timezone
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
@@ -17,7 +18,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, event, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import ArgumentError, OperationalError
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import sessionmaker
 
 from ..errors import InputError, VirtbenchError
 from .models import Execution, Host, Run, RunBenchmark, RunPlatform, Sample
@@ -34,7 +35,7 @@ def default_url() -> str:
 
 
 def now() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def _alembic_config(connection) -> Config:

@@ -9,8 +9,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import (JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, LargeBinary, String, Text,
-                        UniqueConstraint, false)
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+    false,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
@@ -57,9 +69,9 @@ class Run(Base):
     progress: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     """Live progress written by the worker (step, log tail) for the web page."""
     host: Mapped[Host | None] = relationship()
-    platforms: Mapped[list["RunPlatform"]] = relationship(back_populates="run", cascade="all, delete-orphan",
+    platforms: Mapped[list[RunPlatform]] = relationship(back_populates="run", cascade="all, delete-orphan",
                                                           order_by="RunPlatform.position")
-    benchmarks: Mapped[list["RunBenchmark"]] = relationship(back_populates="run", cascade="all, delete-orphan",
+    benchmarks: Mapped[list[RunBenchmark]] = relationship(back_populates="run", cascade="all, delete-orphan",
                                                             order_by="RunBenchmark.position")
 
 

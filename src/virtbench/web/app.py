@@ -12,9 +12,10 @@ FastAPI's own /docs pages load scripts from a CDN, so they are off; /api is the 
 """
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import jinja2
 from fastapi import FastAPI, HTTPException, Request
@@ -29,8 +30,8 @@ from .. import __version__
 from ..errors import InputError, VirtbenchError
 from ..store.db import Store
 from . import api, pages
-from .queries import NotFound
 from .cache import ReportCache, Warmer
+from .queries import NotFound
 from .security import Auth, BodyLimit, PrivateGate, SecurityHeaders
 from .settings import Settings
 

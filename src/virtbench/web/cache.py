@@ -14,9 +14,10 @@ import json
 import threading
 import zlib
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from sqlalchemy import delete, func, select
 from sqlalchemy.exc import SQLAlchemyError

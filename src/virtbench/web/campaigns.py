@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 import typing
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import yaml
 from pydantic import BaseModel

@@ -7,7 +7,8 @@ reports come through cache.ReportCache, so a page over a large finished run is a
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from scipy import stats as sps

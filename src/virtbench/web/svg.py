@@ -8,8 +8,8 @@ across every chart of a page; tooltips are SVG <title> elements.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from html import escape
-from typing import Iterable, Sequence
 
 from markupsafe import Markup
 

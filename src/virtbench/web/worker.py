@@ -27,8 +27,9 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, Callable
+from typing import Any
 
 from sqlalchemy import delete, update
 

@@ -8,9 +8,8 @@ heartbeat and resume; these columns are that bookkeeping, all nullable or defaul
 runs recorded before this migration (and by `virtbench run`) need nothing filled in.
 report_cache keeps each finished run's computed statistics for the pages (a pure cache).
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0002'
 down_revision = '0001'

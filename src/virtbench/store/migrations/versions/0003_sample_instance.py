@@ -7,9 +7,8 @@ The unique key of a sample gains the instance index. The 0001 constraint was unn
 name is looked up (PostgreSQL names it itself; SQLite reflects it unnamed and is rebuilt by
 batch mode with a naming convention).
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = '0003'
 down_revision = '0002'
