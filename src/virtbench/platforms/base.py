@@ -177,6 +177,9 @@ class Platform(ABC):
         self.options = options
         self.paths = paths
         self.host: Executor = executor or HostExecutor()
+        self.cgroup_parent: str | None = None
+        """Set by an experiment that confines instances (density's host_memory): a cgroup path
+        relative to the hierarchy root that every instance created afterwards is placed under."""
 
     # -- discovery -------------------------------------------------------------------
     @classmethod
@@ -199,6 +202,16 @@ class Platform(ABC):
                 if v is not None and k != "network"}
         inner = ",".join(f"{k}={v}" for k, v in opts.items())
         return f"{self.type}({inner})" if inner else self.type
+
+    def image_packages(self) -> tuple[str, ...]:
+        """Debian packages the platform's options need in the guest image (e.g. systemd for an
+        LXC system container); added to the campaign's image, so all platforms share it."""
+        return ()
+
+    def main_pid(self, instance: Instance) -> int | None:
+        """Host pid of the instance's main process (container init, QEMU), to find its
+        cgroups from the host; None when unknown or not running."""
+        return None
 
     @classmethod  # noqa: B027 - optional hook: most platforms need nothing
     def ensure_engine(cls, paths: Paths) -> None:

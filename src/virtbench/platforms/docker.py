@@ -92,6 +92,8 @@ class EngineCLI(Platform):
             argv += ["--cpuset-cpus", o.cpuset]
         if o.memory is not None:
             argv += ["--memory", str(int(o.memory))]  # bytes: no unit rounding by the CLI
+        if self.cgroup_parent:  # cgroupfs driver: a path from the hierarchy root
+            argv += ["--cgroup-parent", "/" + self.cgroup_parent.strip("/")]
         return [*argv, image.tag, "sleep", "infinity"]
 
     def exec_argv(self, instance: Instance, argv: list[str]) -> list[str]:
@@ -157,6 +159,12 @@ class EngineCLI(Platform):
     def start(self, instance: Instance) -> None:
         self.host.run([*self.base_argv(), "start", instance.name], timeout=120)
         self.wait_ready(instance)
+
+    def main_pid(self, instance: Instance) -> int | None:
+        r = self.host.run([*self.base_argv(), "inspect", "-f", "{{.State.Pid}}", instance.name], timeout=60,
+                          check=False)
+        pid = r.stdout.strip()
+        return int(pid) if r.ok and pid.isdigit() and pid != "0" else None
 
     def stop(self, instance: Instance) -> None:
         # -t 0: `sleep` as PID 1 ignores SIGTERM, so any grace period is pure waiting.

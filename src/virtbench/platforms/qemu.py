@@ -294,6 +294,9 @@ class Qemu(Platform):
                           serial_log=d / "serial.log", tap=tap,
                           address=f"{address}/24" if address else None, firmware=self._firmware())
             argv = qemu_argv(spec)
+            if self.cgroup_parent:  # QEMU starts inside the confining parent: its RAM is charged there
+                argv = [sys.executable, "-m", "virtbench.platforms.cgroups", "exec", "--cgroup",
+                        f"{self.cgroup_parent}/{name}", "--", *argv]
             (d / "qemu.argv.json").write_text(json.dumps(argv, indent=1))
         except BaseException:
             _teardown(self.paths, d, meta)
@@ -383,6 +386,9 @@ class Qemu(Platform):
 
     def remove(self, instance: Instance) -> None:
         _teardown(self.paths, Path(instance.data["dir"]), instance.data)
+
+    def main_pid(self, instance: Instance) -> int | None:
+        return self._pid(instance)
 
     def _pid(self, instance: Instance) -> int | None:
         """The VM's QEMU pid, if it runs (the pidfile checked against the command line)."""
