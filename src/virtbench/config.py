@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from .benchmarks.base import PairBenchmark
 from .errors import InputError
+from .images.guest import PlatformImage
 from .registry import BENCHMARKS, PLATFORMS, hint
 
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
@@ -52,6 +53,8 @@ class PlatformEntry(BaseModel):
     options: dict[str, Any] = Field(default_factory=dict)
     inside: str | None = None
     """Name of the platform (a VM) whose instances this one runs in: a stack."""
+    image: dict[str, Any] | None = None
+    """The platform's own guest image (images.guest.PlatformImage), else the campaign's."""
 
 
 class BenchmarkEntry(BaseModel):
@@ -161,10 +164,17 @@ def _as_mapping(value: Any, where: str, expected: str) -> dict[str, Any]:
 def _platform_entry(index: int, value: Any) -> PlatformEntry:
     where = f"platforms[{index}]"
     value = _as_mapping(value, where, "a platform type name or a mapping with 'name' (and 'type')")
-    if isinstance(value.get("options"), dict) and set(value) <= {"name", "type", "options", "inside"}:
+    if isinstance(value.get("options"), dict) and set(value) <= {"name", "type", "options", "inside", "image"}:
         value = {**value.pop("options"), **value}  # the stored (canonical) form of a run
     name = str(value.pop("name"))
     inside = value.pop("inside", None)
+    image = value.pop("image", None)
+    if image is not None:
+        try:
+            image = PlatformImage(**image) if isinstance(image, dict) else PlatformImage(release=str(image))
+        except ValidationError as exc:
+            raise ValueError(_first_error(exc, f"{where}.image", PlatformImage).replace(
+                f"{where}.image: Value error, image", f"{where}.image")) from None
     if inside is not None and not isinstance(inside, str):
         raise ValueError(f"{where}.inside: give the name of the platform this one runs inside")
     if not re.match(NAME_RE, name):
@@ -178,7 +188,7 @@ def _platform_entry(index: int, value: Any) -> PlatformEntry:
     except ValidationError as exc:
         raise ValueError(_first_error(exc, where, options_model)) from None
     return PlatformEntry(name=name, type=ptype, options=options.model_dump(mode="json", exclude_unset=True),
-                         inside=inside)
+                         inside=inside, image=image.model_dump(exclude_none=True) if image else None)
 
 
 MAX_SWEEP_POINTS = 1000

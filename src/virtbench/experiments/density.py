@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ..benchmarks.base import PairBenchmark
 from ..errors import InputError
 from ..images import build as images
+from ..images import guest
 from ..images.image import Image
 from ..platforms import cgroups
 from ..platforms.base import Paths, Platform, Size
@@ -137,6 +138,9 @@ class Density(Experiment):
         super().__init__(campaign, paths)
         self.platforms: dict[str, Platform] = {}
         self.image: Image | None = None
+        self.images: dict[str, Image] = {}
+        """Each platform's image: its own `image:` or the campaign's."""
+        self.tool_versions: dict[str, str] = {}
 
     @property
     def baseline(self) -> str | None:
@@ -166,15 +170,32 @@ class Density(Experiment):
             if not verdict.available:
                 raise InputError(f"platform {name!r} ({plat.type}) is not available here: {verdict.reason}",
                                  verdict.fix or "remove it from the campaign")
-        self.image = images.build(self.recipe(), log=log)
-        for plat in self.platforms.values():
-            plat.prepare(self.image)
+        recipe = self.recipe()
+        self.image = images.build(recipe, log=log)
+        bench = self.section.benchmark()
+        version = bench.version_command() or [bench.tool, "--version"]
+        tools = tuple(dict.fromkeys([bench.command("/tmp")[0], version[0]]))
+        for entry in self.campaign.platforms:
+            plat = self.platforms[entry.name]
+            spec = guest.PlatformImage(**entry.image) if entry.image else None
+            if spec is not None and plat.kind == "vm" and spec.release not in images.RELEASES:
+                raise InputError(f"platform {entry.name!r} ({plat.type}): a VM boots Debian release images only "
+                                 f"(its agent and kernel come from Debian), not {spec.describe()}",
+                                 "give the VM image: {release: bookworm} (or bullseye, trixie)")
+            image = guest.resolve(spec, recipe.packages, tools, log=log) if spec else self.image
+            self.tool_versions[entry.name] = guest.tool_version(image, version)
+            self.images[entry.name] = image
+        for name, plat in self.platforms.items():
+            plat.prepare(self.images[name])
 
     def provenance(self) -> dict[str, Any]:
         return {"density": {"host_memory": self.section.host_memory,
                             "confined": self.section.host_memory is not None,
                             "mem_total": cgroups.host_memory_total(),
-                            "image": self.image.provenance() if self.image else {}}}
+                            "image": self.image.provenance() if self.image else {},
+                            "images": {n: {"name": guest.describe(i), **i.provenance(),
+                                           "tool_version": self.tool_versions.get(n)}
+                                       for n, i in self.images.items()}}}
 
     def platform_rows(self) -> list[dict[str, Any]]:
         rows = []
@@ -188,9 +209,8 @@ class Density(Experiment):
         return rows
 
     def run(self, ctx: ExperimentContext) -> None:
-        if self.image is None:
+        if not self.images:
             self.prepare(ctx.log)
-        assert self.image is not None
         section: DensitySection = self.section
         parent = None
         if section.host_memory is not None:
@@ -204,7 +224,7 @@ class Density(Experiment):
                     raise KeyboardInterrupt
                 plat.cgroup_parent = parent.relative if parent else None
                 guard = Guard(section.guard)
-                prober = Prober(ctx=ctx, platform=plat, image=self.image, section=section, guard=guard,
+                prober = Prober(ctx=ctx, platform=plat, image=self.images[name], section=section, guard=guard,
                                 parent=parent.relative if parent else None, bench=section.benchmark())
                 started = time.time()
                 if name == self.baseline:
@@ -229,7 +249,8 @@ class Density(Experiment):
             "confined": parent is not None, "host_memory": parent.memory if parent else None,
             "mem_total": cgroups.host_memory_total(), "guard_thresholds": guard.thresholds(cgroups.host_memory_total()),
             "guard_series": guard.series[-400:], "probes": result.probes, "duration_s": round(seconds, 1),
-            "image": {"release": self.image.release, "short": self.image.short} if self.image else {},
+            "image": {"name": guest.describe(self.images[name]), "release": self.images[name].release,
+                      "short": self.images[name].short, "tool_version": self.tool_versions.get(name)},
         }
         stamp = now()
         ctx.store.record(run_id=ctx.run_id, round=0, warmup=False, platform=name, benchmark=STOP_KEY,

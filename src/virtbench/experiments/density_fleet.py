@@ -69,26 +69,32 @@ def inotify_instances(uid: int = 0) -> int:
     return count
 
 
-def kernel_limits(network: str) -> dict | None:
-    """A kernel limit about to stop the next instance, with its numbers; None when clear.
-    Checked before every additional instance (90 % of a limit counts as reached)."""
+def kernel_usage(network: str) -> dict[str, tuple[int, int, str]]:
+    """Use and maximum of the kernel limits that stop density early: {name: (used, max, what)}."""
+    out: dict[str, tuple[int, int, str]] = {}
     if network == "bridge":
         for bridge in ("vbbr0", "docker0"):
             brif = Path(f"/sys/class/net/{bridge}/brif")
-            if brif.is_dir() and len(os.listdir(brif)) >= BRIDGE_PORT_LIMIT:
-                return {"limit": "bridge ports", "bridge": bridge, "ports": len(os.listdir(brif)),
-                        "max": BRIDGE_PORT_LIMIT}
-    threads = int(Path("/proc/loadavg").read_text().split()[3].split("/")[1])
-    for name in ("kernel.pid_max", "kernel.threads-max"):
-        cap = _sysctl(name)
-        if cap and threads >= 0.9 * cap:
-            return {"limit": "pids", "sysctl": name, "tasks": threads, "max": cap}
-    cap = _sysctl("fs.inotify.max_user_instances")
-    if cap:
-        used = inotify_instances()
-        if used >= 0.9 * cap:
-            return {"limit": "inotify instances", "sysctl": "fs.inotify.max_user_instances", "used": used,
-                    "max": cap}
+            if brif.is_dir():
+                out[f"bridge ports ({bridge})"] = (len(os.listdir(brif)), BRIDGE_PORT_LIMIT, "BR_MAX_PORTS")
+    tasks = int(Path("/proc/loadavg").read_text().split()[3].split("/")[1])
+    caps = [(c, n) for n in ("kernel.pid_max", "kernel.threads-max") if (c := _sysctl(n))]
+    if caps:
+        cap, name = min(caps)
+        out["pids"] = (tasks, cap, name)
+    if (cap := _sysctl("fs.inotify.max_user_instances")) is not None:
+        out["inotify instances"] = (inotify_instances(), cap, "fs.inotify.max_user_instances")
+    return out
+
+
+def next_instance_blocked(before: dict[str, tuple[int, int, str]] | None,
+                          now: dict[str, tuple[int, int, str]]) -> dict | None:
+    """A kernel limit the next instance would cross: what the last instance took (at least 1)
+    added to what is used now exceeds the maximum. None when clear."""
+    for name, (used, cap, what) in now.items():
+        cost = max(1, used - before[name][0]) if before and name in before else 1
+        if used + cost > cap:
+            return {"limit": name, "setting": what, "used": used, "max": cap, "last_instance_took": cost}
     return None
 
 
@@ -148,8 +154,7 @@ class Fleet:
             self.platform.start(inst)
         except Exception as exc:  # noqa: BLE001
             raise StartFailure(f"start {name}: {exc}") from exc
-        pid = self.platform.main_pid(inst)
-        member = Member(inst, cgroups.memory_cgroup_of(pid) if pid else None)
+        member = Member(inst, self.platform.memory_cgroup(inst))
         self.members.append(member)
         return member
 

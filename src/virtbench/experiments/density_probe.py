@@ -22,7 +22,7 @@ from ..images.image import Image
 from ..platforms.base import INSTANCE_PREFIX, Platform
 from ..store.db import now
 from .base import ExperimentContext
-from .density_fleet import Fleet, Outcome, StartFailure, classify_failure, kernel_limits
+from .density_fleet import Fleet, Outcome, StartFailure, classify_failure, kernel_usage, next_instance_blocked
 from .density_guard import Guard
 
 STOP_REASONS = ("start_failure", "oom", "workload_failure", "throughput_collapse", "kernel_limit", "guard",
@@ -70,6 +70,8 @@ class Prober:
     points: dict[int, dict] = field(default_factory=dict)
     """Healthy counts measured: per-instance throughput, memory, MemAvailable drop."""
     best_total: dict[int, float] = field(default_factory=dict)
+    _usage_before_last: dict | None = None
+    """Kernel limit use before the last instance started: what one instance costs."""
 
     @property
     def metric(self):
@@ -100,6 +102,7 @@ class Prober:
         self.probe_no += 1
         prefix = f"{INSTANCE_PREFIX}{self.ctx.run_id}-{self.platform.name}-p{self.probe_no}"[:54]
         fleet = Fleet(self.platform, self.image, self.ctx.run_id, prefix, self.guard, self.parent)
+        self._usage_before_last = None
         record: dict[str, Any] = {"probe": self.probe_no, "counts": counts, "started": time.time()}
         probes.append(record)
         good, stop = 0, None
@@ -124,6 +127,8 @@ class Prober:
             errors = fleet.close()
             record |= {"good": good, "stop": stop.reason if stop else None,
                        "seconds": round(time.time() - record["started"], 1), "cleanup_errors": errors}
+            self.ctx.log(f"{self.platform.name}: probe {self.probe_no} (counts {counts[0]}..{counts[-1]}): "
+                         f"last good {good}" + (f"; {stop.reason} at {stop.count}: {stop.detail}" if stop else ""))
             if errors:
                 self.ctx.log(f"{self.platform.name}: cleanup errors: {'; '.join(errors)}")
         return good, stop
@@ -137,9 +142,12 @@ class Prober:
             trip = self.guard.check(f"before instance {n}")
             if trip is not None:
                 return Stop("guard", trip.reason, n, {"reading": trip.reading, "thresholds": trip.threshold})
-            limit = kernel_limits(getattr(self.platform.options, "network", "none"))
+            usage = kernel_usage(getattr(self.platform.options, "network", "none"))
+            limit = next_instance_blocked(self._usage_before_last, usage)
             if limit is not None:
-                return Stop("kernel_limit", f"{limit['limit']} before instance {n}", n, limit)
+                return Stop("kernel_limit", f"{limit['limit']}: {limit['used']} of {limit['max']} used, instance "
+                            f"{n} would need {limit['last_instance_took']} more", n, limit)
+            self._usage_before_last = usage
             self.ctx.step(f"{self.platform.name}: probe {self.probe_no}, starting instance {n}")
             before = fleet.oom_counters()
             try:

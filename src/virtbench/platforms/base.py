@@ -213,6 +213,14 @@ class Platform(ABC):
         cgroups from the host; None when unknown or not running."""
         return None
 
+    def memory_cgroup(self, instance: Instance) -> str | None:
+        """The instance's memory cgroup (relative path): where its usage and OOM kills are
+        counted. By default the cgroup of its main process."""
+        from . import cgroups
+
+        pid = self.main_pid(instance)
+        return cgroups.memory_cgroup_of(pid) if pid else None
+
     @classmethod  # noqa: B027 - optional hook: most platforms need nothing
     def ensure_engine(cls, paths: Paths) -> None:
         """Start the runtime's daemon (dockerd, containerd) if the platform needs one."""

@@ -258,6 +258,13 @@ class LXC(Platform):
         r = self.host.run(["lxc-info", "-P", str(self.lxcpath), "-n", instance.name, "-pH"], timeout=30)
         return int(r.stdout.strip())
 
+    def memory_cgroup(self, instance: Instance) -> str | None:
+        """The payload cgroup LXC made: a systemd init moves itself into init.scope below it,
+        so the init's own cgroup would count only part of the container."""
+        parent = instance.data.get("cgroup_parent")
+        rel = f"{parent}/lxc.payload.{instance.name}" if parent else f"lxc.payload.{instance.name}"
+        return rel if cgroups.memory_dir(rel).is_dir() else super().memory_cgroup(instance)
+
     def main_pid(self, instance: Instance) -> int | None:
         try:
             return self.init_pid(instance)
