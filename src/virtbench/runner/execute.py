@@ -116,7 +116,7 @@ def run_queued(store: Store, run_id: str, paths: Paths, *, reporter: Reporter | 
     if not EXPERIMENTS.get(campaign.experiment).uses_benchmarks:
         from . import experiment
 
-        return experiment.run_queued(store, run_id, paths, reporter=reporter, stop_requested=stop_requested)
+        return experiment.run_queued(store, run, campaign, paths, reporter=reporter, stop_requested=stop_requested)
     session = build_objects(campaign, paths)
     try:
         prepare(session, log=reporter.log)
@@ -155,7 +155,7 @@ def resume(store: Store, run_ref: str, paths: Paths, *, reporter: Reporter | Non
     if not EXPERIMENTS.get(campaign.experiment).uses_benchmarks:
         from . import experiment
 
-        return experiment.resume(store, run.id, paths, reporter=reporter, stop_requested=stop_requested)
+        return experiment.resume(store, run, campaign, paths, reporter=reporter, stop_requested=stop_requested)
     session = build_objects(campaign, paths)
     prepare(session, log=reporter.log)
     assert session.image is not None

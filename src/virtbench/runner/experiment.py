@@ -11,12 +11,12 @@ import random
 
 from .. import __version__
 from .. import host as hostfacts
-from ..config import Campaign, parse_campaign
-from ..errors import InputError
+from ..config import Campaign
 from ..experiments.base import Experiment, ExperimentContext
 from ..experiments.registry import EXPERIMENTS
 from ..platforms.base import Paths
 from ..store.db import Store
+from ..store.models import Run
 from .execute import (
     Interrupted,
     Outcome,
@@ -45,11 +45,11 @@ def start(store: Store, campaign: Campaign, paths: Paths, *, source: str = "", r
     return execute(store, kind, run_id, seed, reporter, stop_requested)
 
 
-def run_queued(store: Store, run_id: str, paths: Paths, *, reporter: Reporter | None = None,
+def run_queued(store: Store, run: Run, campaign: Campaign, paths: Paths, *, reporter: Reporter | None = None,
                stop_requested: StopCheck | None = None) -> Outcome:
+    """A queued run (checked and parsed by `execute.run_queued`)."""
     reporter = reporter or QuietReporter()
-    run = store.run(run_id)
-    kind = kind_of(parse_campaign(run.campaign, f"run {run.id}"), paths)
+    kind = kind_of(campaign, paths)
     try:
         kind.prepare(reporter.log)
     except Exception as exc:
@@ -60,13 +60,11 @@ def run_queued(store: Store, run_id: str, paths: Paths, *, reporter: Reporter | 
     return execute(store, kind, run.id, run.seed, reporter, stop_requested)
 
 
-def resume(store: Store, run_ref: str, paths: Paths, *, reporter: Reporter | None = None,
+def resume(store: Store, run: Run, campaign: Campaign, paths: Paths, *, reporter: Reporter | None = None,
            stop_requested: StopCheck | None = None) -> Outcome:
+    """An interrupted run (checked and parsed by `execute.resume`)."""
     reporter = reporter or QuietReporter()
-    run = store.run(run_ref)
-    if run.status == "finished":
-        raise InputError(f"run {run.id} is already finished", "start a new run instead")
-    kind = kind_of(parse_campaign(run.campaign, f"run {run.id}"), paths)
+    kind = kind_of(campaign, paths)
     kind.prepare(reporter.log)
     for line in type(kind).cleanup(paths, run.id):
         reporter.log(f"removed leftover: {line}")
