@@ -14,7 +14,7 @@ identity: a TCG VM measures emulation, not virtualization, and its label says so
 (`qemu(tcg,2 vcpu)`).
 
 A VM may host container platforms (a stack, `inside: vm` in the campaign): accept_inner adds
-their runtimes to the VM image and the image archive to the disk (platforms/qemu_stack.py);
+their runtimes to the VM image and the image archive to the disk (qemu/stack.py);
 the runner then starts their engine in each VM and runs them through the agent.
 
 Every QEMU process carries `-fw_cfg name=opt/org.virtbench,string=<run id>` and paths under
