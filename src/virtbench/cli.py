@@ -205,7 +205,7 @@ def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, html_file: Pa
         written = static.export(specs, figures_dir, platforms=platforms)
         errconsole.print(f"wrote {len(written)} figure files to {figures_dir}")
     if as_json:
-        doc = (summary.to_json(*reports[0], min_effect=min_effect) if len(reports) == 1
+        doc = (summary.report_json(reports[0], min_effect=min_effect) if len(reports) == 1
                else summary.merged_json(reports, min_effect=min_effect))
         click.echo(json.dumps(doc, indent=2, default=str))
     elif len(reports) > 1 and not (html_file or figures_dir):
@@ -252,12 +252,11 @@ def export_cmd(run_ref: str, fmt: str, out_dir: Path, db_url: str | None) -> Non
 def _print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool, min_effect: float = 0.02) -> None:
     from .report import summary, text
 
-    run_obj, rows, failures = summary.build(store, run_ref, min_effect=min_effect)
+    report = summary.build(store, run_ref, min_effect=min_effect)
     if as_json:
-        click.echo(json.dumps(summary.to_json(run_obj, rows, failures, min_effect=min_effect), indent=2,
-                              default=str))
+        click.echo(json.dumps(summary.report_json(report, min_effect=min_effect), indent=2, default=str))
     else:
-        text.render(run_obj, rows, failures, console, detail=detail)
+        text.render(*report, console, detail=detail, sections=report.sections)
 
 
 @cli.command("runs")

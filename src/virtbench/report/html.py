@@ -21,9 +21,10 @@ from ..store.models import Run
 from . import figures as F
 from . import html_parts as H
 from . import interactive as I
+from . import model
 from . import summary as S
 
-Report = tuple[Run, list[Row], list[dict[str, Any]]]
+Report = tuple[Run, list[Row], list[dict[str, Any]]] | model.Report
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1400px;padding:0 1.2em 3em;color:#222}
@@ -106,6 +107,7 @@ class Page:
 def run_section(page: Page, report: Report, label: str, prefix: str = "", *, alpha: float = stats.ALPHA,
                 min_effect: float = stats.MIN_EFFECT) -> str:
     run, rows, failures = report
+    sections = report.sections if isinstance(report, model.Report) else []
     baseline = run.campaign.get("baseline", "native")
     platforms = [p.name for p in run.platforms]
     infos = S.platform_infos(run)
@@ -141,6 +143,10 @@ def run_section(page: Page, report: Report, label: str, prefix: str = "", *, alp
     ]
     for group, specs in per_bench.items():
         parts += [f"<h3>{H.e(group)}</h3>", page.grid(specs, prefix)]
+    for sec in sections:
+        parts += [f'<h3 id="{H.e(prefix)}section-{H.e(sec.key)}">{H.e(sec.title)}</h3>',
+                  *(H.section_table(t) for t in sec.tables), page.grid(sec.figures, f"{prefix}{sec.key}-"),
+                  *(f'<p class="note">{H.e(n)}</p>' for n in sec.notes)]
     parts += ["<h3>Failures</h3>", H.failures_html(failures),
               "<details><summary>Every statistic</summary>", H.detail_table(rows), "</details>",
               "<h3>Provenance</h3>", H.provenance(run, S.facts(run), label), "</section>"]

@@ -1,6 +1,7 @@
 """The report in a terminal: the verdict first (relative performance), details on request."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
@@ -12,7 +13,8 @@ from ..analysis.compare import CompareRow
 from ..analysis.summary import Row
 from ..runner.plan import LIFECYCLE
 from ..store.models import Run
-from .text_tables import render_tables
+from .model import Section
+from .text_tables import render_section, render_tables
 
 
 def _fmt(x: float | None, digits: int = 4) -> str:
@@ -47,7 +49,7 @@ def _rel(row: Row) -> str:
 
 
 def render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: Console,
-           detail: bool = False) -> None:
+           detail: bool = False, sections: Sequence[Section] = ()) -> None:
     facts = {**(run.host.facts if run.host else {}), **run.host_facts}
     baseline = run.campaign.get("baseline", "native")
     virt = facts.get("virtualization", {})
@@ -103,6 +105,8 @@ def render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: C
         console.print(lt)
 
     render_tables(run, rows, console)
+    for section in sections:
+        render_section(section, console)
 
     if detail:
         dt = Table(title="All statistics", title_justify="left")
