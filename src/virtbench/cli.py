@@ -192,16 +192,18 @@ def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, html_file: Pa
         _print_report(store, refs[0], as_json=as_json, detail=detail, min_effect=min_effect)
         return
     reports = [summary.build(store, ref, min_effect=min_effect) for ref in refs]
+    secs = [r.sections for r in reports]
     if html_file:
         from .report import html
 
-        html.write(html_file, reports, min_effect=min_effect)
+        html.write(html_file, reports, min_effect=min_effect, sections=secs)
         errconsole.print(f"wrote {html_file}")
     if figures_dir:
         from .report import static
         from .report.figures import for_reports
 
         specs, platforms = for_reports(reports)
+        specs += [f for run_secs in secs for s in run_secs for f in s.figures]
         written = static.export(specs, figures_dir, platforms=platforms)
         errconsole.print(f"wrote {len(written)} figure files to {figures_dir}")
     if as_json:
@@ -250,13 +252,14 @@ def export_cmd(run_ref: str, fmt: str, out_dir: Path, db_url: str | None) -> Non
 
 
 def _print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool, min_effect: float = 0.02) -> None:
-    from .report import summary, text
+    from .report import sections, summary, text
 
     report = summary.build(store, run_ref, min_effect=min_effect)
     if as_json:
         click.echo(json.dumps(summary.report_json(report, min_effect=min_effect), indent=2, default=str))
     else:
-        text.render(*report, console, detail=detail, sections=report.sections)
+        text.render(*report, console, detail=detail)
+        sections.render_text(report.sections, console)
 
 
 @cli.command("runs")
@@ -348,6 +351,16 @@ def list_platforms() -> None:
     for name, cls in PLATFORMS.items():
         opts = ", ".join(cls.Options.model_fields)
         console.print(f"[bold]{name}[/bold] ({cls.kind}): {cls.description}  options: {opts or '-'}")
+
+
+@list_group.command("experiments")
+def list_experiments() -> None:
+    """Experiment kinds a campaign selects with `experiment: NAME` (section of the same name)."""
+    from .experiments.registry import EXPERIMENTS
+
+    for name, cls in EXPERIMENTS.items():
+        keys = ", ".join(cls.Section.model_fields) if cls.Section is not None else "-"
+        console.print(f"[bold]{name}[/bold]: {escape(cls.description)}  section keys: {keys}")
 
 
 @cli.command()

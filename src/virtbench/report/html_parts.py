@@ -255,11 +255,3 @@ def category_ranges_html(ranges: Mapping[str, Mapping[str, Any]], hosts: Sequenc
                          e(f"{pct(v['min'])}–{pct(v['max'])}")])
     return table(["category", "platform", *hosts, "range"], body, "", "Category geometric means per host and "
                  "their range")
-
-
-def section_table(t: Any) -> str:
-    """A report-model Table (report.model.Table) as HTML; numbers get four significant digits."""
-    def cell(v: Any) -> str:
-        return e(fmt(v)) if isinstance(v, float) else e("–" if v is None else v)
-    out = table([str(c) for c in t.columns], ([cell(v) for v in row] for row in t.rows), "small", t.title)
-    return out + (f'<p class="note">{e(t.note)}</p>' if t.note else "")

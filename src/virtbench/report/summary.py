@@ -19,7 +19,9 @@ from ..runner.execute import LIFECYCLE_STEPS
 from ..runner.plan import LIFECYCLE
 from ..store.db import Store
 from ..store.models import Run, Sample
-from .model import FORMAT_VERSION, Report, Section, build_sections
+from .model import FORMAT_VERSION, Report, Section
+from .sections import add_to_json
+from .sections import sections as build_sections
 
 OUTPUT_TAIL = 400
 
@@ -73,7 +75,7 @@ def build(store: Store, run_ref: str = "latest", *, alpha: float = stats.ALPHA,
     failures_list = [{"platform": e.platform, "benchmark": e.benchmark, "round": e.round,
                       "error": e.error, "exit_code": e.exit_code, "argv": e.argv,
                       "output_tail": (e.stderr or e.stdout)[-OUTPUT_TAIL:]} for e in failed_execs]
-    return Report(run, rows, failures_list, build_sections(store, run, rows) if sections else [])
+    return Report(run, rows, failures_list, build_sections(store, run) if sections else [])
 
 
 def facts(run: Run) -> dict[str, Any]:
@@ -145,7 +147,7 @@ def tables_json(run: Run, rows: Sequence[Row]) -> dict[str, Any]:
 def to_json(run: Run, rows: list[Row], failures: list[dict[str, Any]], *, alpha: float = stats.ALPHA,
             min_effect: float = stats.MIN_EFFECT, sections: Sequence[Section] = ()) -> dict[str, Any]:
     """The `report --json` document; each section adds its top-level key."""
-    return {
+    doc = {
         "format_version": FORMAT_VERSION,
         "run": run.id,
         "name": run.name,
@@ -164,8 +166,8 @@ def to_json(run: Run, rows: list[Row], failures: list[dict[str, Any]], *, alpha:
         "statistics": statistics_json(rows, alpha, min_effect),
         "warnings": warnings(run, rows),
         "tables": tables_json(run, rows),
-        **{sec.key: sec.public() for sec in sections},
     }
+    return add_to_json(doc, list(sections))
 
 
 def report_json(report: Report, *, alpha: float = stats.ALPHA, min_effect: float = stats.MIN_EFFECT) -> dict[str, Any]:

@@ -1,7 +1,6 @@
 """The report in a terminal: the verdict first (relative performance), details on request."""
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
@@ -13,8 +12,7 @@ from ..analysis.compare import CompareRow
 from ..analysis.summary import Row
 from ..runner.plan import LIFECYCLE
 from ..store.models import Run
-from .model import Section
-from .text_tables import render_section, render_tables
+from .text_tables import render_tables
 
 
 def _fmt(x: float | None, digits: int = 4) -> str:
@@ -49,7 +47,7 @@ def _rel(row: Row) -> str:
 
 
 def render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: Console,
-           detail: bool = False, sections: Sequence[Section] = ()) -> None:
+           detail: bool = False) -> None:
     facts = {**(run.host.facts if run.host else {}), **run.host_facts}
     baseline = run.campaign.get("baseline", "native")
     virt = facts.get("virtualization", {})
@@ -105,8 +103,6 @@ def render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: C
         console.print(lt)
 
     render_tables(run, rows, console)
-    for section in sections:
-        render_section(section, console)
 
     if detail:
         dt = Table(title="All statistics", title_justify="left")

@@ -5,14 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from ..analysis import tables
 from ..analysis.summary import Row
 from ..store.models import Run
 from . import summary
-from .model import Section
 
 
 def render_tables(run: Run, rows: Sequence[Row], console: Console) -> None:
@@ -50,28 +48,3 @@ def render_tables(run: Run, rows: Sequence[Row], console: Console) -> None:
                        f"{s.error:+.1%}")
         console.print(st)
 
-
-
-def render_section(section: Section, console: Console) -> None:
-    """An experiment kind's section: its title, tables and notes (figures go to HTML and files)."""
-    console.print(f"[bold]{escape(section.title)}[/bold]")
-    for t in section.tables:
-        console.print(escape(t.title))  # above the table: a table's own title wraps to its width
-        rt = Table()
-        for col in t.columns:
-            rt.add_column(escape(str(col)))
-        for row in t.rows:
-            rt.add_row(*[escape(_cell(v)) for v in row])
-        console.print(rt)
-        if t.note:
-            console.print(f"[dim]{escape(t.note)}[/dim]")
-    for note in section.notes:
-        console.print(f"[dim]note:[/dim] {escape(note)}")
-
-
-def _cell(v: object) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
