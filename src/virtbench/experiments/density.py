@@ -219,9 +219,12 @@ class Density(Experiment):
             ctx.log(f"cgroup-confined host: every instance under {parent.relative} "
                     f"({section.host_memory >> 20} MiB memory, no swap)")
         try:
+            done = {platform for _, platform, key in ctx.done() if key == STOP_KEY}
             for name, plat in self.platforms.items():
                 if ctx.stop_requested():
                     raise KeyboardInterrupt
+                if name in done:  # resumed: this platform's search finished before the interruption
+                    continue
                 plat.cgroup_parent = parent.relative if parent else None
                 guard = Guard(section.guard)
                 prober = Prober(ctx=ctx, platform=plat, image=self.images[name], section=section, guard=guard,

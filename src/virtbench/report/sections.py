@@ -1,0 +1,90 @@
+"""Report parts of experiment kinds: one section builder per kind, looked up by the kind's name.
+
+A kind's results are ordinary samples (so the main tables, statistics and verdicts show
+them), but a kind also has its own views: the line's NDR/PDR per length and HDR plots, the
+density curve, migration times. Its builder reads the stored run and returns one
+`ReportSection`: the JSON key and value of `report --json` (`line`, `density`, ...), tables
+for the terminal and HTML, figures (the `FigureSpec`s every renderer draws) and notes.
+
+Builders register under the entry-point group `virtbench.report_sections`, named like the
+kind (the report sits above the runner and the plugins, so the kind cannot carry it):
+
+    [project.entry-points."virtbench.report_sections"]
+    mykind = "mypackage.mykind_report:build"      # (store, run) -> ReportSection | None
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ..registry import Registry
+from ..store.db import Store
+from ..store.models import Run
+from .model import Section as ReportSection
+from .model import Table as SectionTable
+
+__all__ = ["SECTIONS", "ReportSection", "SectionTable", "add_to_json", "render_text", "sections"]
+"""ReportSection and SectionTable are the report model's Section and Table (report/model.py)."""
+
+
+SectionBuilder = Callable[[Store, Run], "ReportSection | None"]
+SECTIONS: Registry[Any] = Registry("virtbench.report_sections", "report section")
+
+
+def experiment_of(run: Run) -> str:
+    return str((run.campaign or {}).get("experiment") or "benchmarks")
+
+
+def sections(store: Store, run: Run) -> list[ReportSection]:
+    """The run's sections: its experiment kind's, then those of report parts for every run.
+
+    A builder registered under an experiment kind's name is asked for runs of that kind only;
+    one under any other name (energy, pressure) is asked for every run and returns None when
+    the run has nothing for it.
+    """
+    from ..experiments.registry import EXPERIMENTS
+
+    kinds = set(EXPERIMENTS.names())
+    kind = experiment_of(run)
+    out = []
+    for name, builder in SECTIONS.items():
+        if name in kinds and name != kind:
+            continue
+        section = builder(store, run)
+        if section is not None:
+            out.append(section)
+    return out
+
+
+def add_to_json(doc: dict[str, Any], secs: list[ReportSection]) -> dict[str, Any]:
+    for s in secs:
+        doc[s.key] = s.data
+        if s.notes:
+            doc.setdefault("notes", {})[s.key] = s.notes
+    return doc
+
+
+def cell(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.4g}" if abs(v) < 1e6 else f"{v:,.0f}"
+    return str(v)
+
+
+def render_text(secs: list[ReportSection], console: Console) -> None:
+    for s in secs:
+        for t in s.tables:
+            console.print(escape(f"{s.title}: {t.title}"))  # a table's own title wraps to its width
+            table = Table()
+            for c in t.columns:
+                table.add_column(escape(c))
+            for row in t.rows:
+                table.add_row(*[escape(cell(v)) for v in row])
+            console.print(table)
+        for note in s.notes:
+            console.print(f"[dim]note: {escape(note)}[/dim]")
