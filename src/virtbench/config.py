@@ -258,6 +258,10 @@ def _platform_entry(index: int, value: Any, node_types: tuple[str, ...] = ()) ->
         known = [*node_types, *PLATFORMS.names()]
         raise ValueError(f"{where}.type: unknown platform type {ptype!r}; {hint(ptype, known)}")
     options_model = PLATFORMS.get(ptype).Options
+    for key, why in (("disk", "a root filesystem size"), ("swap", "a memory+swap limit")):
+        if key in value and key not in options_model.model_fields:
+            raise ValueError(f"{where}.{key}: {ptype} cannot enforce {why} here; {key} is an option of lxc "
+                             "(an ext4 image per container / memsw)")
     try:
         options = options_model(**value)
     except ValidationError as exc:

@@ -166,6 +166,9 @@ class Density(Experiment):
         if self.section.host_memory is not None:
             cgroups.Confinement("check", self.section.host_memory).check()
         for name, plat in self.build_platforms().items():
+            if self.section.host_memory is not None and not plat.confinable and name != self.baseline:
+                raise InputError(f"platform {name!r} ({plat.type}) cannot place its instances under host_memory's "
+                                 "parent cgroup", "use lxc, docker, podman or qemu, or drop host_memory")
             verdict = type(plat).probe(self.paths)
             if not verdict.available:
                 raise InputError(f"platform {name!r} ({plat.type}) is not available here: {verdict.reason}",
@@ -228,7 +231,8 @@ class Density(Experiment):
                 plat.cgroup_parent = parent.relative if parent else None
                 guard = Guard(section.guard)
                 prober = Prober(ctx=ctx, platform=plat, image=self.images[name], section=section, guard=guard,
-                                parent=parent.relative if parent else None, bench=section.benchmark())
+                                parent=parent.relative if parent else None, bench=section.benchmark(),
+                                baseline=name == self.baseline)
                 started = time.time()
                 if name == self.baseline:
                     result = prober.search([1], bisect=False)
@@ -249,7 +253,7 @@ class Density(Experiment):
             "stop_count": result.stop.count, "stop_evidence": result.stop.evidence,
             "memory_per_instance_bytes": prober.memory_per_instance(result.max_count),
             "mem_available_drop_per_instance_bytes": prober.available_drop_per_instance(result.max_count),
-            "confined": parent is not None, "host_memory": parent.memory if parent else None,
+            "confined": parent is not None and plat.confinable, "host_memory": parent.memory if parent else None,
             "mem_total": cgroups.host_memory_total(), "guard_thresholds": guard.thresholds(cgroups.host_memory_total()),
             "guard_series": guard.series[-400:], "probes": result.probes, "duration_s": round(seconds, 1),
             "image": {"name": guest.describe(self.images[name]), "release": self.images[name].release,

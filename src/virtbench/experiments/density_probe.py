@@ -66,6 +66,7 @@ class Prober:
     guard: Guard
     parent: str | None
     bench: Benchmark
+    baseline: bool = False
     probe_no: int = 0
     points: dict[int, dict] = field(default_factory=dict)
     """Healthy counts measured: per-instance throughput, memory, MemAvailable drop."""
@@ -234,10 +235,13 @@ class Prober:
             samples += [{"metric": metric.name, "value": float(statistics.mean(ok)), "instance": 0, **base},
                         {"metric": f"{metric.name}_total", "value": float(sum(ok)), "instance": 0, **base}]
         mem_base = {"unit": "B", "higher_is_better": False, "category": "memory"}
+        if self.baseline:  # the baseline runs unconfined at count 1: throughput only, for the ratio
+            mem = None
         if mem is not None:
             samples.append({"metric": "memory_per_instance", "value": float(mem), "instance": 0, **mem_base})
-        samples.append({"metric": "mem_available_drop_per_instance", "value": float(drop), "instance": 0,
-                        **mem_base})
+        if not self.baseline:
+            samples.append({"metric": "mem_available_drop_per_instance", "value": float(drop), "instance": 0,
+                            **mem_base})
         stdout = "".join(f"### instance {i} ({m.instance.name}) exit {r.returncode}\n{r.stdout}\n"
                          for i, (m, r) in enumerate(outcome.results, 1))
         stderr = "".join(f"### instance {i}\n{r.stderr}\n" for i, (m, r) in enumerate(outcome.results, 1) if r.stderr)

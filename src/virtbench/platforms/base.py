@@ -170,6 +170,8 @@ class Platform(ABC):
     packages: ClassVar[tuple[str, ...]] = ()
     """Debian packages that provide them (the fix doctor suggests, what make run installs)."""
     description: ClassVar[str] = ""
+    confinable: ClassVar[bool] = False
+    """Whether instances honour `cgroup_parent` (placed under a confining parent cgroup)."""
 
     def __init__(self, name: str, options: PlatformOptions, paths: Paths,
                  executor: Executor | None = None) -> None:

@@ -62,6 +62,7 @@ def env_argv() -> list[str]:
 
 class EngineCLI(Platform):
     """A docker-compatible engine driven through its CLI."""
+    confinable = True
 
     kind = "container"
     cli: ClassVar[str] = "docker"

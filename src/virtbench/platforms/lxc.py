@@ -122,6 +122,7 @@ def build_lxc_config(*, name: str, run_id: str, rootfs: str, options: PlatformOp
 
 
 class LXC(Platform):
+    confinable = True
     type = "lxc"
     Options = LXCOptions
     binaries = ("lxc-start", "lxc-attach", "lxc-stop", "lxc-info")

@@ -68,6 +68,7 @@ def _arch() -> tuple[str, str, str, str]:
 
 
 class Qemu(Platform):
+    confinable = True
     type = "qemu"
     kind = "vm"
     Options = QemuOptions
