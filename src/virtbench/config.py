@@ -214,7 +214,7 @@ class Campaign(BaseModel):
                 raise InputError(f"{where}: only container platforms run inside a VM (got {p.type})")
         if self.baseline in names and self.platform(self.baseline).inside is not None:
             raise InputError(f"baseline {self.baseline!r} is stacked; the baseline must be bare metal or a single layer")
-        if self.baseline not in names:
+        if self.baseline not in names and not (self.baseline == "" and EXPERIMENTS.get(self.experiment).default_baseline == ""):
             raise InputError(f"baseline {self.baseline!r} is not one of the campaign's platforms",
                              f"add it to platforms or set baseline to one of {', '.join(names)}")
 

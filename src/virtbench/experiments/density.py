@@ -133,6 +133,8 @@ class Density(Experiment):
     description: ClassVar[str] = ("instances started one by one until a count fails (OOM, start failure, "
                                   "collapse, kernel limit, host guard); throughput per count")
     Section = DensitySection
+    default_baseline: ClassVar[str] = ""
+    """None by default: a native platform, when listed and named as baseline, runs once at count 1."""
 
     def __init__(self, campaign: Any, paths: Paths) -> None:
         super().__init__(campaign, paths)
