@@ -22,7 +22,8 @@ from ..benchmarks.base import Benchmark, PairBenchmark
 from ..config import Campaign, parse_campaign
 from ..errors import CommandError, InputError, VirtbenchError
 from ..images.image import Image
-from ..platforms.base import INSTANCE_PREFIX, Instance, InstanceExecutor, Paths, Platform
+from ..platforms import naming
+from ..platforms.base import Instance, InstanceExecutor, Paths, Platform
 from ..registry import PLATFORMS
 from ..store.db import Store, now
 from . import adaptive
@@ -220,7 +221,7 @@ def _run_unit(store: Store, session: Session, run_id: str, unit: Unit, todo: set
               reporter: Reporter) -> tuple[int, int]:
     platform = session.platforms[unit.platform]
     outer = outer_of(session, unit.platform)
-    name = f"{INSTANCE_PREFIX}{run_id}-{unit.platform}-r{unit.round}"[:63]
+    name = naming.unit_name(run_id, unit.platform, unit.round)
     tag = f"round {unit.round + 1}{' (warm-up)' if unit.warmup else ''} {unit.platform}"
     times: dict[str, float] = {}
     log: list[str] = []
@@ -232,7 +233,7 @@ def _run_unit(store: Store, session: Session, run_id: str, unit: Unit, todo: set
         with _timed(times, "create", log):
             image = session.image
             if outer is not None:  # a stack: boot the VM, start the runtime in it, import the image
-                outer_instance = outer.create(image, f"{name}-vm"[:63], run_id)
+                outer_instance = outer.create(image, naming.derived(name, "-vm"), run_id)
                 layers.append((outer, outer_instance))
                 outer.start(outer_instance)
                 platform.host = InstanceExecutor(outer, outer_instance)
