@@ -41,6 +41,10 @@ class Adaptive(BaseModel):
     target: float = Field(0.02, gt=0, lt=1, description="wanted half-width of the ratio's 95% CI (0.02 = +-2%)")
     max_repetitions: int = Field(30, ge=2, le=10000, description="cap on measured rounds per platform")
     max_minutes: float = Field(60.0, gt=0, description="cap on the run's duration for extra rounds")
+    until: Literal["precise", "decided"] = Field(
+        "precise", description="precise: every ratio's CI within +-target; decided: every comparison "
+                               "decided (CI excludes 1, or lies within +-target: the same), and extra "
+                               "rounds run only the undecided benchmarks")
 
 
 class PlatformEntry(BaseModel):
