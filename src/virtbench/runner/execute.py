@@ -77,8 +77,11 @@ def new_run_id() -> str:
 
 def start(store: Store, campaign: Campaign, paths: Paths, *, source: str = "",
           reporter: Reporter | None = None, run_id: str | None = None,
-          stop_requested: StopCheck | None = None) -> Outcome:
-    """Validate, probe, build, record the run, then execute it."""
+          stop_requested: StopCheck | None = None, left_out: list[dict[str, str]] | None = None) -> Outcome:
+    """Validate, probe, build, record the run, then execute it.
+
+    left_out: platforms a generated campaign (the quick one) did not include, each with the
+    reason and the fix, stored in the run's provenance so reports can say why they are missing."""
     if not EXPERIMENTS.get(campaign.experiment).uses_benchmarks:
         from . import experiment
 
@@ -89,8 +92,11 @@ def start(store: Store, campaign: Campaign, paths: Paths, *, source: str = "",
     prepare(session, log=reporter.log)
     seed = campaign.seed if campaign.seed is not None else random.SystemRandom().randrange(2**31)
     run_id = run_id or new_run_id()
+    details = _run_details(store, session)
+    if left_out:
+        details["provenance"]["left_out"] = left_out
     store.create_run(run_id=run_id, name=campaign.name, campaign=campaign.model_dump(mode="json"),
-                     source=source, seed=seed, status="running", **_run_details(store, session))
+                     source=source, seed=seed, status="running", **details)
     reporter.log(f"run {run_id}: {len(session.platforms)} platforms x {len(session.benchmarks)} benchmarks, "
                  f"{campaign.repetitions} repetitions + {campaign.warmups} warm-up, seed {seed}")
     return execute(store, session, run_id, seed, reporter, stop_requested)
