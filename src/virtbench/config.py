@@ -233,6 +233,8 @@ def _check_network(campaign: Campaign) -> None:
     pairs = [(b, BENCHMARKS.get(b.name).Params(**b.params)) for b in campaign.benchmarks
              if issubclass(BENCHMARKS.get(b.name), PairBenchmark)]
     for i, p in enumerate(campaign.platforms):
+        if not pairs or p.type not in PLATFORMS.names():  # a node an experiment kind builds itself
+            continue
         cls = PLATFORMS.get(p.type)
         for bench, params in pairs:
             client, server = getattr(params, "client", "instance"), getattr(params, "server", "peer")

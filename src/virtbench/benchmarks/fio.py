@@ -53,14 +53,14 @@ class FioParams(Params):
     ioengine: Literal["libaio", "io_uring", "psync"] = Field(
         "libaio", description="fio ioengine; psync ignores iodepth"
     )
-    jobs: tuple[JobName, ...] = Field(
-        tuple(j[0] for j in _JOBS), min_length=1,
-        description="which of the eight jobs to run (default all; the quick campaign runs the stablest)")
+    jobs: tuple[JobName, ...] | None = Field(
+        None, min_length=1,
+        description="which of the eight jobs to run (None: all; the quick campaign runs the stablest)")
 
     @field_validator("jobs")
     @classmethod
-    def _unique(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        if len(set(v)) != len(v):
+    def _unique(cls, v: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if v is not None and len(set(v)) != len(v):
             raise ValueError("a job is listed twice")
         return v
 
@@ -79,7 +79,7 @@ class Fio(Benchmark):
     params: FioParams
 
     def _jobs(self) -> list[tuple[str, str, str, str]]:
-        return [j for j in _JOBS if j[0] in self.params.jobs]
+        return [j for j in _JOBS if self.params.jobs is None or j[0] in self.params.jobs]
 
     def metrics(self) -> list[Metric]:
         p = self.params
@@ -140,5 +140,5 @@ class Fio(Benchmark):
     def execution_timeout(self) -> float:
         p = self.params
         # Laying out the file is not part of runtime; allow it at a slow 20 MiB/s.
-        expected = len(p.jobs) * (p.runtime + p.ramp_time) + size_bytes(p.size) / (20 * 2**20)
+        expected = len(self._jobs()) * (p.runtime + p.ramp_time) + size_bytes(p.size) / (20 * 2**20)
         return 4.0 * expected + 60.0
