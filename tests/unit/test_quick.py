@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from virtbench.platforms.base import Availability, Paths
-from virtbench.platforms.qemu_accel import AccelVerdict
+from virtbench.platforms.qemu.accel import AccelVerdict
 from virtbench.registry import PLATFORMS
 from virtbench.runner import quick
 
