@@ -23,7 +23,8 @@ _JOBS = (("create", "filecreate"), ("stat", "filestat"))
 
 class FileMetadataParams(Params):
     files: int = Field(2000, ge=10, le=1_000_000, description="files created, and files stat()ed")
-    loops: int = Field(50, ge=1, le=10_000, description="stat() passes over the files (fio times jobs in ms: keep the job above 100 ms)")
+    loops: int = Field(50, ge=1, le=10_000,
+                       description="stat() passes over the files (fio times jobs in ms: keep a job above 100 ms)")
 
 
 class FileMetadata(Benchmark):

@@ -19,7 +19,7 @@ import json
 import re
 import uuid
 from functools import cache
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -83,7 +83,7 @@ def try_mode(paths: Paths, mode: str, timeout: float = PROBE_TIMEOUT) -> Availab
                                 "use platform: ptrace" + ("" if mode == "kvm" else " or look at `runsc --debug`"))
         said = (exc.stderr or str(exc)).strip().splitlines() or [str(exc)]
         return Availability(False, f"runsc --platform={mode} could not run a sandbox: {said[-1]}",
-                            "check `runsc --platform=%s do true` as root" % mode)
+                            f"check `runsc --platform={mode} do true` as root")
     except Exception as exc:  # noqa: BLE001 - probe reports, never raises
         return Availability(False, f"runsc --platform={mode}: {exc}", "check runsc as root")
     finally:
