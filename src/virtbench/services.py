@@ -6,7 +6,9 @@ with the distribution's configuration and stays under systemd's supervision.
 """
 from __future__ import annotations
 
+import dataclasses
 import fcntl
+import json
 import os
 import subprocess
 import time
@@ -17,6 +19,9 @@ from . import proc
 from .errors import CommandError, UnavailableError
 
 LOG_DIR = Path("/var/log/virtbench")
+DAEMON_JSON = Path("/etc/docker/daemon.json")
+SANDBOX_RUNTIMES = ("runsc",)
+"""Sandboxed OCI runtimes the dockerd virtbench starts is told about when they are installed."""
 CONTAINERD_SOCKET = "/run/containerd/containerd.sock"
 START_TIMEOUT = 60.0
 
@@ -73,7 +78,34 @@ def ensure_dockerd(log_dir: Path = LOG_DIR, timeout: float = START_TIMEOUT) -> N
         return
     if not systemd_running():  # docker.service pulls in containerd.service by itself
         ensure_containerd(log_dir, timeout)
-    ensure(DOCKERD, log_dir, timeout)
+    ensure(dataclasses.replace(DOCKERD, start=(*DOCKERD.start, *dockerd_runtime_flags())), log_dir, timeout)
+
+
+def dockerd_runtime_flags(config: Path = DAEMON_JSON) -> list[str]:
+    """`--add-runtime NAME=PATH` for each installed sandbox runtime, for the dockerd virtbench
+    starts itself. None when the daemon's configuration file declares `runtimes`: dockerd
+    refuses to start when a directive is given both as a flag and in the file."""
+    try:
+        declared = "runtimes" in json.loads(config.read_text())
+    except FileNotFoundError:
+        declared = False
+    except (OSError, ValueError):
+        declared = True  # unreadable: let dockerd report it, without adding a conflict
+    if declared:
+        return []
+    found = [(name, proc.which(name)) for name in SANDBOX_RUNTIMES]
+    return [f"--add-runtime={name}={path}" for name, path in found if path]
+
+
+def dockerd_runtime_names(config: Path = DAEMON_JSON) -> list[str]:
+    """The runtimes a dockerd started now would know: from the flags above, or the file's."""
+    flags = dockerd_runtime_flags(config)
+    if flags:
+        return [f.split("=", 2)[1] for f in flags]
+    try:
+        return sorted(json.loads(config.read_text()).get("runtimes") or {})
+    except (OSError, ValueError, AttributeError):
+        return []
 
 
 def ensure(daemon: Daemon, log_dir: Path = LOG_DIR, timeout: float = START_TIMEOUT) -> None:

@@ -82,7 +82,8 @@ class Experiment(ABC):
         """The run's platform rows (name, type, kind, label, config, versions)."""
         from ..registry import PLATFORMS
 
-        return [{"name": p.name, "type": p.type, "kind": "stack" if p.inside else PLATFORMS.get(p.type).kind, "label": p.type,
+        kinds = {n: c.kind for n, c in PLATFORMS.items()}
+        return [{"name": p.name, "type": p.type, "kind": "stack" if p.inside else kinds.get(p.type, ""), "label": p.type,
                  "config": {"type": p.type, **p.options}, "versions": {}} for p in self.campaign.platforms]
 
     @abstractmethod
