@@ -92,7 +92,7 @@ def test_docker_runtime_unknown_to_running_engine(gvisor, monkeypatch):
     with pytest.raises(InputError, match="the running dockerd does not know runtime 'runsc' \\(it knows: runc\\)") as exc:
         make(Docker, runtime="runsc")
     snippet = json.loads(exc.value.fix.split("add ", 1)[1].split(" to /etc/docker/daemon.json")[0])
-    assert snippet == {"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--platform=ptrace"]}}}
+    assert snippet == {"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}}}
     assert "virtbench does not rewrite yours" in exc.value.fix
 
 
@@ -136,17 +136,33 @@ def test_containerd_without_runsc_shim(monkeypatch):
     assert make(Containerd).kind == "container"
 
 
-def test_dockerd_runtime_flags(tmp_path, monkeypatch):
+def test_dockerd_start_flags(tmp_path, monkeypatch):
+    """The dockerd virtbench starts reads virtbench's copy of daemon.json with runsc added;
+    the user's file is never written."""
     monkeypatch.setattr(services.proc, "which", lambda n: "/usr/bin/runsc" if n == "runsc" else None)
-    conf = tmp_path / "daemon.json"
-    assert services.dockerd_runtime_flags(conf) == ["--add-runtime=runsc=/usr/bin/runsc"]
+    conf, own = tmp_path / "daemon.json", tmp_path / "run" / "dockerd.json"
+    runsc_entry = {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}
+    assert services.dockerd_start_flags(conf, own) == [f"--config-file={own}"]
+    assert json.loads(own.read_text()) == {"runtimes": {"runsc": runsc_entry}} and not conf.exists()
     assert services.dockerd_runtime_names(conf) == ["runsc"]
-    conf.write_text('{"log-level": "warn"}')
-    assert services.dockerd_runtime_flags(conf) == ["--add-runtime=runsc=/usr/bin/runsc"]
-    conf.write_text('{"runtimes": {"kata": {"path": "/opt/kata"}}}')  # a flag would make dockerd refuse to start
-    assert services.dockerd_runtime_flags(conf) == [] and services.dockerd_runtime_names(conf) == ["kata"]
+    conf.write_text('{"log-level": "warn", "runtimes": {"kata": {"path": "/opt/kata"}}}')
+    services.dockerd_start_flags(conf, own)
+    assert json.loads(own.read_text()) == {"log-level": "warn", "runtimes": {"kata": {"path": "/opt/kata"}, "runsc": runsc_entry}}
+    assert json.loads(conf.read_text()) == {"log-level": "warn", "runtimes": {"kata": {"path": "/opt/kata"}}}
+    conf.write_text('{"runtimes": {"runsc": {"path": "/opt/runsc"}}}')  # the user's own entry wins
+    assert services.dockerd_start_flags(conf, own) == [] and services.dockerd_runtime_names(conf) == ["runsc"]
+    conf.write_text("{not json")
+    assert services.dockerd_start_flags(conf, own) == []  # dockerd reports its own file's error
     monkeypatch.setattr(services.proc, "which", lambda n: None)
-    assert services.dockerd_runtime_flags(tmp_path / "none.json") == []
+    assert services.dockerd_start_flags(tmp_path / "none.json", own) == []
+
+
+def test_docker_runsc_network_none_only(gvisor, monkeypatch):
+    monkeypatch.setattr(sandboxes, "docker_runtimes",
+                        lambda: {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}})
+    with pytest.raises(InputError, match="dockerd runs runsc with --network=none, so network 'bridge'"):
+        make(Docker, runtime="runsc", network="bridge")
+    assert sandboxes.docker_runtime_mode("runsc") == "ptrace"
 
 
 def test_shipped_sandboxes_campaign():

@@ -248,7 +248,7 @@ class Docker(EngineCLI):
                  executor: Executor | None = None) -> None:
         super().__init__(name, options, paths, executor)
         if self.options.runtime is not None:
-            sandboxes.check_docker_runtime(name, self.options.runtime)
+            sandboxes.check_docker_runtime(name, self.options.runtime, self.options.network)
             self.kind = sandboxes.DOCKER_RUNTIMES[self.options.runtime]  # type: ignore[misc]  # docker+runsc is a sandbox
 
     def describe(self) -> dict[str, Any]:

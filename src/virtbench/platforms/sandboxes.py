@@ -2,7 +2,7 @@
 
 An engine learns a runtime only from its own configuration: Debian's Docker 20.10 from
 `--add-runtime` or the `runtimes` key of daemon.json. virtbench configures the dockerd it
-starts itself (services.dockerd_runtime_flags) and never rewrites a user's daemon.json: where
+starts itself (services.dockerd_start_flags) and never rewrites a user's daemon.json: where
 a running engine lacks the runtime, the check below stops the campaign before anything starts
 and says what to add and why; `doctor` says the same. containerd needs a shim binary per
 runtime (`containerd-shim-runsc-v1`), which Debian's runsc package does not ship.
@@ -34,8 +34,8 @@ def daemon_json_fix(runtime: str) -> str:
     """What to add to the user's daemon.json so dockerd knows `runtime`, and why."""
     path = proc.which("kata-runtime" if runtime.startswith("kata") else runtime) or f"/usr/bin/{runtime}"
     entry: dict[str, Any] = {"path": path}
-    if runtime == "runsc":
-        entry["runtimeArgs"] = [f"--platform={runsc.installed_modes()[1] or 'ptrace'}"]
+    if runtime in services.SANDBOX_RUNTIMES:
+        entry["runtimeArgs"] = list(services.SANDBOX_RUNTIMES[runtime])
     snippet = json.dumps({"runtimes": {runtime: entry}})
     return (f"add {snippet} to {services.DAEMON_JSON} and reload dockerd (`systemctl reload docker`, or "
             "`kill -HUP $(pidof dockerd)`): dockerd learns runtimes only from its configuration, "
@@ -53,7 +53,7 @@ def docker_runtimes() -> dict[str, Any] | None:
         return None
 
 
-def check_docker_runtime(platform: str, runtime: str) -> None:
+def check_docker_runtime(platform: str, runtime: str, network: str = "none") -> None:
     """Raise InputError unless dockerd runs, or will run, with `runtime` (nothing is started)."""
     if runtime not in DOCKER_RUNTIMES:
         raise InputError(f"platform {platform!r}: unknown runtime {runtime!r}",
@@ -68,6 +68,10 @@ def check_docker_runtime(platform: str, runtime: str) -> None:
         if runtime not in known:
             raise InputError(f"platform {platform!r}: the running dockerd does not know runtime {runtime!r} "
                              f"(it knows: {', '.join(sorted(known))})", daemon_json_fix(runtime))
+        args = (known[runtime] or {}).get("runtimeArgs") or []
+        if network != "none" and "--network=none" in args:
+            raise InputError(f"platform {platform!r}: dockerd runs {runtime} with --network=none, so network "
+                             f"{network!r} cannot work", "use network: none, or another runtime entry without it")
         return
     if services.systemd_running() or runtime not in services.dockerd_runtime_names():
         raise InputError(f"platform {platform!r}: dockerd is not running and would start without runtime "
@@ -77,6 +81,8 @@ def check_docker_runtime(platform: str, runtime: str) -> None:
 def docker_runtime_mode(runtime: str) -> str:
     """The gVisor platform dockerd's runsc entry boots with (its runtimeArgs, else runsc's default)."""
     entry = (docker_runtimes() or {}).get(runtime) or {}
+    if not entry:
+        entry = {"runtimeArgs": services.SANDBOX_RUNTIMES.get(runtime, ())}
     for arg in entry.get("runtimeArgs") or []:
         if str(arg).startswith("--platform="):
             return str(arg).split("=", 1)[1]
@@ -130,7 +136,7 @@ def report(paths: Paths) -> list[dict[str, Any]]:
         known = docker_runtimes()
         if known is None:
             entry["docker"] = {"available": runsc.version() != "" and "runsc" in services.dockerd_runtime_names(),
-                               "reason": "dockerd not running: virtbench starts it with --add-runtime runsc"}
+                               "reason": "dockerd not running: virtbench starts it with runtime runsc added"}
         elif "runsc" in known:
             entry["docker"] = {"available": True, "reason": f"dockerd knows runtime runsc ({docker_runtime_mode('runsc')})"}
         else:
