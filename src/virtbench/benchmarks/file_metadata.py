@@ -9,14 +9,13 @@ gofer, a container through overlayfs, a VM through its own kernel on a virtual d
 """
 from __future__ import annotations
 
-import json
-import re
 from typing import Any, ClassVar
 
 from pydantic import Field
 
 from ..errors import ParseError
 from .base import Benchmark, Metric, Params
+from .fio import fio_json
 
 _JOBS = (("create", "filecreate"), ("stat", "filestat"))
 
@@ -52,13 +51,10 @@ class FileMetadata(Benchmark):
                 "--name=stat", "--ioengine=filestat", f"--loops={p.loops}", "--stonewall"]
 
     def parse(self, stdout: str, stderr: str = "", source: str = "<output>") -> dict[str, float]:
-        start = re.search(r"^\{", stdout, re.M)
-        if start is None:
-            raise ParseError(self.tool, r"^\{ (a JSON document)", source)
+        doc = fio_json(stdout, source)
         try:
-            doc: Any = json.JSONDecoder().raw_decode(stdout, start.start())[0]
             jobs = {j["jobname"]: j for j in doc["jobs"]}
-        except (ValueError, KeyError, TypeError) as exc:
+        except (KeyError, TypeError) as exc:
             raise ParseError(self.tool, f"a JSON document with jobs[] ({exc})", source) from None
         expected = {"create": self.params.files, "stat": self.params.files * self.params.loops}
         out = {}
