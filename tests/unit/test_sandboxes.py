@@ -120,7 +120,7 @@ def test_kata_without_kvm_or_install(engine, monkeypatch):
 
 
 def test_kata_needs_kvm(monkeypatch):
-    from virtbench.platforms import qemu_accel
+    from virtbench.platforms.qemu import accel as qemu_accel
 
     monkeypatch.setattr(sandboxes.proc, "which", lambda n: f"/usr/bin/{n}" if n.startswith("kata") else None)
     monkeypatch.setattr(qemu_accel, "accel_verdict", lambda *a, **k: qemu_accel.AccelVerdict(False, "test guest hung", "stub"))

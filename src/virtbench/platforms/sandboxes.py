@@ -110,7 +110,7 @@ def kata_status(paths: Paths | None) -> Availability:
     if not found:
         return Availability(False, "Kata Containers is not installed (no kata-runtime or containerd-shim-kata-v2; "
                             "Debian 12 has no package)", "install Kata Containers from its release archive; it needs KVM")
-    from .qemu_accel import accel_verdict, probe_kernel
+    from .qemu.accel import accel_verdict, probe_kernel
 
     verdict = accel_verdict(paths or Paths.from_env(), probe_kernel())
     if not verdict.kvm:
