@@ -56,15 +56,19 @@ def experiment_of(run: Run) -> str:
 
 
 def sections(store: Store, run: Run) -> list[ReportSection]:
-    """The run's experiment sections (none for a benchmarks campaign)."""
+    """The run's experiment section (none for a benchmarks campaign) and its probes' section."""
+    from . import probes
+
     builder = dict(SECTIONS.items()).get(experiment_of(run))
-    if builder is None:
-        return []
-    section = builder(store, run)
-    return [section] if section is not None else []
+    found = [builder(store, run)] if builder is not None else []
+    found.append(probes.build(store, run))
+    return [s for s in found if s is not None]
 
 
 def add_to_json(doc: dict[str, Any], secs: list[ReportSection]) -> dict[str, Any]:
+    from . import probes
+
+    probes.add_row_fields(doc, secs)
     for s in secs:
         doc[s.key] = s.data
         if s.notes:

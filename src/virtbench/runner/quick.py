@@ -22,7 +22,7 @@ QUICK_BENCHMARKS: list[dict[str, Any]] = [
 
 
 def quick_campaign(paths: Paths, log: Callable[[str], None] = lambda _m: None,
-                   repetitions: int = 3, warmups: int = 1) -> Campaign:
+                   repetitions: int = 3, warmups: int = 1, probes: list[str] | None = None) -> Campaign:
     verdicts = probe_types(list(QUICK_PLATFORMS), paths, log)
     platforms = []
     for name in QUICK_PLATFORMS:
@@ -32,5 +32,6 @@ def quick_campaign(paths: Paths, log: Callable[[str], None] = lambda _m: None,
         else:
             log(f"skipping {name}: {v.reason}" + (f" (fix: {v.fix})" if v.fix else ""))
     return parse_campaign({"name": "quick", "baseline": "native", "repetitions": repetitions,
-                           "warmups": warmups, "platforms": platforms, "benchmarks": QUICK_BENCHMARKS},
+                           "warmups": warmups, "platforms": platforms, "benchmarks": QUICK_BENCHMARKS,
+                           "probes": probes or []},
                           "quick campaign")
