@@ -372,7 +372,7 @@ def list_probes(as_json: bool) -> None:
     docs = []
     for name, cls in PROBES.items():
         works = cls.available()
-        docs.append({"name": name, "description": cls.description, "stores": cls.stores, "works": works.ok,
+        docs.append({"name": name, "description": cls.description, "stores": cls.stores, "works": works.available,
                      "reason": works.reason, "fix": works.fix,
                      "options": [{"name": k, "default": f.default, "description": f.description or ""}
                                  for k, f in cls.Options.model_fields.items()]})

@@ -11,7 +11,7 @@ import pytest
 from virtbench.config import parse_campaign
 from virtbench.errors import InputError
 from virtbench.probes import rapl
-from virtbench.probes.base import Probe, ProbeData, Target, Works
+from virtbench.probes.base import Availability, Probe, ProbeData, Target
 from virtbench.probes.energy import Energy, EnergyOptions, integrate, parse_ipmi_dcmi, parse_watts
 from virtbench.probes.perf import Perf, PerfOptions, parse_interrupts, parse_perf_csv
 from virtbench.probes.pressure import Pressure
@@ -141,7 +141,7 @@ def test_interrupts_parser_sums_cpus():
 @pytest.mark.skipif(os.geteuid() != 0, reason="system-wide perf needs root")
 def test_perf_counts_software_events_for_real():
     probe = Perf()
-    assert probe.available().ok
+    assert probe.available().available
     probe.check()
     probe.start(TARGET)
     time.sleep(0.3)
@@ -209,8 +209,8 @@ class Broken(Probe):
         self.where = where
 
     @classmethod
-    def available(cls) -> Works:
-        return Works(True, "")
+    def available(cls) -> Availability:
+        return Availability(True, "")
 
     def start(self, target: Target) -> None:
         if self.where == "start":

@@ -24,14 +24,9 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from ..platforms.base import Availability
 
-@dataclass(frozen=True)
-class Works:
-    """Whether a probe works on this host, why not, and what would fix it."""
-
-    ok: bool
-    reason: str
-    fix: str = ""
+__all__ = ["Availability", "Probe", "ProbeData", "ProbeOptions", "SamplingProbe", "Target"]
 
 
 @dataclass(frozen=True)
@@ -82,7 +77,7 @@ class Probe(ABC):
 
     @classmethod
     @abstractmethod
-    def available(cls) -> Works:
+    def available(cls) -> Availability:
         """Whether this probe can measure anything on this host, and why not."""
 
     def check(self) -> None:  # noqa: B027 - optional hook: most probes have nothing to try
@@ -92,7 +87,7 @@ class Probe(ABC):
         """Stored with the run: the probe's options and what it found on this host."""
         works = self.available()
         return {"name": self.name, "options": self.options.model_dump(mode="json"),
-                "works": works.ok, "reason": works.reason}
+                "works": works.available, "reason": works.reason}
 
     @abstractmethod
     def start(self, target: Target) -> None:

@@ -25,7 +25,7 @@ from pydantic import Field, field_validator
 from .. import proc
 from ..errors import InputError
 from . import rapl
-from .base import ProbeData, ProbeOptions, SamplingProbe, Target, Works
+from .base import Availability, ProbeData, ProbeOptions, SamplingProbe, Target
 
 MIN_INTERVAL = {"rapl": 0.01, "ipmi": 1.0, "meter": 0.1}
 """Shortest sampling interval each source supports: IPMI DCMI updates about once a second;
@@ -74,26 +74,26 @@ def parse_ipmi_dcmi(stdout: str) -> float:
     return float(match.group(1))
 
 
-def ipmi_works() -> Works:
+def ipmi_works() -> Availability:
     if not proc.which("ipmitool"):
-        return Works(False, "ipmitool is not installed", "apt-get install ipmitool")
+        return Availability(False, "ipmitool is not installed", "apt-get install ipmitool")
     result = proc.run(IPMI_ARGV, check=False, timeout=15)
     if result.returncode != 0:
         lines = (result.stderr or result.stdout).strip().splitlines() or [f"exit {result.returncode}"]
-        return Works(False, f"no BMC answers `ipmitool dcmi power reading`: {lines[-1].strip()[:200]}")
+        return Availability(False, f"no BMC answers `ipmitool dcmi power reading`: {lines[-1].strip()[:200]}")
     try:
         parse_ipmi_dcmi(result.stdout)
     except ValueError as exc:
-        return Works(False, str(exc))
-    return Works(True, "IPMI DCMI power reading works")
+        return Availability(False, str(exc))
+    return Availability(True, "IPMI DCMI power reading works")
 
 
-def rapl_works() -> Works:
+def rapl_works() -> Availability:
     try:
         rapl.read(rapl.zones())
     except rapl.RaplError as exc:
-        return Works(False, str(exc))
-    return Works(True, "RAPL readable")
+        return Availability(False, str(exc))
+    return Availability(True, "RAPL readable")
 
 
 class Energy(SamplingProbe):
@@ -112,10 +112,11 @@ class Energy(SamplingProbe):
         self.idle_how = ""
 
     @classmethod
-    def available(cls) -> Works:
+    def available(cls) -> Availability:
         r, i = rapl_works(), ipmi_works()
         reason = f"RAPL: {r.reason}; IPMI: {i.reason}; meter: works wherever you give one"
-        return Works(r.ok or i.ok, reason, "" if r.ok or i.ok else "give a meter command: {name: energy, meter: [...]}")
+        works = r.available or i.available
+        return Availability(works, reason, "" if works else "give a meter command: {name: energy, meter: [...]}")
 
     # -- before the run -------------------------------------------------------------
     def check(self) -> None:
@@ -137,12 +138,12 @@ class Energy(SamplingProbe):
             self.source = "meter"
         elif wanted == "auto":
             r = rapl_works()
-            i = ipmi_works() if not r.ok else Works(False, "not tried")
-            self.source = "rapl" if r.ok else "ipmi" if i.ok else None
+            i = ipmi_works() if not r.available else Availability(False, "not tried")
+            self.source = "rapl" if r.available else "ipmi" if i.available else None
             self.why_none = "" if self.source else f"no energy source here: RAPL: {r.reason}; IPMI: {i.reason}"
         else:
             works = rapl_works() if wanted == "rapl" else ipmi_works()
-            if not works.ok:
+            if not works.available:
                 raise InputError(f"probes: energy source {wanted} does not work here: {works.reason}",
                                  works.fix or "use source: auto, or a meter")
             self.source = wanted

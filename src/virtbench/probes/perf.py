@@ -18,7 +18,7 @@ from pydantic import Field
 
 from .. import proc
 from ..errors import InputError
-from .base import Probe, ProbeData, ProbeOptions, Target, Works
+from .base import Availability, Probe, ProbeData, ProbeOptions, Target
 
 HARDWARE = ("cycles", "instructions", "dTLB-load-misses", "cache-misses")
 SOFTWARE = ("context-switches", "cpu-migrations")
@@ -93,19 +93,19 @@ class Perf(Probe):
     Options = PerfOptions
 
     @classmethod
-    def available(cls) -> Works:
+    def available(cls) -> Availability:
         if not proc.which("perf"):
-            return Works(False, "perf is not installed", "apt-get install linux-perf")
+            return Availability(False, "perf is not installed", "apt-get install linux-perf")
         result = proc.run(["perf", "stat", "-x,", "-e", ",".join(EVENTS), "--", "true"], check=False, timeout=30)
         counts = parse_perf_csv(result.stderr)
         soft = [e for e in SOFTWARE if counts.get(e, {}).get("value") is not None]
         hard = [e for e in HARDWARE if counts.get(e, {}).get("value") is not None]
         if not soft and not hard:
-            return Works(False, f"perf stat counts nothing: {result.stderr.strip()[-200:]}",
+            return Availability(False, f"perf stat counts nothing: {result.stderr.strip()[-200:]}",
                          "check /proc/sys/kernel/perf_event_paranoid or run as root")
         if not hard:
-            return Works(True, f"software counters only; {NO_PMU}")
-        return Works(True, "hardware and software counters")
+            return Availability(True, f"software counters only; {NO_PMU}")
+        return Availability(True, "hardware and software counters")
 
     def check(self) -> None:
         scope = self.options.scope  # type: ignore[attr-defined]

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import Field
 
-from .base import ProbeData, ProbeOptions, SamplingProbe, Target, Works
+from .base import Availability, ProbeData, ProbeOptions, SamplingProbe, Target
 from .hostpressure import PSI_RESOURCES, CpuTimes, PressureReader
 
 COLUMNS = ("t", "host_cpu", "mem_available", "psi_cpu", "psi_memory", "psi_io", "inst_cpu", "inst_memory")
@@ -38,14 +38,14 @@ class Pressure(SamplingProbe):
         self.reader = reader or PressureReader()
 
     @classmethod
-    def available(cls) -> Works:
+    def available(cls) -> Availability:
         r = PressureReader()
         if r.cpu_times() is None:
-            return Works(False, "no /proc/stat")
+            return Availability(False, "no /proc/stat")
         if not r.psi_available():
-            return Works(True, "works without PSI (kernel without CONFIG_PSI or booted psi=0): "
+            return Availability(True, "works without PSI (kernel without CONFIG_PSI or booted psi=0): "
                          "CPU and memory only", "boot with psi=1 for stall times")
-        return Works(True, "PSI, /proc/stat and cgroup usage readable")
+        return Availability(True, "PSI, /proc/stat and cgroup usage readable")
 
     def begin(self, target: Target) -> None:
         self.rows: list[list[Any]] = []
