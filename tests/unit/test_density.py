@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from virtbench import pressure
 from virtbench.config import parse_campaign
 from virtbench.errors import InputError
 from virtbench.experiments.density import DensitySection, Until
 from virtbench.experiments.density_fleet import classify_failure, next_instance_blocked
-from virtbench.experiments.density_guard import Guard, GuardSettings
+from virtbench.experiments.density_guard import Guard, GuardSettings, Pressure, read_host
 from virtbench.platforms import cgroups
 from virtbench.platforms.lxc import LXCOptions, build_lxc_config, lxc_cgroup_lines
+from virtbench.probes.hostpressure import PressureReader
 
 MIB = 1 << 20
 WORKLOAD = {"name": "openssl", "algorithm": "des-ede3", "bytes": 64, "multi": 2, "seconds": 2}
@@ -84,8 +84,8 @@ def test_ramp_doubles_or_steps_up_to_max():
     assert Until(until="failure", max=10, step=4).ramp() == [1, 5, 9, 10]
 
 
-def reading(avail_mib: int, some: float | None = 0.0, full: float | None = 0.0) -> pressure.Pressure:
-    return pressure.Pressure(time=0.0, mem_total=8192 * MIB, mem_available=avail_mib * MIB,
+def reading(avail_mib: int, some: float | None = 0.0, full: float | None = 0.0) -> Pressure:
+    return Pressure(time=0.0, mem_total=8192 * MIB, mem_available=avail_mib * MIB,
                              psi_some_avg10=some, psi_full_avg10=full)
 
 
@@ -132,15 +132,16 @@ def test_start_failures_are_classified(text, name):
     assert (got is None) if name is None else name in got
 
 
-def test_psi_and_meminfo_parsing(tmp_path: Path):
-    (tmp_path / "meminfo").write_text("MemTotal:       24684084 kB\nMemFree: 1 kB\nMemAvailable:   23572172 kB\n")
-    (tmp_path / "psi").write_text("some avg10=1.50 avg60=0.20 avg300=0.00 total=12345\n"
-                                  "full avg10=0.25 avg60=0.00 avg300=0.00 total=678\n")
-    r = pressure.read(tmp_path / "meminfo", tmp_path / "psi")
+def test_guard_reads_meminfo_and_psi(tmp_path: Path):
+    (tmp_path / "proc/pressure").mkdir(parents=True)
+    (tmp_path / "proc/meminfo").write_text("MemTotal:       24684084 kB\nMemFree: 1 kB\nMemAvailable:   23572172 kB\n")
+    (tmp_path / "proc/pressure/memory").write_text("some avg10=1.50 avg60=0.20 avg300=0.00 total=12345\n"
+                                                   "full avg10=0.25 avg60=0.00 avg300=0.00 total=678\n")
+    r = read_host(PressureReader(tmp_path))
     assert r.mem_total == 24684084 * 1024 and r.mem_available == 23572172 * 1024
-    assert (r.psi_some_avg10, r.psi_full_avg10, r.psi_some_total_us) == (1.5, 0.25, 12345)
-    r = pressure.read(tmp_path / "meminfo", tmp_path / "absent")
-    assert r.psi_some_avg10 is None
+    assert (r.psi_some_avg10, r.psi_full_avg10) == (1.5, 0.25)
+    (tmp_path / "proc/pressure/memory").unlink()
+    assert read_host(PressureReader(tmp_path)).psi_some_avg10 is None
 
 
 def test_oom_counters_v1_and_v2(tmp_path: Path, monkeypatch):

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from threading import Barrier, BrokenBarrierError
 
-from .. import pressure, proc
+from .. import proc
 from ..benchmarks.base import Benchmark
 from ..images.image import Image
 from ..platforms import cgroups
 from ..platforms.base import Instance, Platform
-from .density_guard import Guard, Trip
+from .density_guard import Guard, Trip, read_host
 
 SCRATCH = "/var/tmp/virtbench"
 BRIDGE_PORT_LIMIT = 1023
@@ -175,7 +175,7 @@ class Fleet:
         for m in self.members:
             self.platform.exec(m.instance, ["mkdir", "-p", workdir], timeout=120)
         usage = self.memory_usage()
-        mem_before = pressure.read().mem_available
+        mem_before = read_host().mem_available
         oom_before = self.oom_counters()
         mark = cgroups.kernel_log_mark()
         barrier = Barrier(count)

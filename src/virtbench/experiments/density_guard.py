@@ -1,7 +1,7 @@
 """The host guard of a density experiment: the host must never go down.
 
 Before each additional instance and every `interval` seconds while the workload runs, the
-guard reads MemAvailable and PSI memory (`virtbench.pressure`). When MemAvailable falls below
+guard reads MemAvailable and PSI memory (`probes.hostpressure`). When MemAvailable falls below
 `min_available` or the share of time tasks stalled on memory (PSI avg10) exceeds
 `max_psi_some` / `max_psi_full`, it trips: density stops adding instances, stops the
 workload (the instances are killed) and cleans up, and the trip with its readings is the
@@ -14,15 +14,40 @@ stop reason. Defaults are safe on a 2 GB board and a 24 GB server alike:
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .. import pressure
 from ..platforms.base import Size
+from ..probes.hostpressure import PressureReader
 
 MIB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Pressure:
+    """One reading of the host; PSI fields are None where the kernel has no PSI."""
+
+    time: float
+    mem_total: int
+    mem_available: int
+    psi_some_avg10: float | None = None
+    psi_full_avg10: float | None = None
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        return {"t": round(self.time, 3), "mem_available": self.mem_available,
+                "psi_some_avg10": self.psi_some_avg10, "psi_full_avg10": self.psi_full_avg10}
+
+
+def read_host(reader: PressureReader | None = None) -> Pressure:
+    """MemTotal, MemAvailable and PSI memory, through the probes' pressure reader."""
+    reader = reader or PressureReader()
+    mem = reader.memory()
+    psi = reader.psi("memory")
+    return Pressure(time=time.time(), mem_total=mem["MemTotal"], mem_available=mem["MemAvailable"],
+                    psi_some_avg10=psi.some_avg10 if psi else None, psi_full_avg10=psi.full_avg10 if psi else None)
 
 
 class GuardSettings(BaseModel):
@@ -49,7 +74,7 @@ class Trip:
 @dataclass
 class Guard:
     settings: GuardSettings
-    read: Callable[[], pressure.Pressure] = pressure.read
+    read: Callable[[], Pressure] = read_host
     series: list[dict] = field(default_factory=list)
     trip: Trip | None = None
     _stop: threading.Event = field(default_factory=threading.Event)

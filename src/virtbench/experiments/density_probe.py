@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from .. import pressure
 from ..benchmarks.base import Benchmark
 from ..errors import VirtbenchError
 from ..images.image import Image
@@ -23,7 +22,7 @@ from ..platforms.base import INSTANCE_PREFIX, Platform
 from ..store.db import now
 from .base import ExperimentContext
 from .density_fleet import Fleet, Outcome, StartFailure, classify_failure, kernel_usage, next_instance_blocked
-from .density_guard import Guard
+from .density_guard import Guard, read_host
 
 STOP_REASONS = ("start_failure", "oom", "workload_failure", "throughput_collapse", "kernel_limit", "guard",
                 "max_reached", "counts_done", "interrupted")
@@ -107,7 +106,7 @@ class Prober:
         record: dict[str, Any] = {"probe": self.probe_no, "counts": counts, "started": time.time()}
         probes.append(record)
         good, stop = 0, None
-        available_at_start = pressure.read().mem_available
+        available_at_start = read_host().mem_available
         try:
             for count in counts:
                 stop = self._grow(fleet, count)

@@ -163,7 +163,9 @@ class Platform(ABC):
     """One way of running the guest image (native chroot, a container runtime, a VM)."""
 
     type: ClassVar[str]
-    kind: ClassVar[Literal["baseline", "container", "vm"]] = "container"
+    kind: ClassVar[Literal["baseline", "container", "sandbox", "vm"]] = "container"
+    """What isolates the workload: nothing (baseline), namespaces (container), a user-space kernel
+    (sandbox) or a guest kernel (vm); reports group platforms by it (a stack is `stack`)."""
     Options: ClassVar[type[PlatformOptions]] = PlatformOptions
     binaries: ClassVar[tuple[str, ...]] = ()
     """Host programs the platform needs."""
@@ -210,17 +212,12 @@ class Platform(ABC):
         LXC system container); added to the campaign's image, so all platforms share it."""
         return ()
 
-    def main_pid(self, instance: Instance) -> int | None:
-        """Host pid of the instance's main process (container init, QEMU), to find its
-        cgroups from the host; None when unknown or not running."""
-        return None
-
     def memory_cgroup(self, instance: Instance) -> str | None:
         """The instance's memory cgroup (relative path): where its usage and OOM kills are
         counted. By default the cgroup of its main process."""
         from . import cgroups
 
-        pid = self.main_pid(instance)
+        pid = self.host_pid(instance)
         return cgroups.memory_cgroup_of(pid) if pid else None
 
     @classmethod  # noqa: B027 - optional hook: most platforms need nothing
@@ -279,6 +276,18 @@ class Platform(ABC):
         or the runtime is not installed."""
 
     # -- networking (two-endpoint benchmarks) -----------------------------------------
+    @classmethod
+    def network_gap(cls, options: PlatformOptions, need: Literal["inbound", "to_host"]) -> str | None:
+        """Why an instance with these options cannot be reached from outside (`inbound`: a
+        peer or the host connects to it) or cannot reach the host (`to_host`); None if it can.
+
+        Read by campaign validation, so a network benchmark that cannot work is refused
+        before anything starts instead of failing when its round comes."""
+        if getattr(options, "network", "host") != "none":
+            return None
+        return "network 'none' (loopback only): " + (
+            "nothing can reach it" if need == "inbound" else "it cannot reach the host")
+
     def address(self, instance: Instance) -> str:
         """IPv4 address other instances and the host reach this instance at.
 
@@ -308,6 +317,11 @@ class Platform(ABC):
         return match.group(1)
 
     # -- helpers ---------------------------------------------------------------------
+    def host_pid(self, instance: Instance) -> int | None:
+        """Host pid of the instance's main process, whose cgroups probes read (None: the
+        platform has none to give, e.g. the native chroot, or a VM's guest processes)."""
+        return None
+
     def exec(self, instance: Instance, argv: list[str], *, timeout: float | None = None,
              check: bool = True) -> proc.Result:
         return self.host.run(self.exec_argv(instance, argv), timeout=timeout, check=check)

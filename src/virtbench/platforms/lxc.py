@@ -266,11 +266,8 @@ class LXC(Platform):
         rel = f"{parent}/lxc.payload.{instance.name}" if parent else f"lxc.payload.{instance.name}"
         return rel if cgroups.memory_dir(rel).is_dir() else super().memory_cgroup(instance)
 
-    def main_pid(self, instance: Instance) -> int | None:
-        try:
-            return self.init_pid(instance)
-        except (CommandError, ValueError):
-            return None
+    def host_pid(self, instance: Instance) -> int | None:
+        return self.init_pid(instance)
 
     def exec_argv(self, instance: Instance, argv: list[str]) -> list[str]:
         # lxc-attach always adds container=lxc (even with --clear-env) and keeps the caller's

@@ -95,6 +95,9 @@ def warnings(run: Run, rows: Sequence[Row]) -> list[dict[str, Any]]:
     """Host conditions, campaign design and every result's quality flags, in that order."""
     out = [{"scope": "host", **f.public()} for f in quality.host_conditions(facts(run))]
     out += [{"scope": "run", **f.public()} for f in quality.run_checks(run.campaign)]
+    out += [{"scope": "run", "check": "left_out", "severity": "info", "platform": p.get("platform"),
+             "message": f"{p.get('platform')} not measured: {p.get('reason')}", "fix": p.get("fix", "")}
+            for p in (run.provenance or {}).get("left_out", [])]
     if note := power_note(rows):
         out.append(note)
     for r in rows:
@@ -154,7 +157,7 @@ def to_json(run: Run, rows: list[Row], failures: list[dict[str, Any]], *, alpha:
         "baseline": run.campaign.get("baseline", "native"),
         "host": facts(run),
         "image": {k: run.image.get(k) for k in ("recipe_hash", "tar_sha256", "release", "arch", "profile")},
-        "platforms": [{"name": p.name, "type": p.type, "label": p.label, "config": p.config,
+        "platforms": [{"name": p.name, "type": p.type, "label": p.label, "kind": p.kind, "config": p.config,
                        "versions": p.versions} for p in run.platforms],
         "benchmarks": [{"key": b.key, "name": b.name, "params": b.params, "tool_version": b.tool_version}
                        for b in run.benchmarks],

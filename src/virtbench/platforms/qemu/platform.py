@@ -77,6 +77,17 @@ class Qemu(Platform):
     description = ("QEMU VM (KVM when it works, else TCG emulation) booting the image plus "
                    "Debian's cloud kernel from a copy-on-write disk; commands via virtio-serial")
 
+    @classmethod
+    def network_gap(cls, options: PlatformOptions, need: Literal["inbound", "to_host"]) -> str | None:
+        """user-mode NAT reaches the host (10.0.2.2 is the host's loopback) but nothing reaches
+        the guest; none has no NIC at all."""
+        network = getattr(options, "network", "none")
+        if network == "none":
+            return "network 'none' (no network card)"
+        if network == "user" and need == "inbound":
+            return "network 'user' (QEMU's NAT): nothing outside can reach the guest"
+        return None
+
     def __init__(self, name: str, options: PlatformOptions, paths: Paths,
                  executor: Executor | None = None) -> None:
         super().__init__(name, options, paths, executor)
@@ -350,8 +361,11 @@ class Qemu(Platform):
     def remove(self, instance: Instance) -> None:
         _teardown(self.paths, Path(instance.data["dir"]), instance.data)
 
-    def main_pid(self, instance: Instance) -> int | None:
-        return self._pid(instance)
+    def memory_cgroup(self, instance: Instance) -> str | None:
+        """Confined (density host_memory): the cgroup QEMU was started in, below the parent."""
+        if self.cgroup_parent:
+            return f"{self.cgroup_parent}/{instance.name}"
+        return super().memory_cgroup(instance)
 
     def _pid(self, instance: Instance) -> int | None:
         """The VM's QEMU pid, if it runs (the pidfile checked against the command line)."""
