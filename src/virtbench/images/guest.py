@@ -101,7 +101,7 @@ def tiny(base: Image, tools: tuple[str, ...], cache: Path, log: Callable[[str], 
         raise UnavailableError("busybox-static is not installed (the tiny image's base)",
                                "apt-get install busybox-static")
     tools = tuple(sorted(set(tools) | {"env"}))  # coreutils env: the harness runs `env -i -C /` inside
-    digest = hashlib.sha256(json.dumps({"base": base.recipe_hash, "tools": tools, "busybox": _sha256(BUSYBOX_BINARY),
+    digest = hashlib.sha256(json.dumps({"base": base.recipe_hash, "tools": tools, "busybox": debian.sha256_file(BUSYBOX_BINARY),
                                         "format": 2}).encode()).hexdigest()
     root = cache / f"busybox-{digest[:16]}"
     if (root / "manifest.json").is_file():
@@ -180,7 +180,7 @@ def _copy(src_root: Path, dst_root: Path, rel: Path) -> None:
 # -- a brought root filesystem archive -----------------------------------------------------------
 def brought(archive: Path, cache: Path = debian.DEFAULT_CACHE, log: Callable[[str], None] = print) -> Image:
     """Unpack a user's rootfs archive (LXC template or `docker save`) once into the cache."""
-    digest = _sha256(archive)
+    digest = debian.sha256_file(archive)
     root = cache / f"rootfs-{digest[:16]}"
     if (root / "manifest.json").is_file():
         return Image.load(root)
@@ -272,15 +272,7 @@ def _os_release(fs: Path) -> str | None:
 def _write_manifest(tmp: Path, digest: str, *, release: str, profile: str, packages: tuple[str, ...],
                     extra: dict) -> None:
     manifest = {"recipe_hash": digest, "release": release, "arch": debian.host_arch(), "variant": profile,
-                "profile": profile, "packages": list(packages), "tar_sha256": _sha256(tmp / "rootfs.tar"),
+                "profile": profile, "packages": list(packages), "tar_sha256": debian.sha256_file(tmp / "rootfs.tar"),
                 "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **extra}
     manifest.setdefault("installed", {})
     (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
