@@ -151,9 +151,11 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
             outcome = execute.resume(store, resume_id, paths, reporter=reporter)
         else:
             source = Path(campaign_file).read_text() if campaign_file else ""
+            left_out = None
             if quick:
-                campaign = quick_campaign(paths, console.print)
-            outcome = execute.start(store, campaign, paths, source=source, reporter=reporter)
+                plan = quick_campaign(paths, console.print)
+                campaign, left_out = plan.campaign, plan.left_out
+            outcome = execute.start(store, campaign, paths, source=source, reporter=reporter, left_out=left_out)
     if outcome.interrupted:
         errconsole.print(f"[yellow]run {outcome.run_id} interrupted; complete it with "
                          f"`virtbench run --resume {outcome.run_id}`[/yellow]")
@@ -184,7 +186,7 @@ def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, html_file: Pa
     Several runs (e.g. one per host) merge into one comparison with hosts as columns.
     With --html or --figures the files are written and the text report is skipped.
     """
-    from .report import sections, summary, text
+    from .report import summary, text
 
     store = _store(db_url)
     refs = run_refs or ("latest",)
@@ -192,7 +194,7 @@ def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, html_file: Pa
         _print_report(store, refs[0], as_json=as_json, detail=detail, min_effect=min_effect)
         return
     reports = [summary.build(store, ref, min_effect=min_effect) for ref in refs]
-    secs = [sections.sections(store, run) for run, _, _ in reports]
+    secs = [r.sections for r in reports]
     if html_file:
         from .report import html
 
@@ -207,7 +209,7 @@ def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, html_file: Pa
         written = static.export(specs, figures_dir, platforms=platforms)
         errconsole.print(f"wrote {len(written)} figure files to {figures_dir}")
     if as_json:
-        doc = (sections.add_to_json(summary.to_json(*reports[0], min_effect=min_effect), secs[0]) if len(reports) == 1
+        doc = (summary.report_json(reports[0], min_effect=min_effect) if len(reports) == 1
                else summary.merged_json(reports, min_effect=min_effect))
         click.echo(json.dumps(doc, indent=2, default=str))
     elif len(reports) > 1 and not (html_file or figures_dir):
@@ -254,14 +256,12 @@ def export_cmd(run_ref: str, fmt: str, out_dir: Path, db_url: str | None) -> Non
 def _print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool, min_effect: float = 0.02) -> None:
     from .report import sections, summary, text
 
-    run_obj, rows, failures = summary.build(store, run_ref, min_effect=min_effect)
-    secs = sections.sections(store, run_obj)
+    report = summary.build(store, run_ref, min_effect=min_effect)
     if as_json:
-        doc = sections.add_to_json(summary.to_json(run_obj, rows, failures, min_effect=min_effect), secs)
-        click.echo(json.dumps(doc, indent=2, default=str))
+        click.echo(json.dumps(summary.report_json(report, min_effect=min_effect), indent=2, default=str))
     else:
-        text.render(run_obj, rows, failures, console, detail=detail)
-        sections.render_text(secs, console)
+        text.render(*report, console, detail=detail)
+        sections.render_text(report.sections, console)
 
 
 @cli.command("runs")
@@ -396,9 +396,10 @@ def serve(host: str, port: int, token: str | None, private: bool, worker: bool, 
 @db_option
 def worker(once: bool, poll: float, probe: bool, db_url: str | None) -> None:
     """Execute queued runs one at a time on this host; resume runs a stopped worker left."""
-    from .web.worker import main as worker_main
+    from .runner.worker import main as worker_main
+    from .web.cache import precompute
 
-    worker_main(db_url, once=once, poll_s=poll, probe=probe)
+    worker_main(db_url, once=once, poll_s=poll, probe=probe, after_run=precompute)
 
 
 def _sigterm_to_interrupt(signum, frame) -> None:  # noqa: ARG001
