@@ -61,10 +61,15 @@ def summary_us(h: HdrHistogram) -> dict[str, float | int | None]:
     out: dict[str, float | int | None] = {}
     for p in PERCENTILES:
         key = f"p{p:g}"
-        out[key] = h.get_value_at_percentile(p) / 1000.0 if count and supported(count, p) else None
-    out["max"] = h.get_max_value() / 1000.0 if count else None
+        out[key] = _us(h.get_value_at_percentile(p)) if count and supported(count, p) else None
+    out["max"] = _us(h.get_max_value()) if count else None
     out["count"] = count
     return out
+
+
+def _us(ns: int) -> float:
+    """Microseconds to the histogram's precision (3 significant digits)."""
+    return float(f"{ns / 1000.0:.{DIGITS}g}")
 
 
 def percentile_curve(h: HdrHistogram, points_per_decade: int = 10, top: float = 99.9999) -> list[tuple[float, float]]:
@@ -77,6 +82,6 @@ def percentile_curve(h: HdrHistogram, points_per_decade: int = 10, top: float = 
         p = 100.0 * (1 - 10 ** (-i / points_per_decade))
         if p > top or not supported(count, p):
             break
-        pts.append((p, h.get_value_at_percentile(p) / 1000.0))
+        pts.append((p, _us(h.get_value_at_percentile(p))))
         i += 1
     return pts

@@ -25,7 +25,7 @@ from ..base import Experiment, ExperimentContext
 from . import measure, pinning, topology
 from .measure import Point, sample
 from .section import LineSection, fixed_rates
-from .traffic import run_trial
+from .traffic import run_trial, warm
 
 NETNS = "netns"
 PROBE_RATE = 10_000_000
@@ -115,6 +115,7 @@ class Line(Experiment):
         line = topology.plan("probe", 0, NETNS)
         topology.build(line, self.paths, None, None)
         try:
+            warm(line, section.payload)
             t, _ = run_trial(line, PROBE_RATE, section.search.trial_seconds, section.payload,
                              pinning.placement("none", 0))
         finally:
@@ -174,6 +175,7 @@ class Line(Experiment):
         try:
             topology.build(line, self.paths, platform, self.image, ctx.log)
             build_s = line.build_s
+            warm(line, self.section.payload)
             for mode in modes:
                 ctx.step(f"{what}: pinning {mode}")
                 where = pinning.placement(mode, length)
