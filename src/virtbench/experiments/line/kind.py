@@ -22,10 +22,10 @@ from ...platforms.base import Paths, Platform
 from ...registry import PLATFORMS
 from ...store.db import now
 from ..base import Experiment, ExperimentContext
-from . import measure, pinning, topology
+from . import measure, pinning, topology, traffic
 from .measure import Point, sample
 from .section import LineSection, fixed_rates
-from .traffic import run_trial, warm
+from .traffic import run_trial
 
 NETNS = "netns"
 PROBE_RATE = 10_000_000
@@ -115,7 +115,7 @@ class Line(Experiment):
         line = topology.plan("probe", 0, NETNS)
         topology.build(line, self.paths, None, None)
         try:
-            warm(line, section.payload)
+            traffic.warm(line, section.payload)
             t, _ = run_trial(line, PROBE_RATE, section.search.trial_seconds, section.payload,
                              pinning.placement("none", 0))
         finally:
@@ -146,6 +146,16 @@ class Line(Experiment):
         section: LineSection = self.section
         modes = [m for m in section.pinning if m not in self.skipped]
         rounds = self.campaign.warmups + self.campaign.repetitions
+        try:
+            self._rounds(ctx, modes, rounds)
+        finally:  # whatever a failed teardown left: the containers of this run
+            for platform in self.platforms.values():
+                if platform is not None:
+                    for line in type(platform).cleanup(self.paths, ctx.run_id):
+                        ctx.log(f"removed {line}")
+
+    def _rounds(self, ctx: ExperimentContext, modes: list[str], rounds: int) -> None:
+        section: LineSection = self.section
         rng = random.Random(ctx.seed)
         baseline = self.campaign.baseline
         for rnd in range(rounds):
@@ -175,16 +185,13 @@ class Line(Experiment):
         try:
             topology.build(line, self.paths, platform, self.image, ctx.log)
             build_s = line.build_s
-            warm(line, self.section.payload)
+            traffic.warm(line, self.section.payload)
             for mode in modes:
                 ctx.step(f"{what}: pinning {mode}")
                 where = pinning.placement(mode, length)
                 pinning.apply(line, where)
                 measure.measure(ctx.store, ctx.run_id, Point(rnd, warm, name, mode, line, where), self.section,
                                 self.max_rate, ctx.log)
-        except (KeyboardInterrupt, SystemExit):
-            _quiet_teardown(line, self.paths, platform)
-            raise
         except Exception as exc:  # noqa: BLE001 - the points of this line fail, the run goes on
             error = f"{type(exc).__name__}: {exc}"
             ctx.log(f"{what}: {error}")
@@ -193,6 +200,9 @@ class Line(Experiment):
                     ctx.store.record(run_id=ctx.run_id, round=rnd, warmup=warm, platform=name,
                                      benchmark=measure.key(length, mode), status="failed", started_at=started,
                                      finished_at=now(), duration_s=0.0, instance=line.tag, error=error)
+        except BaseException:  # Ctrl-C, SIGTERM, a cancel: remove the line, then stop
+            _quiet_teardown(line, self.paths, platform)
+            raise
         t0 = time.perf_counter()
         try:
             teardown_s = topology.teardown(line, self.paths, platform)

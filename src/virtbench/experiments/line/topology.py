@@ -159,12 +159,15 @@ def _start_instances(line: Line, platform: Platform, image: Image) -> list[Insta
         platform.start(inst)
         return inst
 
+    pool = ThreadPoolExecutor(WORKERS)
     try:
-        with ThreadPoolExecutor(WORKERS) as pool:
-            return list(pool.map(one, names))
+        return list(pool.map(one, names))
     except BaseException:
-        line.instances = made
+        pool.shutdown(wait=True, cancel_futures=True)  # nothing new starts; what runs finishes
+        line.instances = list(made)
         raise
+    finally:
+        pool.shutdown(wait=True)
 
 
 def _main_pids(platform: Platform, instances: list[Instance]) -> list[int]:
