@@ -194,6 +194,13 @@ def _main_pids(platform: Platform, instances: list[Instance]) -> list[int]:
     return [found[ino] for ino in wanted]
 
 
+def delay(line: Line, hop: int, ms: float) -> None:
+    """A known delay on node `hop`'s way out (tc netem): how the tests check that latency is
+    measured end to end."""
+    proc.run(["tc", "-n", line.namespaces[hop], "qdisc", "replace", "dev", line.egress(hop), "root", "netem",
+              "delay", f"{ms:g}ms"], timeout=30)
+
+
 def teardown(line: Line, paths: Paths, platform: Platform | None) -> float:
     """Remove the line; returns the seconds it took. Best effort per object, record last."""
     t0 = time.perf_counter()
