@@ -162,7 +162,7 @@ def hosts(store: Store) -> list[dict[str, Any]]:
         per_host = dict(s.execute(select(Run.host_id, func.count()).group_by(Run.host_id)).all())
     live = workers(store)
     by_name: dict[str, dict[str, Any]] = {}
-    blank = {"cpu_model": "", "cpus": None, "memory_gib": 0, "kernel": "", "arch": "", "os": "",
+    blank: dict[str, Any] = {"cpu_model": "", "cpus": None, "memory_gib": 0, "kernel": "", "arch": "", "os": "",
              "virtualization": {}, "first_seen": None}  # a worker's host before its facts are stored
     for h in known:
         f = h.facts or {}
