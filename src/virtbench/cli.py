@@ -48,7 +48,7 @@ def doctor(as_json: bool, db_url: str | None) -> None:
     paths = Paths.from_env()
     verdicts = probe_types(PLATFORMS.names(), paths)
     facts = host.facts()
-    doc = {"host": facts, "store": db_url or default_url(), "image_cache": str(DEFAULT_CACHE),
+    doc: dict[str, Any] = {"host": facts, "store": db_url or default_url(), "image_cache": str(DEFAULT_CACHE),
            "platforms": [{"name": n, "available": v.available, "reason": v.reason, "fix": v.fix}
                          for n, v in verdicts.items()]}
     if as_json:
@@ -325,7 +325,7 @@ def list_benchmarks(as_json: bool, markdown: bool) -> None:
         click.echo(readme_section())
         return
 
-    docs = []
+    docs: list[dict[str, Any]] = []
     for name, cls in BENCHMARKS.items():
         params = cls.Params()
         docs.append({
