@@ -72,6 +72,11 @@ class Store:
             raise VirtbenchError(f"cannot open the results database {self.url}: {exc.orig}",
                                  "check the path or URL and its permissions") from None
 
+    @property
+    def dialect(self) -> str:
+        """The database kind (sqlite, postgresql), for status pages."""
+        return self.engine.dialect.name
+
     def schema_version(self) -> tuple[str | None, str]:
         """(current revision, newest revision)."""
         with self.engine.connect() as conn:
