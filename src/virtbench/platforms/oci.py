@@ -11,6 +11,7 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -45,7 +46,7 @@ def oci_resources(options: PlatformOptions) -> dict[str, Any]:
 
 def build_oci_config(*, name: str, run_id: str, rootfs: str, options: PlatformOptions,
                      args: list[str] | None = None, env: dict[str, str] | None = None,
-                     binds: list[str] = ()) -> dict[str, Any]:
+                     binds: Sequence[str] = ()) -> dict[str, Any]:
     """config.json from `runc spec` defaults plus virtbench's process, limits and network."""
     namespaces = ["pid", "ipc", "uts", "mount"] + ([] if options.network == "host" else ["network"])
     ro = ["nosuid", "noexec", "nodev", "ro"]
@@ -98,7 +99,11 @@ class _OCIRuntime(Platform):
         cgroups.check_limits(options, name)
 
     def _rt(self) -> list[str]:
-        return _rt(self.runtime, self.paths)
+        return [*_rt(self.runtime, self.paths), *self.runtime_flags()]
+
+    def runtime_flags(self) -> list[str]:
+        """Global flags of this runtime besides its state root (gVisor: platform, network)."""
+        return []
 
     @classmethod
     def probe(cls, paths: Paths) -> Availability:
