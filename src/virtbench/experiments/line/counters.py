@@ -10,40 +10,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ... import proc
+from ...probes.perf import HARDWARE, NO_PMU, SOFTWARE, parse_interrupts, parse_perf_csv
 
-EVENTS = ("dTLB-load-misses", "cycles", "instructions", "context-switches", "cpu-migrations")
-SOFTIRQS = Path("/proc/softirqs")
-
-
-def softirqs(text: str | None = None) -> dict[str, int]:
-    """NET_RX and NET_TX summed over CPUs."""
-    if text is None:
-        try:
-            text = SOFTIRQS.read_text()
-        except OSError:
-            return {}
-    out = {}
-    for line in text.splitlines():
-        name, _, rest = line.strip().partition(":")
-        if name in ("NET_RX", "NET_TX"):
-            out[name.lower()] = sum(int(x) for x in rest.split())
-    return out
+EVENTS = (*HARDWARE[:3], *SOFTWARE)
+SOFTIRQS = "/proc/softirqs"
 
 
-def parse_perf(stderr: str) -> tuple[dict[str, float | None], list[str]]:
-    """perf stat -x, lines: value,unit,event,...; '<not supported>' / '<not counted>' -> None."""
-    values: dict[str, float | None] = {}
-    notes: list[str] = []
-    for line in stderr.splitlines():
-        parts = line.split(",")
-        if len(parts) < 3 or parts[2] not in EVENTS:
-            continue
-        try:
-            values[parts[2]] = float(parts[0])
-        except ValueError:
-            values[parts[2]] = None
-            notes.append(f"{parts[2]}: {parts[0]}")
-    return values, notes
+def softirqs() -> dict[str, int]:
+    """NET_RX and NET_TX summed over CPUs (the probes' reader of /proc/softirqs)."""
+    try:
+        counts = parse_interrupts(Path(SOFTIRQS).read_text())
+    except OSError:
+        return {}
+    return {k.lower(): v for k, v in counts.items() if k in ("NET_RX", "NET_TX")}
 
 
 @dataclass
@@ -71,9 +50,11 @@ def finish(probe: Probe, timeout: float = 10.0) -> dict:
         while probe.perf.alive() and time.monotonic() < deadline:
             time.sleep(0.05)
         result = probe.perf.stop()
-        values, unsupported = parse_perf(result.stderr)
+        parsed = parse_perf_csv(result.stderr)
+        values = {event: v["value"] for event, v in parsed.items()}
+        unsupported = [f"{event}: {v['reason']}" for event, v in parsed.items() if v["value"] is None]
         if unsupported:
-            notes.append("hardware events not supported here (no PMU, e.g. in a VM): " + ", ".join(unsupported))
+            notes.append(f"{NO_PMU}: " + ", ".join(unsupported))
     after = softirqs()
     for k, v in after.items():
         values[f"softirq_{k}"] = float(v - probe.before.get(k, 0))
