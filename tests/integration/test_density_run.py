@@ -204,6 +204,8 @@ density:
   counts: {{until: failure, max: 3}}
   host_memory: 256M
   settle: 0
+  collapse: 0     # the shared test machine's load must not stop this run: mechanics only
+  starved: 0
 """)
     res = vb(env, "run", str(camp), "--no-report")
     assert res.returncode == 0, res.stderr

@@ -146,8 +146,13 @@ class Density(Experiment):
 
     @property
     def baseline(self) -> str | None:
+        """The platform run once at count 1 for the ratio: the campaign's baseline, else a
+        listed bare-metal platform (native), else none."""
         names = [p.name for p in self.campaign.platforms]
-        return self.campaign.baseline if self.campaign.baseline in names else None
+        if self.campaign.baseline in names:
+            return self.campaign.baseline
+        return next((p.name for p in self.campaign.platforms
+                     if p.type in PLATFORMS.names() and PLATFORMS.get(p.type).kind == "baseline"), None)
 
     def build_platforms(self) -> dict[str, Platform]:
         if not self.platforms:
