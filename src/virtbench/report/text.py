@@ -160,7 +160,7 @@ def render_compare(run_a: Run, run_b: Run, rows: list[CompareRow], console: Cons
     for col in ("benchmark / metric", "platform", "unit", "mean A", "mean B", "B / A", "95% CI", "p (Holm)",
                 "verdict"):
         table.add_column(col)
-    colour = {"better": "green", "worse": "red"}
+    colour = {"faster": "green", "slower": "red", "same": "default"}
     for r in rows:
         c = colour.get(r.verdict, "dim")
         table.add_row(escape(f"{r.benchmark} {r.metric} {'↑' if r.higher_is_better else '↓'}"), escape(r.platform),
