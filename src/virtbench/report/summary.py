@@ -19,6 +19,7 @@ from ..runner.execute import LIFECYCLE_STEPS
 from ..runner.plan import LIFECYCLE
 from ..store.db import Store
 from ..store.models import Run, Sample
+from . import headline
 from .model import FORMAT_VERSION, Report, Section
 from .sections import add_to_json
 from .sections import sections as build_sections
@@ -135,6 +136,13 @@ def statistics_json(rows: Sequence[Row], alpha: float, min_effect: float) -> dic
             "relative_boot_ci95": "bootstrap interval of the ratio of means (independent resampling)"}
 
 
+def headline_json(run: Run, rows: Sequence[Row]) -> dict[str, Any]:
+    """Per platform its kind, verdict per category and biggest cost; the host facts that matter."""
+    lines = headline.headline([(p.name, p.type, p.config or {}) for p in run.platforms], rows,
+                              run.campaign.get("baseline", "native"))
+    return headline.to_json(lines, facts(run))
+
+
 def tables_json(run: Run, rows: Sequence[Row]) -> dict[str, Any]:
     infos = platform_infos(run)
     cat = tables.category_table(rows)
@@ -154,6 +162,7 @@ def to_json(run: Run, rows: list[Row], failures: list[dict[str, Any]], *, alpha:
     doc = {
         "format_version": FORMAT_VERSION,
         "run": run.id,
+        "headline": headline_json(run, rows),
         "name": run.name,
         "status": run.status,
         "baseline": run.campaign.get("baseline", "native"),
