@@ -10,8 +10,7 @@ from typing import Any
 
 from ..analysis.summary import Row
 from ..analysis.tables import BestRow, CategoryCell, StackRow
-from ..runner.execute import LIFECYCLE_STEPS
-from ..runner.plan import LIFECYCLE
+from ..constants import LIFECYCLE, LIFECYCLE_STEPS
 
 BADGE = {"faster": ("good", "faster"), "slower": ("bad", "slower"), "same": ("same", "same"),
          "inconclusive": ("ns", "inconclusive"), "baseline": ("base", "baseline"), "unit changed": ("ns", "unit changed")}
