@@ -41,6 +41,7 @@ def doctor(as_json: bool, db_url: str | None) -> None:
     """Which platforms run here (decided by trying), why not, and the host's facts."""
     from . import host
     from .images.build import DEFAULT_CACHE
+    from .platforms import sandboxes
     from .registry import PLATFORMS
     from .runner.session import probe_types
     from .store.db import default_url
@@ -49,8 +50,9 @@ def doctor(as_json: bool, db_url: str | None) -> None:
     verdicts = probe_types(PLATFORMS.names(), paths)
     facts = host.facts()
     doc = {"host": facts, "store": db_url or default_url(), "image_cache": str(DEFAULT_CACHE),
-           "platforms": [{"name": n, "available": v.available, "reason": v.reason, "fix": v.fix}
-                         for n, v in verdicts.items()]}
+           "platforms": [{"name": n, "kind": PLATFORMS.get(n).kind, "available": v.available, "reason": v.reason,
+                          "fix": v.fix} for n, v in verdicts.items()],
+           "sandboxes": sandboxes.report(paths)}
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
@@ -65,6 +67,26 @@ def doctor(as_json: bool, db_url: str | None) -> None:
         mark = "[green]available[/green]" if p["available"] else "[red]not available[/red]"
         console.print(f"[bold]{p['name']:<11}[/bold] {mark}: {p['reason']}"
                       + (f"\n            fix: {p['fix']}" if p["fix"] and not p["available"] else ""))
+    _print_sandboxes(doc["sandboxes"])
+
+
+def _print_sandboxes(entries: list[dict[str, Any]]) -> None:
+    """doctor's sandbox section: each runtime's version, and each mode or engine tried."""
+    console.print("[bold]sandboxes[/bold]")
+    for s in entries:
+        version = s["version"] or "not installed"
+        console.print(f"  [bold]{s['name']}[/bold] ({s['what']}) {escape(version)}"
+                      + (f", default platform {s['default_mode']}" if s.get("default_mode") else ""))
+        parts = [(f"platform {m['mode']}", m) for m in s.get("modes", [])]
+        parts += [(f"as a {e} runtime", s[e]) for e in ("docker", "containerd") if e in s]
+        if "available" in s:
+            parts.append(("", s))
+        for what, v in parts:
+            mark = "[green]works[/green]" if v["available"] else "[red]does not work[/red]"
+            console.print(f"    {what + ': ' if what else ''}{mark}: {escape(v['reason'])}"
+                          + (f"\n      fix: {escape(v['fix'])}" if v.get("fix") and not v["available"] else ""))
+        if s.get("fix") and not s.get("modes") and "available" not in s:
+            console.print(f"    fix: {escape(s['fix'])}")
 
 
 @cli.group()
@@ -128,11 +150,13 @@ def image_prune(everything: bool, dry_run: bool) -> None:
 @click.option("--resume", "resume_id", metavar="RUN_ID", help="Complete an interrupted run.")
 @click.option("--report/--no-report", "show_report", default=True, help="Print the report when done.")
 @click.option("--wait", is_flag=True, help="If another run is measuring on this host, wait for it instead of refusing.")
+@click.option("--probe", "probes", multiple=True, metavar="NAME",
+              help="With --quick: a probe beside every execution (energy, perf, pressure; repeat for several).")
 @db_option
 def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_report: bool, wait: bool,
-        db_url: str | None) -> None:
+        probes: tuple[str, ...], db_url: str | None) -> None:
     """Run a campaign (YAML file), the quick campaign, or resume a run."""
-    from .config import load_campaign
+    from .config import campaign_path, load_campaign
     from .report.progress import RichReporter
     from .runner import execute, hostlock
     from .runner.quick import quick_campaign
@@ -140,6 +164,12 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
     if sum(bool(x) for x in (campaign_file, quick, resume_id)) != 1:
         raise InputError("give exactly one of CAMPAIGN_FILE, --quick or --resume RUN_ID",
                          "e.g. `virtbench run --quick`")
+    if probes and not quick:
+        raise InputError("--probe goes with --quick", "in a campaign file write `probes: [...]`")
+    from .registry import PROBES
+
+    for name in probes:
+        PROBES.get(name)  # an unknown name: one line, exit 2, before anything starts
     paths = Paths.from_env()
     reporter = RichReporter(console)
     if campaign_file:
@@ -150,10 +180,10 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
         if resume_id:
             outcome = execute.resume(store, resume_id, paths, reporter=reporter)
         else:
-            source = Path(campaign_file).read_text() if campaign_file else ""
+            source = campaign_path(campaign_file).read_text() if campaign_file else ""
             left_out = None
             if quick:
-                plan = quick_campaign(paths, console.print)
+                plan = quick_campaign(paths, console.print, probes=list(probes))
                 campaign, left_out = plan.campaign, plan.left_out
             outcome = execute.start(store, campaign, paths, source=source, reporter=reporter, left_out=left_out)
     if outcome.interrupted:
@@ -355,6 +385,29 @@ def list_platforms() -> None:
     for name, cls in PLATFORMS.items():
         opts = ", ".join(cls.Options.model_fields)
         console.print(f"[bold]{name}[/bold] ({cls.kind}): {cls.description}  options: {opts or '-'}")
+
+
+@list_group.command("probes")
+@click.option("--json", "as_json", is_flag=True)
+def list_probes(as_json: bool) -> None:
+    """Probes a campaign lists under `probes:`, and whether each works on this host (and why not)."""
+    from .registry import PROBES
+
+    docs = []
+    for name, cls in PROBES.items():
+        works = cls.available()
+        docs.append({"name": name, "description": cls.description, "stores": cls.stores, "works": works.available,
+                     "reason": works.reason, "fix": works.fix,
+                     "options": [{"name": k, "default": f.default, "description": f.description or ""}
+                                 for k, f in cls.Options.model_fields.items()]})
+    if as_json:
+        click.echo(json.dumps(docs, indent=2, default=str))
+        return
+    for d in docs:
+        mark = "[green]works here[/green]" if d["works"] else "[red]not here[/red]"
+        console.print(f"[bold]{escape(d['name'])}[/bold]: {escape(d['description'])}  {mark}")
+        console.print(f"  {escape(d['reason'])}" + (f" (fix: {escape(d['fix'])})" if d["fix"] else ""))
+        console.print("  options: " + escape(", ".join(f"{o['name']}={o['default']}" for o in d["options"])))
 
 
 @list_group.command("experiments")

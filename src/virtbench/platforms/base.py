@@ -163,7 +163,9 @@ class Platform(ABC):
     """One way of running the guest image (native chroot, a container runtime, a VM)."""
 
     type: ClassVar[str]
-    kind: ClassVar[Literal["baseline", "container", "vm"]] = "container"
+    kind: ClassVar[Literal["baseline", "container", "sandbox", "vm"]] = "container"
+    """What isolates the workload: nothing (baseline), namespaces (container), a user-space kernel
+    (sandbox) or a guest kernel (vm); reports group platforms by it (a stack is `stack`)."""
     Options: ClassVar[type[PlatformOptions]] = PlatformOptions
     binaries: ClassVar[tuple[str, ...]] = ()
     """Host programs the platform needs."""
@@ -297,6 +299,11 @@ class Platform(ABC):
         return match.group(1)
 
     # -- helpers ---------------------------------------------------------------------
+    def host_pid(self, instance: Instance) -> int | None:
+        """Host pid of the instance's main process, whose cgroups probes read (None: the
+        platform has none to give, e.g. the native chroot, or a VM's guest processes)."""
+        return None
+
     def exec(self, instance: Instance, argv: list[str], *, timeout: float | None = None,
              check: bool = True) -> proc.Result:
         return self.host.run(self.exec_argv(instance, argv), timeout=timeout, check=check)
