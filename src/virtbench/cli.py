@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from . import __version__
 from .errors import InputError, VirtbenchError
+from .extras import require
 from .platforms.base import Paths
 
 # Piped output (make run | tee, CI logs) gets wide tables instead of 80-column wrapping.
@@ -231,25 +232,27 @@ def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, h
         return
     reports = [summary.build(store, ref, min_effect=min_effect) for ref in refs]
     secs = [r.sections for r in reports]
+    triples = [(r.run, r.rows, r.failures) for r in reports]  # what the renderers below take
     if html_file:
         from .report import html
 
-        html.write(html_file, reports, min_effect=min_effect, sections=secs)
+        html.write(html_file, triples, min_effect=min_effect, sections=secs)
         errconsole.print(f"wrote {html_file}")
     if figures_dir:
+        require("figures", "--figures")
         from .report import static
         from .report.figures import for_reports
 
-        specs, platforms = for_reports(reports)
+        specs, platforms = for_reports(triples)
         specs += [f for run_secs in secs for s in run_secs for f in s.figures]
         written = static.export(specs, figures_dir, platforms=platforms)
         errconsole.print(f"wrote {len(written)} figure files to {figures_dir}")
     if as_json:
         doc = (summary.report_json(reports[0], min_effect=min_effect) if len(reports) == 1
-               else summary.merged_json(reports, min_effect=min_effect))
+               else summary.merged_json(triples, min_effect=min_effect))
         click.echo(json.dumps(doc, indent=2, default=str))
     elif len(reports) > 1 and not (html_file or figures_dir):
-        text.render_merged(summary.merged_json(reports, min_effect=min_effect), console)
+        text.render_merged(summary.merged_json(triples, min_effect=min_effect), console)
 
 
 @cli.command()
@@ -401,7 +404,7 @@ def list_probes(as_json: bool) -> None:
     """Probes a campaign lists under `probes:`, and whether each works on this host (and why not)."""
     from .registry import PROBES
 
-    docs = []
+    docs: list[dict[str, Any]] = []
     for name, cls in PROBES.items():
         works = cls.available()
         docs.append({"name": name, "description": cls.description, "stores": cls.stores, "works": works.available,
@@ -445,6 +448,7 @@ def list_experiments() -> None:
 def serve(host: str, port: int, token: str | None, private: bool, worker: bool, secure_cookies: bool,
           db_url: str | None) -> None:
     """Web app: schedule and watch campaigns, verify raw measurements, compare platforms."""
+    require("web", "`virtbench serve`")
     from .web.server import serve as run_server
 
     run_server(db_url=db_url, host=host, port=port, token=token, private=private, worker=worker,

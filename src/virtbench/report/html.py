@@ -16,7 +16,7 @@ from typing import Any
 from .. import __version__
 from ..analysis import stats, tables
 from ..analysis.summary import Row
-from ..errors import InputError
+from ..extras import require
 from ..store.models import Run
 from . import figures as F
 from . import html_parts as H
@@ -64,11 +64,9 @@ document.body.dataset.ready='1';
 
 
 def plotly_js() -> str:
-    try:
-        from plotly.offline import get_plotlyjs
-    except ImportError:
-        raise InputError("the HTML report needs plotly (its JavaScript is embedded in the file)",
-                         "pip install plotly") from None
+    require("figures", "the HTML report (plotly.js is embedded in it)")
+    from plotly.offline import get_plotlyjs
+
     return get_plotlyjs()
 
 
