@@ -19,7 +19,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "virtbench"
 
 LAYERS: list[tuple[str, ...]] = [
     # neutral: imported by everyone, import nothing of virtbench above them
-    ("errors", "proc", "constants", "executor", "host", "services"),
+    ("errors", "proc", "constants", "executor", "extras", "host", "services"),
     ("store",),
     # plugins and what they share; analysis is pure statistics over stored samples
     ("registry", "benchmarks", "platforms", "images", "probes", "analysis"),
@@ -97,7 +97,7 @@ def test_no_import_from_a_higher_layer():
             continue
         for target, line, _ in _imports(module, path):
             theirs = _top(target)
-            if theirs in RANK and RANK[theirs] > RANK[mine]:
+            if theirs in RANK and mine in RANK and RANK[theirs] > RANK[mine]:
                 upward.append(f"{path.relative_to(SRC)}:{line} imports {target} ({mine} is below {theirs})")
     assert not upward, "upward imports:\n" + "\n".join(upward)
 
@@ -165,3 +165,18 @@ def test_entry_point_names_match_their_classes(group, attr):
     wrong = [f"{ep.name} -> {ep.value} declares {attr}={getattr(ep.load(), attr, None)!r}"
              for ep in eps if ep.value.startswith("virtbench.") and getattr(ep.load(), attr, None) != ep.name]
     assert not wrong, "\n".join(wrong)
+
+
+def test_campaign_validators_never_depend_on_a_later_field():
+    from pydantic import BaseModel
+
+    from virtbench.config import VALIDATOR_READS, Campaign, check_field_order
+
+    check_field_order(Campaign, VALIDATOR_READS)  # as declared: fine
+
+    class Reordered(BaseModel):
+        platforms: list[str] = []
+        experiment: str = "benchmarks"
+
+    with pytest.raises(TypeError, match="Reordered.platforms is validated with experiment"):
+        check_field_order(Reordered, {"platforms": ("experiment",)})
