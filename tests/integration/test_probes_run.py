@@ -16,7 +16,7 @@ import pytest
 
 from virtbench.store.db import Store
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 METER = Path(__file__).resolve().parents[1] / "data" / "meter" / "known_watts"
 WATTS = 42.5
