@@ -27,12 +27,13 @@ def listed(paths: Paths) -> list[str]:
     root = paths.runtime / "runsc"
     if not root.is_dir():
         return []
-    return proc.run(["runsc", "--root", str(root), "list", "-q"], check=False).stdout.split()
+    return proc.run(["runsc", "--root", str(root), "list", "--quiet"], check=False).stdout.split()
 
 
-def sandbox_processes(name: str) -> list[str]:
+def sandbox_processes(paths: Paths) -> list[str]:
+    """runsc-sandbox / runsc-gofer processes of this state root (they name it, not the container)."""
     out = proc.run(["ps", "-eo", "args"], check=False).stdout
-    return [line for line in out.splitlines() if "runsc" in line and name in line]
+    return [line for line in out.splitlines() if line.startswith("runsc") and f"--root={paths.runtime / 'runsc'}" in line]
 
 
 def test_runsc_runs_its_own_kernel_with_limits(paths, image, run_id):
@@ -57,13 +58,13 @@ def test_crashed_sandbox_removed_by_cleanup(paths, image, run_id):
     platform = Runsc("g", Runsc.Options(), paths)
     inst = platform.create(image, f"vb-t-runsc-{uuid.uuid4().hex[:6]}", run_id)
     platform.start(inst)
-    assert inst.name in listed(paths) and sandbox_processes(inst.name)
+    assert inst.name in listed(paths) and sandbox_processes(paths)
     env = {**os.environ, "VIRTBENCH_STATE_DIR": str(paths.state), "VIRTBENCH_RUNTIME_DIR": str(paths.runtime)}
     out = subprocess.run([sys.executable, "-m", "virtbench", "cleanup"], env=env, capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
     assert f"runsc container {inst.name}" in out.stdout
-    assert inst.name not in listed(paths) and not sandbox_processes(inst.name)
+    assert inst.name not in listed(paths) and not sandbox_processes(paths)
     assert not Path(inst.data["dir"]).exists()
     assert inst.data["dir"] not in Path("/proc/self/mountinfo").read_text()
 
