@@ -152,11 +152,12 @@ class Background:
         self._out.seek(0), self._err.seek(0)
         return self._out.read(), self._err.read()
 
-    def stop(self, grace: float = 2.0) -> Result:
-        """SIGTERM the group, SIGKILL after `grace` seconds; return what it printed."""
+    def stop(self, grace: float = 2.0, sig: int = signal.SIGTERM) -> Result:
+        """Signal the group (SIGTERM; SIGINT for tools that report on Ctrl-C, such as
+        `perf stat`), SIGKILL after `grace` seconds; return what it printed."""
         if self.alive():
             try:
-                os.killpg(self.process.pid, signal.SIGTERM)
+                os.killpg(self.process.pid, sig)
             except (ProcessLookupError, PermissionError):
                 pass
             try:
@@ -165,7 +166,8 @@ class Background:
                 _kill_group(self.process)
                 self.process.wait()
         stdout, stderr = self.output()
-        self._out.close(), self._err.close()
+        self._out.close()
+        self._err.close()
         return Result(self.argv, self.process.returncode, stdout, stderr, time.perf_counter() - self.started)
 
 

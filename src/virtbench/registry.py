@@ -1,11 +1,12 @@
 """Plugin registries: benchmarks and platforms are looked up by name.
 
 Built-ins register through the same Python entry points a third-party package would use
-(`virtbench.benchmarks`, `virtbench.platforms` in pyproject.toml), so there is one mechanism.
+(`virtbench.benchmarks`, `virtbench.platforms`, `virtbench.probes` in pyproject.toml), so there is one mechanism.
 """
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Generic, TypeVar
 
@@ -14,6 +15,7 @@ from .errors import InputError
 if TYPE_CHECKING:
     from .benchmarks.base import Benchmark
     from .platforms.base import Platform
+    from .probes.base import Probe
 
 T = TypeVar("T")
 
@@ -57,7 +59,7 @@ class Registry(Generic[T]):
         return list(self._load().items())
 
 
-def hint(name: str, known: list[str] | dict[str, object]) -> str:
+def hint(name: str, known: Iterable[str]) -> str:
     names = list(known)
     close = difflib.get_close_matches(name, names, n=1)
     base = f"known: {', '.join(names)}"
@@ -66,3 +68,4 @@ def hint(name: str, known: list[str] | dict[str, object]) -> str:
 
 BENCHMARKS: Registry[Benchmark] = Registry("virtbench.benchmarks", "benchmark")
 PLATFORMS: Registry[Platform] = Registry("virtbench.platforms", "platform type")
+PROBES: Registry[Probe] = Registry("virtbench.probes", "probe")

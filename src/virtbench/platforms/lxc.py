@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,7 @@ def lxc_net_lines(network: str, *, veth: str = "", address: str = "") -> list[st
 def build_lxc_config(*, name: str, run_id: str, rootfs: str, options: PlatformOptions,
                      cgroup_mode: str, apparmor: bool, include: str | None = str(COMMON_CONF),
                      init: str = "/bin/sleep infinity", veth: str = "", address: str = "",
-                     binds: list[str] = ()) -> str:
+                     binds: Sequence[str] = ()) -> str:
     """The container's config file; rootfs is 'overlay:<lower>:<upper>' or 'dir:<path>'."""
     lines = [f"# virtbench instance; {LABEL} = {run_id}"]
     if include:
@@ -184,6 +185,9 @@ class LXC(Platform):
         """Host pid of the container's init (to read its cgroups from the host)."""
         r = self.host.run(["lxc-info", "-P", str(self.lxcpath), "-n", instance.name, "-pH"], timeout=30)
         return int(r.stdout.strip())
+
+    def host_pid(self, instance: Instance) -> int | None:
+        return self.init_pid(instance)
 
     def exec_argv(self, instance: Instance, argv: list[str]) -> list[str]:
         # lxc-attach always adds container=lxc (even with --clear-env) and keeps the caller's

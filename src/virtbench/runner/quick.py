@@ -51,7 +51,7 @@ def kvm_guest(paths: Paths) -> tuple[dict[str, Any] | None, dict[str, str] | Non
     missing = [b for b in cls.binaries if not _which(b)]
     if missing:
         return None, {"platform": "kvm (qemu)", "reason": f"no VM: {missing[0]} is not installed", "fix": fix}
-    verdict = cls(KVM_GUEST["name"], cls.Options(), paths).verdict()
+    verdict = cls(KVM_GUEST["name"], cls.Options(), paths).verdict()  # type: ignore[attr-defined]  # qemu's own
     if verdict.kvm:
         return {**KVM_GUEST, "vcpus": min(2, os.cpu_count() or 1)}, None
     return None, {"platform": "kvm (qemu)",
@@ -69,7 +69,8 @@ def _which(binary: str) -> bool:
 
 def quick_campaign(paths: Paths, log: Callable[[str], None] = lambda _m: None,
                    repetitions: int = REPETITIONS, warmups: int = WARMUPS,
-                   adaptive: dict[str, Any] | None = ADAPTIVE, vm: bool = True) -> QuickPlan:
+                   adaptive: dict[str, Any] | None = ADAPTIVE, vm: bool = True,
+                   probes: list[str] | None = None) -> QuickPlan:
     verdicts = probe_types(list(QUICK_PLATFORMS), paths, log)
     platforms: list[Any] = []
     left_out: list[dict[str, str]] = []
@@ -89,6 +90,8 @@ def quick_campaign(paths: Paths, log: Callable[[str], None] = lambda _m: None,
         log(f"skipping {out['platform']}: {out['reason']}" + (f" (fix: {out['fix']})" if out["fix"] else ""))
     data = {"name": "quick", "baseline": "native", "repetitions": repetitions, "warmups": warmups,
             "platforms": platforms, "benchmarks": QUICK_BENCHMARKS}
+    if probes:
+        data["probes"] = probes
     if adaptive:
         data["adaptive"] = adaptive
     return QuickPlan(parse_campaign(data, "quick campaign"), left_out)

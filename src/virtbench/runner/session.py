@@ -14,9 +14,11 @@ from typing import Any
 from ..benchmarks.base import Benchmark
 from ..config import Campaign
 from ..errors import InputError, UnavailableError
+from ..executor import Outside
 from ..images import build as images
 from ..images.image import Image
 from ..platforms.base import Availability, Paths, Platform
+from ..probes.base import Probe
 from ..registry import BENCHMARKS, PLATFORMS
 
 
@@ -28,20 +30,24 @@ class Session:
     benchmarks: dict[str, Benchmark]
     image: Image | None = None
     availability: dict[str, Availability] = field(default_factory=dict)
+    probes: list[Probe] = field(default_factory=list)
 
 
 def build_objects(campaign: Campaign, paths: Paths) -> Session:
     """Instantiate plugins (validates options) without touching the host."""
     platforms: dict[str, Platform] = {}
-    for entry in campaign.platforms:
-        cls = PLATFORMS.get(entry.type)
-        options = cls.Options(**entry.options)
-        platforms[entry.name] = cls(entry.name, options, paths)
+    for pentry in campaign.platforms:
+        pcls = PLATFORMS.get(pentry.type)
+        executor = Outside(pentry.name, pentry.inside) if pentry.inside else None  # bound per unit
+        platforms[pentry.name] = pcls(pentry.name, pcls.Options(**pentry.options), paths, executor)
     benchmarks: dict[str, Benchmark] = {}
-    for entry in campaign.benchmarks:
-        cls = BENCHMARKS.get(entry.name)
-        benchmarks[entry.key] = cls(cls.Params(**entry.params))
-    return Session(campaign=campaign, paths=paths, platforms=platforms, benchmarks=benchmarks)
+    for bentry in campaign.benchmarks:
+        bcls = BENCHMARKS.get(bentry.name)
+        benchmarks[bentry.key] = bcls(bcls.Params(**bentry.params))
+    from .probing import build_probes
+
+    return Session(campaign=campaign, paths=paths, platforms=platforms, benchmarks=benchmarks,
+                   probes=build_probes(campaign))
 
 
 def probe_types(types: list[str], paths: Paths, log: Callable[[str], None] = lambda _m: None
@@ -106,7 +112,10 @@ def _benchmarks_in(recipe: images.Recipe) -> set[str]:
 
 def prepare(session: Session, *, cache: Path = images.DEFAULT_CACHE,
             log: Callable[[str], None] = lambda _m: None) -> None:
-    """Probe, build the image, and make it known to each runtime."""
+    """Check the probes, probe the platforms, build the image, and make it known to each runtime."""
+    from .probing import check_probes
+
+    check_probes(session.probes)
     check_available(session, log)
     for name, platform in session.platforms.items():
         if (outer := outer_of(session, name)) is not None:
