@@ -184,7 +184,7 @@ def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, html_file: Pa
     Several runs (e.g. one per host) merge into one comparison with hosts as columns.
     With --html or --figures the files are written and the text report is skipped.
     """
-    from .report import summary, text
+    from .report import sections, summary, text
 
     store = _store(db_url)
     refs = run_refs or ("latest",)
@@ -192,20 +192,22 @@ def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, html_file: Pa
         _print_report(store, refs[0], as_json=as_json, detail=detail, min_effect=min_effect)
         return
     reports = [summary.build(store, ref, min_effect=min_effect) for ref in refs]
+    secs = [sections.sections(store, run) for run, _, _ in reports]
     if html_file:
         from .report import html
 
-        html.write(html_file, reports, min_effect=min_effect)
+        html.write(html_file, reports, min_effect=min_effect, sections=secs)
         errconsole.print(f"wrote {html_file}")
     if figures_dir:
         from .report import static
         from .report.figures import for_reports
 
         specs, platforms = for_reports(reports)
+        specs += [f for run_secs in secs for s in run_secs for f in s.figures]
         written = static.export(specs, figures_dir, platforms=platforms)
         errconsole.print(f"wrote {len(written)} figure files to {figures_dir}")
     if as_json:
-        doc = (summary.to_json(*reports[0], min_effect=min_effect) if len(reports) == 1
+        doc = (sections.add_to_json(summary.to_json(*reports[0], min_effect=min_effect), secs[0]) if len(reports) == 1
                else summary.merged_json(reports, min_effect=min_effect))
         click.echo(json.dumps(doc, indent=2, default=str))
     elif len(reports) > 1 and not (html_file or figures_dir):
@@ -250,14 +252,16 @@ def export_cmd(run_ref: str, fmt: str, out_dir: Path, db_url: str | None) -> Non
 
 
 def _print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool, min_effect: float = 0.02) -> None:
-    from .report import summary, text
+    from .report import sections, summary, text
 
     run_obj, rows, failures = summary.build(store, run_ref, min_effect=min_effect)
+    secs = sections.sections(store, run_obj)
     if as_json:
-        click.echo(json.dumps(summary.to_json(run_obj, rows, failures, min_effect=min_effect), indent=2,
-                              default=str))
+        doc = sections.add_to_json(summary.to_json(run_obj, rows, failures, min_effect=min_effect), secs)
+        click.echo(json.dumps(doc, indent=2, default=str))
     else:
         text.render(run_obj, rows, failures, console, detail=detail)
+        sections.render_text(secs, console)
 
 
 @cli.command("runs")
@@ -349,6 +353,16 @@ def list_platforms() -> None:
     for name, cls in PLATFORMS.items():
         opts = ", ".join(cls.Options.model_fields)
         console.print(f"[bold]{name}[/bold] ({cls.kind}): {cls.description}  options: {opts or '-'}")
+
+
+@list_group.command("experiments")
+def list_experiments() -> None:
+    """Experiment kinds a campaign selects with `experiment: NAME` (section of the same name)."""
+    from .experiments.registry import EXPERIMENTS
+
+    for name, cls in EXPERIMENTS.items():
+        keys = ", ".join(cls.Section.model_fields) if cls.Section is not None else "-"
+        console.print(f"[bold]{name}[/bold]: {escape(cls.description)}  section keys: {keys}")
 
 
 @cli.command()

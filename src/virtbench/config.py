@@ -14,10 +14,21 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from .benchmarks.base import PairBenchmark
 from .errors import InputError
+from .experiments.registry import DEFAULT as DEFAULT_EXPERIMENT
+from .experiments.registry import EXPERIMENTS
 from .registry import BENCHMARKS, PLATFORMS, hint
 
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
@@ -71,6 +82,8 @@ class Campaign(BaseModel):
 
     name: str = Field(pattern=NAME_RE, description="campaign name (letters, digits, . _ -)")
     description: str = ""
+    experiment: str = Field(DEFAULT_EXPERIMENT, description=(
+        "experiment kind (benchmarks, line, ...); its settings are the section of the same name"))
     baseline: str = Field("native", description="platform every other is compared with")
     repetitions: int = Field(5, ge=1, le=10000, description="measured rounds")
     warmups: int = Field(1, ge=0, le=100, description="discarded rounds before the measured ones")
@@ -81,14 +94,65 @@ class Campaign(BaseModel):
     profile: Literal["quick", "full"] = Field(
         "quick", description="benchmark defaults: quick (seconds each) or full (the studies' durations and sizes)")
     platforms: list[PlatformEntry]
-    benchmarks: list[BenchmarkEntry]
+    benchmarks: list[BenchmarkEntry] = Field(default_factory=list, validate_default=True)
+    settings: dict[str, Any] = Field(default_factory=dict, description=(
+        "the experiment kind's section, validated by its model (written under the kind's name)"))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _experiment_section(cls, data: Any) -> Any:
+        """Move the kind's section (`line: {...}`) into `settings`, validated by the kind's model."""
+        if not isinstance(data, dict):
+            return data
+        name = data.get("experiment", DEFAULT_EXPERIMENT)
+        if not isinstance(name, str) or name not in EXPERIMENTS.names():
+            raise ValueError(f"experiment: unknown kind {name!r}; {hint(str(name), EXPERIMENTS.names())}")
+        kind = EXPERIMENTS.get(name)
+        data = dict(data)
+        data.setdefault("baseline", kind.default_baseline)
+        others = [k for k in EXPERIMENTS.names() if k != name and k in data and k not in cls.model_fields]
+        if others:
+            raise ValueError(f"{others[0]}: a section of experiment {others[0]!r}, but experiment is {name!r}; "
+                             f"set experiment: {others[0]} or remove the section")
+        raw = data.pop(name, None) if name not in cls.model_fields else None
+        raw = data.pop("settings", None) if raw is None else raw
+        if kind.Section is None:
+            if raw:
+                raise ValueError(f"settings: experiment {name!r} takes no section")
+            return data
+        if raw is not None and not isinstance(raw, dict):
+            raise ValueError(f"{name}: give a mapping of the experiment's settings")
+        try:
+            section = kind.Section(**(raw or {}))
+        except ValidationError as exc:
+            raise ValueError(_first_error(exc, name, kind.Section)) from None
+        data["settings"] = section.model_dump(mode="json")
+        return data
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:
+        """The stored form reads like the file: the section under the kind's name."""
+        out = handler(self)
+        settings = out.pop("settings", {})
+        if self.experiment == DEFAULT_EXPERIMENT:
+            out.pop("experiment", None)
+        elif EXPERIMENTS.get(self.experiment).Section is not None:
+            out[self.experiment] = settings
+        return out
+
+    @property
+    def section(self) -> Any:
+        """The experiment kind's validated section (its pydantic model), or None."""
+        model = EXPERIMENTS.get(self.experiment).Section
+        return None if model is None else model(**self.settings)
 
     @field_validator("platforms", mode="before")
     @classmethod
-    def _platforms(cls, value: Any) -> list[PlatformEntry]:
+    def _platforms(cls, value: Any, info: ValidationInfo) -> list[PlatformEntry]:
         if not isinstance(value, list) or not value:
             raise ValueError("needs a non-empty list of platforms")
-        entries = [_platform_entry(i, v) for i, v in enumerate(value)]
+        extra = EXPERIMENTS.get(info.data.get("experiment", DEFAULT_EXPERIMENT)).node_types
+        entries = [_platform_entry(i, v, extra) for i, v in enumerate(value)]
         names = [e.name for e in entries]
         dup = {n for n in names if names.count(n) > 1}
         if dup:
@@ -98,6 +162,11 @@ class Campaign(BaseModel):
     @field_validator("benchmarks", mode="before")
     @classmethod
     def _benchmarks(cls, value: Any, info: ValidationInfo) -> list[BenchmarkEntry]:
+        kind = info.data.get("experiment", DEFAULT_EXPERIMENT)
+        if not EXPERIMENTS.get(kind).uses_benchmarks:
+            if value:
+                raise ValueError(f"benchmarks: experiment {kind!r} takes no benchmarks list; remove it")
+            return []
         if not isinstance(value, list) or not value:
             raise ValueError("needs a non-empty list of benchmarks")
         full = info.data.get("profile") == "full"
@@ -125,6 +194,7 @@ class Campaign(BaseModel):
 
     def model_post_init(self, _: Any) -> None:
         names = [p.name for p in self.platforms]
+        EXPERIMENTS.get(self.experiment).validate_campaign(self)
         for i, p in enumerate(self.platforms):
             if p.inside is None:
                 continue
@@ -134,10 +204,10 @@ class Campaign(BaseModel):
             outer = self.platform(p.inside)
             if outer.inside is not None or p.inside == p.name:
                 raise InputError(f"{where}: {p.inside!r} is itself stacked; one level of stacking is supported")
-            if PLATFORMS.get(outer.type).kind != "vm":
+            if outer.type not in PLATFORMS.names() or PLATFORMS.get(outer.type).kind != "vm":
                 raise InputError(f"{where}: {p.inside!r} is a {outer.type} platform; only a VM can host another",
                                  "declare e.g. {name: vm, type: qemu} and use inside: vm")
-            if PLATFORMS.get(p.type).kind != "container":
+            if p.type not in PLATFORMS.names() or PLATFORMS.get(p.type).kind != "container":
                 raise InputError(f"{where}: only container platforms run inside a VM (got {p.type})")
         if self.baseline in names and self.platform(self.baseline).inside is not None:
             raise InputError(f"baseline {self.baseline!r} is stacked; the baseline must be bare metal or a single layer")
@@ -158,7 +228,7 @@ def _as_mapping(value: Any, where: str, expected: str) -> dict[str, Any]:
     return dict(value)
 
 
-def _platform_entry(index: int, value: Any) -> PlatformEntry:
+def _platform_entry(index: int, value: Any, node_types: tuple[str, ...] = ()) -> PlatformEntry:
     where = f"platforms[{index}]"
     value = _as_mapping(value, where, "a platform type name or a mapping with 'name' (and 'type')")
     if isinstance(value.get("options"), dict) and set(value) <= {"name", "type", "options", "inside"}:
@@ -170,8 +240,13 @@ def _platform_entry(index: int, value: Any) -> PlatformEntry:
     if not re.match(NAME_RE, name):
         raise ValueError(f"{where}.name: {name!r} is not a valid name (letters, digits, . _ -)")
     ptype = str(value.pop("type", name))
+    if ptype in node_types:  # a node the experiment kind builds itself (e.g. a bare netns): no options
+        if value or inside is not None:
+            raise ValueError(f"{where}: {ptype} takes no options")
+        return PlatformEntry(name=name, type=ptype)
     if ptype not in PLATFORMS.names():
-        raise ValueError(f"{where}.type: unknown platform type {ptype!r}; {hint(ptype, PLATFORMS.names())}")
+        known = [*node_types, *PLATFORMS.names()]
+        raise ValueError(f"{where}.type: unknown platform type {ptype!r}; {hint(ptype, known)}")
     options_model = PLATFORMS.get(ptype).Options
     try:
         options = options_model(**value)

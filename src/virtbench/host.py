@@ -68,9 +68,11 @@ def cgroup_version() -> str:
     return "v1"
 
 
-def meminfo() -> dict[str, int]:
+def meminfo(text: str | None = None) -> dict[str, int]:
+    """/proc/meminfo in bytes (the kB lines multiplied out)."""
     out: dict[str, int] = {}
-    for line in _read("/proc/meminfo").splitlines():
+    text = _read("/proc/meminfo") if text is None else text
+    for line in text.splitlines():
         key, _, value = line.partition(":")
         parts = value.split()
         if parts:

@@ -63,3 +63,24 @@ def test_run_lookup(store):
 def test_bad_url_is_a_clear_error():
     with pytest.raises(InputError, match="database URL"):
         Store("notadb://x")
+
+
+def test_attachments_are_stored_per_execution_and_read_back_by_kind(store):
+    make_run(store)
+    ex_id = store.record(run_id="r1", round=0, warmup=False, platform="native", benchmark="fio", status="ok",
+                         started_at=now(), finished_at=now(), duration_s=0.1,
+                         attachments=[{"name": "probe:perf", "kind": "probe:perf", "data": {"cycles": None}}])
+    store.add_attachment(ex_id, "hdr:latency", "hdr", b"HISTFAAA", media_type="application/x-hdrhistogram")
+    store.add_attachment(ex_id, "probe:energy", "probe:energy", {"reason": "no source"}, status="failed",
+                         error="meter exited 1")
+    probes = store.attachments("r1", kind="probe:")
+    assert [a.name for a in probes] == ["probe:perf", "probe:energy"]
+    assert probes[0].json() == {"cycles": None} and probes[1].status == "failed"
+    [hdr] = store.attachments("r1", kind="hdr")
+    assert hdr.data == b"HISTFAAA" and hdr.execution_id == ex_id
+    with pytest.raises(ValueError):
+        hdr.json()
+    with pytest.raises(IntegrityError):  # one attachment of a name per execution
+        store.add_attachment(ex_id, "hdr:latency", "hdr", b"x", media_type="application/octet-stream")
+    with pytest.raises(InputError):
+        store.add_attachment(999, "x", "hdr", b"x", media_type="application/octet-stream")

@@ -21,7 +21,9 @@ from ..store.models import Run
 from . import figures as F
 from . import html_parts as H
 from . import interactive as I
+from . import sections as sec
 from . import summary as S
+from .sections import ReportSection
 
 Report = tuple[Run, list[Row], list[dict[str, Any]]]
 
@@ -103,8 +105,21 @@ class Page:
         return "".join(out)
 
 
+def experiment_html(page: Page, secs: Sequence[ReportSection], prefix: str) -> str:
+    """An experiment kind's own part: its tables, figures and notes (report/sections.py)."""
+    parts = []
+    for s in secs:
+        parts.append(f'<h3 id="{H.e(prefix)}{H.e(s.key)}">{H.e(s.title)}</h3>')
+        parts += [f'<p class="note">{H.e(n)}</p>' for n in s.notes]
+        for t in s.tables:
+            parts.append(H.table(t.columns, [[H.e(sec.cell(v)) for v in row] for row in t.rows], caption=t.title))
+        if s.figures:
+            parts.append(page.grid(s.figures, prefix))
+    return "".join(parts)
+
+
 def run_section(page: Page, report: Report, label: str, prefix: str = "", *, alpha: float = stats.ALPHA,
-                min_effect: float = stats.MIN_EFFECT) -> str:
+                min_effect: float = stats.MIN_EFFECT, secs: Sequence[ReportSection] = ()) -> str:
     run, rows, failures = report
     baseline = run.campaign.get("baseline", "native")
     platforms = [p.name for p in run.platforms]
@@ -129,6 +144,7 @@ def run_section(page: Page, report: Report, label: str, prefix: str = "", *, alp
         f"Comparisons with the baseline: {verdicts or 'none'} (Mann-Whitney, Holm over "
         f"{sum(r.p_value is not None for r in rows)} comparisons, alpha {alpha}, minimum effect {min_effect:.0%}; "
         "'not significant' means the data cannot tell the platforms apart).</p>",
+        experiment_html(page, secs, prefix),
         "<h3>Warnings</h3>", H.warnings_html(warnings),
         "<h3>Relative performance</h3>", H.relative_table(rows, platforms, baseline, [b.key for b in run.benchmarks]),
         "<h3>Per category</h3>", H.category_html(cat, platforms),
@@ -159,14 +175,18 @@ def document(title: str, body: str, page: Page) -> str:
             f"<script>{SCRIPT}</script></body></html>")
 
 
-def render(reports: Sequence[Report], *, alpha: float = stats.ALPHA, min_effect: float = stats.MIN_EFFECT) -> str:
-    """The page for one run, or for several runs merged with hosts as columns."""
+def render(reports: Sequence[Report], *, alpha: float = stats.ALPHA, min_effect: float = stats.MIN_EFFECT,
+           sections: Sequence[Sequence[ReportSection]] = ()) -> str:
+    """The page for one run, or for several runs merged with hosts as columns.
+
+    sections: each run's experiment sections (report/sections.py), in the order of reports."""
+    secs_of = list(sections) + [()] * (len(reports) - len(sections))
     names = [p.name for run, _, _ in reports for p in run.platforms]
     page = Page(names)
     labels = S.host_labels([r for r, _, _ in reports])
     if len(reports) == 1:
         run = reports[0][0]
-        body = run_section(page, reports[0], labels[0], alpha=alpha, min_effect=min_effect)
+        body = run_section(page, reports[0], labels[0], alpha=alpha, min_effect=min_effect, secs=secs_of[0])
         return document(f"virtbench report: {run.name} ({run.id})", body, page)
     merged = S.merged_json(reports, alpha=alpha, min_effect=min_effect)
     cats = {lab: tables.category_table(rows) for lab, (_, rows, _) in zip(labels, reports)}
@@ -179,7 +199,7 @@ def render(reports: Sequence[Report], *, alpha: float = stats.ALPHA, min_effect:
             + page.grid(cat_figs, "m-")
             + H.hosts_html(merged["comparison"], labels))
     body = page.filterable(body)
-    body += "".join(run_section(page, rep, lab, f"r{i}-", alpha=alpha, min_effect=min_effect)
+    body += "".join(run_section(page, rep, lab, f"r{i}-", alpha=alpha, min_effect=min_effect, secs=secs_of[i])
                     for i, (rep, lab) in enumerate(zip(reports, labels)))
     return document(f"virtbench report: {len(reports)} runs on {len(set(labels))} hosts", body, page)
 

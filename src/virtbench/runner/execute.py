@@ -21,6 +21,7 @@ from .. import host as hostfacts
 from ..benchmarks.base import Benchmark, PairBenchmark
 from ..config import Campaign, parse_campaign
 from ..errors import CommandError, InputError, VirtbenchError
+from ..experiments.registry import EXPERIMENTS
 from ..images.image import Image
 from ..platforms.base import INSTANCE_PREFIX, Instance, InstanceExecutor, Paths, Platform
 from ..registry import PLATFORMS
@@ -77,6 +78,11 @@ def start(store: Store, campaign: Campaign, paths: Paths, *, source: str = "",
           reporter: Reporter | None = None, run_id: str | None = None,
           stop_requested: StopCheck | None = None) -> Outcome:
     """Validate, probe, build, record the run, then execute it."""
+    if not EXPERIMENTS.get(campaign.experiment).uses_benchmarks:
+        from . import experiment
+
+        return experiment.start(store, campaign, paths, source=source, reporter=reporter, run_id=run_id,
+                                stop_requested=stop_requested)
     reporter = reporter or QuietReporter()
     session = build_objects(campaign, paths)
     prepare(session, log=reporter.log)
@@ -107,6 +113,10 @@ def run_queued(store: Store, run_id: str, paths: Paths, *, reporter: Reporter | 
     if run.status != "queued":
         raise InputError(f"run {run.id} is {run.status}, not queued")
     campaign = parse_campaign(run.campaign, f"run {run.id}")
+    if not EXPERIMENTS.get(campaign.experiment).uses_benchmarks:
+        from . import experiment
+
+        return experiment.run_queued(store, run, campaign, paths, reporter=reporter, stop_requested=stop_requested)
     session = build_objects(campaign, paths)
     try:
         prepare(session, log=reporter.log)
@@ -142,6 +152,10 @@ def resume(store: Store, run_ref: str, paths: Paths, *, reporter: Reporter | Non
     if run.status == "finished":
         raise InputError(f"run {run.id} is already finished", "start a new run instead")
     campaign = parse_campaign(run.campaign, f"run {run.id}")
+    if not EXPERIMENTS.get(campaign.experiment).uses_benchmarks:
+        from . import experiment
+
+        return experiment.resume(store, run, campaign, paths, reporter=reporter, stop_requested=stop_requested)
     session = build_objects(campaign, paths)
     prepare(session, log=reporter.log)
     assert session.image is not None
@@ -166,6 +180,11 @@ def cleanup(paths: Paths, run_id: str | None = None) -> list[str]:
             removed += [f"{name}: {r}" for r in cls.cleanup(paths, run_id)]
         except Exception as exc:  # noqa: BLE001 - one runtime's trouble must not stop the others
             removed.append(f"{name}: cleanup failed: {exc}")
+    for name, kind in EXPERIMENTS.items():
+        try:
+            removed += [f"{name}: {r}" for r in kind.cleanup(paths, run_id)]
+        except Exception as exc:  # noqa: BLE001 - as above
+            removed.append(f"{name}: cleanup failed: {exc}")
     return removed
 
 
@@ -181,7 +200,7 @@ def execute(store: Store, session: Session, run_id: str, seed: int, reporter: Re
     reporter.begin(total, sum(1 for u in units for k in u.keys() if k in done))
     executions = failed = 0
     try:
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             pending = list(units)
             while pending:
                 for unit in pending:
@@ -380,7 +399,7 @@ def _output_of(exc: BaseException) -> dict:
 
 
 @contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
+def sigterm_as_interrupt() -> Iterator[None]:
     def handler(signum, frame):  # noqa: ARG001
         raise Interrupted(f"signal {signum}")
 

@@ -5,6 +5,7 @@ execution in progress, and the unique keys make a resumed run unable to write a 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
@@ -21,7 +22,7 @@ from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.orm import sessionmaker
 
 from ..errors import InputError, VirtbenchError
-from .models import Execution, Host, Run, RunBenchmark, RunPlatform, Sample
+from .models import JSON_MEDIA_TYPE, Attachment, Execution, Host, Run, RunBenchmark, RunPlatform, Sample
 
 HERE = Path(__file__).parent
 
@@ -165,8 +166,10 @@ class Store:
                status: str, started_at: datetime, finished_at: datetime, duration_s: float,
                instance: str = "", argv: Sequence[str] = (), exit_code: int | None = None,
                stdout: str = "", stderr: str = "", error: str = "",
-               samples: Iterable[dict[str, Any]] = ()) -> None:
-        """One execution and its samples, in one transaction."""
+               samples: Iterable[dict[str, Any]] = (),
+               attachments: Iterable[dict[str, Any]] = ()) -> int:
+        """One execution, its samples and its attachments (keyword arguments of
+        `add_attachment` without execution_id), in one transaction; returns the execution id."""
         with self.session.begin() as s:
             ex = Execution(run_id=run_id, round=round, warmup=warmup, platform=platform, benchmark=benchmark,
                            instance=instance, status=status, argv=list(argv), exit_code=exit_code,
@@ -177,6 +180,9 @@ class Store:
             for sample in samples:
                 s.add(Sample(execution_id=ex.id, run_id=run_id, round=round, warmup=warmup,
                              platform=platform, benchmark=benchmark, **sample))
+            for att in attachments:
+                s.add(_attachment(ex.id, run_id, **att))
+            return ex.id
 
     def samples(self, run_id: str, *, include_warmup: bool = False, per_instance: bool = False) -> list[Sample]:
         """The run's samples; per_instance adds each instance's own values (instance >= 1)
@@ -195,6 +201,48 @@ class Store:
             if status:
                 q = q.where(Execution.status == status)
             return list(s.scalars(q.order_by(Execution.id)))
+
+    # -- attachments (migration 0004) --------------------------------------------------
+    def add_attachment(self, execution_id: int, name: str, kind: str, data: bytes | dict[str, Any] | list[Any], *,
+                       media_type: str = "", status: str = "ok", error: str = "") -> int:
+        """Store per-execution data that is not a scalar sample; a dict or list is stored as
+        JSON. A failed probe still stores its attachment, with status 'failed' and the error,
+        so what went wrong is kept beside the execution it concerns."""
+        with self.session.begin() as s:
+            ex = s.get(Execution, execution_id)
+            if ex is None:
+                raise InputError(f"no execution {execution_id} in {self.url}")
+            att = _attachment(execution_id, ex.run_id, name=name, kind=kind, data=data, media_type=media_type,
+                              status=status, error=error)
+            s.add(att)
+            s.flush()
+            return att.id
+
+    def attachments(self, run_id: str, *, kind: str | None = None, name: str | None = None,
+                    execution_ids: Sequence[int] | None = None) -> list[Attachment]:
+        """A run's attachments in execution order, optionally of one kind or name (`kind` ending
+        in ':' selects a prefix, e.g. 'probe:')."""
+        with self.session() as s:
+            q = select(Attachment).where(Attachment.run_id == run_id)
+            if kind is not None:
+                q = q.where(Attachment.kind.startswith(kind, autoescape=True) if kind.endswith(":")
+                            else Attachment.kind == kind)
+            if name is not None:
+                q = q.where(Attachment.name == name)
+            if execution_ids is not None:
+                q = q.where(Attachment.execution_id.in_(list(execution_ids)))
+            return list(s.scalars(q.order_by(Attachment.execution_id, Attachment.id)))
+
+
+def _attachment(execution_id: int, run_id: str, *, name: str, kind: str, data: bytes | dict[str, Any] | list[Any],
+                media_type: str = "", status: str = "ok", error: str = "") -> Attachment:
+    if isinstance(data, bytes):
+        if not media_type:
+            raise ValueError(f"attachment {name!r}: bytes need a media_type")
+    else:
+        data, media_type = json.dumps(data, separators=(",", ":")).encode(), media_type or JSON_MEDIA_TYPE
+    return Attachment(execution_id=execution_id, run_id=run_id, name=name, kind=kind, media_type=media_type,
+                      status=status, error=error, data=data, created_at=now())
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:

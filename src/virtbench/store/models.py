@@ -6,6 +6,7 @@ from a successful execution, with unit and direction beside it.
 """
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
@@ -177,3 +178,33 @@ class ReportCache(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime)
     data: Mapped[bytes] = mapped_column(LargeBinary)
     """zlib-compressed JSON."""
+
+
+class Attachment(Base):
+    """Per-execution data that is not a scalar sample (migration 0004): an HDR histogram, a
+    probe's time series or counters. `status` is the attachment's own: a probe that failed
+    stores `failed` with its error here and never touches the execution's status."""
+
+    __tablename__ = "attachments"
+    __table_args__ = (UniqueConstraint("execution_id", "name", name="uq_attachments_execution_name"),
+                      Index("ix_attachments_run_kind", "run_id", "kind"))
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    execution_id: Mapped[int] = mapped_column(ForeignKey("executions.id", ondelete="CASCADE"))
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(128))
+    kind: Mapped[str] = mapped_column(String(32))
+    """What reads it: 'hdr', 'probe:energy', 'probe:perf', 'probe:pressure', 'host-guard'..."""
+    media_type: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16), default="ok", server_default="ok")
+    error: Mapped[str] = mapped_column(Text, default="", server_default="")
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(DateTime)
+
+    def json(self) -> Any:
+        """The decoded data of an `application/json` attachment."""
+        if self.media_type != JSON_MEDIA_TYPE:
+            raise ValueError(f"attachment {self.name!r} is {self.media_type}, not JSON")
+        return json.loads(self.data)
+
+
+JSON_MEDIA_TYPE = "application/json"

@@ -1,0 +1,1 @@
+"""Probes: what happened on the host (and in each instance) while an execution ran."""
