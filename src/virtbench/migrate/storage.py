@@ -38,8 +38,8 @@ class StorageFacts:
 
     @property
     def kind(self) -> str:
-        """Short name for figure series and table columns, e.g. 'xfs on loop0 (ssd)'."""
-        medium = {True: "rotational", False: "ssd", None: "?"}[self.rotational]
+        """Short name for figure series and table columns, e.g. 'xfs on loop0 (ssd)', 'ext4 on vda (rot)'."""
+        medium = {True: "rot", False: "ssd", None: "?"}[self.rotational]
         dev = Path(self.device).name if self.device.startswith("/dev/") else self.device
         return f"{self.filesystem} on {dev} ({medium})"
 
