@@ -184,7 +184,7 @@ def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, html_file: Pa
     Several runs (e.g. one per host) merge into one comparison with hosts as columns.
     With --html or --figures the files are written and the text report is skipped.
     """
-    from .report import sections, summary, text
+    from .report import summary, text
 
     store = _store(db_url)
     refs = run_refs or ("latest",)
@@ -192,7 +192,7 @@ def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, html_file: Pa
         _print_report(store, refs[0], as_json=as_json, detail=detail, min_effect=min_effect)
         return
     reports = [summary.build(store, ref, min_effect=min_effect) for ref in refs]
-    secs = [sections.sections(store, run) for run, _, _ in reports]
+    secs = [r.sections for r in reports]
     if html_file:
         from .report import html
 
@@ -207,7 +207,7 @@ def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, html_file: Pa
         written = static.export(specs, figures_dir, platforms=platforms)
         errconsole.print(f"wrote {len(written)} figure files to {figures_dir}")
     if as_json:
-        doc = (sections.add_to_json(summary.to_json(*reports[0], min_effect=min_effect), secs[0]) if len(reports) == 1
+        doc = (summary.report_json(reports[0], min_effect=min_effect) if len(reports) == 1
                else summary.merged_json(reports, min_effect=min_effect))
         click.echo(json.dumps(doc, indent=2, default=str))
     elif len(reports) > 1 and not (html_file or figures_dir):
@@ -254,14 +254,12 @@ def export_cmd(run_ref: str, fmt: str, out_dir: Path, db_url: str | None) -> Non
 def _print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool, min_effect: float = 0.02) -> None:
     from .report import sections, summary, text
 
-    run_obj, rows, failures = summary.build(store, run_ref, min_effect=min_effect)
-    secs = sections.sections(store, run_obj)
+    report = summary.build(store, run_ref, min_effect=min_effect)
     if as_json:
-        doc = sections.add_to_json(summary.to_json(run_obj, rows, failures, min_effect=min_effect), secs)
-        click.echo(json.dumps(doc, indent=2, default=str))
+        click.echo(json.dumps(summary.report_json(report, min_effect=min_effect), indent=2, default=str))
     else:
-        text.render(run_obj, rows, failures, console, detail=detail)
-        sections.render_text(secs, console)
+        text.render(*report, console, detail=detail)
+        sections.render_text(report.sections, console)
 
 
 @cli.command("runs")

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from virtbench.analysis import synthetic
 from virtbench.cli import cli
 from virtbench.report import export, summary
+from virtbench.report.model import FORMAT_VERSION
 from virtbench.store.db import Store, now
 
 READ = {"csv": pd.read_csv, "json": pd.read_json, "parquet": pd.read_parquet}
@@ -50,6 +51,8 @@ def test_round_trip_through_pandas(store, tmp_path, fmt):
     assert docker["relative_ci95_low"] == pytest.approx(row.relative_ci95[0])
     assert docker["verdict"] == row.verdict
     assert summ["p_holm"].dtype.kind == "f"
+    for table in (samples, executions, summ):
+        assert set(table["format_version"]) == {FORMAT_VERSION}
 
 
 def test_all_failed_run_exports_empty_tables_with_headers(tmp_path):

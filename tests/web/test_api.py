@@ -178,7 +178,7 @@ def test_validate_and_downloads(client):
     assert rep.status_code == 200 and "attachment" in rep.headers["content-disposition"]
     assert rep.json()["run"] == "r1"
     csv = client.get("/api/runs/r1/download/csv", params={"table": "samples"})
-    assert csv.status_code == 200 and csv.text.startswith("run_id,host,execution_id")
+    assert csv.status_code == 200 and csv.text.startswith("format_version,run_id,host,execution_id")
     links = client.get("/api/runs/r1").json()["downloads"]
     assert {"csv", "json"} <= {d["format"] for d in links}
     for link in links:

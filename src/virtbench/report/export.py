@@ -23,6 +23,7 @@ from ..errors import InputError
 from ..store.db import Store
 from ..store.models import Execution, Run, Sample
 from . import summary as S
+from .model import FORMAT_VERSION
 
 FORMATS = ("csv", "json", "parquet")
 COLUMNS = {
@@ -89,7 +90,10 @@ def _clean(v: Any) -> Any:
 
 
 def write_table(records: list[dict[str, Any]], path: Path, fmt: str, columns: Sequence[str] = ()) -> Path:
-    columns = list(records[0]) if records else list(columns)
+    """One table as a file; every record carries `format_version` first, so a reader of any one
+    file (or of files concatenated across virtbench versions) knows the layout it has."""
+    records = [{"format_version": FORMAT_VERSION, **r} for r in records]
+    columns = list(records[0]) if records else ["format_version", *columns]
     if fmt == "csv":
         with path.open("w", newline="", encoding="utf-8") as fh:
             w = csv.DictWriter(fh, fieldnames=columns)

@@ -180,7 +180,8 @@ def render(reports: Sequence[Report], *, alpha: float = stats.ALPHA, min_effect:
     """The page for one run, or for several runs merged with hosts as columns.
 
     sections: each run's experiment sections (report/sections.py), in the order of reports."""
-    secs_of = list(sections) + [()] * (len(reports) - len(sections))
+    secs_of = list(sections) or [getattr(r, "sections", ()) for r in reports]
+    secs_of += [()] * (len(reports) - len(secs_of))
     names = [p.name for run, _, _ in reports for p in run.platforms]
     page = Page(names)
     labels = S.host_labels([r for r, _, _ in reports])

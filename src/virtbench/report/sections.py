@@ -15,7 +15,6 @@ kind (the report sits above the runner and the plugins, so the kind cannot carry
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
@@ -25,26 +24,11 @@ from rich.table import Table
 from ..registry import Registry
 from ..store.db import Store
 from ..store.models import Run
-from .figures import FigureSpec
+from .model import Section as ReportSection
+from .model import Table as SectionTable
 
-
-@dataclass
-class SectionTable:
-    title: str
-    columns: list[str]
-    rows: list[list[Any]]
-
-
-@dataclass
-class ReportSection:
-    key: str
-    """Top-level key of `report --json` (the kind's name)."""
-    title: str
-    data: Any
-    """The JSON value under `key`."""
-    tables: list[SectionTable] = field(default_factory=list)
-    figures: list[FigureSpec] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+__all__ = ["SECTIONS", "ReportSection", "SectionTable", "add_to_json", "render_text", "sections"]
+"""ReportSection and SectionTable are the report model's Section and Table (report/model.py)."""
 
 
 SectionBuilder = Callable[[Store, Run], "ReportSection | None"]
@@ -56,12 +40,24 @@ def experiment_of(run: Run) -> str:
 
 
 def sections(store: Store, run: Run) -> list[ReportSection]:
-    """The run's experiment sections (none for a benchmarks campaign)."""
-    builder = dict(SECTIONS.items()).get(experiment_of(run))
-    if builder is None:
-        return []
-    section = builder(store, run)
-    return [section] if section is not None else []
+    """The run's sections: its experiment kind's, then those of report parts for every run.
+
+    A builder registered under an experiment kind's name is asked for runs of that kind only;
+    one under any other name (energy, pressure) is asked for every run and returns None when
+    the run has nothing for it.
+    """
+    from ..experiments.registry import EXPERIMENTS
+
+    kinds = set(EXPERIMENTS.names())
+    kind = experiment_of(run)
+    out = []
+    for name, builder in SECTIONS.items():
+        if name in kinds and name != kind:
+            continue
+        section = builder(store, run)
+        if section is not None:
+            out.append(section)
+    return out
 
 
 def add_to_json(doc: dict[str, Any], secs: list[ReportSection]) -> dict[str, Any]:
@@ -83,7 +79,8 @@ def cell(v: Any) -> str:
 def render_text(secs: list[ReportSection], console: Console) -> None:
     for s in secs:
         for t in s.tables:
-            table = Table(title=f"{s.title}: {t.title}", title_justify="left")
+            console.print(escape(f"{s.title}: {t.title}"))  # a table's own title wraps to its width
+            table = Table()
             for c in t.columns:
                 table.add_column(escape(c))
             for row in t.rows:

@@ -19,6 +19,9 @@ from ..runner.execute import LIFECYCLE_STEPS
 from ..runner.plan import LIFECYCLE
 from ..store.db import Store
 from ..store.models import Run, Sample
+from .model import FORMAT_VERSION, Report, Section
+from .sections import add_to_json
+from .sections import sections as build_sections
 
 OUTPUT_TAIL = 400
 
@@ -59,7 +62,8 @@ def load_samples(store: Store, run_id: str) -> list[SampleView]:
 
 
 def build(store: Store, run_ref: str = "latest", *, alpha: float = stats.ALPHA,
-          min_effect: float = stats.MIN_EFFECT) -> tuple[Run, list[Row], list[dict[str, Any]]]:
+          min_effect: float = stats.MIN_EFFECT, sections: bool = True) -> Report:
+    """The report of a run from the store alone; sections=False skips the experiment sections."""
     run = store.run(run_ref)
     samples = load_samples(store, run.id)
     failed_execs = [e for e in store.executions(run.id, status="failed") if not e.warmup]
@@ -71,7 +75,7 @@ def build(store: Store, run_ref: str = "latest", *, alpha: float = stats.ALPHA,
     failures_list = [{"platform": e.platform, "benchmark": e.benchmark, "round": e.round,
                       "error": e.error, "exit_code": e.exit_code, "argv": e.argv,
                       "output_tail": (e.stderr or e.stdout)[-OUTPUT_TAIL:]} for e in failed_execs]
-    return run, rows, failures_list
+    return Report(run, rows, failures_list, build_sections(store, run) if sections else [])
 
 
 def facts(run: Run) -> dict[str, Any]:
@@ -141,8 +145,10 @@ def tables_json(run: Run, rows: Sequence[Row]) -> dict[str, Any]:
 
 
 def to_json(run: Run, rows: list[Row], failures: list[dict[str, Any]], *, alpha: float = stats.ALPHA,
-            min_effect: float = stats.MIN_EFFECT) -> dict[str, Any]:
-    return {
+            min_effect: float = stats.MIN_EFFECT, sections: Sequence[Section] = ()) -> dict[str, Any]:
+    """The `report --json` document; each section adds its top-level key."""
+    doc = {
+        "format_version": FORMAT_VERSION,
         "run": run.id,
         "name": run.name,
         "status": run.status,
@@ -161,6 +167,12 @@ def to_json(run: Run, rows: list[Row], failures: list[dict[str, Any]], *, alpha:
         "warnings": warnings(run, rows),
         "tables": tables_json(run, rows),
     }
+    return add_to_json(doc, list(sections))
+
+
+def report_json(report: Report, *, alpha: float = stats.ALPHA, min_effect: float = stats.MIN_EFFECT) -> dict[str, Any]:
+    return to_json(report.run, report.rows, report.failures, alpha=alpha, min_effect=min_effect,
+                   sections=report.sections)
 
 
 def merged_json(reports: Sequence[tuple[Run, list[Row], list[dict[str, Any]]]], *, alpha: float = stats.ALPHA,
@@ -170,8 +182,10 @@ def merged_json(reports: Sequence[tuple[Run, list[Row], list[dict[str, Any]]]], 
     cats = {lab: tables.category_table(rows) for lab, (_, rows, _) in zip(labels, reports)}
     infos = {lab: platform_infos(run) for lab, (run, _, _) in zip(labels, reports)}
     return {
+        "format_version": FORMAT_VERSION,
         "hosts": labels,
-        "runs": [to_json(run, rows, fails, alpha=alpha, min_effect=min_effect) for run, rows, fails in reports],
+        "runs": [to_json(*rep, alpha=alpha, min_effect=min_effect, sections=getattr(rep, "sections", ()))
+                 for rep in reports],
         "comparison": tables.hosts_matrix({lab: rows for lab, (_, rows, _) in zip(labels, reports)}),
         "categories": tables.category_ranges(cats),
         "availability": tables.availability(cats, infos),
@@ -189,5 +203,5 @@ def compare_json(run_a: Run, run_b: Run, rows: Sequence[Any], *,
     changed = [k for k in conds[0] if conds[0][k] != conds[1][k]]
     if changed:
         notes.append("changed between the runs: " + ", ".join(f"{k} {conds[0][k]} -> {conds[1][k]}" for k in changed))
-    return {"a": run_a.id, "b": run_b.id, "hosts": hosts, "min_effect": min_effect, "correction": "holm",
-            "notes": notes, "results": [r.public() for r in rows]}
+    return {"format_version": FORMAT_VERSION, "a": run_a.id, "b": run_b.id, "hosts": hosts,
+            "min_effect": min_effect, "correction": "holm", "notes": notes, "results": [r.public() for r in rows]}

@@ -1,0 +1,54 @@
+"""The report model: sections registered by kind reach JSON, text and HTML through summary.build."""
+import json
+
+from rich.console import Console
+
+from virtbench.analysis import synthetic
+from virtbench.report import html, model, sections, summary, text
+from virtbench.store.db import Store
+
+
+def _energy(store, run):
+    """A report part for every run (not an experiment kind's name)."""
+    return model.Section(key="energy", title="Energy", data={"joules": [1.5, None]},
+                         tables=[model.Table("Energy per platform", ["platform", "J"], [["native", 1.5]])],
+                         notes=["a note for the reader"])
+
+
+def _other_kind(store, run):
+    raise AssertionError("a kind's builder is not asked for runs of another kind")
+
+
+def test_sections_in_every_rendering(tmp_path, monkeypatch):
+    monkeypatch.setattr("virtbench.report.html.plotly_js", lambda: "")
+    from virtbench.experiments.registry import EXPERIMENTS
+
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    synthetic.fill(store, "sim", repetitions=3, platforms=synthetic.default_platforms()[:2],
+                   benchmarks=synthetic.default_benchmarks()[:1])
+    EXPERIMENTS.register("zz-kind", object)  # type: ignore[arg-type]
+    sections.SECTIONS.register("energy", _energy)
+    sections.SECTIONS.register("zz-kind", _other_kind)
+    try:
+        report = summary.build(store, "sim")
+    finally:
+        sections.SECTIONS._load().pop("energy")
+        sections.SECTIONS._load().pop("zz-kind")
+        EXPERIMENTS._load().pop("zz-kind")
+    doc = json.loads(json.dumps(summary.report_json(report)))
+    assert doc["format_version"] == model.FORMAT_VERSION
+    assert doc["energy"] == {"joules": [1.5, None]}
+    console = Console(record=True, width=100)
+    text.render(*report, console)
+    sections.render_text(report.sections, console)
+    out = console.export_text()
+    assert "Energy per platform" in out and "a note for the reader" in out
+    assert "Energy per platform" in html.render([report])
+
+
+def test_report_unpacks_as_before(tmp_path):
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    synthetic.fill(store, "sim", repetitions=2, platforms=synthetic.default_platforms()[:2],
+                   benchmarks=synthetic.default_benchmarks()[:1])
+    run, rows, failures = report = summary.build(store, "sim")
+    assert run.id == "sim" and rows and failures == [] and report[0] is run
