@@ -8,7 +8,6 @@ import json
 import os
 import sys
 import uuid
-from pathlib import Path
 
 import pytest
 
