@@ -29,6 +29,7 @@ from ..errors import UnavailableError, VirtbenchError
 from ..platforms import mounts
 from ..platforms.base import Instance, Platform
 from . import fleet
+from .offline import Migration
 
 POLL_S = 0.05
 MAX_BANDWIDTH = 1 << 40
@@ -38,18 +39,9 @@ CRIU_KINDS = {"lxc"}
 
 
 @dataclass
-class LiveMigration:
-    count: int
-    phases: dict[str, float]
-    bytes_moved: int
-    each: dict[str, list[float]] = field(default_factory=dict)
+class LiveMigration(Migration):
     qemu: list[dict[str, Any]] = field(default_factory=list)
     """Each VM's final query-migrate reply, as QEMU gave it (provenance)."""
-
-    @property
-    def throughput_MBps(self) -> float:
-        seconds = self.phases.get("transfer", 0.0)
-        return self.bytes_moved / seconds / 1e6 if seconds > 0 else 0.0
 
 
 def qmp(socket_path: str, command: str, arguments: dict[str, Any] | None = None,
