@@ -394,9 +394,10 @@ def serve(host: str, port: int, token: str | None, private: bool, worker: bool, 
 @db_option
 def worker(once: bool, poll: float, probe: bool, db_url: str | None) -> None:
     """Execute queued runs one at a time on this host; resume runs a stopped worker left."""
-    from .web.worker import main as worker_main
+    from .runner.worker import main as worker_main
+    from .web.cache import precompute
 
-    worker_main(db_url, once=once, poll_s=poll, probe=probe)
+    worker_main(db_url, once=once, poll_s=poll, probe=probe, after_run=precompute)
 
 
 def _sigterm_to_interrupt(signum, frame) -> None:  # noqa: ARG001

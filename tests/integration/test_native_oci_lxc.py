@@ -19,7 +19,7 @@ import pytest
 
 from virtbench import proc
 from virtbench.errors import CommandError
-from virtbench.platforms import mounts
+from virtbench.platforms import bridge, cgroups, mounts
 from virtbench.platforms.base import EXEC_ENV, Paths, Platform
 from virtbench.platforms.lxc import LXC
 from virtbench.platforms.native import Native
@@ -77,7 +77,7 @@ def host_cgroup_limits(pid: int) -> dict[str, str]:
         for c in ctrls.split(",") if ctrls else [""]:
             groups[c] = path
     root = Path("/sys/fs/cgroup")
-    if mounts.cgroup_mode() == "v2":
+    if cgroups.cgroup_mode() == "v2":
         d = root / groups[""].lstrip("/")
         quota, period = (d / "cpu.max").read_text().split()
         return {"quota": quota, "period": period, "memory": (d / "memory.max").read_text().strip(),
@@ -93,7 +93,7 @@ def assert_gone(kind: str, paths: Paths, name: str) -> None:
     assert not [m for m in mounts.read_mountinfo() if name in m.mount_point]
     assert not d.exists()
     assert name not in running(kind, paths)
-    assert not Path(f"/sys/class/net/{mounts.veth_name(name)}").exists()
+    assert not Path(f"/sys/class/net/{bridge.veth_name(name)}").exists()
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -124,7 +124,7 @@ def test_probe_available(kind, paths):
 
 def test_crun_probe(paths):
     result = Crun.probe(paths)
-    if mounts.cgroup_mode() == "hybrid":
+    if cgroups.cgroup_mode() == "hybrid":
         assert not result.available and HYBRID in result.reason
         assert "systemd.unified_cgroup_hierarchy=1" in result.fix and "runc" in result.fix
     else:
@@ -251,7 +251,7 @@ def test_network_bridge(kind, paths, image, run_id):
         assert _interfaces(platform, inst) == {"lo", "eth0"}
         assert f"inet {address}/24" in platform.exec(inst, ["cat", "/proc/net/fib_trie"]).stdout \
             or address in platform.exec(inst, ["cat", "/proc/net/fib_trie"]).stdout
-        server.bind((f"{mounts.SUBNET}.1", 0))
+        server.bind((f"{bridge.SUBNET}.1", 0))
         server.listen(1)
         server.settimeout(10)
         port = server.getsockname()[1]
@@ -263,14 +263,14 @@ def test_network_bridge(kind, paths, image, run_id):
             conn.close()
         t = threading.Thread(target=accept)
         t.start()
-        platform.exec(inst, ["bash", "-c", f"echo hello > /dev/tcp/{mounts.SUBNET}.1/{port}"], timeout=10)
+        platform.exec(inst, ["bash", "-c", f"echo hello > /dev/tcp/{bridge.SUBNET}.1/{port}"], timeout=10)
         t.join(10)
         assert got == [f"{address} hello\n"]
     finally:
         server.close()
         platform.remove(inst)
     assert_gone(kind, paths, inst.name)
-    assert not [p for p in mounts.LEASES.glob("*") if p.read_text().endswith(inst.name)]
+    assert not [p for p in bridge.LEASES.glob("*") if p.read_text().endswith(inst.name)]
 
 
 def _refused_quickly(platform: Platform, inst, address: str) -> None:
@@ -296,7 +296,7 @@ def test_bridge_address_reuse_keeps_peers_reachable(kind, paths, image, run_id):
         address = b.data["address"]
         _refused_quickly(platform, a, address)  # a caches b's MAC
         mac = platform.exec(b, ["cat", "/sys/class/net/eth0/address"]).stdout.strip()
-        assert mac == mounts.mac_for(address)
+        assert mac == bridge.mac_for(address)
         platform.remove(b)
         c = platform.create(image, fresh_name(kind), run_id)
         platform.start(c)

@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 
 from virtbench.errors import CommandError, VirtbenchError
-from virtbench.platforms import guest, mounts
-from virtbench.platforms.qemu import Qemu, QemuOptions
-from virtbench.platforms.qemu_host import qemu_processes
+from virtbench.platforms import bridge, mounts
+from virtbench.platforms.qemu import guest
+from virtbench.platforms.qemu.host import qemu_processes
+from virtbench.platforms.qemu.options import QemuOptions
+from virtbench.platforms.qemu.platform import Qemu
 
 pytestmark = pytest.mark.integration
 
@@ -131,11 +133,11 @@ def test_fio_on_virtio_scsi_with_bridge(paths, image, run_id, available):
         address = inst.data["address"]
         assert f"inet {address}/24" in p.exec(inst, ["ip", "-4", "addr", "show", "eth0"], timeout=30).stdout
         listener = socket.socket()
-        listener.bind((f"{mounts.SUBNET}.1", 0))
+        listener.bind((f"{bridge.SUBNET}.1", 0))
         listener.listen(1)
         listener.settimeout(60)
         port = listener.getsockname()[1]
-        p.exec(inst, ["bash", "-c", f"echo hello-from-guest >/dev/tcp/{mounts.SUBNET}.1/{port}"], timeout=60)
+        p.exec(inst, ["bash", "-c", f"echo hello-from-guest >/dev/tcp/{bridge.SUBNET}.1/{port}"], timeout=60)
         conn, peer = listener.accept()
         assert peer[0] == address and conn.recv(100) == b"hello-from-guest\n"
         conn.close()

@@ -24,10 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from virtbench.platforms import guest, mounts
+from virtbench.platforms import mounts
 from virtbench.platforms.base import Paths
-from virtbench.platforms.qemu import Qemu
-from virtbench.platforms.qemu_host import qemu_processes
+from virtbench.platforms.qemu import guest
+from virtbench.platforms.qemu.host import qemu_processes
+from virtbench.platforms.qemu.platform import Qemu
 
 pytestmark = pytest.mark.integration
 

@@ -6,16 +6,10 @@ from pydantic import ValidationError
 
 from virtbench.errors import InputError
 from virtbench.platforms.base import EXEC_ENV, LABEL, PlatformOptions
+from virtbench.platforms.bridge import veth_name
+from virtbench.platforms.cgroups import cgroup_mode
 from virtbench.platforms.lxc import LXCOptions, build_lxc_config, lxc_cgroup_lines
-from virtbench.platforms.mounts import (
-    MountEntry,
-    cgroup_mode,
-    instance_name,
-    mounts_under,
-    parse_mountinfo,
-    unescape,
-    veth_name,
-)
+from virtbench.platforms.mounts import MountEntry, instance_name, mounts_under, parse_mountinfo, unescape
 from virtbench.platforms.native import NativeOptions
 from virtbench.platforms.oci import build_oci_config, oci_resources
 
@@ -176,7 +170,7 @@ def test_native_options_forbid_limits():
 
 
 def test_parse_cpulist():
-    from virtbench.platforms.mounts import parse_cpulist
+    from virtbench.platforms.cgroups import parse_cpulist
     assert parse_cpulist("0-2,5\n") == {0, 1, 2, 5}
     assert parse_cpulist("") == set()
 
@@ -205,7 +199,7 @@ def test_limits_the_host_cannot_honour_fail_early(tmp_path):
 
 def test_bridge_mac_follows_the_address():
     """A reused address keeps its MAC, so a peer's cached ARP entry stays right."""
-    from virtbench.platforms.mounts import mac_for
+    from virtbench.platforms.bridge import mac_for
 
     assert mac_for("10.237.0.2") == "02:76:0a:ed:00:02"
     assert mac_for("10.237.0.254") == "02:76:0a:ed:00:fe"

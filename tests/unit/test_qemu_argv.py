@@ -14,10 +14,12 @@ from pydantic import ValidationError
 
 from virtbench.errors import InputError
 from virtbench.images import vmdisk
-from virtbench.platforms import guest
+from virtbench.images.agent import AGENT_SCRIPT
 from virtbench.platforms.base import EXEC_ENV, Instance, Paths
-from virtbench.platforms.qemu import Qemu, QemuOptions
-from virtbench.platforms.qemu_argv import FW_CFG_LABEL, VMSpec, kernel_cmdline, mac_address, qemu_argv
+from virtbench.platforms.qemu import guest
+from virtbench.platforms.qemu.argv import FW_CFG_LABEL, VMSpec, kernel_cmdline, mac_address, qemu_argv
+from virtbench.platforms.qemu.options import QemuOptions
+from virtbench.platforms.qemu.platform import Qemu
 
 
 def spec(tmp_path: Path = Path("/s"), accel="tcg", arch="x86_64", **options) -> VMSpec:
@@ -175,7 +177,7 @@ def test_exec_argv_is_pure_and_carries_env_and_timeout():
     p = platform()
     inst = Instance("vb-x", "vm", "r1", {"agent": "/rt/qemu/abc/agent.sock"})
     argv = p.exec_argv(inst, ["fio", "--name=t", "a b"], timeout=30)
-    assert argv[:4] == [sys.executable, "-m", "virtbench.platforms.guest", "exec"]
+    assert argv[:4] == [sys.executable, "-m", "virtbench.platforms.qemu.guest", "exec"]
     assert argv[argv.index("--socket") + 1] == "/rt/qemu/abc/agent.sock"
     assert argv[argv.index("--timeout") + 1] == "30"
     assert argv[argv.index("--") + 1:] == ["fio", "--name=t", "a b"]
@@ -236,7 +238,7 @@ class Agent:
         slave = self.slave  # kept open: the master would read EIO until the agent opens it
         tty.setraw(slave)  # no echo, no line editing: bytes pass as on a virtio port
         script = tmp_path / "vb-agent"
-        script.write_text(guest.AGENT_SCRIPT)
+        script.write_text(AGENT_SCRIPT)
         self.proc = subprocess.Popen(["bash", str(script), os.ttyname(slave), str(tmp_path / "work")],
                                      stdin=subprocess.DEVNULL, start_new_session=True)
         self.buf = b""
@@ -315,4 +317,4 @@ def test_agent_survives_malformed_requests(agent):
 
 def test_agent_default_env_matches_exec_env():
     wanted = " ".join(f"{k}={v}" for k, v in EXEC_ENV.items())
-    assert f"export {wanted}" in guest.AGENT_SCRIPT
+    assert f"export {wanted}" in AGENT_SCRIPT

@@ -14,10 +14,11 @@ from virtbench.errors import CommandError, InputError, UnavailableError
 from virtbench.images import vmdisk
 from virtbench.images.image import Image
 from virtbench.platforms import docker as docker_mod
-from virtbench.platforms import qemu_stack
 from virtbench.platforms.base import Instance, InstanceExecutor, Paths
 from virtbench.platforms.docker import Docker
-from virtbench.platforms.qemu import Qemu, QemuOptions
+from virtbench.platforms.qemu import stack as qemu_stack
+from virtbench.platforms.qemu.options import QemuOptions
+from virtbench.platforms.qemu.platform import Qemu
 from virtbench.registry import PLATFORMS
 
 PATHS = Paths(Path("/st"), Path("/rt"))
@@ -120,7 +121,7 @@ def test_vm_recipe_adds_inner_packages(tmp_path):
 
 
 def test_disk_key_of_a_plain_vm_is_unchanged(tmp_path):
-    from virtbench.platforms.guest import AGENT_SCRIPT
+    from virtbench.images.agent import AGENT_SCRIPT
 
     img = image(tmp_path)
     sha = lambda t: hashlib.sha256(t.encode()).hexdigest()  # noqa: E731

@@ -104,7 +104,7 @@ def test_a_worker_host_without_facts_yet_shows(client, filled):
 
     from virtbench.store.db import now
     from virtbench.store.models import Worker as WorkerRow
-    from virtbench.web.queue import hostname
+    from virtbench.store.queue import hostname
 
     with filled.session.begin() as s:
         s.add(WorkerRow(id="fresh", hostname=hostname(), pid=os.getpid(), state="probing", started_at=now(),

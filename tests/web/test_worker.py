@@ -7,11 +7,11 @@ from datetime import timedelta
 
 from virtbench.config import parse_campaign
 from virtbench.runner.execute import enqueue
+from virtbench.runner.worker import LOG_LINES, ProgressReporter
+from virtbench.store import queue as W
 from virtbench.store.db import now
 from virtbench.store.models import Run
 from virtbench.store.models import Worker as WorkerRow
-from virtbench.web import queue as W
-from virtbench.web.worker import LOG_LINES, ProgressReporter
 
 CAMPAIGN = parse_campaign({"name": "q", "platforms": ["native"], "benchmarks": ["sysbench-cpu"]})
 
@@ -104,7 +104,7 @@ def test_a_second_worker_on_the_host_waits_as_a_standby(store, tmp_path):
     import threading
 
     from virtbench.platforms.base import Paths
-    from virtbench.web.worker import QueueWorker
+    from virtbench.runner.worker import QueueWorker
 
     paths = Paths(state=tmp_path / "state", runtime=tmp_path / "run")
     first = QueueWorker(store, paths, probe=False, echo=lambda m: None)
@@ -129,7 +129,7 @@ def test_worker_waits_for_a_cli_run_measuring_on_the_host(store, tmp_path):
 
     from virtbench.platforms.base import Paths
     from virtbench.runner import hostlock
-    from virtbench.web.worker import QueueWorker
+    from virtbench.runner.worker import QueueWorker
 
     paths = Paths(state=tmp_path / "state", runtime=tmp_path / "run")
     said: list[str] = []

@@ -15,7 +15,7 @@ From the VM image's root filesystem `build_disk` makes, once per image and disk 
                         disk.json     what went in, for provenance
 
 The disk also carries the guest's init (/usr/local/sbin/vb-init, PID 1, below) and the
-agent of the control channel (/usr/local/sbin/vb-agent, see platforms/guest.py), written
+agent of the control channel (/usr/local/sbin/vb-agent, see images/agent.py), written
 with debugfs so the image's rootfs directory stays untouched. Instances boot from a qcow2
 copy-on-write overlay of disk.img, so the cached disk stays pristine.
 
@@ -41,6 +41,7 @@ from typing import Any
 
 from .. import proc
 from ..errors import UnavailableError, VirtbenchError
+from .agent import AGENT_PATH, AGENT_SCRIPT
 from .build import Recipe, build
 from .image import Image
 
@@ -60,7 +61,7 @@ INIT_SCRIPT = r"""#!/bin/bash
 # virtbench VM init (PID 1), written into the VM disk by virtbench/images/vmdisk.py.
 # Mounts the API filesystems, sets the hostname and the network from the kernel command
 # line (vb.hostname=NAME, vb.net=none | user | ADDRESS/PREFIX, vb.port=NAME), then keeps the
-# guest agent (vb-agent, virtbench/platforms/guest.py) running on that virtio-serial port.
+# guest agent (vb-agent, virtbench/images/agent.py) running on that virtio-serial port.
 # No other service runs in the guest. As PID 1, bash also reaps orphaned processes.
 # Builtins where possible: every fork costs ~0.1 s under TCG emulation.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LC_ALL=C
@@ -286,7 +287,6 @@ def check_boot_support(rootfs: Path, version: str) -> list[str]:
 
 def disk_key(vm: Image, size: int, carry: Image | None = None) -> str:
     """The disk's cache key: what went in. carry: the shared image a stack's disk holds."""
-    from ..platforms.guest import AGENT_SCRIPT
 
     doc: dict[str, Any] = {"image": vm.tar_sha256, "size": size, "format": FORMAT,
                            "init": _sha(init_script(carry is not None)), "agent": _sha(AGENT_SCRIPT)}
@@ -328,7 +328,6 @@ def build_disk(vm: Image, headroom: int, *, carry: Image | None = None,
     """The cached boot files of the VM image (built on first use; safe against a concurrent
     virtbench building the same disk). carry: the shared image, for platforms stacked inside
     (its archive goes to GUEST_IMAGE_DIR, and the init mounts what container engines need)."""
-    from ..platforms.guest import AGENT_PATH, AGENT_SCRIPT
 
     for tool in ("mkfs.ext4", "debugfs"):
         if not proc.which(tool):

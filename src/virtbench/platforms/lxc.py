@@ -18,7 +18,7 @@ from pydantic import Field
 from .. import proc
 from ..errors import CommandError, VirtbenchError
 from ..images.image import Image
-from . import mounts
+from . import bridge, cgroups, iptables, mounts
 from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions
 
 LOCKS = Path("/run/lxc/lock")
@@ -67,9 +67,9 @@ def lxc_net_lines(network: str, *, veth: str = "", address: str = "") -> list[st
         return ["lxc.net.0.type = empty"]
     if network == "host":
         return ["lxc.net.0.type = none"]
-    return ["lxc.net.0.type = veth", f"lxc.net.0.link = {mounts.BRIDGE}", "lxc.net.0.flags = up",
-            "lxc.net.0.name = eth0", f"lxc.net.0.veth.pair = {veth}", f"lxc.net.0.hwaddr = {mounts.mac_for(address)}",
-            f"lxc.net.0.ipv4.address = {address}/24", f"lxc.net.0.ipv4.gateway = {mounts.GATEWAY}"]
+    return ["lxc.net.0.type = veth", f"lxc.net.0.link = {bridge.BRIDGE}", "lxc.net.0.flags = up",
+            "lxc.net.0.name = eth0", f"lxc.net.0.veth.pair = {veth}", f"lxc.net.0.hwaddr = {bridge.mac_for(address)}",
+            f"lxc.net.0.ipv4.address = {address}/24", f"lxc.net.0.ipv4.gateway = {bridge.GATEWAY}"]
 
 
 def build_lxc_config(*, name: str, run_id: str, rootfs: str, options: PlatformOptions,
@@ -103,7 +103,7 @@ class LXC(Platform):
     def __init__(self, name: str, options: PlatformOptions, paths: Paths,
                  executor: Executor | None = None) -> None:
         super().__init__(name, options, paths, executor)
-        mounts.check_limits(options, name)
+        cgroups.check_limits(options, name)
 
     @property
     def lxcpath(self) -> Path:
@@ -121,7 +121,7 @@ class LXC(Platform):
             binds = mounts.skeleton_rootfs(lxcpath / name / "rootfs")
             (lxcpath / name / "config").write_text(build_lxc_config(
                 name=name, run_id="probe", rootfs=f"dir:{lxcpath / name / 'rootfs'}",
-                options=PlatformOptions(), cgroup_mode=mounts.cgroup_mode(),
+                options=PlatformOptions(), cgroup_mode=cgroups.cgroup_mode(),
                 apparmor=apparmor_usable(), include=None, init="/usr/bin/sleep infinity",
                 binds=binds))
             _start(lxcpath, name)
@@ -142,7 +142,7 @@ class LXC(Platform):
         return {"lxc": r.stdout.strip() if r.ok else "unknown"}
 
     def describe(self) -> dict[str, Any]:
-        mode = mounts.cgroup_mode()
+        mode = cgroups.cgroup_mode()
         return {**super().describe(), "rootfs": "overlay (LXC backend)", "cgroup": mode,
                 "cgroup_config": lxc_cgroup_lines(self.options, mode),
                 "apparmor": "default" if apparmor_usable() else "unconfined",
@@ -162,14 +162,14 @@ class LXC(Platform):
                 mounts.check_overlay_path(p)
             upper.mkdir()
             if self.options.network == "bridge":
-                mounts.ensure_bridge()
-                mounts.allow_forwarding()  # dockerd may have started since the bridge was made
-                meta |= {"veth": mounts.veth_name(name),
-                         "address": mounts.allocate_address(self.paths.runtime, name)}
+                bridge.ensure_bridge()
+                iptables.allow_forwarding()  # dockerd may have started since the bridge was made
+                meta |= {"veth": bridge.veth_name(name),
+                         "address": bridge.allocate_address(self.paths.runtime, name)}
                 mounts.write_meta(d, meta)
             (d / "config").write_text(build_lxc_config(
                 name=name, run_id=run_id, rootfs=f"overlay:{image.rootfs}:{upper}",
-                options=self.options, cgroup_mode=mounts.cgroup_mode(), apparmor=apparmor_usable(),
+                options=self.options, cgroup_mode=cgroups.cgroup_mode(), apparmor=apparmor_usable(),
                 include=str(COMMON_CONF) if COMMON_CONF.is_file() else None,
                 veth=meta.get("veth", ""), address=meta.get("address", "")))
         except BaseException:
@@ -235,8 +235,8 @@ class LXC(Platform):
                 _teardown(paths, p / "vb-probe", "vb-probe", p)
                 mounts.safe_rmtree(p)
                 removed.append(f"probe dir {p}")
-            removed += mounts.remove_bridge_if_unused()
-            removed += mounts.remove_cgroups("lxc.pivot")  # LXC parks its monitor there on stop
+            removed += bridge.remove_bridge_if_unused()
+            removed += cgroups.remove_cgroups("lxc.pivot")  # LXC parks its monitor there on stop
         if failed:
             raise VirtbenchError("lxc cleanup left: " + "; ".join(failed))
         return removed
@@ -282,11 +282,11 @@ def _teardown(paths: Paths, d: Path, name: str, lxcpath: Path) -> list[str]:
     if d.is_dir() and proc.which("lxc-stop") and _state(lxcpath, name) not in ("STOPPED", "UNKNOWN"):
         _stop(lxcpath, name)
         done.append(f"lxc container {name}")
-    if mounts.delete_link(mounts.veth_name(name)):
-        done.append(f"veth {mounts.veth_name(name)}")
-    done += [f"lease {a}" for a in mounts.release_addresses(paths.runtime, name)]
+    if bridge.delete_link(bridge.veth_name(name)):
+        done.append(f"veth {bridge.veth_name(name)}")
+    done += [f"lease {a}" for a in bridge.release_addresses(paths.runtime, name)]
     for cg in (f"lxc.payload.{name}", f"lxc.monitor.{name}"):
-        done += mounts.remove_cgroups(cg)
+        done += cgroups.remove_cgroups(cg)
     if d.exists():
         done += [f"unmounted {m}" for m in mounts.teardown_dir(d)]
         done.append(f"container dir {d}")

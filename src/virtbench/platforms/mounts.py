@@ -1,4 +1,4 @@
-"""Host plumbing shared by the chroot/OCI/LXC platforms: mounts, instance dirs, the vbbr0 bridge.
+"""Mounts and instance directories shared by the chroot/OCI/LXC/QEMU platforms.
 
 These platforms run the image's own files, so a wrong unmount order or an rm that follows a
 still-mounted bind into the image would destroy the image (or the host's /sys). Everything
@@ -7,7 +7,6 @@ to prove nothing is left, and only then removes.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -199,165 +198,6 @@ def leftovers(parent: Path, platform: str, run_id: str | None) -> list[tuple[Pat
         if meta and meta.get("platform") == platform and run_id in (None, meta.get("run_id")):
             found.append((d, meta))
     return found
-
-
-# -- the vbbr0 bridge ---------------------------------------------------------------------
-BRIDGE = "vbbr0"
-SUBNET = "10.237.0"
-"""Host end .1 (the instances' default route, so they reach the host); instances .2-.254.
-No NAT: traffic stays on this host."""
-GATEWAY = f"{SUBNET}.1"
-_FORWARD_RULE = ["FORWARD", "-i", BRIDGE, "-o", BRIDGE, "-j", "ACCEPT"]
-"""Docker sets the FORWARD policy to DROP, and with br_netfilter that also drops traffic between
-two ports of any Linux bridge: instance-to-instance on vbbr0 needs this rule first."""
-
-
-def mac_for(address: str) -> str:
-    """The instance's MAC on vbbr0, derived from its address (locally administered, 02:76 = "v").
-
-    Addresses are reused as soon as an instance is removed, and a peer keeps its ARP entry
-    for the old holder for a while: with a random MAC per instance, the next server on the
-    same address never sees the client's SYNs (sent to the gone instance's MAC) and the
-    benchmark hangs. Docker derives its MACs from the IP for the same reason."""
-    return "02:76:" + ":".join(f"{int(octet):02x}" for octet in address.split("."))
-
-
-def veth_name(instance: str) -> str:
-    """Interface names are at most 15 bytes, so hash the instance name."""
-    return "vb" + hashlib.sha1(instance.encode()).hexdigest()[:10]
-
-
-def ensure_bridge() -> None:
-    if Path(f"/sys/class/net/{BRIDGE}").exists():
-        return
-    r = proc.run(["ip", "link", "add", BRIDGE, "type", "bridge"], timeout=30, check=False)
-    if not r.ok and "exists" not in r.stderr:
-        raise VirtbenchError(f"cannot create bridge {BRIDGE}: {r.stderr.strip()}")
-    proc.run(["ip", "addr", "replace", f"{SUBNET}.1/24", "dev", BRIDGE], timeout=30)
-    proc.run(["ip", "link", "set", BRIDGE, "up"], timeout=30)
-    allow_forwarding()
-
-
-def allow_forwarding() -> None:
-    """Insert the vbbr0 FORWARD accept rule once (no-op without iptables)."""
-    if not proc.which("iptables"):
-        return
-    if proc.run(["iptables", "-C", *_FORWARD_RULE], timeout=30, check=False).ok:
-        return
-    proc.run(["iptables", "-I", *_FORWARD_RULE], timeout=30, check=False)
-
-
-def _drop_forwarding() -> None:
-    if proc.which("iptables"):
-        while proc.run(["iptables", "-D", *_FORWARD_RULE], timeout=30, check=False).ok:
-            pass
-
-
-LEASES = Path("/run/virtbench-net/leases")
-"""Host-wide like the bridge itself: runs with different state dirs must not share an address."""
-
-
-def _owner(runtime: Path, instance: str) -> str:
-    return f"{runtime}\n{instance}"
-
-
-def allocate_address(runtime: Path, instance: str) -> str:
-    """Claim a free address atomically (one file per address, O_EXCL)."""
-    for host in range(2, 255):
-        try:
-            LEASES.mkdir(parents=True, exist_ok=True)  # a concurrent cleanup may rmdir it
-            fd = os.open(LEASES / f"{SUBNET}.{host}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            continue
-        with os.fdopen(fd, "w") as f:
-            f.write(_owner(runtime, instance))
-        return f"{SUBNET}.{host}"
-    raise VirtbenchError(f"no free address left on {BRIDGE} ({SUBNET}.0/24)", "run virtbench cleanup")
-
-
-def release_addresses(runtime: Path, instance: str) -> list[str]:
-    released = []
-    for lease in sorted(LEASES.iterdir()) if LEASES.is_dir() else []:
-        try:
-            if lease.read_text() == _owner(runtime, instance):
-                lease.unlink()
-                released.append(lease.name)
-        except OSError:
-            pass
-    return released
-
-
-def remove_bridge_if_unused() -> list[str]:
-    """Delete vbbr0 once no interface is attached and no address is leased by any run."""
-    brif = Path(f"/sys/class/net/{BRIDGE}/brif")
-    if not brif.is_dir() or any(brif.iterdir()) or (LEASES.is_dir() and any(LEASES.iterdir())):
-        return []
-    if not delete_link(BRIDGE):
-        return []
-    _drop_forwarding()
-    for d in (LEASES, LEASES.parent):
-        try:
-            d.rmdir()
-        except OSError:
-            pass
-    return [f"bridge {BRIDGE}"]
-
-
-def delete_link(name: str) -> bool:
-    if not Path(f"/sys/class/net/{name}").exists():
-        return False
-    return proc.run(["ip", "link", "del", name], timeout=30, check=False).ok
-
-
-# -- cgroups ------------------------------------------------------------------------------
-CGROUP_ROOT = Path("/sys/fs/cgroup")
-
-
-def parse_cpulist(text: str) -> set[int]:
-    """'0-2,5' -> {0, 1, 2, 5} (the kernel's cpulist format, also used by cpuset options)."""
-    cpus: set[int] = set()
-    for part in filter(None, text.strip().split(",")):
-        lo, _, hi = part.partition("-")
-        cpus.update(range(int(lo), int(hi or lo) + 1))
-    return cpus
-
-
-def check_limits(options: Any, platform: str) -> None:
-    """Limits this host cannot honour fail the campaign up front, not at the first create."""
-    try:
-        online = parse_cpulist(Path("/sys/devices/system/cpu/online").read_text())
-    except OSError:
-        online = set(os.sched_getaffinity(0))
-    if options.cpus is not None and options.cpus > len(online):
-        raise InputError(f"{platform}: cpus={options.cpus:g} but this host has {len(online)} CPUs",
-                         f"use cpus <= {len(online)}")
-    missing = parse_cpulist(options.cpuset or "") - online
-    if missing:
-        raise InputError(f"{platform}: cpuset {options.cpuset} names CPUs this host does not have "
-                         f"({', '.join(map(str, sorted(missing)))})",
-                         f"online CPUs: {min(online)}-{max(online)}")
-
-
-def cgroup_mode(entries: list[MountEntry] | None = None) -> str:
-    """'v2' (unified), 'hybrid' (v1 controllers plus a cgroup2 mount) or 'v1'."""
-    entries = read_mountinfo() if entries is None else entries
-    types = {e.mount_point: e.fstype for e in entries if e.mount_point.startswith(str(CGROUP_ROOT))}
-    if types.get(str(CGROUP_ROOT)) == "cgroup2":
-        return "v2"
-    return "hybrid" if "cgroup2" in types.values() else "v1"
-
-
-def remove_cgroups(relative: str) -> list[str]:
-    """rmdir a leftover cgroup in every hierarchy; the kernel refuses while tasks remain."""
-    removed = []
-    for d in [CGROUP_ROOT / relative, *CGROUP_ROOT.glob(f"*/{relative}")]:
-        if d.is_dir():
-            try:
-                d.rmdir()
-                removed.append(f"cgroup {d}")
-            except OSError:
-                pass
-    return removed
 
 
 # -- probing without an image -------------------------------------------------------------

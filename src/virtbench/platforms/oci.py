@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from .. import proc
 from ..errors import CommandError, VirtbenchError
 from ..images.image import Image
-from . import mounts
+from . import bridge, cgroups, iptables, mounts
 from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions
 
 CFS_PERIOD = 100_000
@@ -95,7 +95,7 @@ class _OCIRuntime(Platform):
     def __init__(self, name: str, options: PlatformOptions, paths: Paths,
                  executor: Executor | None = None) -> None:
         super().__init__(name, options, paths, executor)
-        mounts.check_limits(options, name)
+        cgroups.check_limits(options, name)
 
     def _rt(self) -> list[str]:
         return _rt(self.runtime, self.paths)
@@ -144,7 +144,7 @@ class _OCIRuntime(Platform):
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "runtime": self.runtime, "rootfs": "overlayfs",
-                "cgroup": mounts.cgroup_mode(), "resources": oci_resources(self.options),
+                "cgroup": cgroups.cgroup_mode(), "resources": oci_resources(self.options),
                 "capabilities": "docker default set", "seccomp": None}
 
     def create(self, image: Image, name: str, run_id: str) -> Instance:
@@ -209,8 +209,8 @@ class _OCIRuntime(Platform):
                 proc.run([*rt, "delete", "--force", d.name.split("-", 1)[1]], timeout=30, check=False)
                 mounts.safe_rmtree(d)
                 removed.append(f"probe bundle {d}")
-            removed += mounts.remove_bridge_if_unused()
-            removed += mounts.remove_cgroups("virtbench")
+            removed += bridge.remove_bridge_if_unused()
+            removed += cgroups.remove_cgroups("virtbench")
         if failed:
             raise VirtbenchError(f"{cls.runtime} cleanup left: " + "; ".join(failed))
         return removed
@@ -259,10 +259,10 @@ def _teardown(runtime: str, paths: Paths, d: Path, name: str) -> list[str]:
             done.append(f"{runtime} container {name}")
         elif "not exist" not in r.stderr and "not found" not in r.stderr:
             raise CommandError(r.argv, r.returncode, r.stdout, r.stderr)
-    if mounts.delete_link(mounts.veth_name(name)):
-        done.append(f"veth {mounts.veth_name(name)}")
-    done += [f"lease {a}" for a in mounts.release_addresses(paths.runtime, name)]
-    done += mounts.remove_cgroups(f"virtbench/{name}")
+    if bridge.delete_link(bridge.veth_name(name)):
+        done.append(f"veth {bridge.veth_name(name)}")
+    done += [f"lease {a}" for a in bridge.release_addresses(paths.runtime, name)]
+    done += cgroups.remove_cgroups(f"virtbench/{name}")
     if d.exists():
         done += [f"unmounted {m}" for m in mounts.teardown_dir(d)]
         done.append(f"bundle {d}")
@@ -271,19 +271,19 @@ def _teardown(runtime: str, paths: Paths, d: Path, name: str) -> list[str]:
 
 def _attach_bridge(paths: Paths, name: str, pid: int) -> dict[str, str]:
     """veth pair: host end on vbbr0, the other end moved into the container's netns as eth0."""
-    mounts.ensure_bridge()
-    mounts.allow_forwarding()  # dockerd may have started since the bridge was made
-    address = mounts.allocate_address(paths.runtime, name)
-    host_if = mounts.veth_name(name)
+    bridge.ensure_bridge()
+    iptables.allow_forwarding()  # dockerd may have started since the bridge was made
+    address = bridge.allocate_address(paths.runtime, name)
+    host_if = bridge.veth_name(name)
     peer = host_if + "c"
     proc.run(["ip", "link", "add", host_if, "type", "veth", "peer", "name", peer], timeout=30)
-    proc.run(["ip", "link", "set", host_if, "master", mounts.BRIDGE, "up"], timeout=30)
+    proc.run(["ip", "link", "set", host_if, "master", bridge.BRIDGE, "up"], timeout=30)
     proc.run(["ip", "link", "set", peer, "netns", str(pid)], timeout=30)
     ns = ["nsenter", "-t", str(pid), "-n", "ip"]
-    proc.run([*ns, "link", "set", peer, "name", "eth0", "address", mounts.mac_for(address)], timeout=30)
+    proc.run([*ns, "link", "set", peer, "name", "eth0", "address", bridge.mac_for(address)], timeout=30)
     proc.run([*ns, "addr", "add", f"{address}/24", "dev", "eth0"], timeout=30)
     proc.run([*ns, "link", "set", "eth0", "up"], timeout=30)
-    proc.run([*ns, "route", "add", "default", "via", mounts.GATEWAY], timeout=30)
+    proc.run([*ns, "route", "add", "default", "via", bridge.GATEWAY], timeout=30)
     return {"address": address, "veth": host_if}
 
 

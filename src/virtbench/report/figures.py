@@ -19,7 +19,7 @@ from typing import Any
 
 from ..analysis.summary import Row
 from ..analysis.tables import CategoryCell, StackRow
-from ..runner.plan import LIFECYCLE
+from ..constants import LIFECYCLE
 
 COUNT_PARAMS = ("instances", "count", "containers", "vms", "copies", "parallel", "clients", "n", "multi", "threads",
                 "jobs", "numjobs")

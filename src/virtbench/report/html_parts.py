@@ -10,8 +10,7 @@ from typing import Any
 
 from ..analysis.summary import Row
 from ..analysis.tables import BestRow, CategoryCell, StackRow
-from ..runner.execute import LIFECYCLE_STEPS
-from ..runner.plan import LIFECYCLE
+from ..constants import LIFECYCLE, LIFECYCLE_STEPS
 
 BADGE = {"better": ("good", "better"), "worse": ("bad", "worse"), "not significant": ("ns", "not significant"),
          "negligible": ("ns", "negligible"), "baseline": ("base", "baseline"), "no data": ("bad", "no data"),

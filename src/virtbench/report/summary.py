@@ -14,9 +14,8 @@ from sqlalchemy import select
 
 from ..analysis import quality, stats, tables
 from ..analysis.summary import Row, SampleView, summarize
+from ..constants import LIFECYCLE, LIFECYCLE_STEPS
 from ..registry import BENCHMARKS
-from ..runner.execute import LIFECYCLE_STEPS
-from ..runner.plan import LIFECYCLE
 from ..store.db import Store
 from ..store.models import Run, Sample
 from .model import FORMAT_VERSION, Report, Section

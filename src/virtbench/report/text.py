@@ -10,7 +10,7 @@ from rich.table import Table
 from ..analysis import quality
 from ..analysis.compare import CompareRow
 from ..analysis.summary import Row
-from ..runner.plan import LIFECYCLE
+from ..constants import LIFECYCLE
 from ..store.models import Run
 from .text_tables import render_tables
 

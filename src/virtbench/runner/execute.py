@@ -20,6 +20,7 @@ from .. import __version__
 from .. import host as hostfacts
 from ..benchmarks.base import Benchmark, PairBenchmark
 from ..config import Campaign, parse_campaign
+from ..constants import LIFECYCLE, LIFECYCLE_STEPS
 from ..errors import CommandError, InputError, VirtbenchError
 from ..experiments.registry import EXPERIMENTS
 from ..images.image import Image
@@ -29,11 +30,10 @@ from ..store.db import Store, now
 from . import adaptive
 from .multi import combine, run_instances
 from .pair import run_pair
-from .plan import LIFECYCLE, Unit, extra_round, schedule
+from .plan import Unit, extra_round, schedule
 from .session import Session, build_objects, outer_of, platform_rows, prepare, tool_versions
 
 SCRATCH = "/var/tmp/virtbench"
-LIFECYCLE_STEPS = ("create", "start", "stop", "remove")
 
 
 class Reporter(Protocol):

@@ -10,8 +10,9 @@ import random
 from dataclasses import dataclass
 
 from ..config import Campaign
+from ..constants import LIFECYCLE
 
-LIFECYCLE = "lifecycle"
+__all__ = ["LIFECYCLE", "Unit", "extra_round", "schedule"]
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from sqlalchemy.orm import selectinload
 from ..store.db import Store, now
 from ..store.models import Execution, Host, Run, Sample
 from ..store.models import Worker as WorkerRow
-from .queue import hostname, worker_alive
+from ..store.queue import hostname, worker_alive
 
 ACTIVE = ("queued", "running")
 TERMINAL = ("finished", "failed", "interrupted", "cancelled")

@@ -17,9 +17,8 @@ import sys
 
 import click
 
-from ..store.db import Store
+from ..store.db import Store, redact
 from .settings import Settings, loopback_hosts
-from .worker import redact
 
 WORKER_STOP_S = 180.0
 """How long the worker may take to stop: the instance in use is removed first."""

@@ -28,19 +28,15 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
-
-from sqlalchemy import delete, update
 
 from .. import __version__
 from ..errors import InputError
 from ..platforms.base import Paths
-from ..runner import execute, hostlock
-from ..store.db import Store, now
-from ..store.models import Run
-from ..store.models import Worker as WorkerRow
-from .queue import cancel_requested, claim_next, hostname, mark_cancelled, orphans, take_over
+from ..store import queue
+from ..store.db import Store, now, redact
+from ..store.queue import cancel_requested, claim_next, hostname, mark_cancelled, orphans, take_over
+from . import execute, hostlock
 
 HEARTBEAT_S = 10.0
 """Heartbeat period while nothing changes; progress is written within PROGRESS_S of a change."""
@@ -100,8 +96,12 @@ class QueueWorker:
     """One worker process's loop."""
 
     def __init__(self, store: Store, paths: Paths, *, poll_s: float = 2.0, once: bool = False,
-                 probe: bool = True, echo: Callable[[str], None] | None = None) -> None:
+                 probe: bool = True, echo: Callable[[str], None] | None = None,
+                 after_run: Callable[[Store, str], None] | None = None) -> None:
         self.store, self.paths, self.poll_s, self.once, self.probe = store, paths, poll_s, once, probe
+        self.after_run = after_run
+        """Called with each stopped run (the web app stores its report then); the runner does not
+        know the report layer, so the caller passes it in."""
         self.host = hostname()
         self.id = f"{self.host}:{os.getpid()}:{secrets.token_hex(3)}"
         self.echo = echo or (lambda m: print(f"worker: {m}", file=sys.stderr, flush=True))
@@ -151,11 +151,7 @@ class QueueWorker:
             raise KeyboardInterrupt(f"signal {signum}")
 
     def _register(self) -> None:
-        with self.store.session.begin() as s:
-            s.add(WorkerRow(id=self.id, hostname=self.host, pid=os.getpid(), state="starting", started_at=now(),
-                         heartbeat_at=now(), facts={"virtbench": __version__}))
-        with self.store.session.begin() as s:  # rows of long-gone workers only clutter the dashboard
-            s.execute(delete(WorkerRow).where(WorkerRow.heartbeat_at < now() - timedelta(days=7)))
+        queue.register_worker(self.store, self.id, self.host, os.getpid(), {"virtbench": __version__})
 
     def _acquire_host_lock(self) -> bool:
         """Wait (as a standby) until no other worker of this host holds the lock."""
@@ -177,9 +173,7 @@ class QueueWorker:
         return False
 
     def _shutdown(self) -> None:
-        with self.store.engine.begin() as conn:  # a claimed run that never started goes back
-            conn.execute(update(Run).where(Run.worker == self.id, Run.status == "queued")
-                         .values(worker=None, worker_host=None))
+        queue.release_unstarted(self.store, self.id)
         self._set_state("stopped")
         self._done.set()
         if self._lock_fd is not None:
@@ -199,9 +193,7 @@ class QueueWorker:
                 mark_cancelled(self.store, run.id)
             elif run.status == "queued":
                 self.echo(f"run {run.id}: claimed by a worker that is gone; back to the queue")
-                with self.store.engine.begin() as conn:
-                    conn.execute(update(Run).where(Run.id == run.id, Run.worker == self.id)
-                                 .values(worker=None, worker_host=None))
+                queue.give_back(self.store, run.id, self.id)
             else:
                 self.echo(f"run {run.id} was {run.status} when its worker stopped; resuming")
                 self._execute(run.id, resume=True)
@@ -255,10 +247,10 @@ class QueueWorker:
 
     def _precompute(self, run_id: str) -> None:
         """The run's report, computed now and stored, so its pages open at once (measuring is over)."""
-        from .cache import precompute
-
+        if self.after_run is None:
+            return
         try:
-            precompute(self.store, run_id)
+            self.after_run(self.store, run_id)
         except Exception as exc:  # noqa: BLE001 - the pages compute it themselves then
             self.echo(f"run {run_id}: could not store its report: {exc}")
 
@@ -266,7 +258,7 @@ class QueueWorker:
         """Which platform types this host runs, for the schedule form (same probe as doctor)."""
         from .. import host as hostfacts
         from ..registry import PLATFORMS
-        from ..runner.session import probe_types
+        from .session import probe_types
 
         self._set_state("probing")
         self._in_run_setup = True
@@ -282,8 +274,7 @@ class QueueWorker:
             self._in_run_setup = False
         facts = {"virtbench": __version__, "platforms": {
             n: {"available": v.available, "reason": v.reason, "fix": v.fix} for n, v in verdicts.items()}}
-        with self.store.session.begin() as s:
-            s.execute(update(WorkerRow).where(WorkerRow.id == self.id).values(facts=facts))
+        queue.set_worker_facts(self.store, self.id, facts)
         self.echo("platforms here: " + ", ".join(n for n, v in verdicts.items() if v.available))
 
     # -- heartbeat -------------------------------------------------------------------------
@@ -303,34 +294,19 @@ class QueueWorker:
                 self.echo(f"heartbeat failed: {exc}")
 
     def _beat(self) -> None:
-        with self.store.engine.begin() as conn:
-            conn.execute(update(WorkerRow).where(WorkerRow.id == self.id)
-                         .values(heartbeat_at=now(), state=self.state, run_id=self.current))
-            if self.current:
-                conn.execute(update(Run).where(Run.id == self.current, Run.worker == self.id)
-                             .values(heartbeat_at=now()))
+        queue.heartbeat(self.store, self.id, self.state, self.current)
 
     def _flush_progress(self) -> bool:
         reporter, run_id = self.reporter, self.current
         doc = reporter.snapshot() if reporter else None
         if doc is None or run_id is None:
             return False
-        with self.store.engine.begin() as conn:
-            conn.execute(update(Run).where(Run.id == run_id).values(progress=doc, heartbeat_at=now()))
+        queue.write_progress(self.store, run_id, doc)
         return True
 
 
-def redact(url: str) -> str:
-    """The URL without its password, for logs."""
-    from sqlalchemy.engine import make_url
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001
-        return "<database>"
-
-
-def main(db_url: str | None, *, once: bool = False, poll_s: float = 2.0, probe: bool = True) -> None:
+def main(db_url: str | None, *, once: bool = False, poll_s: float = 2.0, probe: bool = True,
+         after_run: Callable[[Store, str], None] | None = None) -> None:
     """Entry point of `virtbench worker`."""
     store = Store(db_url)
-    QueueWorker(store, Paths.from_env(), poll_s=poll_s, once=once, probe=probe).run()
+    QueueWorker(store, Paths.from_env(), poll_s=poll_s, once=once, probe=probe, after_run=after_run).run()

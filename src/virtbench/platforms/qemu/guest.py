@@ -1,14 +1,14 @@
 """The control channel into a VM: a tiny agent in the guest, a client on the host.
 
-The guest image has no interpreter the harness may rely on, so the agent (AGENT_SCRIPT) is
+The guest image has no interpreter the harness may rely on, so the agent (images/agent.py) is
 a bash script the VM disk carries at /usr/local/sbin/vb-agent; the guest's init starts it
 on a virtio-serial port, which QEMU exposes on the host as a unix socket. The host side is
 this module run as a program, so the platform keeps building argv lists that proc.run runs:
 
-    python -m virtbench.platforms.guest exec --socket S [--timeout T | --wait W] [--stdin]
+    python -m virtbench.platforms.qemu.guest exec --socket S [--timeout T | --wait W] [--stdin]
                                              [--env K=V ...] -- argv...
         runs argv in the guest; writes its stdout/stderr to ours, exits with its status
-    python -m virtbench.platforms.guest qmp --socket S COMMAND [JSON-ARGS]
+    python -m virtbench.platforms.qemu.guest qmp --socket S COMMAND [JSON-ARGS]
         one QMP command (quit, query-status...); prints the reply as JSON
 
 Protocol: one line each way, nothing else on the wire.
@@ -47,13 +47,13 @@ import sys
 import time
 from collections.abc import Sequence
 
+from ...images.agent import AGENT_PATH, PORT_NAME  # noqa: F401 - the protocol's names, used by callers
+
 MARK = "virtbench-guest:"
 CLIENT_ERROR = 255
 TIMED_OUT = 124
 GRACE = 15.0
 """Seconds the host waits beyond the guest-side timeout (which kills after TERM + 5 s)."""
-PORT_NAME = "org.virtbench.agent"
-AGENT_PATH = "/usr/local/sbin/vb-agent"
 
 
 class ChannelError(Exception):
@@ -268,7 +268,7 @@ def qmp(sock_path: str, command: str, arguments: dict | None = None, timeout: fl
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m virtbench.platforms.guest")
+    parser = argparse.ArgumentParser(prog="python -m virtbench.platforms.qemu.guest")
     sub = parser.add_subparsers(dest="cmd", required=True)
     ex = sub.add_parser("exec", help="run a command in the guest")
     ex.add_argument("--socket", required=True)
@@ -321,71 +321,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{MARK} timed out: the guest killed the command after {args.timeout:g} s",
               file=sys.stderr)
     return status
-
-
-AGENT_SCRIPT = r"""#!/bin/bash
-# virtbench guest agent: runs the commands the host sends over a virtio-serial port.
-# Written into the VM disk by virtbench; virtbench/platforms/guest.py documents the protocol
-# and holds the host side. One command at a time; output goes through files, never shell
-# variables, so large and binary outputs are fine. Forks are few: each costs ~0.1 s under
-# TCG emulation, so decoding uses bash builtins only.
-set -u
-port=${1:?usage: vb-agent PORT-DEVICE [WORKDIR]}
-work=${2:-/run/vb-agent}                 # a tmpfs of its own (guest init), or /run
-# The environment of commands sent without one: exactly virtbench's EXEC_ENV.
-export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LC_ALL=C
-for v in $(compgen -e); do case $v in PATH|HOME|LC_ALL) ;; *) export -n "$v" ;; esac; done
-[ -d "$work" ] || mkdir -p "$work"
-cd / || exit 1
-exec 4<> <(:)                            # read -t on this pipe sleeps without forking
-exec 3<>"$port"
-reply() { # id status outfile errfile
-    { printf 'R %s %s ' "$1" "$2"; [ -s "$3" ] && base64 -w0 "$3"; printf ' ';
-      [ -s "$4" ] && base64 -w0 "$4"; printf '
-'; } >&3
-}
-while :; do
-    if ! IFS=' ' read -r -a f -u 3; then
-        # A virtio port reads end-of-file while no host client is connected: poll.
-        read -r -t 0.02 -u 4 _ || true
-        continue
-    fi
-    id=${f[1]:-}
-    [[ "$id" =~ ^[0-9a-f]{1,32}$ ]] || continue
-    if [ "${f[0]}" != Q ] || (( ${#f[@]} < 6 )) || [[ ! "${f[2]}" =~ ^[0-9]+(\.[0-9]+)?$ ]]         || [[ ! "${f[4]}" =~ ^(-|[0-9]+)$ ]]; then
-        printf 'vb-agent: malformed request
-' >"$work/err"
-        reply "$id" 255 /dev/null "$work/err"
-        continue
-    fi
-    tmo=${f[2]} nenv=${f[4]}
-    [ "$nenv" = - ] && first=5 || first=$((5 + nenv))
-    envs=() args=()
-    for ((i = 5; i < ${#f[@]}; i++)); do
-        printf -v a '%b' "${f[i]:1}"
-        if ((i < first)); then envs+=("$a"); else args+=("$a"); fi
-    done
-    if ((${#args[@]} == 0)); then
-        printf 'vb-agent: no command
-' >"$work/err"
-        reply "$id" 255 /dev/null "$work/err"
-        continue
-    fi
-    case ${f[3]} in
-        -) in=/dev/null ;;
-        =) : >"$work/in"; in=$work/in ;;
-        *) base64 -d <<<"${f[3]}" >"$work/in"; in=$work/in ;;
-    esac
-    (
-        unset -v SHLVL PWD OLDPWD
-        if [ "$nenv" != - ]; then unset -v PATH HOME LC_ALL; export -- "${envs[@]}"; fi
-        if [ "$tmo" = 0 ]; then exec "${args[@]}"; fi
-        exec /usr/bin/timeout -k 5 "$tmo" "${args[@]}"
-    ) <"$in" >"$work/out" 2>"$work/err"
-    reply "$id" "$?" "$work/out" "$work/err"
-    : >"$work/out"; : >"$work/err"; [ "$in" = /dev/null ] || rm -f "$in"
-done
-"""
 
 
 if __name__ == "__main__":

@@ -12,13 +12,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import proc
-from ..errors import InputError, UnavailableError
-from ..images import vmdisk
-from ..images.image import Image
+from ... import proc
+from ...errors import InputError, UnavailableError
+from ...images import vmdisk
+from ...images.image import Image
 
 if TYPE_CHECKING:
-    from .base import Platform
+    from ..base import Platform
 
 SUPPORTED = ("docker", "podman")
 """Platform types a qemu VM can host: their packages are installed in the VM image and

@@ -14,10 +14,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import proc
-from ..errors import VirtbenchError
-from . import mounts
-from .base import Paths
+from ... import proc
+from ...errors import VirtbenchError
+from .. import bridge, cgroups, mounts
+from ..base import Paths
 
 SERIAL_TAIL = 15
 
@@ -90,8 +90,8 @@ def serial_tail(path: Path | str, lines: int = SERIAL_TAIL) -> str:
 # -- cgroup CPU quota for the whole QEMU process --------------------------------------------
 def limit_cpu(name: str, pid: int, cpus: float) -> str:
     quota, period = int(round(cpus * 100_000)), 100_000
-    root = mounts.CGROUP_ROOT
-    if mounts.cgroup_mode() == "v2":
+    root = cgroups.CGROUP_ROOT
+    if cgroups.cgroup_mode() == "v2":
         for parent in (root, root / "virtbench"):
             parent.mkdir(exist_ok=True)
             try:
@@ -111,22 +111,22 @@ def limit_cpu(name: str, pid: int, cpus: float) -> str:
 
 
 def _make_tap(tap: str) -> None:
-    mounts.ensure_bridge()
+    bridge.ensure_bridge()
     proc.run(["ip", "tuntap", "add", "dev", tap, "mode", "tap"], timeout=30)
-    proc.run(["ip", "link", "set", tap, "master", mounts.BRIDGE, "up"], timeout=30)
+    proc.run(["ip", "link", "set", tap, "master", bridge.BRIDGE, "up"], timeout=30)
 
 
 def _remove_cgroup(name: str, timeout: float = 5.0) -> list[str]:
     """rmdir the VM's cgroup; a killed QEMU holds it until its parent (init) has reaped it."""
     rel = f"virtbench/{name}"
     deadline = time.monotonic() + timeout
-    removed = mounts.remove_cgroups(rel)
-    while [c for c in mounts.CGROUP_ROOT.glob(f"*/{rel}")] + \
-            ([mounts.CGROUP_ROOT / rel] if (mounts.CGROUP_ROOT / rel).is_dir() else []):
+    removed = cgroups.remove_cgroups(rel)
+    while [c for c in cgroups.CGROUP_ROOT.glob(f"*/{rel}")] + \
+            ([cgroups.CGROUP_ROOT / rel] if (cgroups.CGROUP_ROOT / rel).is_dir() else []):
         if time.monotonic() >= deadline:
             break
         time.sleep(0.05)
-        removed += mounts.remove_cgroups(rel)
+        removed += cgroups.remove_cgroups(rel)
     return removed
 
 
@@ -139,9 +139,9 @@ def _teardown(paths: Paths, d: Path, meta: dict[str, Any]) -> list[str]:
         kill_qemus(pids)
         done += [f"qemu process {p}" for p in pids]
     tap = meta.get("tap")
-    if tap and mounts.delete_link(tap):
+    if tap and bridge.delete_link(tap):
         done.append(f"tap {tap}")
-    done += [f"lease {a}" for a in mounts.release_addresses(paths.runtime, name)]
+    done += [f"lease {a}" for a in bridge.release_addresses(paths.runtime, name)]
     done += _remove_cgroup(name)
     sockdir = meta.get("sockdir")
     if sockdir and Path(sockdir).exists():

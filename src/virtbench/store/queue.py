@@ -1,20 +1,22 @@
 """The run queue in the store: atomic claims, host pinning, dead-worker detection, cancel.
 
-Plain functions over the runs and workers tables, used by the worker process, the API and
-the tests. Every claim or take-over is one conditional UPDATE whose row count says who won,
-so it is atomic on SQLite and PostgreSQL alike, for workers on one host or many.
+Plain functions over the runs and workers tables, used by the worker process
+(runner/worker.py), the web app and the tests: the only place the queue speaks SQL. Every
+claim or take-over is one conditional UPDATE whose row count says who won, so it is atomic
+on SQLite and PostgreSQL alike, for workers on one host or many.
 """
 from __future__ import annotations
 
 import os
 import socket
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import delete, or_, select, update
 
-from ..store.db import Store, now
-from ..store.models import Run
-from ..store.models import Worker as WorkerRow
+from .db import Store, now
+from .models import Run
+from .models import Worker as WorkerRow
 
 STALE_S = 60.0
 """A worker whose heartbeat is older than this is considered gone."""
@@ -47,9 +49,7 @@ def claim_next(store: Store, worker_id: str, host: str) -> str | None:
         with store.session() as s:  # pinned to a host just after it was queued: not ours after all
             target = s.scalar(select(Run.target_host).where(Run.id == run_id))
         if target and target != host:
-            with store.engine.begin() as conn:
-                conn.execute(update(Run).where(Run.id == run_id, Run.worker == worker_id, Run.status == "queued")
-                             .values(worker=None, worker_host=None))
+            give_back(store, run_id, worker_id)
             continue
         return run_id
     return None
@@ -97,3 +97,47 @@ def cancel_requested(store: Store, run_id: str) -> bool:
 
 def mark_cancelled(store: Store, run_id: str) -> None:
     store.update_run(run_id, status="cancelled", finished_at=now(), error="cancelled by user")
+
+
+def give_back(store: Store, run_id: str, worker_id: str) -> None:
+    """A claimed run that never started goes back to the queue (if this worker still holds it)."""
+    with store.engine.begin() as conn:
+        conn.execute(update(Run).where(Run.id == run_id, Run.worker == worker_id, Run.status == "queued")
+                     .values(worker=None, worker_host=None))
+
+
+def release_unstarted(store: Store, worker_id: str) -> None:
+    """Every run this worker claimed but never started goes back (the worker is stopping)."""
+    with store.engine.begin() as conn:
+        conn.execute(update(Run).where(Run.worker == worker_id, Run.status == "queued")
+                     .values(worker=None, worker_host=None))
+
+
+def register_worker(store: Store, worker_id: str, host: str, pid: int, facts: dict[str, Any],
+                    *, forget_after: timedelta = timedelta(days=7)) -> None:
+    """Add this worker's row; rows of long-gone workers only clutter the dashboard, so drop them."""
+    with store.session.begin() as s:
+        s.add(WorkerRow(id=worker_id, hostname=host, pid=pid, state="starting", started_at=now(),
+                        heartbeat_at=now(), facts=facts))
+    with store.session.begin() as s:
+        s.execute(delete(WorkerRow).where(WorkerRow.heartbeat_at < now() - forget_after))
+
+
+def set_worker_facts(store: Store, worker_id: str, facts: dict[str, Any]) -> None:
+    with store.session.begin() as s:
+        s.execute(update(WorkerRow).where(WorkerRow.id == worker_id).values(facts=facts))
+
+
+def heartbeat(store: Store, worker_id: str, state: str, run_id: str | None) -> None:
+    """The worker is alive in this state; so is its current run (if it still holds it)."""
+    with store.engine.begin() as conn:
+        conn.execute(update(WorkerRow).where(WorkerRow.id == worker_id)
+                     .values(heartbeat_at=now(), state=state, run_id=run_id))
+        if run_id:
+            conn.execute(update(Run).where(Run.id == run_id, Run.worker == worker_id).values(heartbeat_at=now()))
+
+
+def write_progress(store: Store, run_id: str, progress: dict[str, Any]) -> None:
+    """The live progress document of a running run (the run page polls it)."""
+    with store.engine.begin() as conn:
+        conn.execute(update(Run).where(Run.id == run_id).values(progress=progress, heartbeat_at=now()))

@@ -2,7 +2,7 @@
 
 Nothing here touches the host: the exact argv a VM starts with is decided (and tested, see
 tests/unit/test_qemu_argv.py) without QEMU, KVM or a disk, and the accelerator check
-(qemu_accel.py) shares the architecture table without importing the platform.
+(accel.py) shares the architecture table without importing the platform.
 """
 from __future__ import annotations
 
@@ -10,17 +10,15 @@ import hashlib
 import platform as pyplatform
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-from ..errors import InputError
-from ..images import vmdisk
-from . import guest, mounts
-from .base import LABEL
+from ...errors import InputError
+from ...images import vmdisk
+from .. import bridge
+from ..base import LABEL
+from . import guest
+from .options import MiB, QemuOptions
 
-if TYPE_CHECKING:
-    from .qemu import QemuOptions
-
-MiB = 1 << 20
 ARCHES = {
     # machine: (QEMU binary, Debian package, console, default machine type)
     "x86_64": ("qemu-system-x86_64", "qemu-system-x86", "ttyS0", "q35"),
@@ -98,8 +96,8 @@ def qemu_argv(spec: VMSpec) -> list[str]:
              "-chardev", f"socket,id=vbagent,path={spec.agent_socket},server=on,wait=off",
              "-device", f"virtserialport,bus=vbserial.0,chardev=vbagent,name={guest.PORT_NAME}",
              "-device", "virtio-rng-pci"]
-    # on the shared bridge the MAC follows the (reused) address, see mounts.mac_for
-    mac = mounts.mac_for(spec.address.split("/")[0]) if spec.address else mac_address(spec.name)
+    # on the shared bridge the MAC follows the (reused) address, see bridge.mac_for
+    mac = bridge.mac_for(spec.address.split("/")[0]) if spec.address else mac_address(spec.name)
     if o.network == "user":
         argv += ["-netdev", "user,id=vbnet,restrict=on", "-device", f"virtio-net-pci,netdev=vbnet,mac={mac}"]
     elif o.network == "bridge":

@@ -14,11 +14,11 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import proc
-from ..errors import CommandError
-from .base import Paths
-from .qemu_argv import ARCHES, HOST_ARCH
-from .qemu_host import _rmtree
+from ... import proc
+from ...errors import CommandError
+from ..base import Paths
+from .argv import ARCHES, HOST_ARCH
+from .host import _rmtree
 
 KVM_CHECK_TIMEOUT = 20.0
 """Seconds a test guest may take under KVM before KVM is declared unusable here."""
@@ -126,7 +126,7 @@ def try_kernel(arch: str, kernel: Path, workdir: Path, timeout: float = KVM_CHEC
 
 def probe_kernel() -> Path | None:
     """A kernel for the KVM check when no image is at hand: a cached VM disk's, or the host's."""
-    from ..images.build import DEFAULT_CACHE
+    from ...images.build import DEFAULT_CACHE
 
     found = sorted(DEFAULT_CACHE.glob("*/vm/*/vmlinuz"), key=lambda p: p.stat().st_mtime, reverse=True) \
         if DEFAULT_CACHE.is_dir() else []

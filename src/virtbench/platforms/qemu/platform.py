@@ -2,24 +2,24 @@
 
 The VM boots the image's VM variant (the same recipe plus Debian's cloud kernel, see
 images/vmdisk.py) from a qcow2 copy-on-write overlay of a cached ext4 disk, with direct
-kernel boot (no bootloader). Commands run through a virtio-serial agent (platforms/guest.py);
-exec_argv builds `python -m virtbench.platforms.guest exec ...`, so proc.run stays the one
+kernel boot (no bootloader). Commands run through a virtio-serial agent (qemu/guest.py);
+exec_argv builds `python -m virtbench.platforms.qemu.guest exec ...`, so proc.run stays the one
 place that starts processes.
 
 KVM is used when it works, and only then: `accel=auto` decides by booting a test guest
 under KVM with a bounded timeout (a VM of a VM often has /dev/kvm but its guests hang), and
-falls back to TCG emulation, saying why (platforms/qemu_accel.py). The verdict is cached
+falls back to TCG emulation, saying why (qemu/accel.py). The verdict is cached
 per host boot in paths.runtime/qemu/accel.json. The accelerator is part of the platform's
 identity: a TCG VM measures emulation, not virtualization, and its label says so
 (`qemu(tcg,2 vcpu)`).
 
 A VM may host container platforms (a stack, `inside: vm` in the campaign): accept_inner adds
-their runtimes to the VM image and the image archive to the disk (platforms/qemu_stack.py);
+their runtimes to the VM image and the image archive to the disk (qemu/stack.py);
 the runner then starts their engine in each VM and runs them through the agent.
 
 Every QEMU process carries `-fw_cfg name=opt/org.virtbench,string=<run id>` and paths under
 paths.instances/<instance>, so cleanup finds exactly its own VMs, even without their files
-(platforms/qemu_host.py). The command line itself is built in platforms/qemu_argv.py.
+(qemu/host.py). The command line itself is built in qemu/argv.py.
 """
 from __future__ import annotations
 
@@ -31,17 +31,17 @@ import uuid
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
-
-from .. import proc
-from ..errors import CommandError, InputError, UnavailableError, VirtbenchError
-from ..images import vmdisk
-from ..images.image import Image
-from . import guest, mounts, qemu_stack
-from .base import EXEC_ENV, Availability, Executor, Instance, Paths, Platform, PlatformOptions, Size
-from .qemu_accel import AccelVerdict, accel_verdict, probe_kernel, try_stub
-from .qemu_argv import ARCHES, FW_CFG_LABEL, HOST_ARCH, MiB, VMSpec, cpu_model, qemu_argv
-from .qemu_host import (
+from ... import proc
+from ...errors import CommandError, InputError, UnavailableError, VirtbenchError
+from ...images import vmdisk
+from ...images.image import Image
+from .. import bridge, cgroups, mounts
+from ..base import EXEC_ENV, Availability, Executor, Instance, Paths, Platform, PlatformOptions
+from . import guest
+from . import stack as qemu_stack
+from .accel import AccelVerdict, accel_verdict, probe_kernel, try_stub
+from .argv import ARCHES, FW_CFG_LABEL, HOST_ARCH, VMSpec, cpu_model, qemu_argv
+from .host import (
     _alive,
     _make_tap,
     _rmtree,
@@ -52,6 +52,7 @@ from .qemu_host import (
     qemu_processes,
     serial_tail,
 )
+from .options import MiB, QemuOptions
 
 STOP_TIMEOUT = 10.0
 QBOOT = Path("/usr/share/qemu/qboot.rom")
@@ -66,45 +67,6 @@ def _arch() -> tuple[str, str, str, str]:
                                f"use a host of {', '.join(ARCHES)}") from None
 
 
-class QemuOptions(PlatformOptions):
-    """A VM's shape. cpus/cpuset limit the QEMU process on the host (all vCPU threads)."""
-
-    memory: Size = Field(1 << 30, description="guest RAM (default 1G)")
-    network: Literal["none", "user", "bridge"] = Field(
-        "none", description="none: no NIC (the agent uses virtio-serial); user: QEMU user-mode "
-                            "NAT, restricted to the host; bridge: tap on the host bridge vbbr0")
-    vcpus: int = Field(2, ge=1, le=512, description="virtual CPUs")
-    cpu: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.,=+-]*$",
-                            description="CPU model (default: host under KVM, max under TCG)")
-    accel: Literal["auto", "kvm", "tcg"] = Field(
-        "auto", description="auto: KVM if a test guest boots under it, else TCG emulation")
-    cache: Literal["none", "writeback", "writethrough", "unsafe", "directsync"] = Field(
-        "none", description="host page cache for the disk; none and directsync use O_DIRECT "
-                            "(the host filesystem must support it, tmpfs does not)")
-    aio: Literal["threads", "native", "io_uring"] = Field(
-        "threads", description="QEMU's disk I/O backend (native needs cache none or directsync)")
-    disk_bus: Literal["virtio-blk", "virtio-scsi"] = "virtio-blk"
-    machine: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.=-]*$",
-                                description="machine type (default q35 on x86, virt on arm64)")
-    disk_headroom: Size = Field(4 << 30,
-                                    description="free space on the guest's root disk (sparse)")
-    boot_timeout: float = Field(300.0, gt=0, le=3600, description="seconds until the agent answers")
-
-    @field_validator("memory")
-    @classmethod
-    def _vm_memory(cls, v: int) -> int:
-        if v < 128 * MiB:
-            raise ValueError("a VM needs at least 128M of memory to boot the Debian kernel")
-        return v
-
-    @model_validator(mode="after")
-    def _aio(self) -> QemuOptions:
-        if self.aio == "native" and self.cache not in ("none", "directsync"):
-            raise ValueError("aio=native needs cache=none or cache=directsync (O_DIRECT)")
-        return self
-
-
-
 class Qemu(Platform):
     type = "qemu"
     kind = "vm"
@@ -117,7 +79,7 @@ class Qemu(Platform):
     def __init__(self, name: str, options: PlatformOptions, paths: Paths,
                  executor: Executor | None = None) -> None:
         super().__init__(name, options, paths, executor)
-        mounts.check_limits(options, name)  # cpus/cpuset limit the QEMU process on this host
+        cgroups.check_limits(options, name)  # cpus/cpuset limit the QEMU process on this host
         self.options: QemuOptions
         self._disks: dict[str, vmdisk.VMDisk] = {}
         self._base: Image | None = None
@@ -284,7 +246,7 @@ class Qemu(Platform):
                            str(overlay)], timeout=60)
             tap = address = None
             if self.options.network == "bridge":
-                tap, address = mounts.veth_name(name), mounts.allocate_address(self.paths.runtime, name)
+                tap, address = bridge.veth_name(name), bridge.allocate_address(self.paths.runtime, name)
                 meta |= {"tap": tap, "address": address}
                 mounts.write_meta(d, meta)
                 _make_tap(tap)
@@ -348,7 +310,7 @@ class Qemu(Platform):
         limit = (["--timeout", f"{timeout:g}"] if timeout is not None
                  else ["--wait", f"{wait:g}"] if wait is not None else [])
         env = [a for k, v in EXEC_ENV.items() for a in ("--env", f"{k}={v}")]
-        return [sys.executable, "-m", "virtbench.platforms.guest", "exec", "--socket", instance.data["agent"],
+        return [sys.executable, "-m", "virtbench.platforms.qemu.guest", "exec", "--socket", instance.data["agent"],
                 *limit, *env, "--", *argv]
 
     def exec_argv(self, instance: Instance, argv: list[str], timeout: float | None = None) -> list[str]:
@@ -376,7 +338,7 @@ class Qemu(Platform):
                                          wait=STOP_TIMEOUT), timeout=STOP_TIMEOUT + 30, check=False)
         if not _wait_gone([pid], STOP_TIMEOUT):
             return
-        self.host.run([sys.executable, "-m", "virtbench.platforms.guest", "qmp", "--socket",
+        self.host.run([sys.executable, "-m", "virtbench.platforms.qemu.guest", "qmp", "--socket",
                        instance.data["qmp"], "quit"], timeout=30, check=False)
         if _wait_gone([pid], 5.0):
             self._kill(instance)
@@ -428,8 +390,8 @@ class Qemu(Platform):
                 if d.is_dir():  # socket dirs and probe dirs; accel.json (the verdict) stays
                     _rmtree(d)
                     removed.append(f"runtime dir {d}")
-            removed += mounts.remove_bridge_if_unused()
-            removed += mounts.remove_cgroups("virtbench")
+            removed += bridge.remove_bridge_if_unused()
+            removed += cgroups.remove_cgroups("virtbench")
         if failed:
             raise VirtbenchError("qemu cleanup left: " + "; ".join(failed))
         return removed

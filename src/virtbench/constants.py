@@ -1,0 +1,11 @@
+"""Names every layer shares, in a module that imports nothing of virtbench.
+
+The runner writes them into the store and the report reads them back; keeping them here
+lets report/ and web/ use them without importing the runner (dependencies point one way).
+"""
+from __future__ import annotations
+
+LIFECYCLE = "lifecycle"
+"""The pseudo-benchmark under which an instance's create/start/stop/remove times are stored."""
+LIFECYCLE_STEPS = ("create", "start", "stop", "remove")
+"""Its metrics, in order: `<step>_s` seconds."""
