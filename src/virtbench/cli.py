@@ -151,9 +151,11 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
             outcome = execute.resume(store, resume_id, paths, reporter=reporter)
         else:
             source = Path(campaign_file).read_text() if campaign_file else ""
+            left_out = None
             if quick:
-                campaign = quick_campaign(paths, console.print)
-            outcome = execute.start(store, campaign, paths, source=source, reporter=reporter)
+                plan = quick_campaign(paths, console.print)
+                campaign, left_out = plan.campaign, plan.left_out
+            outcome = execute.start(store, campaign, paths, source=source, reporter=reporter, left_out=left_out)
     if outcome.interrupted:
         errconsole.print(f"[yellow]run {outcome.run_id} interrupted; complete it with "
                          f"`virtbench run --resume {outcome.run_id}`[/yellow]")

@@ -52,6 +52,10 @@ class Adaptive(BaseModel):
     target: float = Field(0.02, gt=0, lt=1, description="wanted half-width of the ratio's 95% CI (0.02 = +-2%)")
     max_repetitions: int = Field(30, ge=2, le=10000, description="cap on measured rounds per platform")
     max_minutes: float = Field(60.0, gt=0, description="cap on the run's duration for extra rounds")
+    until: Literal["precise", "decided"] = Field(
+        "precise", description="precise: every ratio's CI within +-target; decided: every comparison "
+                               "decided (CI excludes 1, or lies within +-target: the same), and extra "
+                               "rounds run only the undecided benchmarks")
 
 
 class PlatformEntry(BaseModel):
@@ -209,6 +213,7 @@ class Campaign(BaseModel):
                                  "declare e.g. {name: vm, type: qemu} and use inside: vm")
             if p.type not in PLATFORMS.names() or PLATFORMS.get(p.type).kind != "container":
                 raise InputError(f"{where}: only container platforms run inside a VM (got {p.type})")
+        _check_network(self)
         if self.baseline in names and self.platform(self.baseline).inside is not None:
             raise InputError(f"baseline {self.baseline!r} is stacked; the baseline must be bare metal or a single layer")
         if self.baseline not in names:
@@ -217,6 +222,40 @@ class Campaign(BaseModel):
 
     def platform(self, name: str) -> PlatformEntry:
         return next(p for p in self.platforms if p.name == name)
+
+
+def _check_network(campaign: Campaign) -> None:
+    """Refuse a client-server benchmark whose two ends cannot reach each other on a platform:
+    caught here, it is one line with the fix; at run time it was a failure in every round.
+
+    The host end runs on this host, which a container inside a VM can neither reach nor be
+    reached from (its address is on the VM's own bridge), so host placements are refused there."""
+    pairs = [(b, BENCHMARKS.get(b.name).Params(**b.params)) for b in campaign.benchmarks
+             if issubclass(BENCHMARKS.get(b.name), PairBenchmark)]
+    for i, p in enumerate(campaign.platforms):
+        if not pairs or p.type not in PLATFORMS.names():  # a node an experiment kind builds itself
+            continue
+        cls = PLATFORMS.get(p.type)
+        for bench, params in pairs:
+            client, server = getattr(params, "client", "instance"), getattr(params, "server", "peer")
+            where = f"platforms[{i}] {p.name!r} with benchmark {bench.key!r} (client: {client}, server: {server})"
+            if p.inside is not None and "host" in (client, server):
+                raise InputError(
+                    f"{where}: {p.name} runs inside the VM {p.inside!r}, and an end on the host cannot "
+                    "reach the container (or be reached from it) through the VM",
+                    f"use server: peer or server: instance for {p.name}, or measure host traffic on {p.inside!r} itself")
+            needs = []
+            if server == "peer" or (server == "instance" and client == "host"):
+                needs.append(("inbound", "the other end must connect to the instance"))
+            if server == "host" and client == "instance":
+                needs.append(("to_host", "the instance must connect to the host"))
+            for need, why in needs:
+                gap = cls.network_gap(cls.Options(**p.options), need)
+                if gap:
+                    fix = "bridge" if p.type != "containerd" else "host"
+                    raise InputError(f"{where}: {why}, but {p.name} has {gap}",
+                                     f"set network: {fix} on platform {p.name!r}, or use server: instance "
+                                     "(client and server in one instance, over loopback)")
 
 
 def _as_mapping(value: Any, where: str, expected: str) -> dict[str, Any]:

@@ -146,3 +146,17 @@ def test_metadata() -> None:
     assert Fio.name == "fio" and Fio.packages == ("fio",)
     assert b.version_command() == ["fio", "--version"]
     assert b.execution_timeout() >= 4 * 8 * 6 + 60
+
+
+def test_a_subset_of_jobs_runs_and_parses_only_those():
+    from virtbench.benchmarks.fio import Fio, FioParams
+
+    b = Fio(FioParams(jobs=["rand_read_iops", "seq_read_bw"]))
+    assert [m.name for m in b.metrics()] == ["seq_read_bw", "rand_read_iops"]
+    argv = b.command("/w")
+    assert [a for a in argv if a.startswith("--name=")] == ["--name=seq_read_bw", "--name=rand_read_iops"]
+    assert set(b.parse((DATA / "ext4_64M_runtime1.json").read_text())) == {"seq_read_bw", "rand_read_iops"}
+    with pytest.raises(ValueError):
+        FioParams(jobs=["seq_read_bw", "seq_read_bw"])
+    with pytest.raises(ValueError):
+        FioParams(jobs=[])

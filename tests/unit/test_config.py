@@ -184,13 +184,70 @@ def test_bad_instances():
 def test_full_profile_takes_the_studies_values_under_the_campaigns_own():
     from virtbench.registry import BENCHMARKS
 
-    c = parse_campaign({**GOOD, "profile": "full",
+    bridged = ["native", {"name": "docker", "type": "docker", "network": "bridge"}]
+    c = parse_campaign({**GOOD, "profile": "full", "platforms": bridged,
                         "benchmarks": [{"name": "iperf3"}, {"name": "sockperf", "time": 3}, "dd"]})
     assert c.benchmarks[0].params == BENCHMARKS.get("iperf3").study == {"time": 20}
     assert c.benchmarks[1].params == {"time": 3}
     assert c.benchmarks[2].params == {"count": 256}
     assert parse_campaign(c.model_dump(mode="json")) == c
-    quick = parse_campaign({**GOOD, "benchmarks": ["iperf3"]})
+    quick = parse_campaign({**GOOD, "platforms": bridged, "benchmarks": ["iperf3"]})
     assert quick.benchmarks[0].params == {}
     for _name, cls in BENCHMARKS.items():
         cls.Params(**cls.study)  # every full profile is valid
+
+
+@pytest.mark.parametrize("platform, bench, needle", [
+    ({"name": "docker", "type": "docker"}, {"name": "iperf3"}, "set network: bridge on platform 'docker'"),
+    ({"name": "lxc", "type": "lxc"}, {"name": "sockperf", "server": "host"}, "cannot reach the host"),
+    ({"name": "runc", "type": "runc"}, {"name": "nginx-wrk", "client": "host", "server": "instance"},
+     "nothing can reach it"),
+    ({"name": "ctr", "type": "containerd"}, {"name": "ping"}, "set network: host on platform 'ctr'"),
+    ({"name": "vm", "type": "qemu", "network": "user"}, {"name": "iperf3"}, "nothing outside can reach the guest"),
+    ({"name": "vm", "type": "qemu"}, {"name": "iperf3", "server": "host"}, "no network card"),
+])
+def test_a_network_benchmark_that_cannot_connect_is_refused_with_the_fix(platform, bench, needle):
+    message = bad(platforms=["native", platform], benchmarks=[bench])
+    assert needle in message and "server: instance" in message
+
+
+@pytest.mark.parametrize("platform, bench", [
+    ({"name": "docker", "type": "docker"}, {"name": "iperf3", "server": "instance"}),  # loopback
+    ({"name": "docker", "type": "docker"}, {"name": "iperf3", "client": "host", "server": "host"}),
+    ({"name": "docker", "type": "docker", "network": "bridge"}, {"name": "iperf3"}),
+    ({"name": "lxc", "type": "lxc", "network": "host"}, {"name": "sockperf", "server": "host"}),
+    ({"name": "vm", "type": "qemu", "network": "user"}, {"name": "iperf3", "server": "host"}),
+    ({"name": "vm", "type": "qemu", "network": "bridge"}, {"name": "iperf3", "client": "host", "server": "instance"}),
+])
+def test_network_benchmarks_that_can_connect_are_accepted(platform, bench):
+    parse_campaign({**GOOD, "platforms": ["native", platform], "benchmarks": [bench]})
+
+
+@pytest.mark.parametrize("bench", [{"name": "iperf3", "server": "host"},
+                                   {"name": "sockperf", "client": "host", "server": "instance"},
+                                   {"name": "nginx-wrk", "client": "host", "server": "peer"}])
+def test_host_end_with_a_container_inside_a_vm_is_refused(bench):
+    platforms = ["native", {"name": "vm", "type": "qemu", "network": "bridge"},
+                 {"name": "vm-docker", "type": "docker", "network": "bridge", "inside": "vm"}]
+    message = bad(platforms=platforms, benchmarks=[bench])
+    assert "runs inside the VM 'vm'" in message and "server: peer" in message
+    # the same benchmark instance-to-instance inside the VM is fine
+    parse_campaign({**GOOD, "platforms": platforms, "benchmarks": [{**bench, "client": "instance", "server": "peer"}]})
+
+
+def test_cli_refuses_the_campaign_before_anything_starts(tmp_path: Path):
+    import subprocess
+    import sys
+
+    import yaml
+
+    campaign = {"name": "net", "platforms": ["native", "docker"], "benchmarks": [{"name": "iperf3", "time": 1}]}
+    (tmp_path / "net.yaml").write_text(yaml.safe_dump(campaign))
+    db = tmp_path / "store.db"
+    r = subprocess.run([sys.executable, "-m", "virtbench", "run", str(tmp_path / "net.yaml"), "--db", f"sqlite:///{db}"],
+                       capture_output=True, text=True, timeout=120,
+                       env={"PATH": "/usr/bin:/bin", "VIRTBENCH_STATE_DIR": str(tmp_path / "state"),
+                            "VIRTBENCH_RUNTIME_DIR": str(tmp_path / "run")})
+    assert r.returncode == 2, r.stderr
+    assert "has network 'none'" in r.stderr and "fix: set network: bridge on platform 'docker'" in r.stderr
+    assert not db.exists() and not (tmp_path / "state").exists()  # no store opened, nothing created

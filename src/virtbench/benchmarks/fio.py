@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from ..errors import ParseError
 from .base import Benchmark, Metric, Params
@@ -27,6 +27,8 @@ _JOBS: tuple[tuple[str, str, str, str], ...] = (
     ("rand_read_iops", "randread", "iops", "read"),
     ("rand_write_iops", "randwrite", "iops", "write"),
 )
+JobName = Literal["seq_read_bw", "seq_write_bw", "rand_read_bw", "rand_write_bw",
+                  "seq_read_iops", "seq_write_iops", "rand_read_iops", "rand_write_iops"]
 _SIZE = r"^[1-9][0-9]*[kKmMgGtT]?$"
 _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 _FILENAME = "virtbench.fio"
@@ -51,6 +53,16 @@ class FioParams(Params):
     ioengine: Literal["libaio", "io_uring", "psync"] = Field(
         "libaio", description="fio ioengine; psync ignores iodepth"
     )
+    jobs: tuple[JobName, ...] | None = Field(
+        None, min_length=1,
+        description="which of the eight jobs to run (None: all; the quick campaign runs the stablest)")
+
+    @field_validator("jobs")
+    @classmethod
+    def _unique(cls, v: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if v is not None and len(set(v)) != len(v):
+            raise ValueError("a job is listed twice")
+        return v
 
 
 class Fio(Benchmark):
@@ -66,10 +78,13 @@ class Fio(Benchmark):
 
     params: FioParams
 
+    def _jobs(self) -> list[tuple[str, str, str, str]]:
+        return [j for j in _JOBS if self.params.jobs is None or j[0] in self.params.jobs]
+
     def metrics(self) -> list[Metric]:
         p = self.params
         out = []
-        for job, rw, kind, _ in _JOBS:
+        for job, rw, kind, _ in self._jobs():
             bs = p.bs_bandwidth if kind == "bandwidth" else p.bs_iops
             what = f"{rw}, bs={bs}, iodepth={p.iodepth}, direct={int(p.direct)}"
             if kind == "bandwidth":
@@ -88,7 +103,7 @@ class Fio(Benchmark):
             f"--size={p.size}", f"--iodepth={p.iodepth}",
             "--time_based=1", f"--runtime={p.runtime}", f"--ramp_time={p.ramp_time}",
         ]
-        for job, rw, kind, _ in _JOBS:
+        for job, rw, kind, _ in self._jobs():
             bs = p.bs_bandwidth if kind == "bandwidth" else p.bs_iops
             argv += [f"--name={job}", f"--rw={rw}", f"--bs={bs}", "--stonewall"]
         return argv
@@ -105,7 +120,7 @@ class Fio(Benchmark):
             raise ParseError(self.tool, f"valid JSON ({exc})", source) from None
         jobs = {j.get("jobname"): j for j in doc.get("jobs", [])} if isinstance(doc, dict) else {}
         result: dict[str, float] = {}
-        for job, _, kind, direction in _JOBS:
+        for job, _, kind, direction in self._jobs():
             data = jobs.get(job)
             if data is None:
                 raise ParseError(self.tool, f"a job named {job!r} in jobs[]", source)
@@ -125,5 +140,5 @@ class Fio(Benchmark):
     def execution_timeout(self) -> float:
         p = self.params
         # Laying out the file is not part of runtime; allow it at a slow 20 MiB/s.
-        expected = len(_JOBS) * (p.runtime + p.ramp_time) + size_bytes(p.size) / (20 * 2**20)
+        expected = len(self._jobs()) * (p.runtime + p.ramp_time) + size_bytes(p.size) / (20 * 2**20)
         return 4.0 * expected + 60.0

@@ -269,6 +269,18 @@ class Platform(ABC):
                                "belongs to the engine", "use lxc, runc, native or qemu for offline migration")
 
     # -- networking (two-endpoint benchmarks) -----------------------------------------
+    @classmethod
+    def network_gap(cls, options: PlatformOptions, need: Literal["inbound", "to_host"]) -> str | None:
+        """Why an instance with these options cannot be reached from outside (`inbound`: a
+        peer or the host connects to it) or cannot reach the host (`to_host`); None if it can.
+
+        Read by campaign validation, so a network benchmark that cannot work is refused
+        before anything starts instead of failing when its round comes."""
+        if getattr(options, "network", "host") != "none":
+            return None
+        return "network 'none' (loopback only): " + (
+            "nothing can reach it" if need == "inbound" else "it cannot reach the host")
+
     def address(self, instance: Instance) -> str:
         """IPv4 address other instances and the host reach this instance at.
 

@@ -95,6 +95,9 @@ def warnings(run: Run, rows: Sequence[Row]) -> list[dict[str, Any]]:
     """Host conditions, campaign design and every result's quality flags, in that order."""
     out = [{"scope": "host", **f.public()} for f in quality.host_conditions(facts(run))]
     out += [{"scope": "run", **f.public()} for f in quality.run_checks(run.campaign)]
+    out += [{"scope": "run", "check": "left_out", "severity": "info", "platform": p.get("platform"),
+             "message": f"{p.get('platform')} not measured: {p.get('reason')}", "fix": p.get("fix", "")}
+            for p in (run.provenance or {}).get("left_out", [])]
     if note := power_note(rows):
         out.append(note)
     for r in rows:

@@ -6,11 +6,12 @@ run finishes the round it was in and the report can show why every extra run hap
 """
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
-from ..analysis.stats import needs_more
+from ..analysis.stats import Need, needs_more, ratio_ci
 from ..config import Campaign
 from ..store.db import Store, now
 from .plan import LIFECYCLE
@@ -39,25 +40,55 @@ def plan_next(store: Store, campaign: Campaign, run_id: str, next_round: int,
         direction[(s.benchmark, s.metric)] = s.higher_is_better
     reasons: dict[str, str] = {}
     worst: dict[str, float] = {}
+    undecided: dict[str, set[str]] = defaultdict(set)
     capped = []
+    check = needs_more if rule.until == "precise" else needs_decision
     for (platform, bench, metric), vals in sorted(values.items()):
         if platform == campaign.baseline:
             continue
         base = values.get((campaign.baseline, bench, metric), [])
-        need = needs_more(vals, base, direction[(bench, metric)], target=rule.target,
-                          max_n=rule.max_repetitions)
-        if need and (need.precision or 1.0) >= worst.get(platform, 0.0):
-            worst[platform] = need.precision or 1.0
-            reasons[platform] = f"{bench} {metric}: {need.reason}"
-        elif not need and "cap" in need.reason:
+        need = check(vals, base, direction[(bench, metric)], target=rule.target, max_n=rule.max_repetitions)
+        if need:
+            undecided[platform].add(bench)
+            if (need.precision or 1.0) >= worst.get(platform, 0.0):
+                worst[platform] = need.precision or 1.0
+                reasons[platform] = f"{bench} {metric}: {need.reason}"
+        elif "cap" in need.reason:
             capped.append(platform)
     if not reasons:
-        stop = "every ratio within target" if not capped else f"repetition cap reached for {', '.join(sorted(set(capped)))}"
+        done = "every ratio within target" if rule.until == "precise" else "every comparison decided"
+        stop = done if not capped else f"repetition cap reached for {', '.join(sorted(set(capped)))}"
         _append(store, run_id, log, {"stop": stop})
         return None
-    entry = {"round": next_round, "platforms": sorted(reasons) + [campaign.baseline], "reasons": reasons}
+    entry: dict[str, Any] = {"round": next_round, "platforms": sorted(reasons) + [campaign.baseline],
+                             "reasons": reasons}
+    if rule.until == "decided":  # run only what is still undecided (the baseline: all of those)
+        entry["benchmarks"] = {p: sorted(b) for p, b in undecided.items()}
+        entry["benchmarks"][campaign.baseline] = sorted(set().union(*undecided.values()))
     _append(store, run_id, log, entry)
     return entry
+
+
+def needs_decision(values: list[float], base: list[float], higher_is_better: bool, *, target: float,
+                   max_n: int, min_n: int = 3) -> Need:
+    """Another repetition while the comparison is undecided: its ratio's interval neither
+    excludes 1 (slower/faster) nor lies within +-target of 1 (the same). Stopping on a
+    decision can stop early on a lucky draw; the repetition cap and a minimum of min_n bound
+    that, and every extra round is logged with the undecided interval that asked for it."""
+    n, nb = len(values), len(base)
+    if n >= max_n:
+        return Need(False, f"cap of {max_n} repetitions reached", None)
+    if n < min_n or nb < min_n:
+        return Need(True, f"fewer than {min_n} repetitions ({n} here, {nb} on the baseline)", None)
+    ci = ratio_ci(values, base, higher_is_better)
+    if ci is None or not all(map(math.isfinite, ci)):
+        return Need(False, "ratio undefined; more repetitions cannot help", None)
+    lo, hi = ci
+    if lo > 1 or hi < 1:
+        return Need(False, f"decided: ratio interval [{lo:.3f}, {hi:.3f}] excludes 1", None)
+    if lo >= 1 - target and hi <= 1 + target:
+        return Need(False, f"decided: ratio interval [{lo:.3f}, {hi:.3f}] within +-{target:.0%}", None)
+    return Need(True, f"undecided: ratio interval [{lo:.3f}, {hi:.3f}] spans 1 and +-{target:.0%}", (hi - lo) / 2)
 
 
 def _append(store: Store, run_id: str, log: list[dict[str, Any]], entry: dict[str, Any]) -> None:

@@ -24,7 +24,8 @@ from ..constants import LIFECYCLE, LIFECYCLE_STEPS
 from ..errors import CommandError, InputError, VirtbenchError
 from ..experiments.registry import EXPERIMENTS
 from ..images.image import Image
-from ..platforms.base import INSTANCE_PREFIX, Instance, InstanceExecutor, Paths, Platform
+from ..platforms import naming
+from ..platforms.base import Instance, InstanceExecutor, Paths, Platform
 from ..registry import PLATFORMS
 from ..store.db import Store, now
 from . import adaptive
@@ -76,8 +77,11 @@ def new_run_id() -> str:
 
 def start(store: Store, campaign: Campaign, paths: Paths, *, source: str = "",
           reporter: Reporter | None = None, run_id: str | None = None,
-          stop_requested: StopCheck | None = None) -> Outcome:
-    """Validate, probe, build, record the run, then execute it."""
+          stop_requested: StopCheck | None = None, left_out: list[dict[str, str]] | None = None) -> Outcome:
+    """Validate, probe, build, record the run, then execute it.
+
+    left_out: platforms a generated campaign (the quick one) did not include, each with the
+    reason and the fix, stored in the run's provenance so reports can say why they are missing."""
     if not EXPERIMENTS.get(campaign.experiment).uses_benchmarks:
         from . import experiment
 
@@ -88,8 +92,11 @@ def start(store: Store, campaign: Campaign, paths: Paths, *, source: str = "",
     prepare(session, log=reporter.log)
     seed = campaign.seed if campaign.seed is not None else random.SystemRandom().randrange(2**31)
     run_id = run_id or new_run_id()
+    details = _run_details(store, session)
+    if left_out:
+        details["provenance"]["left_out"] = left_out
     store.create_run(run_id=run_id, name=campaign.name, campaign=campaign.model_dump(mode="json"),
-                     source=source, seed=seed, status="running", **_run_details(store, session))
+                     source=source, seed=seed, status="running", **details)
     reporter.log(f"run {run_id}: {len(session.platforms)} platforms x {len(session.benchmarks)} benchmarks, "
                  f"{campaign.repetitions} repetitions + {campaign.warmups} warm-up, seed {seed}")
     return execute(store, session, run_id, seed, reporter, stop_requested)
@@ -239,7 +246,7 @@ def _run_unit(store: Store, session: Session, run_id: str, unit: Unit, todo: set
               reporter: Reporter) -> tuple[int, int]:
     platform = session.platforms[unit.platform]
     outer = outer_of(session, unit.platform)
-    name = f"{INSTANCE_PREFIX}{run_id}-{unit.platform}-r{unit.round}"[:63]
+    name = naming.unit_name(run_id, unit.platform, unit.round)
     tag = f"round {unit.round + 1}{' (warm-up)' if unit.warmup else ''} {unit.platform}"
     times: dict[str, float] = {}
     log: list[str] = []
@@ -251,7 +258,7 @@ def _run_unit(store: Store, session: Session, run_id: str, unit: Unit, todo: set
         with _timed(times, "create", log):
             image = session.image
             if outer is not None:  # a stack: boot the VM, start the runtime in it, import the image
-                outer_instance = outer.create(image, f"{name}-vm"[:63], run_id)
+                outer_instance = outer.create(image, naming.derived(name, "-vm"), run_id)
                 layers.append((outer, outer_instance))
                 outer.start(outer_instance)
                 platform.host = InstanceExecutor(outer, outer_instance)

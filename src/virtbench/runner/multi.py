@@ -17,6 +17,7 @@ from .. import proc
 from ..benchmarks.base import Benchmark, Metric
 from ..errors import ParseError
 from ..images.image import Image
+from ..platforms import naming
 from ..platforms.base import Instance, Platform
 
 
@@ -25,7 +26,7 @@ def run_instances(platform: Platform, first: Instance, image: Image, count: int,
     extras: list[Instance] = []
     try:
         for i in range(2, count + 1):
-            inst = platform.create(image, f"{first.name}-i{i}"[:63], first.run_id)
+            inst = platform.create(image, naming.derived(first.name, f"-i{i}"), first.run_id)
             extras.append(inst)
             platform.start(inst)
         instances = [first, *extras]

@@ -17,6 +17,7 @@ from .. import proc
 from ..benchmarks.base import PairBenchmark
 from ..errors import CommandError, VirtbenchError
 from ..images.image import Image
+from ..platforms import naming
 from ..platforms.base import Instance, Paths, Platform
 from ..registry import PLATFORMS
 
@@ -38,7 +39,7 @@ def run_pair(platform: Platform, instance: Instance, bench: PairBenchmark, workd
         def host_end() -> tuple[Platform, Instance]:
             native_cls = PLATFORMS.get("native")
             native = native_cls("host", native_cls.Options(), paths)
-            inst = native.create(image, f"{instance.name}-host", instance.run_id)
+            inst = native.create(image, naming.derived(instance.name, "-host"), instance.run_id)
             stack.callback(_discard, native, inst)
             native.start(inst)
             return native, inst
@@ -48,7 +49,7 @@ def run_pair(platform: Platform, instance: Instance, bench: PairBenchmark, workd
             server = (platform, instance)
             address = "127.0.0.1" if params.client == "instance" else platform.address(instance)
         elif params.server == "peer":
-            peer = platform.create(image, f"{instance.name}-peer", instance.run_id)
+            peer = platform.create(image, naming.derived(instance.name, "-peer"), instance.run_id)
             stack.callback(_discard, platform, peer)
             platform.start(peer)
             server = (platform, peer)

@@ -47,15 +47,17 @@ def schedule(campaign: Campaign, seed: int) -> list[Unit]:
 
 
 def extra_round(campaign: Campaign, seed: int, entry: dict) -> list[Unit]:
-    """An adaptive extra round: only the listed platforms, in a seeded random order."""
+    """An adaptive extra round: only the listed platforms (and, when the entry names them, only
+    their undecided benchmarks), in a seeded random order."""
     rng = random.Random(seed * 100003 + entry["round"])
     order = [p.name for p in campaign.platforms if p.name in entry["platforms"]]
     benchmarks = [b.key for b in campaign.benchmarks]
+    only: dict[str, list[str]] = entry.get("benchmarks") or {}
     if campaign.shuffle:
         rng.shuffle(order)
     units = []
     for name in order:
-        benches = benchmarks[:]
+        benches = [b for b in benchmarks if b in only[name]] if name in only else benchmarks[:]
         if campaign.shuffle:
             rng.shuffle(benches)
         units.append(Unit(round=entry["round"], warmup=False, platform=name, benchmarks=tuple(benches)))

@@ -76,6 +76,17 @@ class Qemu(Platform):
     description = ("QEMU VM (KVM when it works, else TCG emulation) booting the image plus "
                    "Debian's cloud kernel from a copy-on-write disk; commands via virtio-serial")
 
+    @classmethod
+    def network_gap(cls, options: PlatformOptions, need: Literal["inbound", "to_host"]) -> str | None:
+        """user-mode NAT reaches the host (10.0.2.2 is the host's loopback) but nothing reaches
+        the guest; none has no NIC at all."""
+        network = getattr(options, "network", "none")
+        if network == "none":
+            return "network 'none' (no network card)"
+        if network == "user" and need == "inbound":
+            return "network 'user' (QEMU's NAT): nothing outside can reach the guest"
+        return None
+
     def __init__(self, name: str, options: PlatformOptions, paths: Paths,
                  executor: Executor | None = None) -> None:
         super().__init__(name, options, paths, executor)

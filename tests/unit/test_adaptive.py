@@ -1,0 +1,46 @@
+"""Adaptive repetition until every comparison is decided (the quick campaign's rule)."""
+from __future__ import annotations
+
+import numpy as np
+
+from virtbench.config import parse_campaign
+from virtbench.runner.adaptive import needs_decision
+from virtbench.runner.plan import extra_round
+
+
+def _sample(mean: float, cv: float, n: int, seed: int) -> list[float]:
+    return list(np.random.default_rng(seed).normal(mean, mean * cv, n))
+
+
+def test_a_clear_difference_is_decided():
+    need = needs_decision(_sample(90, 0.01, 5, 1), _sample(100, 0.01, 5, 2), True, target=0.02, max_n=10)
+    assert not need and "excludes 1" in need.reason
+
+
+def test_a_precise_equality_is_decided_as_the_same():
+    need = needs_decision(_sample(100, 0.002, 5, 3), _sample(100, 0.002, 5, 4), True, target=0.02, max_n=10)
+    assert not need and "within +-2%" in need.reason
+
+
+def test_noise_wider_than_the_band_asks_for_more_with_the_interval():
+    need = needs_decision(_sample(100, 0.10, 5, 5), _sample(100, 0.10, 5, 6), False, target=0.02, max_n=10)
+    assert need and "undecided: ratio interval [" in need.reason and need.precision > 0.02
+
+
+def test_caps_and_minimum():
+    assert needs_decision([1.0, 1.1], [1.0, 1.2, 1.1], True, target=0.02, max_n=10).more  # fewer than 3
+    capped = needs_decision(_sample(100, 0.1, 10, 7), _sample(100, 0.1, 10, 8), True, target=0.02, max_n=10)
+    assert not capped and "cap of 10" in capped.reason
+
+
+def test_extra_round_runs_only_the_undecided_benchmarks():
+    c = parse_campaign({"name": "a", "platforms": ["native", "docker", "runc"],
+                        "benchmarks": ["openssl", "fio", "sqlite"],
+                        "adaptive": {"until": "decided", "max_repetitions": 8}})
+    entry = {"round": 6, "platforms": ["docker", "native"],
+             "benchmarks": {"docker": ["sqlite"], "native": ["sqlite"]}}
+    units = extra_round(c, 1, entry)
+    assert sorted(u.platform for u in units) == ["docker", "native"]
+    assert all(u.benchmarks == ("sqlite",) and u.round == 6 for u in units)
+    # an entry of the older form (no benchmarks) still runs everything
+    assert all(len(u.benchmarks) == 3 for u in extra_round(c, 1, {"round": 6, "platforms": ["docker"]}))

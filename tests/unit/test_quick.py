@@ -1,0 +1,70 @@
+"""The quick campaign: settings that decide, a KVM guest only where KVM works, reasons stored."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from virtbench.platforms.base import Availability, Paths
+from virtbench.platforms.qemu.accel import AccelVerdict
+from virtbench.registry import PLATFORMS
+from virtbench.runner import quick
+
+
+@pytest.fixture
+def tmp_paths(tmp_path: Path) -> Paths:
+    return Paths(state=tmp_path / "state", runtime=tmp_path / "run")
+
+
+@pytest.fixture
+def only_native(monkeypatch):
+    def probe(types, paths, log=lambda _m: None):
+        return {t: Availability(t == "native", "ok" if t == "native" else f"{t} missing", f"install {t}")
+                for t in types}
+    monkeypatch.setattr(quick, "probe_types", probe)
+
+
+def _verdict(monkeypatch, kvm: bool, reason: str) -> None:
+    monkeypatch.setattr(PLATFORMS.get("qemu"), "verdict", lambda self, kernel=None: AccelVerdict(kvm, reason, "stub"))
+    monkeypatch.setattr(quick, "_which", lambda _b: True)
+
+
+def test_without_kvm_the_vm_is_left_out_with_the_reason(monkeypatch, tmp_paths, only_native):
+    _verdict(monkeypatch, False, "KVM present but a test guest failed: MSR 0x10a")
+    plan = quick.quick_campaign(tmp_paths)
+    assert [p.type for p in plan.campaign.platforms] == ["native"]
+    vm = next(o for o in plan.left_out if o["platform"] == "kvm (qemu)")
+    assert "MSR 0x10a" in vm["reason"] and "emulator" in vm["reason"] and vm["fix"]
+    assert {"platform": "docker", "reason": "docker missing", "fix": "install docker"} in plan.left_out
+
+
+def test_with_kvm_the_quick_campaign_includes_a_kvm_guest(monkeypatch, tmp_paths, only_native):
+    _verdict(monkeypatch, True, "KVM works: a test guest booted Linux 6.1 in 1.2 s")
+    plan = quick.quick_campaign(tmp_paths)
+    vm = plan.campaign.platform("kvm")
+    assert vm.type == "qemu" and vm.options["accel"] == "kvm"
+    assert all(o["platform"] != "kvm (qemu)" for o in plan.left_out)
+
+
+def test_without_qemu_installed_the_reason_names_the_package(monkeypatch, tmp_paths):
+    monkeypatch.setattr(quick, "_which", lambda _b: False)
+    guest, why = quick.kvm_guest(tmp_paths)
+    assert guest is None and "not installed" in why["reason"] and "qemu" in why["fix"]
+
+
+def test_real_verdict_on_this_host_is_stored_as_a_reason(tmp_paths):
+    """Decided by booting, as the qemu platform does (needs qemu; skipped without it)."""
+    if not all(quick._which(b) for b in PLATFORMS.get("qemu").binaries):
+        pytest.skip("qemu not installed")
+    guest, why = quick.kvm_guest(tmp_paths)
+    assert (guest is None) != (why is None)
+    if why:
+        assert "KVM" in why["reason"] or "kvm" in why["reason"]
+
+
+def test_quick_settings_are_valid_and_adaptive(monkeypatch, tmp_paths, only_native):
+    monkeypatch.setattr(quick, "_which", lambda _b: False)
+    c = quick.quick_campaign(tmp_paths).campaign
+    assert c.adaptive is not None and c.adaptive.until == "decided"
+    assert c.adaptive.max_repetitions >= c.repetitions >= 5
+    assert [b.name for b in c.benchmarks] == ["openssl", "fio", "sysbench-cpu", "sqlite"]
