@@ -160,6 +160,9 @@ class Migration(Experiment):
             if section.mode == "offline" and type(p).storage is Platform.storage:
                 raise InputError(f"migration: platform {name!r} ({p.type}) cannot be migrated offline: its storage "
                                  "belongs to its engine", "use lxc, runc, native or qemu, or mode: lifecycle")
+            if section.mode == "offline" and section.with_image and p.type in ("native", "qemu"):
+                raise InputError(f"migration.with_image: {name!r} ({p.type}) keeps no copy of the image per instance",
+                                 "set with_image: false (its own data still moves)")
             if section.mode == "live":
                 ok, why = live.supports_live(p)
                 if not ok:

@@ -21,7 +21,6 @@ import socket
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from .. import proc
@@ -47,7 +46,7 @@ class LiveMigration(Migration):
 def qmp(socket_path: str, command: str, arguments: dict[str, Any] | None = None,
         timeout: float = 30.0) -> dict[str, Any]:
     """One QMP command through the guest module's client, as every other QMP call runs."""
-    argv = [sys.executable, "-m", "virtbench.platforms.guest", "qmp", "--socket", socket_path, command]
+    argv = [sys.executable, "-m", "virtbench.platforms.qemu.guest", "qmp", "--socket", socket_path, command]
     if arguments:
         argv.append(json.dumps(arguments))
     r = proc.run(argv, timeout=timeout)
@@ -104,7 +103,7 @@ def _destination(platform: Platform, source: Instance) -> Instance:
             "migrated_from": source.name}
     mounts.write_meta(d, meta)
     sockdir.mkdir(parents=True, exist_ok=True)
-    disk = Path(source.data["dir"]) / "disk.qcow2"
+    disk = platform.storage(source)["disk"]
     os.link(disk, d / "disk.qcow2")  # shared storage: the same inode, owned by each directory
     port = free_port()
     files = {"agent": str(sockdir / "agent.sock"), "qmp": str(sockdir / "qmp.sock"),

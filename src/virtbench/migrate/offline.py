@@ -81,7 +81,10 @@ def migrate(platform: Platform, instances: list[Instance], transport: Transport,
     for instance, (size, sources) in zip(instances, transfer.results):
         moved_bytes += size
         for role, src in sources.items():
-            mounts.safe_rmtree(src)  # the move's second half: the source copy goes
+            if src.is_file():  # the move's second half: the source copy goes
+                src.unlink()
+            else:
+                mounts.safe_rmtree(src)
             log.append(f"{instance.name}: {role} {src} -> {transport.root / instance.name / role} ({size} B)")
     phases = {"stop": stop.seconds, "transfer": transfer.seconds, "start": start.seconds,
               "total": total, "downtime": total}
