@@ -41,6 +41,7 @@ def doctor(as_json: bool, db_url: str | None) -> None:
     """Which platforms run here (decided by trying), why not, and the host's facts."""
     from . import host
     from .images.build import DEFAULT_CACHE
+    from .platforms import sandboxes
     from .registry import PLATFORMS
     from .runner.session import probe_types
     from .store.db import default_url
@@ -49,8 +50,9 @@ def doctor(as_json: bool, db_url: str | None) -> None:
     verdicts = probe_types(PLATFORMS.names(), paths)
     facts = host.facts()
     doc = {"host": facts, "store": db_url or default_url(), "image_cache": str(DEFAULT_CACHE),
-           "platforms": [{"name": n, "available": v.available, "reason": v.reason, "fix": v.fix}
-                         for n, v in verdicts.items()]}
+           "platforms": [{"name": n, "kind": PLATFORMS.get(n).kind, "available": v.available, "reason": v.reason,
+                          "fix": v.fix} for n, v in verdicts.items()],
+           "sandboxes": sandboxes.report(paths)}
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
@@ -65,6 +67,26 @@ def doctor(as_json: bool, db_url: str | None) -> None:
         mark = "[green]available[/green]" if p["available"] else "[red]not available[/red]"
         console.print(f"[bold]{p['name']:<11}[/bold] {mark}: {p['reason']}"
                       + (f"\n            fix: {p['fix']}" if p["fix"] and not p["available"] else ""))
+    _print_sandboxes(doc["sandboxes"])
+
+
+def _print_sandboxes(entries: list[dict[str, Any]]) -> None:
+    """doctor's sandbox section: each runtime's version, and each mode or engine tried."""
+    console.print("[bold]sandboxes[/bold]")
+    for s in entries:
+        version = s["version"] or "not installed"
+        console.print(f"  [bold]{s['name']}[/bold] ({s['what']}) {escape(version)}"
+                      + (f", default platform {s['default_mode']}" if s.get("default_mode") else ""))
+        parts = [(f"platform {m['mode']}", m) for m in s.get("modes", [])]
+        parts += [(f"as a {e} runtime", s[e]) for e in ("docker", "containerd") if e in s]
+        if "available" in s:
+            parts.append(("", s))
+        for what, v in parts:
+            mark = "[green]works[/green]" if v["available"] else "[red]does not work[/red]"
+            console.print(f"    {what + ': ' if what else ''}{mark}: {escape(v['reason'])}"
+                          + (f"\n      fix: {escape(v['fix'])}" if v.get("fix") and not v["available"] else ""))
+        if s.get("fix") and not s.get("modes") and "available" not in s:
+            console.print(f"    fix: {escape(s['fix'])}")
 
 
 @cli.group()
@@ -132,7 +154,7 @@ def image_prune(everything: bool, dry_run: bool) -> None:
 def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_report: bool, wait: bool,
         db_url: str | None) -> None:
     """Run a campaign (YAML file), the quick campaign, or resume a run."""
-    from .config import load_campaign
+    from .config import campaign_path, load_campaign
     from .report.progress import RichReporter
     from .runner import execute, hostlock
     from .runner.quick import quick_campaign
@@ -150,7 +172,7 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
         if resume_id:
             outcome = execute.resume(store, resume_id, paths, reporter=reporter)
         else:
-            source = Path(campaign_file).read_text() if campaign_file else ""
+            source = campaign_path(campaign_file).read_text() if campaign_file else ""
             left_out = None
             if quick:
                 plan = quick_campaign(paths, console.print)

@@ -394,10 +394,23 @@ def parse_campaign(data: Any, source: str = "<campaign>") -> Campaign:
         raise InputError(f"{source}: {_first_error(exc, '').lstrip('.')}") from None
 
 
-def load_campaign(path: str | Path) -> Campaign:
+SHIPPED = Path(__file__).parent / "campaigns"
+"""Campaigns installed with the package, run by name (`virtbench run sandboxes`)."""
+
+
+def campaign_path(path: str | Path) -> Path:
+    """The file itself, else the shipped campaign of that name (a file wins over a name)."""
     p = Path(path)
+    shipped = SHIPPED / f"{p.name}.yaml"
+    return shipped if not p.is_file() and p.parent == Path(".") and shipped.is_file() else p
+
+
+def load_campaign(path: str | Path) -> Campaign:
+    p = campaign_path(path)
     if not p.is_file():
-        raise InputError(f"campaign file {str(p)!r} not found", "give the path of a YAML campaign file")
+        names = ", ".join(sorted(f.stem for f in SHIPPED.glob("*.yaml")))
+        raise InputError(f"campaign file {str(p)!r} not found",
+                         f"give the path of a YAML campaign file, or a shipped campaign: {names or 'none'}")
     if p.stat().st_size > MAX_CAMPAIGN_BYTES:
         raise InputError(f"{p}: larger than {MAX_CAMPAIGN_BYTES} bytes; not a campaign file")
     return parse_campaign(load_yaml(p.read_text(), str(p)), str(p))

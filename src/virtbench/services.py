@@ -6,17 +6,29 @@ with the distribution's configuration and stays under systemd's supervision.
 """
 from __future__ import annotations
 
+import dataclasses
 import fcntl
+import json
 import os
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from . import proc
 from .errors import CommandError, UnavailableError
 
 LOG_DIR = Path("/var/log/virtbench")
+DAEMON_JSON = Path("/etc/docker/daemon.json")
+OWN_DAEMON_JSON = Path("/run/virtbench/dockerd.json")
+"""The configuration file of a dockerd virtbench starts: the user's, plus the sandbox runtimes."""
+SANDBOX_RUNTIMES: dict[str, tuple[str, ...]] = {"runsc": ("--network=none",)}
+"""Sandboxed OCI runtimes (and their arguments) the dockerd virtbench starts is told about when
+installed. runsc gets --network=none: its own netstack ("sandbox" mode) needs a network namespace
+it recognises as not the host's, and release 20221219 decides that by a file that newer kernels
+show in every namespace, so every container would fail to start; virtbench's docker platforms
+run with network none unless told otherwise."""
 CONTAINERD_SOCKET = "/run/containerd/containerd.sock"
 START_TIMEOUT = 60.0
 
@@ -73,7 +85,47 @@ def ensure_dockerd(log_dir: Path = LOG_DIR, timeout: float = START_TIMEOUT) -> N
         return
     if not systemd_running():  # docker.service pulls in containerd.service by itself
         ensure_containerd(log_dir, timeout)
-    ensure(DOCKERD, log_dir, timeout)
+    ensure(dataclasses.replace(DOCKERD, start=(*DOCKERD.start, *dockerd_start_flags())), log_dir, timeout)
+
+
+def dockerd_config(config: Path = DAEMON_JSON) -> dict[str, Any] | None:
+    """Configuration for the dockerd virtbench starts itself: the user's daemon.json plus each
+    installed sandbox runtime it does not declare. None when there is nothing to add (or the
+    file is unreadable: dockerd then reports it itself)."""
+    try:
+        user = json.loads(config.read_text())
+    except FileNotFoundError:
+        user = {}
+    except (OSError, ValueError):
+        return None
+    if not isinstance(user, dict):
+        return None
+    runtimes = dict(user.get("runtimes") or {})
+    added = {name: {"path": path, "runtimeArgs": list(args)} for name, args in SANDBOX_RUNTIMES.items()
+             if name not in runtimes and (path := proc.which(name))}
+    return {**user, "runtimes": {**runtimes, **added}} if added else None
+
+
+def dockerd_start_flags(config: Path = DAEMON_JSON, out: Path = OWN_DAEMON_JSON) -> list[str]:
+    """`--config-file` of virtbench's copy of the configuration (dockerd refuses a runtime given
+    both as a flag and in its file, and `--add-runtime` cannot pass runtime arguments)."""
+    doc = dockerd_config(config)
+    if doc is None:
+        return []
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=1) + "\n")
+    return [f"--config-file={out}"]
+
+
+def dockerd_runtime_names(config: Path = DAEMON_JSON) -> list[str]:
+    """The runtimes a dockerd started by virtbench now would know."""
+    doc = dockerd_config(config)
+    if doc is None:
+        try:
+            doc = json.loads(config.read_text())
+        except (OSError, ValueError):
+            return []
+    return sorted((doc or {}).get("runtimes") or {}) if isinstance(doc, dict) else []
 
 
 def ensure(daemon: Daemon, log_dir: Path = LOG_DIR, timeout: float = START_TIMEOUT) -> None:

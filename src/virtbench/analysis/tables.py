@@ -23,7 +23,7 @@ from scipy import stats
 
 from .summary import Row
 
-CATEGORIES = ("cpu", "memory", "storage", "network", "application")
+CATEGORIES = ("cpu", "memory", "storage", "network", "kernel", "application")
 TIE = 0.005
 """Category means closer than this (relative) are a tie: no 'best' is named (LSBS's '--')."""
 

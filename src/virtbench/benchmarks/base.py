@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..errors import ParseError
 
-Category = Literal["cpu", "memory", "storage", "network", "application", "lifecycle"]
+Category = Literal["cpu", "memory", "storage", "network", "kernel", "application", "lifecycle"]
 
 
 @dataclass(frozen=True)

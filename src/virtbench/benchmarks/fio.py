@@ -34,6 +34,19 @@ _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 _FILENAME = "virtbench.fio"
 
 
+def fio_json(stdout: str, source: str) -> Any:
+    """fio's JSON document. fio prints some warnings ("fio: ENOSPC on laying out file") on
+    stdout around the JSON, so decode from the first line that opens an object and ignore
+    what follows."""
+    start = re.search(r"^\{", stdout, re.M)
+    if start is None:
+        raise ParseError("fio", r"^\{ (a JSON document)", source)
+    try:
+        return json.JSONDecoder().raw_decode(stdout, start.start())[0]
+    except json.JSONDecodeError as exc:
+        raise ParseError("fio", f"valid JSON ({exc})", source) from None
+
+
 def size_bytes(text: str) -> int:
     """fio's size suffixes are powers of two by default (kb_base=1024)."""
     match = re.fullmatch(r"([0-9]+)([kKmMgGtT]?)", text)
@@ -109,15 +122,7 @@ class Fio(Benchmark):
         return argv
 
     def parse(self, stdout: str, stderr: str = "", source: str = "<output>") -> dict[str, float]:
-        # fio prints some warnings ("fio: ENOSPC on laying out file") on stdout around the
-        # JSON, so decode from the first line that opens an object and ignore what follows.
-        start = re.search(r"^\{", stdout, re.M)
-        if start is None:
-            raise ParseError(self.tool, r"^\{ (a JSON document)", source)
-        try:
-            doc: Any = json.JSONDecoder().raw_decode(stdout, start.start())[0]
-        except json.JSONDecodeError as exc:
-            raise ParseError(self.tool, f"valid JSON ({exc})", source) from None
+        doc = fio_json(stdout, source)
         jobs = {j.get("jobname"): j for j in doc.get("jobs", [])} if isinstance(doc, dict) else {}
         result: dict[str, float] = {}
         for job, _, kind, direction in self._jobs():

@@ -79,9 +79,12 @@ class Experiment(ABC):
         return {}
 
     def platform_rows(self) -> list[dict[str, Any]]:
-        """The run's platform rows (name, type, label, config, versions)."""
-        return [{"name": p.name, "type": p.type, "label": p.type, "config": {"type": p.type, **p.options},
-                 "versions": {}} for p in self.campaign.platforms]
+        """The run's platform rows (name, type, kind, label, config, versions)."""
+        from ..registry import PLATFORMS
+
+        kinds = {n: c.kind for n, c in PLATFORMS.items()}
+        return [{"name": p.name, "type": p.type, "kind": "stack" if p.inside else kinds.get(p.type, ""), "label": p.type,
+                 "config": {"type": p.type, **p.options}, "versions": {}} for p in self.campaign.platforms]
 
     @abstractmethod
     def run(self, ctx: ExperimentContext) -> None:

@@ -163,7 +163,9 @@ class Platform(ABC):
     """One way of running the guest image (native chroot, a container runtime, a VM)."""
 
     type: ClassVar[str]
-    kind: ClassVar[Literal["baseline", "container", "vm"]] = "container"
+    kind: ClassVar[Literal["baseline", "container", "sandbox", "vm"]] = "container"
+    """What isolates the workload: nothing (baseline), namespaces (container), a user-space kernel
+    (sandbox) or a guest kernel (vm); reports group platforms by it (a stack is `stack`)."""
     Options: ClassVar[type[PlatformOptions]] = PlatformOptions
     binaries: ClassVar[tuple[str, ...]] = ()
     """Host programs the platform needs."""

@@ -18,12 +18,15 @@ from __future__ import annotations
 import json
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field
 
 from .. import proc, services
 from ..errors import CommandError, InputError, VirtbenchError
 from ..images.image import Image
 from ..images.oci import oci_archive
+from . import sandboxes
 from .base import EXEC_ENV, INSTANCE_PREFIX, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions
 from .docker import STATE_LABEL, TAR_LABEL
 
@@ -46,11 +49,22 @@ def _not_found(res: proc.Result) -> bool:
     return "not found" in text or "no such" in text
 
 
+class ContainerdOptions(PlatformOptions):
+    runtime: Literal["runc", "runsc", "kata"] | None = Field(
+        None, description="runtime shim: runc (default), or a sandbox whose containerd shim is installed "
+        "(runsc: containerd-shim-runsc-v1, not in Debian's runsc package)")
+
+
+SHIM_NAMES = {"runc": "io.containerd.runc.v2", "runsc": "io.containerd.runsc.v1", "kata": "io.containerd.kata.v2"}
+
+
 class Containerd(Platform):
     """containerd + runc through ctr, without docker."""
 
     type = "containerd"
     kind = "container"
+    Options = ContainerdOptions
+    options: ContainerdOptions
     binaries = ("ctr", "containerd", "runc")
     packages = ("containerd", "runc")
     description = "containerd (ctr, namespace virtbench) + runc, image imported as an OCI archive"
@@ -58,6 +72,9 @@ class Containerd(Platform):
     def __init__(self, name: str, options: PlatformOptions, paths: Paths,
                  executor: Executor | None = None) -> None:
         super().__init__(name, options, paths, executor)
+        if self.options.runtime not in (None, "runc"):
+            sandboxes.check_containerd_runtime(name, self.options.runtime)
+            self.kind = "sandbox"  # type: ignore[misc]  # a sandbox runtime behind the engine
         if options.network == "bridge":
             raise InputError(
                 f"platform {name}: network 'bridge' is not supported for containerd yet "
@@ -72,6 +89,8 @@ class Containerd(Platform):
         for label in (f"{LABEL}={run_id}", f"{STATE_LABEL}={self.paths.state}"):
             argv += ["--label", label, "--snapshotter-label", label]
         argv += ["--mount", CGROUP_MOUNT]
+        if self.options.runtime is not None:
+            argv += ["--runtime", SHIM_NAMES[self.options.runtime]]
         for key, value in EXEC_ENV.items():
             argv += ["--env", f"{key}={value}"]
         if o.network == "host":
@@ -215,7 +234,7 @@ class Containerd(Platform):
 
     def describe(self) -> dict[str, Any]:
         doc = super().describe()
-        doc["engine"] = {"namespace": NAMESPACE, "runtime": "io.containerd.runc.v2",
+        doc["engine"] = {"namespace": NAMESPACE, "runtime": SHIM_NAMES[self.options.runtime or "runc"],
                          "snapshotter": "overlayfs", "cgroup_version": cgroup_mode(),
                          "rlimit_nofile": "1024 (ctr default spec)", "exec_env": "container env = EXEC_ENV",
                          "cpuset_via": "runc update after task start" if self.options.cpuset else None}

@@ -13,10 +13,13 @@ import time
 import uuid
 from typing import Any, ClassVar
 
+from pydantic import Field
+
 from .. import proc, services
 from ..errors import CommandError, UnavailableError, VirtbenchError
 from ..images.image import Image
-from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, InstanceExecutor, Paths, Platform
+from . import runsc, sandboxes
+from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, InstanceExecutor, Paths, Platform, PlatformOptions
 
 TAR_LABEL = "org.virtbench.tar_sha256"
 """Image label holding the rootfs.tar hash, so a rebuilt image with the same tag is re-imported."""
@@ -92,6 +95,9 @@ class EngineCLI(Platform):
             argv += ["--cpuset-cpus", o.cpuset]
         if o.memory is not None:
             argv += ["--memory", str(int(o.memory))]  # bytes: no unit rounding by the CLI
+        runtime = getattr(o, "runtime", None)
+        if runtime is not None:
+            argv += ["--runtime", runtime]
         return [*argv, image.tag, "sleep", "infinity"]
 
     def exec_argv(self, instance: Instance, argv: list[str]) -> list[str]:
@@ -225,10 +231,32 @@ class EngineCLI(Platform):
         return doc
 
 
+class DockerOptions(PlatformOptions):
+    runtime: str | None = Field(
+        None, description="OCI runtime dockerd runs the containers with, e.g. runsc (gVisor); "
+        "default: dockerd's default (runc). dockerd must know it (see doctor)")
+
+
 class Docker(EngineCLI):
-    """Docker Engine (dockerd on the system containerd, runc)."""
+    """Docker Engine (dockerd on the system containerd, runc, or a sandbox runtime)."""
 
     type = "docker"
+    Options = DockerOptions
+    options: DockerOptions
+
+    def __init__(self, name: str, options: PlatformOptions, paths: Paths,
+                 executor: Executor | None = None) -> None:
+        super().__init__(name, options, paths, executor)
+        if self.options.runtime is not None:
+            sandboxes.check_docker_runtime(name, self.options.runtime, self.options.network)
+            self.kind = sandboxes.DOCKER_RUNTIMES[self.options.runtime]  # type: ignore[misc]  # docker+runsc is a sandbox
+
+    def describe(self) -> dict[str, Any]:
+        doc = super().describe()
+        if self.options.runtime is not None:
+            doc["engine"]["runtime"] = self.options.runtime
+            doc["engine"]["runtime_mode"] = sandboxes.docker_runtime_mode(self.options.runtime)
+        return doc
     binaries = ("docker", "dockerd", "containerd", "runc")
     packages = ("docker.io",)
     description = "Docker Engine: dockerd + containerd + runc, image imported from the rootfs tarball"
@@ -270,4 +298,6 @@ class Docker(EngineCLI):
             name = comp.get("Name", "").lower()
             if name in ("containerd", "runc", "docker-init"):
                 versions[name] = comp.get("Version", "?")
+        if self.options.runtime == "runsc":
+            versions["runsc"] = runsc.version() or "unknown"
         return versions

@@ -98,7 +98,11 @@ class _OCIRuntime(Platform):
         cgroups.check_limits(options, name)
 
     def _rt(self) -> list[str]:
-        return _rt(self.runtime, self.paths)
+        return [*_rt(self.runtime, self.paths), *self.runtime_flags()]
+
+    def runtime_flags(self) -> list[str]:
+        """Global flags of this runtime besides its state root (gVisor: platform, network)."""
+        return []
 
     @classmethod
     def probe(cls, paths: Paths) -> Availability:

@@ -157,7 +157,7 @@ def to_json(run: Run, rows: list[Row], failures: list[dict[str, Any]], *, alpha:
         "baseline": run.campaign.get("baseline", "native"),
         "host": facts(run),
         "image": {k: run.image.get(k) for k in ("recipe_hash", "tar_sha256", "release", "arch", "profile")},
-        "platforms": [{"name": p.name, "type": p.type, "label": p.label, "config": p.config,
+        "platforms": [{"name": p.name, "type": p.type, "label": p.label, "kind": p.kind, "config": p.config,
                        "versions": p.versions} for p in run.platforms],
         "benchmarks": [{"key": b.key, "name": b.name, "params": b.params, "tool_version": b.tool_version}
                        for b in run.benchmarks],

@@ -137,7 +137,7 @@ def platform_rows(session: Session) -> list[dict[str, Any]]:
             versions = platform.versions()
         except Exception as exc:  # noqa: BLE001 - provenance is best effort, recorded as such
             versions = {"error": str(exc)}
-        rows.append({"name": name, "type": platform.type, "label": platform.label(),
+        rows.append({"name": name, "type": platform.type, "kind": platform.kind, "label": platform.label(),
                      "config": platform.describe(), "versions": versions})
     return rows
 
@@ -146,6 +146,6 @@ def _stacked_row(session: Session, name: str, platform: Platform) -> dict[str, A
     """A stack is labelled by its path (qemu(tcg,2 vcpu)/docker); its runtime is the VM image's."""
     outer = outer_of(session, name)
     assert outer is not None
-    return {"name": name, "type": platform.type, "label": f"{outer.label()}/{platform.label()}",
+    return {"name": name, "type": platform.type, "kind": "stack", "label": f"{outer.label()}/{platform.label()}",
             "config": {**platform.describe(), "inside": outer.name, "outer": outer.describe()},
             "versions": {"runtime": f"the {platform.type} package of {outer.name}'s VM image"}}

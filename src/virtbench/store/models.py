@@ -85,6 +85,8 @@ class RunPlatform(Base):
     name: Mapped[str] = mapped_column(String(255))
     type: Mapped[str] = mapped_column(String(64))
     label: Mapped[str] = mapped_column(String(255))
+    kind: Mapped[str] = mapped_column(String(16), default="", server_default="")
+    """baseline, container, sandbox, vm or stack, as declared when the run was made."""
     config: Mapped[dict[str, Any]] = mapped_column(JSON)
     versions: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     run: Mapped[Run] = relationship(back_populates="platforms")
