@@ -150,9 +150,11 @@ def image_prune(everything: bool, dry_run: bool) -> None:
 @click.option("--resume", "resume_id", metavar="RUN_ID", help="Complete an interrupted run.")
 @click.option("--report/--no-report", "show_report", default=True, help="Print the report when done.")
 @click.option("--wait", is_flag=True, help="If another run is measuring on this host, wait for it instead of refusing.")
+@click.option("--probe", "probes", multiple=True, metavar="NAME",
+              help="With --quick: a probe beside every execution (energy, perf, pressure; repeat for several).")
 @db_option
 def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_report: bool, wait: bool,
-        db_url: str | None) -> None:
+        probes: tuple[str, ...], db_url: str | None) -> None:
     """Run a campaign (YAML file), the quick campaign, or resume a run."""
     from .config import campaign_path, load_campaign
     from .report.progress import RichReporter
@@ -162,6 +164,12 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
     if sum(bool(x) for x in (campaign_file, quick, resume_id)) != 1:
         raise InputError("give exactly one of CAMPAIGN_FILE, --quick or --resume RUN_ID",
                          "e.g. `virtbench run --quick`")
+    if probes and not quick:
+        raise InputError("--probe goes with --quick", "in a campaign file write `probes: [...]`")
+    from .registry import PROBES
+
+    for name in probes:
+        PROBES.get(name)  # an unknown name: one line, exit 2, before anything starts
     paths = Paths.from_env()
     reporter = RichReporter(console)
     if campaign_file:
@@ -175,7 +183,7 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
             source = campaign_path(campaign_file).read_text() if campaign_file else ""
             left_out = None
             if quick:
-                plan = quick_campaign(paths, console.print)
+                plan = quick_campaign(paths, console.print, probes=list(probes))
                 campaign, left_out = plan.campaign, plan.left_out
             outcome = execute.start(store, campaign, paths, source=source, reporter=reporter, left_out=left_out)
     if outcome.interrupted:
@@ -375,6 +383,29 @@ def list_platforms() -> None:
     for name, cls in PLATFORMS.items():
         opts = ", ".join(cls.Options.model_fields)
         console.print(f"[bold]{name}[/bold] ({cls.kind}): {cls.description}  options: {opts or '-'}")
+
+
+@list_group.command("probes")
+@click.option("--json", "as_json", is_flag=True)
+def list_probes(as_json: bool) -> None:
+    """Probes a campaign lists under `probes:`, and whether each works on this host (and why not)."""
+    from .registry import PROBES
+
+    docs = []
+    for name, cls in PROBES.items():
+        works = cls.available()
+        docs.append({"name": name, "description": cls.description, "stores": cls.stores, "works": works.available,
+                     "reason": works.reason, "fix": works.fix,
+                     "options": [{"name": k, "default": f.default, "description": f.description or ""}
+                                 for k, f in cls.Options.model_fields.items()]})
+    if as_json:
+        click.echo(json.dumps(docs, indent=2, default=str))
+        return
+    for d in docs:
+        mark = "[green]works here[/green]" if d["works"] else "[red]not here[/red]"
+        console.print(f"[bold]{escape(d['name'])}[/bold]: {escape(d['description'])}  {mark}")
+        console.print(f"  {escape(d['reason'])}" + (f" (fix: {escape(d['fix'])})" if d["fix"] else ""))
+        console.print("  options: " + escape(", ".join(f"{o['name']}={o['default']}" for o in d["options"])))
 
 
 @list_group.command("experiments")

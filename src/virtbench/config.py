@@ -29,7 +29,7 @@ from .benchmarks.base import PairBenchmark
 from .errors import InputError
 from .experiments.registry import DEFAULT as DEFAULT_EXPERIMENT
 from .experiments.registry import EXPERIMENTS
-from .registry import BENCHMARKS, PLATFORMS, hint
+from .registry import BENCHMARKS, PLATFORMS, PROBES, hint
 
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
 MAX_CAMPAIGN_BYTES = 1 << 20
@@ -81,6 +81,19 @@ class BenchmarkEntry(BaseModel):
     """Run in this many instances of the platform at once (None: one, no totals recorded)."""
 
 
+class ProbeEntry(BaseModel):
+    """A probe as declared: its name and its options, validated by the probe's own model."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @model_serializer(mode="plain")
+    def _dump(self) -> Any:
+        """Stored like the file: a bare name, or a mapping with name and options."""
+        return {"name": self.name, **self.options} if self.options else self.name
+
+
 class Campaign(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -99,6 +112,8 @@ class Campaign(BaseModel):
         "quick", description="benchmark defaults: quick (seconds each) or full (the studies' durations and sizes)")
     platforms: list[PlatformEntry]
     benchmarks: list[BenchmarkEntry] = Field(default_factory=list, validate_default=True)
+    probes: list[ProbeEntry] = Field(default_factory=list, description=(
+        "probes beside every execution: names (energy, perf, pressure) or mappings {name: ..., options}"))
     settings: dict[str, Any] = Field(default_factory=dict, description=(
         "the experiment kind's section, validated by its model (written under the kind's name)"))
 
@@ -133,10 +148,45 @@ class Campaign(BaseModel):
         data["settings"] = section.model_dump(mode="json")
         return data
 
+    @field_validator("probes", mode="before")
+    @classmethod
+    def _probes(cls, v: Any) -> Any:
+        """`[perf, {name: energy, meter: [...]}]`: each probe known, its options validated by
+        its own model (unknown keys rejected), each named once."""
+        if v is None:
+            return []
+        if not isinstance(v, list):
+            raise ValueError("probes: give a list, e.g. [energy, perf, pressure]")
+        out, seen = [], set()
+        for i, item in enumerate(v):
+            if isinstance(item, ProbeEntry):
+                item = item.model_dump()
+            if isinstance(item, dict):
+                opts = dict(item)
+                name = opts.pop("name", None)
+            else:
+                name, opts = item, {}
+            if not isinstance(name, str):
+                raise ValueError(f"probes[{i}]: give a probe name or a mapping with `name:`")
+            if name not in PROBES.names():
+                raise ValueError(f"probes[{i}]: unknown probe {name!r}; {hint(name, PROBES.names())}")
+            if name in seen:
+                raise ValueError(f"probes[{i}]: probe {name!r} is listed twice")
+            seen.add(name)
+            model = PROBES.get(name).Options
+            try:
+                model(**opts)
+            except ValidationError as exc:
+                raise ValueError(_first_error(exc, f"probes[{i}] ({name})", model)) from None
+            out.append({"name": name, "options": opts})
+        return out
+
     @model_serializer(mode="wrap")
     def _dump(self, handler: Any) -> dict[str, Any]:
         """The stored form reads like the file: the section under the kind's name."""
         out = handler(self)
+        if not out.get("probes"):
+            out.pop("probes", None)
         settings = out.pop("settings", {})
         if self.experiment == DEFAULT_EXPERIMENT:
             out.pop("experiment", None)

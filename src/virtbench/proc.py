@@ -152,11 +152,12 @@ class Background:
         self._out.seek(0), self._err.seek(0)
         return self._out.read(), self._err.read()
 
-    def stop(self, grace: float = 2.0) -> Result:
-        """SIGTERM the group, SIGKILL after `grace` seconds; return what it printed."""
+    def stop(self, grace: float = 2.0, sig: int = signal.SIGTERM) -> Result:
+        """Signal the group (SIGTERM; SIGINT for tools that report on Ctrl-C, such as
+        `perf stat`), SIGKILL after `grace` seconds; return what it printed."""
         if self.alive():
             try:
-                os.killpg(self.process.pid, signal.SIGTERM)
+                os.killpg(self.process.pid, sig)
             except (ProcessLookupError, PermissionError):
                 pass
             try:

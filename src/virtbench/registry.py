@@ -1,7 +1,7 @@
 """Plugin registries: benchmarks and platforms are looked up by name.
 
 Built-ins register through the same Python entry points a third-party package would use
-(`virtbench.benchmarks`, `virtbench.platforms` in pyproject.toml), so there is one mechanism.
+(`virtbench.benchmarks`, `virtbench.platforms`, `virtbench.probes` in pyproject.toml), so there is one mechanism.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from .errors import InputError
 if TYPE_CHECKING:
     from .benchmarks.base import Benchmark
     from .platforms.base import Platform
+    from .probes.base import Probe
 
 T = TypeVar("T")
 
@@ -66,3 +67,4 @@ def hint(name: str, known: list[str] | dict[str, object]) -> str:
 
 BENCHMARKS: Registry[Benchmark] = Registry("virtbench.benchmarks", "benchmark")
 PLATFORMS: Registry[Platform] = Registry("virtbench.platforms", "platform type")
+PROBES: Registry[Probe] = Registry("virtbench.probes", "probe")

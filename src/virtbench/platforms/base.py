@@ -312,6 +312,11 @@ class Platform(ABC):
         return match.group(1)
 
     # -- helpers ---------------------------------------------------------------------
+    def host_pid(self, instance: Instance) -> int | None:
+        """Host pid of the instance's main process, whose cgroups probes read (None: the
+        platform has none to give, e.g. the native chroot, or a VM's guest processes)."""
+        return None
+
     def exec(self, instance: Instance, argv: list[str], *, timeout: float | None = None,
              check: bool = True) -> proc.Result:
         return self.host.run(self.exec_argv(instance, argv), timeout=timeout, check=check)

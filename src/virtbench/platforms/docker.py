@@ -100,6 +100,11 @@ class EngineCLI(Platform):
             argv += ["--runtime", runtime]
         return [*argv, image.tag, "sleep", "infinity"]
 
+    def host_pid(self, instance: Instance) -> int | None:
+        r = self.host.run([self.cli, "inspect", "-f", "{{.State.Pid}}", instance.name], timeout=30, check=False)
+        pid = r.stdout.strip()
+        return int(pid) if r.ok and pid.isdigit() and pid != "0" else None
+
     def exec_argv(self, instance: Instance, argv: list[str]) -> list[str]:
         return [*self.base_argv(), "exec", instance.name, *env_argv(), *argv]
 

@@ -186,6 +186,9 @@ class LXC(Platform):
         r = self.host.run(["lxc-info", "-P", str(self.lxcpath), "-n", instance.name, "-pH"], timeout=30)
         return int(r.stdout.strip())
 
+    def host_pid(self, instance: Instance) -> int | None:
+        return self.init_pid(instance)
+
     def exec_argv(self, instance: Instance, argv: list[str]) -> list[str]:
         # lxc-attach always adds container=lxc (even with --clear-env) and keeps the caller's
         # cwd: env -i -C / gives the exact EXEC_ENV and the same cwd as runc and chroot.

@@ -61,6 +61,9 @@ def sections(store: Store, run: Run) -> list[ReportSection]:
 
 
 def add_to_json(doc: dict[str, Any], secs: list[ReportSection]) -> dict[str, Any]:
+    from . import probes
+
+    probes.add_row_fields(doc, secs)
     for s in secs:
         doc[s.key] = s.data
         if s.notes:

@@ -26,9 +26,10 @@ from ..experiments.registry import EXPERIMENTS
 from ..images.image import Image
 from ..platforms import naming
 from ..platforms.base import Instance, InstanceExecutor, Paths, Platform
+from ..probes.base import Target
 from ..registry import PLATFORMS
 from ..store.db import Store, now
-from . import adaptive
+from . import adaptive, probing
 from .multi import combine, run_instances
 from .pair import run_pair
 from .plan import Unit, extra_round, schedule
@@ -143,7 +144,8 @@ def _run_details(store: Store, session: Session) -> dict:
         "host_facts": hostfacts.facts(),
         "image": session.image.provenance(),
         "provenance": {"virtbench": __version__, "tools": versions,
-                       "availability": {k: v.reason for k, v in session.availability.items()}},
+                       "availability": {k: v.reason for k, v in session.availability.items()},
+                       **({"probes": probing.describe(session.probes)} if session.probes else {})},
         "platforms": platform_rows(session),
         "benchmarks": [{"key": b.key, "name": b.name,
                         "params": session.benchmarks[b.key].params.model_dump(mode="json"),
@@ -319,32 +321,39 @@ def _run_benchmark(store: Store, session: Session, platform: Platform, instance:
     workdir = f"{SCRATCH}/{instance.name}/{key}".replace("[", "_").replace("]", "_").replace("=", "-")
     entry = next(b for b in session.campaign.benchmarks if b.key == key)
     source = f"{bench.tool} output ({unit.platform}, round {unit.round})"
+    target = _target(platform, instance, run_id, unit, key) if session.probes else None
     started, t0 = now(), time.perf_counter()
     status, error, samples = "ok", "", []
     argv: list[str] = []
     stdout = stderr = ""
     exit_code: int | None = None
+    attachments: list[dict] = []
     try:
+        result = None
         if isinstance(bench, PairBenchmark):
             assert session.image is not None
-            pair = run_pair(platform, instance, bench, workdir, session.image, session.paths,
-                            bench.execution_timeout())
+            with _probed(session, target, attachments):
+                pair = run_pair(platform, instance, bench, workdir, session.image, session.paths,
+                                bench.execution_timeout())
             argv, result = pair.argv, pair.client
             stdout, exit_code = result.stdout, result.returncode
             stderr = (f"{result.stderr}\n--- server ({pair.address}) exit {pair.server.returncode} ---\n"
                       f"{pair.server.stdout}{pair.server.stderr}")
         elif entry.instances is not None:
             argv = bench.command(workdir)
-            outcomes = run_instances(platform, instance, image, entry.instances, argv, workdir,
-                                     bench.execution_timeout())
+            with _probed(session, target, attachments):
+                outcomes = run_instances(platform, instance, image, entry.instances, argv, workdir,
+                                         bench.execution_timeout())
             exit_code = max(abs(r.returncode) for _, r in outcomes)
             stdout, stderr, samples = combine(bench, outcomes, source, totals=True)
         else:
             argv = bench.command(workdir)
             platform.exec(instance, ["mkdir", "-p", workdir], timeout=60)
-            result = platform.exec(instance, argv, timeout=bench.execution_timeout(), check=False)
+            with _probed(session, target, attachments):
+                result = platform.exec(instance, argv, timeout=bench.execution_timeout(), check=False)
             stdout, stderr, exit_code = result.stdout, result.stderr, result.returncode
         if not samples:
+            assert result is not None
             if result.returncode != 0:
                 raise CommandError(argv, result.returncode, result.stdout, result.stderr)
             values = bench.parse(result.stdout, result.stderr, source=source)
@@ -367,8 +376,32 @@ def _run_benchmark(store: Store, session: Session, platform: Platform, instance:
     store.record(run_id=run_id, round=unit.round, warmup=unit.warmup, platform=unit.platform, benchmark=key,
                  status=status, started_at=started, finished_at=now(), duration_s=time.perf_counter() - t0,
                  instance=instance.name, argv=argv, exit_code=exit_code, stdout=stdout, stderr=stderr,
-                 error=error, samples=samples)
+                 error=error, samples=samples, attachments=attachments)
     return status == "ok"
+
+
+def _target(platform: Platform, instance: Instance, run_id: str, unit: Unit, key: str) -> Target:
+    """What the probes watch: the instance's host pid where its platform gives one."""
+    try:
+        pid = platform.host_pid(instance)
+    except Exception:  # noqa: BLE001 - the probes then watch the host only, and say so
+        pid = None
+    return Target(run_id=run_id, platform=unit.platform, platform_type=platform.type, benchmark=key,
+                  round=unit.round, instance=instance.name, pids=(pid,) if pid else ())
+
+
+@contextmanager
+def _probed(session: Session, target: Target | None, attachments: list[dict]) -> Iterator[None]:
+    """The campaign's probes watching exactly the benchmark's command(s)."""
+    if target is None:
+        yield
+        return
+    found: list[dict] = []
+    try:
+        with probing.around(session.probes, target) as found:
+            yield
+    finally:  # kept when the command failed too: the probe saw that execution
+        attachments.extend(found)
 
 
 def _lifecycle_sample(step: str, seconds: float) -> dict:

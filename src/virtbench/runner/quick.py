@@ -69,7 +69,8 @@ def _which(binary: str) -> bool:
 
 def quick_campaign(paths: Paths, log: Callable[[str], None] = lambda _m: None,
                    repetitions: int = REPETITIONS, warmups: int = WARMUPS,
-                   adaptive: dict[str, Any] | None = ADAPTIVE, vm: bool = True) -> QuickPlan:
+                   adaptive: dict[str, Any] | None = ADAPTIVE, vm: bool = True,
+                   probes: list[str] | None = None) -> QuickPlan:
     verdicts = probe_types(list(QUICK_PLATFORMS), paths, log)
     platforms: list[Any] = []
     left_out: list[dict[str, str]] = []
@@ -89,6 +90,8 @@ def quick_campaign(paths: Paths, log: Callable[[str], None] = lambda _m: None,
         log(f"skipping {out['platform']}: {out['reason']}" + (f" (fix: {out['fix']})" if out["fix"] else ""))
     data = {"name": "quick", "baseline": "native", "repetitions": repetitions, "warmups": warmups,
             "platforms": platforms, "benchmarks": QUICK_BENCHMARKS}
+    if probes:
+        data["probes"] = probes
     if adaptive:
         data["adaptive"] = adaptive
     return QuickPlan(parse_campaign(data, "quick campaign"), left_out)

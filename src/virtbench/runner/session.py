@@ -17,6 +17,7 @@ from ..errors import InputError, UnavailableError
 from ..images import build as images
 from ..images.image import Image
 from ..platforms.base import Availability, Paths, Platform
+from ..probes.base import Probe
 from ..registry import BENCHMARKS, PLATFORMS
 
 
@@ -28,6 +29,7 @@ class Session:
     benchmarks: dict[str, Benchmark]
     image: Image | None = None
     availability: dict[str, Availability] = field(default_factory=dict)
+    probes: list[Probe] = field(default_factory=list)
 
 
 def build_objects(campaign: Campaign, paths: Paths) -> Session:
@@ -41,7 +43,10 @@ def build_objects(campaign: Campaign, paths: Paths) -> Session:
     for entry in campaign.benchmarks:
         cls = BENCHMARKS.get(entry.name)
         benchmarks[entry.key] = cls(cls.Params(**entry.params))
-    return Session(campaign=campaign, paths=paths, platforms=platforms, benchmarks=benchmarks)
+    from .probing import build_probes
+
+    return Session(campaign=campaign, paths=paths, platforms=platforms, benchmarks=benchmarks,
+                   probes=build_probes(campaign))
 
 
 def probe_types(types: list[str], paths: Paths, log: Callable[[str], None] = lambda _m: None
@@ -106,7 +111,10 @@ def _benchmarks_in(recipe: images.Recipe) -> set[str]:
 
 def prepare(session: Session, *, cache: Path = images.DEFAULT_CACHE,
             log: Callable[[str], None] = lambda _m: None) -> None:
-    """Probe, build the image, and make it known to each runtime."""
+    """Check the probes, probe the platforms, build the image, and make it known to each runtime."""
+    from .probing import check_probes
+
+    check_probes(session.probes)
     check_available(session, log)
     for name, platform in session.platforms.items():
         if (outer := outer_of(session, name)) is not None:

@@ -1,0 +1,103 @@
+"""pressure: host and per-instance CPU, memory and I/O pressure as a time series (10 Hz).
+
+Each reading: host CPU utilisation since the previous reading (/proc/stat), MemAvailable,
+and the share of the interval in which tasks stalled on cpu, memory and io (PSI `some`,
+from the delta of the cumulative `total` counters, exact where the avg10 figures are
+smoothed over 10 s); for the instance (when its platform gives a host pid): cgroup memory
+and its CPU use in cores. Reports use it for drift and noisy-neighbour warnings, and the
+density experiment's host guard reads the same `PressureReader`.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pydantic import Field
+
+from .base import Availability, ProbeData, ProbeOptions, SamplingProbe, Target
+from .hostpressure import PSI_RESOURCES, CpuTimes, PressureReader
+
+COLUMNS = ("t", "host_cpu", "mem_available", "psi_cpu", "psi_memory", "psi_io", "inst_cpu", "inst_memory")
+"""t [s since start]; host_cpu [0..1 of all CPUs]; mem_available [bytes]; psi_* [% of the
+interval with some task stalled]; inst_cpu [cores]; inst_memory [bytes] (None when unknown)."""
+
+
+class PressureOptions(ProbeOptions):
+    interval: float = Field(0.1, ge=0.02, le=60, description="seconds between readings (0.1 = 10 Hz)")
+
+
+class Pressure(SamplingProbe):
+    name = "pressure"
+    description = "host and instance CPU, memory and I/O pressure (PSI, MemAvailable, cgroup usage) over time"
+    stores = "a time series per execution: " + ", ".join(COLUMNS)
+    Options = PressureOptions
+
+    def __init__(self, options: PressureOptions | None = None, reader: PressureReader | None = None) -> None:
+        super().__init__(options)
+        self.interval = self.options.interval  # type: ignore[attr-defined]
+        self.reader = reader or PressureReader()
+
+    @classmethod
+    def available(cls) -> Availability:
+        r = PressureReader()
+        if r.cpu_times() is None:
+            return Availability(False, "no /proc/stat")
+        if not r.psi_available():
+            return Availability(True, "works without PSI (kernel without CONFIG_PSI or booted psi=0): "
+                         "CPU and memory only", "boot with psi=1 for stall times")
+        return Availability(True, "PSI, /proc/stat and cgroup usage readable")
+
+    def begin(self, target: Target) -> None:
+        self.rows: list[list[Any]] = []
+        self.ncpu = os.cpu_count() or 1
+        self.prev = self._raw()
+
+    def _raw(self) -> tuple[float, CpuTimes | None, dict[str, int], int | None]:
+        psi = {r: p.some_total_us for r in PSI_RESOURCES if (p := self.reader.psi(r)) is not None}
+        inst_cpu = None
+        for pid in self.target.pids[:1]:
+            usage = self.reader.process_usage(pid)
+            inst_cpu = usage.cpu_ns if usage else None
+        return self.now(), self.reader.cpu_times(), psi, inst_cpu
+
+    def sample(self) -> None:
+        t, cpu, psi, inst_cpu = raw = self._raw()
+        t0, cpu0, psi0, inst_cpu0 = self.prev
+        self.prev = raw
+        dt = t - t0
+        if dt <= 0:
+            return
+        mem = None
+        for pid in self.target.pids[:1]:
+            usage = self.reader.process_usage(pid)
+            mem = usage.memory_bytes if usage else None
+        stall = {r: round(min(100.0, (psi[r] - psi0[r]) / (dt * 1e4)), 3) if r in psi and r in psi0 else None
+                 for r in PSI_RESOURCES}
+        self.rows.append([
+            round(t, 4),
+            round(cpu.utilisation_since(cpu0) or 0.0, 4) if cpu and cpu0 else None,
+            self.reader.mem_available(),
+            stall["cpu"], stall["memory"], stall["io"],
+            round((inst_cpu - inst_cpu0) / (dt * 1e9), 4) if inst_cpu is not None and inst_cpu0 is not None else None,
+            mem,
+        ])
+
+    def finish(self) -> ProbeData:
+        self.sample()  # the last partial interval
+        data = {"columns": list(COLUMNS), "rows": self.rows, "interval": self.interval, "cpus": self.ncpu,
+                "instance": ("cgroup of pid " + str(self.target.pids[0])) if self.target.pids else
+                "not available for this platform (no host pid of the instance)",
+                "summary": summarize(self.rows), "errors": self.errors}
+        if not self.rows:
+            return ProbeData.failed("no reading taken" + (f": {self.errors[0]}" if self.errors else ""), **data)
+        return ProbeData("ok", data)
+
+
+def summarize(rows: list[list[Any]]) -> dict[str, Any]:
+    """Mean and max of each column, and the worst stall: what a report warns about."""
+    out: dict[str, Any] = {"readings": len(rows)}
+    for i, col in enumerate(COLUMNS[1:], 1):
+        values = [r[i] for r in rows if r[i] is not None]
+        if values:
+            out[col] = {"mean": sum(values) / len(values), "max": max(values), "min": min(values)}
+    return out
