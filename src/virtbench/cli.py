@@ -49,7 +49,7 @@ def doctor(as_json: bool, db_url: str | None) -> None:
     paths = Paths.from_env()
     verdicts = probe_types(PLATFORMS.names(), paths)
     facts = host.facts()
-    doc = {"host": facts, "store": db_url or default_url(), "image_cache": str(DEFAULT_CACHE),
+    doc: dict[str, Any] = {"host": facts, "store": db_url or default_url(), "image_cache": str(DEFAULT_CACHE),
            "platforms": [{"name": n, "kind": PLATFORMS.get(n).kind, "available": v.available, "reason": v.reason,
                           "fix": v.fix} for n, v in verdicts.items()],
            "sandboxes": sandboxes.report(paths)}
@@ -290,7 +290,7 @@ def _print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool, min_
     if as_json:
         click.echo(json.dumps(summary.report_json(report, min_effect=min_effect), indent=2, default=str))
     else:
-        text.render(*report, console, detail=detail)
+        text.render(report.run, report.rows, report.failures, console, detail=detail)
         sections.render_text(report.sections, console)
 
 
@@ -355,7 +355,7 @@ def list_benchmarks(as_json: bool, markdown: bool) -> None:
         click.echo(readme_section())
         return
 
-    docs = []
+    docs: list[dict[str, Any]] = []
     for name, cls in BENCHMARKS.items():
         params = cls.Params()
         docs.append({

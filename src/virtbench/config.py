@@ -294,7 +294,7 @@ def _check_network(campaign: Campaign) -> None:
                     f"{where}: {p.name} runs inside the VM {p.inside!r}, and an end on the host cannot "
                     "reach the container (or be reached from it) through the VM",
                     f"use server: peer or server: instance for {p.name}, or measure host traffic on {p.inside!r} itself")
-            needs = []
+            needs: list[tuple[Literal["inbound", "to_host"], str]] = []
             if server == "peer" or (server == "instance" and client == "host"):
                 needs.append(("inbound", "the other end must connect to the instance"))
             if server == "host" and client == "instance":

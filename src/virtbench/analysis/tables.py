@@ -80,10 +80,9 @@ def category_ranges(tables: Mapping[str, Mapping[str, Mapping[str, CategoryCell]
     for host, table in tables.items():
         for cat, cells in table.items():
             for platform, cell in cells.items():
-                entry = out.setdefault(cat, {}).setdefault(platform, {"hosts": {}})
-                entry["hosts"][host] = cell.geomean
-    for cat in out.values():
-        for entry in cat.values():
+                out.setdefault(cat, {}).setdefault(platform, {"hosts": {}})["hosts"][host] = cell.geomean
+    for per_platform in out.values():
+        for entry in per_platform.values():
             vals = list(entry["hosts"].values())
             entry["min"], entry["max"] = min(vals), max(vals)
     return out

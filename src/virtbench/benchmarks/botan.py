@@ -93,8 +93,9 @@ class Botan(Benchmark):
         result: dict[str, float] = {}
         for alg in self.params.algorithms:
             for op in ("encrypt", "decrypt"):
-                # names are letters, digits and '-' (BlockCipher): literal in a regex as is
-                pattern = (rf"^{alg} {op} buffer size {self.params.buf_size} bytes: "
+                # names are letters, digits and '-' (BlockCipher): literal in a regex as is.
+                # Botan 3 names the implementation after the cipher: "AES-256 [avx2_aes] encrypt".
+                pattern = (rf"^{alg}(?: \[[\w.-]+\])? {op} buffer size {self.params.buf_size} bytes: "
                            r"([0-9]+(?:\.[0-9]+)?) MiB/sec .*$")
                 rate = float(search(pattern, stdout, self.tool, source, re.M).group(1))
                 if rate <= 0:

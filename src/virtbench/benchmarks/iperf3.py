@@ -15,7 +15,9 @@ Quirks of iperf 3.12 (Debian 12):
   {"error": "unable to connect to server: Connection refused"}: the parser checks for it;
 - for UDP, `end.sum.bits_per_second` is the *sender's* rate (jitter and loss in the same
   object come from the receiver); the received rate is `end.sum_received.bits_per_second`,
-  which is what "throughput" reports (required: iperf3 versions without it are not supported);
+  which is what "throughput" reports. iperf3 before 3.10 (Debian 11's 3.9) has no
+  `sum_received`: there the received rate is the sender's rate times the share of datagrams
+  that arrived (`end.sum.packets`, `lost_packets`: the receiver's counts);
 - with -R the server may still be finishing when the runner stops it: it then exits 1 with
   "iperf3: interrupt - the server has terminated", harmless, the client already has its JSON.
 cpu_client / cpu_server are iperf3's cpu_utilization_percent host_total / remote_total
@@ -147,11 +149,22 @@ class Iperf3(PairBenchmark):
 
         if self.params.mode == "udp":
             # Not end.sum: there bits_per_second is the sender's rate (loss/jitter are the receiver's).
-            summary = _get(data, ("end", "sum_received"), self.tool, source)
+            if "sum_received" in (data.get("end") or {}):
+                summary = _get(data, ("end", "sum_received"), self.tool, source)
+                rate = _num(summary, "bits_per_second", "end.sum_received", self.tool, source)
+                where = "end.sum_received"
+            else:  # iperf3 < 3.10 (bullseye's 3.9): only end.sum, the sender's rate
+                summary = _get(data, ("end", "sum"), self.tool, source)
+                sent = _num(summary, "packets", "end.sum", self.tool, source)
+                lost = _num(summary, "lost_packets", "end.sum", self.tool, source)
+                if sent <= 0:
+                    raise ParseError(self.tool, "end.sum.packets > 0", source)
+                rate = _num(summary, "bits_per_second", "end.sum", self.tool, source) * (sent - lost) / sent
+                where = "end.sum"
             values = {
-                "throughput": _num(summary, "bits_per_second", "end.sum_received", self.tool, source) / 1e6,
-                "loss": _num(summary, "lost_percent", "end.sum_received", self.tool, source),
-                "jitter": _num(summary, "jitter_ms", "end.sum_received", self.tool, source),
+                "throughput": rate / 1e6,
+                "loss": _num(summary, "lost_percent", where, self.tool, source),
+                "jitter": _num(summary, "jitter_ms", where, self.tool, source),
             }
         else:
             received = _get(data, ("end", "sum_received"), self.tool, source)

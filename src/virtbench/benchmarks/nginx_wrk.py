@@ -63,7 +63,10 @@ http {
     }
 }
 EOF
-exec nginx -e stderr -p "$dir" -c "$dir/nginx.conf" -g 'daemon off;'
+# -e (errors before the configuration is read) exists from nginx 1.19.5; bullseye has 1.18
+set --
+if nginx -h 2>&1 | grep -q -- '-e filename'; then set -- -e stderr; fi
+exec nginx "$@" -p "$dir" -c "$dir/nginx.conf" -g 'daemon off;'
 """
 
 _NUM = r"([0-9]+(?:\.[0-9]+)?)"

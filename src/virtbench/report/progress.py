@@ -3,14 +3,14 @@ compete for CPU with what is being measured."""
 from __future__ import annotations
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 
 class RichReporter:
     def __init__(self, console: Console) -> None:
         self.console = console
         self.progress: Progress | None = None
-        self.task = None
+        self.task = TaskID(0)
 
     def begin(self, total: int, done: int) -> None:
         if self.progress is not None:  # adaptive repetition grew the plan

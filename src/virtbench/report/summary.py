@@ -50,7 +50,7 @@ def load_samples(store: Store, run_id: str) -> list[SampleView]:
             cur = raw.cursor()
             cur.execute("SELECT benchmark, metric, platform, value, unit, higher_is_better, category, round, warmup "
                         "FROM samples WHERE run_id = ? ORDER BY id", (run_id,))
-            return [SampleView(b, m, p, v, u, bool(h), c, r, bool(w)) for b, m, p, v, u, h, c, r, w in cur]
+            return [SampleView(b, m, p, v, u, bool(h), c, r, bool(w)) for b, m, p, v, u, h, c, r, w in cur.fetchall()]
         finally:
             raw.close()
     cols = (Sample.benchmark, Sample.metric, Sample.platform, Sample.value, Sample.unit,

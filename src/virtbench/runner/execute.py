@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from .. import __version__
 from .. import host as hostfacts
@@ -259,11 +259,12 @@ def _run_unit(store: Store, session: Session, run_id: str, unit: Unit, todo: set
         reporter.step(f"{tag}: starting")
         with _timed(times, "create", log):
             image = session.image
+            assert image is not None, "prepare() builds the image before any unit runs"
             if outer is not None:  # a stack: boot the VM, start the runtime in it, import the image
                 outer_instance = outer.create(image, naming.derived(name, "-vm"), run_id)
                 layers.append((outer, outer_instance))
                 outer.start(outer_instance)
-                platform.host = InstanceExecutor(outer, outer_instance)
+                platform = platform.bind(InstanceExecutor(outer, outer_instance))
                 platform.ensure_engine_in(platform.host)
                 image = outer.inner_image(image)
                 platform.prepare(image)
@@ -323,7 +324,8 @@ def _run_benchmark(store: Store, session: Session, platform: Platform, instance:
     source = f"{bench.tool} output ({unit.platform}, round {unit.round})"
     target = _target(platform, instance, run_id, unit, key) if session.probes else None
     started, t0 = now(), time.perf_counter()
-    status, error, samples = "ok", "", []
+    status, error = "ok", ""
+    samples: list[dict[str, Any]] = []
     argv: list[str] = []
     stdout = stderr = ""
     exit_code: int | None = None

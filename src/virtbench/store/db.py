@@ -17,7 +17,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, event, select
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.orm import sessionmaker
 
@@ -39,7 +39,7 @@ def now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
-def _alembic_config(connection) -> Config:
+def _alembic_config(connection: Connection) -> Config:
     cfg = Config(str(HERE / "alembic.ini"))
     cfg.set_main_option("script_location", str(HERE / "migrations"))
     cfg.attributes["connection"] = connection
@@ -71,6 +71,11 @@ class Store:
         except OperationalError as exc:
             raise VirtbenchError(f"cannot open the results database {self.url}: {exc.orig}",
                                  "check the path or URL and its permissions") from None
+
+    @property
+    def dialect(self) -> str:
+        """The database kind (sqlite, postgresql), for status pages."""
+        return self.engine.dialect.name
 
     def schema_version(self) -> tuple[str | None, str]:
         """(current revision, newest revision)."""
@@ -245,7 +250,7 @@ def _attachment(execution_id: int, run_id: str, *, name: str, kind: str, data: b
                       status=status, error=error, data=data, created_at=now())
 
 
-def _sqlite_pragmas(dbapi_conn, _record) -> None:
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA journal_mode=WAL")

@@ -271,11 +271,11 @@ async def login_submit(request: Request) -> Response:
                           next=_local(str(form.get("next", "/"))), failed=True)
         response.set_cookie(LOGIN_COOKIE, value, **cookie_args(request.app.state.settings, 1800))
         return response
-    response = RedirectResponse(_local(str(form.get("next", "/"))), status_code=303)
+    redirect = RedirectResponse(_local(str(form.get("next", "/"))), status_code=303)
     settings = request.app.state.settings
-    response.set_cookie(SESSION_COOKIE, auth.new_session(), **cookie_args(settings, int(settings.session_hours * 3600)))
-    response.delete_cookie(LOGIN_COOKIE, path="/")
-    return response
+    redirect.set_cookie(SESSION_COOKIE, auth.new_session(), **cookie_args(settings, int(settings.session_hours * 3600)))
+    redirect.delete_cookie(LOGIN_COOKIE, path="/")
+    return redirect
 
 
 @router.post("/logout")

@@ -55,7 +55,7 @@ def verify(store: Store, cache: ReportCache, run_id: str, benchmark: str | None 
     metrics = list(dict.fromkeys((r.benchmark, r.metric) for r in rows))
     if (benchmark, metric) not in metrics:
         flagged = [(r.benchmark, r.metric) for r in rows if r.quality and r.benchmark != "lifecycle"]
-        benchmark, metric = (flagged or [m for m in metrics if m[0] != "lifecycle"] or metrics or [(None, None)])[0]
+        benchmark, metric = (flagged or [m for m in metrics if m[0] != "lifecycle"] or metrics or [("", "")])[0]
     out: dict[str, Any] = {"run": run.id, "name": run.name, "status": run.status, "benchmark": benchmark,
                            "metric": metric, "metrics": [{"benchmark": b, "metric": m} for b, m in metrics],
                            "overview": overview, "platforms": [], "figure": None}
@@ -161,8 +161,8 @@ def _pool(store: Store, cache: ReportCache, runs: Sequence[Run], baseline: str
         for f in fails:
             failures[(plabels.get((run.id, f["platform"]), f["platform"]),
                       blabels.get((run.id, f["benchmark"]), f["benchmark"]))] += 1
-        for key, declared in summary.declared_metrics(run).items():
-            metrics_of.setdefault(blabels.get((run.id, key), key), declared)
+        for bkey, declared in summary.declared_metrics(run).items():
+            metrics_of.setdefault(blabels.get((run.id, bkey), bkey), declared)
         platforms += [plabels[(run.id, p.name)] for p in run.platforms]
     platforms = list(dict.fromkeys(platforms))
     return (summary_mod.summarize_grouped(grouped, warm, meta, dict(failures), platforms, baseline, metrics_of),
