@@ -33,6 +33,7 @@ from ..images.image import Image
 from ..migrate import fleet, live, offline, storage
 from ..migrate.transport import Leftovers, LocalTransport, Transport
 from ..migrate.transport import cleanup as cleanup_copies
+from ..platforms.availability import probe_types
 from ..platforms.base import INSTANCE_PREFIX, Instance, Platform, Size
 from ..registry import PLATFORMS
 from ..store.db import now
@@ -152,8 +153,6 @@ class Migration(Experiment):
                 for e in self.campaign.platforms}
 
     def prepare(self, log: Callable[[str], None]) -> None:
-        from ..runner.session import probe_types
-
         section: MigrationSection = self.section
         platforms = self.platforms()
         for name, p in platforms.items():

@@ -47,7 +47,7 @@ def at_once(phase: str, instances: Sequence[Instance], step: Callable[[Instance]
     with ThreadPoolExecutor(max_workers=max(1, len(instances))) as pool:
         futures = {i.name: pool.submit(timed, i) for i in instances}
     seconds = time.perf_counter() - t0
-    errors = {n: f.exception() for n, f in futures.items() if f.exception() is not None}
+    errors = {n: e for n, f in futures.items() if (e := f.exception()) is not None}
     if errors:
         raise FleetError(phase, errors)
     done = [futures[i.name].result() for i in instances]

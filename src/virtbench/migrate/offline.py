@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from ..platforms import mounts
 from ..platforms.base import Instance, Platform
@@ -78,7 +79,8 @@ def migrate(platform: Platform, instances: list[Instance], transport: Transport,
     start = fleet.at_once("start", instances, platform.start)
     total = time.perf_counter() - t0
     moved_bytes = 0
-    for instance, (size, sources) in zip(instances, transfer.results):
+    for instance, result in zip(instances, transfer.results):
+        size, sources = cast(tuple[int, dict[str, Path]], result)
         moved_bytes += size
         for role, src in sources.items():
             if src.is_file():  # the move's second half: the source copy goes

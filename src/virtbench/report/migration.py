@@ -73,7 +73,7 @@ def build(store: Store, run: Run) -> ReportSection | None:
                 for e in store.executions(run.id, status="failed") if parse_key(e.benchmark)]
     if not grouped and not failures:
         return None
-    points = []
+    points: list[dict[str, Any]] = []
     for (platform, count, to), metrics in sorted(grouped.items(), key=lambda kv: (kv[0][0], kv[0][2] or "", kv[0][1])):
         points.append({"platform": platform, "to": to, "storage": storage_kind(facts, to), "count": count,
                        "metrics": {m: {**_stat(v), "unit": units[m]} for m, v in sorted(metrics.items())}})
