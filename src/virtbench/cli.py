@@ -36,23 +36,27 @@ def cli() -> None:
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--wait", is_flag=True, help="If a run is measuring on this host, wait for it instead of refusing.")
 @db_option
-def doctor(as_json: bool, db_url: str | None) -> None:
+def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
     """Which platforms run here (decided by trying), why not, and the host's facts."""
     from . import host
     from .images.build import DEFAULT_CACHE
     from .platforms import sandboxes
     from .registry import PLATFORMS
+    from .runner import hostlock
     from .runner.session import probe_types
     from .store.db import default_url
 
     paths = Paths.from_env()
-    verdicts = probe_types(PLATFORMS.names(), paths)
-    facts = host.facts()
-    doc: dict[str, Any] = {"host": facts, "store": db_url or default_url(), "image_cache": str(DEFAULT_CACHE),
-           "platforms": [{"name": n, "kind": PLATFORMS.get(n).kind, "available": v.available, "reason": v.reason,
-                          "fix": v.fix} for n, v in verdicts.items()],
-           "sandboxes": sandboxes.report(paths)}
+    # Probes start tiny instances: never while a run measures here (they would disturb it).
+    with hostlock.hold(paths, "`virtbench doctor`", wait=wait, log=errconsole.print):
+        verdicts = probe_types(PLATFORMS.names(), paths)
+        facts = host.facts()
+        doc: dict[str, Any] = {"host": facts, "store": db_url or default_url(), "image_cache": str(DEFAULT_CACHE),
+               "platforms": [{"name": n, "kind": PLATFORMS.get(n).kind, "available": v.available, "reason": v.reason,
+                              "fix": v.fix} for n, v in verdicts.items()],
+               "sandboxes": sandboxes.report(paths)}
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
@@ -176,14 +180,14 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
         campaign = load_campaign(campaign_file)  # validated before the store is even opened
     store = _store(db_url)
     what = f"run {resume_id}" if resume_id else "the quick campaign" if quick else f"campaign {campaign.name!r}"
-    with hostlock.hold(paths, f"`virtbench run` of {what}", wait=wait, log=console.print):
+    with hostlock.hold(paths, f"`virtbench run` of {what}", wait=wait, log=reporter.log):
         if resume_id:
             outcome = execute.resume(store, resume_id, paths, reporter=reporter)
         else:
             source = campaign_path(campaign_file).read_text() if campaign_file else ""
             left_out = None
             if quick:
-                plan = quick_campaign(paths, console.print, probes=list(probes))
+                plan = quick_campaign(paths, reporter.log, probes=list(probes))
                 campaign, left_out = plan.campaign, plan.left_out
             outcome = execute.start(store, campaign, paths, source=source, reporter=reporter, left_out=left_out)
     if outcome.interrupted:
@@ -328,11 +332,14 @@ def show(run_ref: str, failed: bool, platform: str | None, benchmark: str | None
 
 @cli.command()
 @click.option("--run", "run_id", default=None, help="Only what this run left (default: everything).")
-def cleanup(run_id: str | None) -> None:
-    """Remove every container, mount and instance directory virtbench left behind."""
+@click.option("--wait", is_flag=True, help="If a run is measuring on this host, wait for it instead of refusing.")
+def cleanup(run_id: str | None, wait: bool) -> None:
+    """Remove every container, mount and instance directory virtbench left behind.
+
+    Never while a run measures on this host (its instances would go): refused, or --wait."""
     from .runner.execute import cleanup as do_cleanup
 
-    removed = do_cleanup(Paths.from_env(), run_id)
+    removed = do_cleanup(Paths.from_env(), run_id, wait=wait, log=console.print)
     for line in removed:
         console.print(f"removed {line}")
     console.print(f"{len(removed)} leftovers removed" if removed else "nothing to clean up")

@@ -165,3 +165,18 @@ def test_entry_point_names_match_their_classes(group, attr):
     wrong = [f"{ep.name} -> {ep.value} declares {attr}={getattr(ep.load(), attr, None)!r}"
              for ep in eps if ep.value.startswith("virtbench.") and getattr(ep.load(), attr, None) != ep.name]
     assert not wrong, "\n".join(wrong)
+
+
+def test_campaign_validators_never_depend_on_a_later_field():
+    from pydantic import BaseModel
+
+    from virtbench.config import VALIDATOR_READS, Campaign, check_field_order
+
+    check_field_order(Campaign, VALIDATOR_READS)  # as declared: fine
+
+    class Reordered(BaseModel):
+        platforms: list[str] = []
+        experiment: str = "benchmarks"
+
+    with pytest.raises(TypeError, match="Reordered.platforms is validated with experiment"):
+        check_field_order(Reordered, {"platforms": ("experiment",)})

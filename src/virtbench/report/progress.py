@@ -31,7 +31,9 @@ class RichReporter:
             self.progress.advance(self.task, n)
 
     def log(self, message: str) -> None:
-        self.console.print(message)
+        """Above the progress bar, as plain text: messages carry benchmark keys such as
+        fio[bs=4k] and tool output, which rich would otherwise read as markup (and drop)."""
+        self.console.print(message, markup=False, highlight=False, soft_wrap=True)
 
     def end(self) -> None:
         if self.progress is not None:
