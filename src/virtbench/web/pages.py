@@ -16,6 +16,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from .. import __version__
 from ..errors import InputError
+from ..report import summary
 from ..store.db import Store
 from ..store.models import Run
 from . import api, campaigns, downloads, queries, results, svg
@@ -197,7 +198,8 @@ def compare_page(request: Request, run: list[str] = Query([], max_length=100),
     hostnames = list(dict.fromkeys(c["host"] for c in choices if c["host"]))
     return render(request, "compare.html", title="Compare", doc=doc, charts=charts, choices=choices,
                   hostnames=hostnames, chosen=set(ids), chosen_hosts=set(host), by_host=by_host,
-                  baseline=baseline or "", export_query=urlencode([("run", i) for i in ids]))
+                  baseline=baseline or "", export_query=urlencode([("run", i) for i in ids]),
+                  verdict_rule=summary.VERDICT_RULE)
 
 
 # -- schedule -------------------------------------------------------------------------------------

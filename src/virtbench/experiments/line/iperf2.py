@@ -1,7 +1,7 @@
 """iperf 2 (2.1.x) as the line's traffic generator and sink: argv and a parser of its output.
 
 Why iperf 2: measured on the development machine between two namespaces (64 B UDP payload,
-`docs/line.md`), it sends about 120 kpps and its sink receives about 100 kpps, with every
+README, line experiment), it sends about 120 kpps and its sink receives about 100 kpps, with every
 packet's one-way latency (send timestamp in the packet, receive time at the sink, one clock)
 binned in 1 us bins (`--histograms=1u,N`) and the exact maximum per reporting interval
 (`-i 0.1`: worst case per 100 ms). sockperf 3.7 reaches 37 kpps and measures round trips
@@ -43,7 +43,7 @@ def server_argv(address: str, seconds: float) -> list[str]:
             f"--histograms={BIN_US}u,{BINS}", "-t", f"{seconds + 30:g}"]
 
 
-def client_argv(address: str, rate_pps: int, seconds: float, payload: int) -> list[str]:
+def client_argv(address: str, rate_pps: float, seconds: float, payload: int) -> list[str]:
     return ["iperf", "-c", address, "-p", str(PORT), "-u", "-l", str(payload), "-b", f"{int(rate_pps)}pps",
             "-t", f"{seconds:g}", "--trip-times", "-e"]
 
