@@ -207,14 +207,16 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
 @click.argument("run_refs", nargs=-1, metavar="[RUN]...")
 @click.option("--json", "as_json", is_flag=True, help="The scripting contract (see README).")
 @click.option("--detail", is_flag=True, help="Every statistic of every platform and metric.")
+@click.option("--wide", is_flag=True, help="The old layout: every platform in one table with intervals, "
+              "wider than 100 columns.")
 @click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write one self-contained HTML report (works offline) to this file.")
 @click.option("--figures", "figures_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write every figure as PNG, SVG and PDF into this directory.")
 @click.option("--min-effect", type=click.FloatRange(0, 1), default=0.02, show_default=True,
-              help="Smallest relative difference called better/worse when significant.")
+              help="Margin of the 'same' verdict: the ratio's 95% interval within 1 +- this.")
 @db_option
-def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, html_file: Path | None,
+def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, html_file: Path | None,
            figures_dir: Path | None, min_effect: float, db_url: str | None) -> None:
     """Statistics and relative performance of runs (RUN_ID, a unique prefix, or 'latest').
 
@@ -226,7 +228,7 @@ def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, html_file: Pa
     store = _store(db_url)
     refs = run_refs or ("latest",)
     if len(refs) == 1 and not (html_file or figures_dir):
-        _print_report(store, refs[0], as_json=as_json, detail=detail, min_effect=min_effect)
+        _print_report(store, refs[0], as_json=as_json, detail=detail, min_effect=min_effect, wide=wide)
         return
     reports = [summary.build(store, ref, min_effect=min_effect) for ref in refs]
     secs = [r.sections for r in reports]
@@ -290,15 +292,16 @@ def export_cmd(run_ref: str, fmt: str, out_dir: Path, db_url: str | None) -> Non
         console.print(str(path), markup=False)
 
 
-def _print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool, min_effect: float = 0.02) -> None:
-    from .report import sections, summary, text
+def _print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool, min_effect: float = 0.02,
+                  wide: bool = False) -> None:
+    from .report import summary, text
 
     report = summary.build(store, run_ref, min_effect=min_effect)
     if as_json:
         click.echo(json.dumps(summary.report_json(report, min_effect=min_effect), indent=2, default=str))
     else:
-        text.render(report.run, report.rows, report.failures, console, detail=detail)
-        sections.render_text(report.sections, console)
+        text.render(report.run, report.rows, report.failures, console, detail=detail, wide=wide,
+                    sections=report.sections)
 
 
 @cli.command("runs")
