@@ -215,7 +215,7 @@ class _OCIRuntime(Platform):
         rt = _rt(cls.runtime, paths)
         names = {meta["name"]: d for d, meta in mounts.leftovers(paths.instances, cls.type, run_id)}
         if proc.which(cls.runtime) and (paths.runtime / cls.runtime).is_dir():
-            ids = proc.run([*rt, "list", "-q"], timeout=30, check=False).stdout.split()
+            ids = proc.run([*rt, "list", "--quiet"], timeout=30, check=False).stdout.split()
             for cid in ids:
                 label = (_state(rt, cid) or {}).get("annotations", {}).get(LABEL)
                 if run_id is None or label == run_id:
