@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from . import __version__
 from .errors import InputError, VirtbenchError
+from .extras import require
 from .platforms.base import Paths
 
 # Piped output (make run | tee, CI logs) gets wide tables instead of 80-column wrapping.
@@ -36,23 +37,27 @@ def cli() -> None:
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--wait", is_flag=True, help="If a run is measuring on this host, wait for it instead of refusing.")
 @db_option
-def doctor(as_json: bool, db_url: str | None) -> None:
+def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
     """Which platforms run here (decided by trying), why not, and the host's facts."""
     from . import host
     from .images.build import DEFAULT_CACHE
     from .platforms import sandboxes
     from .registry import PLATFORMS
+    from .runner import hostlock
     from .runner.session import probe_types
     from .store.db import default_url
 
     paths = Paths.from_env()
-    verdicts = probe_types(PLATFORMS.names(), paths)
-    facts = host.facts()
-    doc = {"host": facts, "store": db_url or default_url(), "image_cache": str(DEFAULT_CACHE),
-           "platforms": [{"name": n, "kind": PLATFORMS.get(n).kind, "available": v.available, "reason": v.reason,
-                          "fix": v.fix} for n, v in verdicts.items()],
-           "sandboxes": sandboxes.report(paths)}
+    # Probes start tiny instances: never while a run measures here (they would disturb it).
+    with hostlock.hold(paths, "`virtbench doctor`", wait=wait, log=errconsole.print):
+        verdicts = probe_types(PLATFORMS.names(), paths)
+        facts = host.facts()
+        doc: dict[str, Any] = {"host": facts, "store": db_url or default_url(), "image_cache": str(DEFAULT_CACHE),
+               "platforms": [{"name": n, "kind": PLATFORMS.get(n).kind, "available": v.available, "reason": v.reason,
+                              "fix": v.fix} for n, v in verdicts.items()],
+               "sandboxes": sandboxes.report(paths)}
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
@@ -176,14 +181,14 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
         campaign = load_campaign(campaign_file)  # validated before the store is even opened
     store = _store(db_url)
     what = f"run {resume_id}" if resume_id else "the quick campaign" if quick else f"campaign {campaign.name!r}"
-    with hostlock.hold(paths, f"`virtbench run` of {what}", wait=wait, log=console.print):
+    with hostlock.hold(paths, f"`virtbench run` of {what}", wait=wait, log=reporter.log):
         if resume_id:
             outcome = execute.resume(store, resume_id, paths, reporter=reporter)
         else:
             source = campaign_path(campaign_file).read_text() if campaign_file else ""
             left_out = None
             if quick:
-                plan = quick_campaign(paths, console.print, probes=list(probes))
+                plan = quick_campaign(paths, reporter.log, probes=list(probes))
                 campaign, left_out = plan.campaign, plan.left_out
             outcome = execute.start(store, campaign, paths, source=source, reporter=reporter, left_out=left_out)
     if outcome.interrupted:
@@ -202,14 +207,16 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
 @click.argument("run_refs", nargs=-1, metavar="[RUN]...")
 @click.option("--json", "as_json", is_flag=True, help="The scripting contract (see README).")
 @click.option("--detail", is_flag=True, help="Every statistic of every platform and metric.")
+@click.option("--wide", is_flag=True, help="The old layout: every platform in one table with intervals, "
+              "wider than 100 columns.")
 @click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write one self-contained HTML report (works offline) to this file.")
 @click.option("--figures", "figures_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write every figure as PNG, SVG and PDF into this directory.")
 @click.option("--min-effect", type=click.FloatRange(0, 1), default=0.02, show_default=True,
-              help="Smallest relative difference called better/worse when significant.")
+              help="Margin of the 'same' verdict: the ratio's 95% interval within 1 +- this.")
 @db_option
-def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, html_file: Path | None,
+def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, html_file: Path | None,
            figures_dir: Path | None, min_effect: float, db_url: str | None) -> None:
     """Statistics and relative performance of runs (RUN_ID, a unique prefix, or 'latest').
 
@@ -221,29 +228,31 @@ def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, html_file: Pa
     store = _store(db_url)
     refs = run_refs or ("latest",)
     if len(refs) == 1 and not (html_file or figures_dir):
-        _print_report(store, refs[0], as_json=as_json, detail=detail, min_effect=min_effect)
+        _print_report(store, refs[0], as_json=as_json, detail=detail, min_effect=min_effect, wide=wide)
         return
     reports = [summary.build(store, ref, min_effect=min_effect) for ref in refs]
     secs = [r.sections for r in reports]
+    triples = [(r.run, r.rows, r.failures) for r in reports]  # what the renderers below take
     if html_file:
         from .report import html
 
-        html.write(html_file, reports, min_effect=min_effect, sections=secs)
+        html.write(html_file, triples, min_effect=min_effect, sections=secs)
         errconsole.print(f"wrote {html_file}")
     if figures_dir:
+        require("figures", "--figures")
         from .report import static
         from .report.figures import for_reports
 
-        specs, platforms = for_reports(reports)
+        specs, platforms = for_reports(triples)
         specs += [f for run_secs in secs for s in run_secs for f in s.figures]
         written = static.export(specs, figures_dir, platforms=platforms)
         errconsole.print(f"wrote {len(written)} figure files to {figures_dir}")
     if as_json:
         doc = (summary.report_json(reports[0], min_effect=min_effect) if len(reports) == 1
-               else summary.merged_json(reports, min_effect=min_effect))
+               else summary.merged_json(triples, min_effect=min_effect))
         click.echo(json.dumps(doc, indent=2, default=str))
     elif len(reports) > 1 and not (html_file or figures_dir):
-        text.render_merged(summary.merged_json(reports, min_effect=min_effect), console)
+        text.render_merged(summary.merged_json(triples, min_effect=min_effect), console)
 
 
 @cli.command()
@@ -283,15 +292,16 @@ def export_cmd(run_ref: str, fmt: str, out_dir: Path, db_url: str | None) -> Non
         console.print(str(path), markup=False)
 
 
-def _print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool, min_effect: float = 0.02) -> None:
-    from .report import sections, summary, text
+def _print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool, min_effect: float = 0.02,
+                  wide: bool = False) -> None:
+    from .report import summary, text
 
     report = summary.build(store, run_ref, min_effect=min_effect)
     if as_json:
         click.echo(json.dumps(summary.report_json(report, min_effect=min_effect), indent=2, default=str))
     else:
-        text.render(*report, console, detail=detail)
-        sections.render_text(report.sections, console)
+        text.render(report.run, report.rows, report.failures, console, detail=detail, wide=wide,
+                    sections=report.sections)
 
 
 @cli.command("runs")
@@ -328,11 +338,14 @@ def show(run_ref: str, failed: bool, platform: str | None, benchmark: str | None
 
 @cli.command()
 @click.option("--run", "run_id", default=None, help="Only what this run left (default: everything).")
-def cleanup(run_id: str | None) -> None:
-    """Remove every container, mount and instance directory virtbench left behind."""
+@click.option("--wait", is_flag=True, help="If a run is measuring on this host, wait for it instead of refusing.")
+def cleanup(run_id: str | None, wait: bool) -> None:
+    """Remove every container, mount and instance directory virtbench left behind.
+
+    Never while a run measures on this host (its instances would go): refused, or --wait."""
     from .runner.execute import cleanup as do_cleanup
 
-    removed = do_cleanup(Paths.from_env(), run_id)
+    removed = do_cleanup(Paths.from_env(), run_id, wait=wait, log=console.print)
     for line in removed:
         console.print(f"removed {line}")
     console.print(f"{len(removed)} leftovers removed" if removed else "nothing to clean up")
@@ -355,7 +368,7 @@ def list_benchmarks(as_json: bool, markdown: bool) -> None:
         click.echo(readme_section())
         return
 
-    docs = []
+    docs: list[dict[str, Any]] = []
     for name, cls in BENCHMARKS.items():
         params = cls.Params()
         docs.append({
@@ -391,7 +404,7 @@ def list_probes(as_json: bool) -> None:
     """Probes a campaign lists under `probes:`, and whether each works on this host (and why not)."""
     from .registry import PROBES
 
-    docs = []
+    docs: list[dict[str, Any]] = []
     for name, cls in PROBES.items():
         works = cls.available()
         docs.append({"name": name, "description": cls.description, "stores": cls.stores, "works": works.available,
@@ -435,6 +448,7 @@ def list_experiments() -> None:
 def serve(host: str, port: int, token: str | None, private: bool, worker: bool, secure_cookies: bool,
           db_url: str | None) -> None:
     """Web app: schedule and watch campaigns, verify raw measurements, compare platforms."""
+    require("web", "`virtbench serve`")
     from .web.server import serve as run_server
 
     run_server(db_url=db_url, host=host, port=port, token=token, private=private, worker=worker,

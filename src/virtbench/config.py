@@ -274,6 +274,24 @@ class Campaign(BaseModel):
         return next(p for p in self.platforms if p.name == name)
 
 
+
+VALIDATOR_READS = {"platforms": ("experiment",), "benchmarks": ("experiment", "profile")}
+"""Fields the list validators read from `info.data`, which pydantic fills in declaration order:
+a field declared after its reader would silently read as its default."""
+
+
+def check_field_order(model: type[BaseModel], reads: dict[str, tuple[str, ...]]) -> None:
+    """Fail at import (not silently at validation) if a reader is declared before what it reads."""
+    order = list(model.model_fields)
+    for reader, needs in reads.items():
+        late = [n for n in needs if order.index(n) > order.index(reader)]
+        if late:
+            raise TypeError(f"{model.__name__}.{reader} is validated with {', '.join(late)}, declared after it: "
+                            "declare them first")
+
+
+check_field_order(Campaign, VALIDATOR_READS)
+
 def _check_network(campaign: Campaign) -> None:
     """Refuse a client-server benchmark whose two ends cannot reach each other on a platform:
     caught here, it is one line with the fix; at run time it was a failure in every round.
@@ -294,7 +312,7 @@ def _check_network(campaign: Campaign) -> None:
                     f"{where}: {p.name} runs inside the VM {p.inside!r}, and an end on the host cannot "
                     "reach the container (or be reached from it) through the VM",
                     f"use server: peer or server: instance for {p.name}, or measure host traffic on {p.inside!r} itself")
-            needs = []
+            needs: list[tuple[Literal["inbound", "to_host"], str]] = []
             if server == "peer" or (server == "instance" and client == "host"):
                 needs.append(("inbound", "the other end must connect to the instance"))
             if server == "host" and client == "instance":

@@ -28,7 +28,8 @@ def _read(path: str | Path, default: str = "") -> str:
 def cpuinfo(text: str | None = None) -> dict[str, Any]:
     """CPU model and feature flags from /proc/cpuinfo (x86 'flags', ARM 'Features')."""
     text = _read("/proc/cpuinfo") if text is None else text
-    model, flags, microcode = "", set(), ""
+    model, microcode = "", ""
+    flags: set[str] = set()
     for line in text.splitlines():
         key, _, value = line.partition(":")
         key, value = key.strip().lower(), value.strip()

@@ -166,7 +166,8 @@ class Background:
                 _kill_group(self.process)
                 self.process.wait()
         stdout, stderr = self.output()
-        self._out.close(), self._err.close()
+        self._out.close()
+        self._err.close()
         return Result(self.argv, self.process.returncode, stdout, stderr, time.perf_counter() - self.started)
 
 

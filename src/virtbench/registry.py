@@ -6,6 +6,7 @@ Built-ins register through the same Python entry points a third-party package wo
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Generic, TypeVar
 
@@ -58,7 +59,7 @@ class Registry(Generic[T]):
         return list(self._load().items())
 
 
-def hint(name: str, known: list[str] | dict[str, object]) -> str:
+def hint(name: str, known: Iterable[str]) -> str:
     names = list(known)
     close = difflib.get_close_matches(name, names, n=1)
     base = f"known: {', '.join(names)}"

@@ -104,3 +104,69 @@ def test_cli_run_refuses_before_anything_starts(tmp_path: Path) -> None:
     from virtbench.store.db import Store
 
     assert Store(env["VIRTBENCH_DB"]).runs() == []  # nothing was recorded, nothing started
+
+
+# -- commands that must not run beside a measurement (#10 item 7) ---------------------------
+class _Recorder:
+    """A platform class whose cleanup only records that it was asked."""
+
+    calls: list[str | None] = []
+
+    @classmethod
+    def cleanup(cls, paths: Paths, run_id: str | None = None) -> list[str]:
+        cls.calls.append(run_id)
+        return []
+
+
+@pytest.fixture
+def recorded_cleanup(monkeypatch: pytest.MonkeyPatch) -> list[str | None]:
+    from virtbench.runner import execute
+
+    _Recorder.calls = []
+    monkeypatch.setattr(execute.PLATFORMS, "items", lambda: [("fake", _Recorder)])
+    monkeypatch.setattr(execute.EXPERIMENTS, "items", lambda: [])
+    return _Recorder.calls
+
+
+def test_cleanup_of_everything_never_runs_beside_a_measuring_run(tmp_path: Path, recorded_cleanup) -> None:
+    from virtbench.runner import execute
+
+    paths = paths_in(tmp_path)
+    with held_elsewhere(paths):
+        with pytest.raises(hostlock.HostBusy, match="campaign 'other'"):
+            execute.cleanup(paths)
+    assert recorded_cleanup == []  # no platform was asked to remove anything
+    assert execute.cleanup(paths) == [] and recorded_cleanup == [None]  # free again: it cleans
+
+
+ANNOUNCING = HOLDER.replace('print("held", flush=True)', 'hostlock.announce_run(paths, "r-live"); print("held", flush=True)')
+
+
+def test_cleanup_of_one_run_refuses_the_run_that_is_measuring(tmp_path: Path, recorded_cleanup) -> None:
+    from virtbench.runner import execute
+
+    paths = paths_in(tmp_path)
+    child = subprocess.Popen([sys.executable, "-c", ANNOUNCING, str(paths.state), str(paths.runtime), "60"],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "held"
+        assert hostlock.holder(paths)["run_id"] == "r-live"
+        with pytest.raises(hostlock.HostBusy, match="run r-live is measuring"):
+            execute.cleanup(paths, "r-live")
+        execute.cleanup(paths, "r-dead")  # another run's leftovers: cleaned at once
+        assert recorded_cleanup == ["r-dead"]
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_doctor_waits_for_or_refuses_a_measuring_run(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from virtbench.cli import cli
+
+    paths = paths_in(tmp_path)
+    env = {"VIRTBENCH_STATE_DIR": str(paths.state), "VIRTBENCH_RUNTIME_DIR": str(paths.runtime)}
+    with held_elsewhere(paths):
+        result = CliRunner().invoke(cli, ["doctor", "--db", f"sqlite:///{tmp_path}/db.sqlite"], env=env)
+    assert isinstance(result.exception, hostlock.HostBusy) and "campaign 'other'" in result.exception.message

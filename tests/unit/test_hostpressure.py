@@ -59,3 +59,10 @@ def test_live_host():
     assert r.mem_available() and r.psi("memory") is not None
     u = r.process_usage(os.getpid())
     assert u is not None and u.memory_bytes and u.cpu_ns
+
+
+def test_usage_files_read_the_same_values_as_the_full_lookup():
+    r = PressureReader(TREE)
+    files = r.usage_files(4242)
+    assert files is not None and files.read() == (57425920, 167139126)
+    assert r.usage_files(999999) is None

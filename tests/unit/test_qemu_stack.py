@@ -11,6 +11,7 @@ import pytest
 
 from virtbench import proc
 from virtbench.errors import CommandError, InputError, UnavailableError
+from virtbench.executor import Outside
 from virtbench.images import vmdisk
 from virtbench.images.image import Image
 from virtbench.platforms import docker as docker_mod
@@ -29,8 +30,10 @@ def vm(**options) -> Qemu:
 
 
 def inner(ptype: str, name: str | None = None):
+    """As the session builds a platform declared `inside: vm`: refused until bound to a VM."""
     cls = PLATFORMS.get(ptype)
-    return cls(name or f"vm-{ptype}", cls.Options(), PATHS)
+    name = name or f"vm-{ptype}"
+    return cls(name, cls.Options(), PATHS, Outside(name, "vm"))
 
 
 def image(tmp_path: Path, tar_sha: str = "ab" * 32) -> Image:
@@ -55,9 +58,9 @@ def test_accept_docker_adds_its_packages_and_guards_its_commands(tmp_path, monke
     assert desc["guest_image"] == vmdisk.GUEST_IMAGE_DIR and "cgroup2" in desc["guest_init"]
 
     # until a VM is up, the inner platform's commands are refused, never sent to the host's engine
-    with pytest.raises(UnavailableError, match="runs inside the VMs of vm"):
+    with pytest.raises(UnavailableError, match="runs inside the instances of vm"):
         d.host.run(["docker", "info"])
-    assert "runs inside the VMs of vm" in d.describe()["engine"]["error"]
+    assert "runs inside the instances of vm" in d.describe()["engine"]["error"]
 
     # prepare builds the VM image with the packages and a disk carrying the image
     seen = {}
@@ -245,19 +248,19 @@ class Outer:
 
 def test_removing_a_container_whose_vm_is_gone_is_a_no_op():
     d = inner("docker")
-    d.host = InstanceExecutor(Outer(up=False), Instance("vb-vm", "vm", "r1"))
+    d = d.bind(InstanceExecutor(Outer(up=False), Instance("vb-vm", "vm", "r1")))
     d.remove(Instance("vb-c", "vm-docker", "r1"))
 
 
 def test_a_failed_remove_in_a_running_vm_still_raises():
     d = inner("docker")
-    d.host = InstanceExecutor(Outer(up=True), Instance("vb-vm", "vm", "r1"))
+    d = d.bind(InstanceExecutor(Outer(up=True), Instance("vb-vm", "vm", "r1")))
     with pytest.raises(CommandError):
         d.remove(Instance("vb-c", "vm-docker", "r1"))
 
 
 def test_outside_executor_refuses_spawn_too():
-    ex = qemu_stack.Outside("vm-docker", "vm")
+    ex = Outside("vm-docker", "vm")
     with pytest.raises(UnavailableError):
         ex.spawn(["true"])
 

@@ -117,15 +117,15 @@ def percentile_cis(dists: Sequence[np.ndarray | None], confidence: float = 0.95)
     idx = [i for i, d in enumerate(dists) if d is not None]
     if not idx:
         return out
-    stack = np.stack([dists[i] for i in idx], axis=1)  # (B, k)
+    stack = np.stack([d for d in dists if d is not None], axis=1)  # (B, k), columns in idx order
     finite = np.isfinite(stack).all(axis=0)
     alpha = (1 - confidence) / 2
     if finite.any():
         q = np.quantile(stack[:, finite], [alpha, 1 - alpha], axis=0)
         for j, i in enumerate(np.asarray(idx)[finite]):
             out[i] = [float(q[0, j]), float(q[1, j])]
-    for j in np.flatnonzero(~finite):
-        out[idx[j]] = percentile_ci(stack[:, j], confidence)
+    for k in np.flatnonzero(~finite).tolist():
+        out[idx[k]] = percentile_ci(stack[:, k], confidence)
     return out
 
 
@@ -210,11 +210,11 @@ def rank_tests(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> list
         ties = np.unique(both).size < both.size
         groups.setdefault((id(y), len(x), len(y), ties), []).append(i)
     for idx in groups.values():
-        x = np.asarray([pairs[i][0] for i in idx], dtype=float)
-        y = np.asarray(pairs[idx[0]][1], dtype=float)[None, :]
-        res = stats.mannwhitneyu(x, y, alternative="two-sided", axis=1)
+        xs = np.asarray([pairs[i][0] for i in idx], dtype=float)
+        ys = np.asarray(pairs[idx[0]][1], dtype=float)[None, :]
+        res = stats.mannwhitneyu(xs, ys, alternative="two-sided", axis=1)
         for i, u, p in zip(idx, np.atleast_1d(res.statistic), np.atleast_1d(res.pvalue)):
-            effect = 2.0 * float(u) / (x.shape[1] * y.shape[1]) - 1.0
+            effect = 2.0 * float(u) / (xs.shape[1] * ys.shape[1]) - 1.0
             out[i] = RankTest(float(p) if math.isfinite(p) else 1.0, effect)
     return out
 

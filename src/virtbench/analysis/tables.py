@@ -80,10 +80,9 @@ def category_ranges(tables: Mapping[str, Mapping[str, Mapping[str, CategoryCell]
     for host, table in tables.items():
         for cat, cells in table.items():
             for platform, cell in cells.items():
-                entry = out.setdefault(cat, {}).setdefault(platform, {"hosts": {}})
-                entry["hosts"][host] = cell.geomean
-    for cat in out.values():
-        for entry in cat.values():
+                out.setdefault(cat, {}).setdefault(platform, {"hosts": {}})["hosts"][host] = cell.geomean
+    for per_platform in out.values():
+        for entry in per_platform.values():
             vals = list(entry["hosts"].values())
             entry["min"], entry["max"] = min(vals), max(vals)
     return out
@@ -210,7 +209,8 @@ def hosts_matrix(per_host: Mapping[str, Sequence[Row]]) -> list[dict[str, Any]]:
                 "benchmark": r.benchmark, "metric": r.metric, "platform": r.platform, "unit": r.unit,
                 "higher_is_better": r.higher_is_better, "category": r.category, "hosts": {}})
             line["hosts"][host] = {"relative": r.relative, "relative_ci95": r.relative_ci95, "mean": r.mean,
-                                   "n": r.n, "failed": r.failed, "verdict": r.verdict}
+                                   "n": r.n, "failed": r.failed, "verdict": r.verdict,
+                                   "verdict_reason": r.verdict_reason}
     for line in lines.values():
         rel = [h["relative"] for h in line["hosts"].values() if h["relative"] is not None]
         line["min"], line["max"] = (min(rel), max(rel)) if rel else (None, None)

@@ -44,15 +44,16 @@ class Benchmark(ABC):
     tool: ClassVar[str]
     packages: ClassVar[tuple[str, ...]]
     """Debian packages that must be in the guest image."""
-    Params: ClassVar[type[Params]]
+    Params: ClassVar[type[BaseParams]]
     description: ClassVar[str] = ""
     study: ClassVar[dict[str, Any]] = {}
     """Parameters of the `full` profile: the studies' durations and sizes (defaults are quick)."""
     timeout: ClassVar[float] = 600.0
     """Upper bound for one execution; the runner also scales by params where needed."""
 
-    def __init__(self, params: Params) -> None:
-        self.params = params
+    def __init__(self, params: BaseParams) -> None:
+        self.params: Any = params
+        """An instance of the class's own Params (typed per plugin as `params: MyParams`)."""
 
     @abstractmethod
     def metrics(self) -> list[Metric]:
@@ -94,6 +95,10 @@ class PairParams(Params):
 
     client: Literal["instance", "host"] = "instance"
     server: Literal["peer", "host", "instance"] = "peer"
+
+
+BaseParams = Params
+"""The base as a name the classes below can use (their `Params` attribute shadows it)."""
 
 
 class PairBenchmark(Benchmark):

@@ -183,7 +183,7 @@ class Hpcc(Benchmark):
         return [
             "sh", "-c", _SCRIPT, "sh", workdir,
             "0" if derive else str(p.n), str(p.nb), str(p.processes or 0),
-            str(round(p.memory_fraction * 1000)) if derive else "0", str(p.max_n),
+            str(round(p.memory_fraction * 1000)) if p.memory_fraction is not None else "0", str(p.max_n),
         ]
 
     def parse(self, stdout: str, stderr: str = "", source: str = "<output>") -> dict[str, float]:

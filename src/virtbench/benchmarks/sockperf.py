@@ -73,7 +73,7 @@ class Sockperf(PairBenchmark):
 
     params: SockperfParams
 
-    def __init__(self, params: Params) -> None:
+    def __init__(self, params: SockperfParams) -> None:
         super().__init__(params)
         # The runner polls `ss -t` or `ss -u` by bench.protocol; here it depends on the params.
         self.protocol = self.params.protocol  # type: ignore[misc]

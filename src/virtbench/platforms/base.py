@@ -10,30 +10,24 @@ so `virtbench cleanup` can find and remove what a crash left behind.
 """
 from __future__ import annotations
 
+import builtins
+import copy
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Protocol
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from .. import proc
 from ..errors import InputError, UnavailableError
+from ..executor import Executor, HostExecutor
 from ..images.image import Image
 
 INSTANCE_PREFIX = "vb-"
 LABEL = "org.virtbench"
 """Label key on every container virtbench makes; the value is the run id."""
-
-
-class Executor(Protocol):
-    """Where a platform's commands run: the host, or inside an outer instance."""
-
-    def run(self, argv: list[str], *, timeout: float | None = ..., check: bool = ...,
-            input: str | None = ..., detached_children: bool = ...) -> proc.Result: ...
-
-    def spawn(self, argv: list[str]) -> proc.Background: ...
 
 
 class InstanceExecutor:
@@ -51,19 +45,6 @@ class InstanceExecutor:
 
     def spawn(self, argv: list[str]) -> proc.Background:
         return self.outer.host.spawn(self.outer.exec_argv(self.instance, argv))
-
-
-class HostExecutor:
-    """Runs commands on this host."""
-
-    def run(self, argv: list[str], *, timeout: float | None = proc.DEFAULT_TIMEOUT,
-            check: bool = True, input: str | None = None,
-            detached_children: bool = False) -> proc.Result:
-        return proc.run(argv, timeout=timeout, check=check, input=input,
-                        detached_children=detached_children)
-
-    def spawn(self, argv: list[str]) -> proc.Background:
-        return proc.spawn(argv)
 
 
 @dataclass(frozen=True)
@@ -166,7 +147,7 @@ class Platform(ABC):
     kind: ClassVar[Literal["baseline", "container", "sandbox", "vm"]] = "container"
     """What isolates the workload: nothing (baseline), namespaces (container), a user-space kernel
     (sandbox) or a guest kernel (vm); reports group platforms by it (a stack is `stack`)."""
-    Options: ClassVar[type[PlatformOptions]] = PlatformOptions
+    Options: ClassVar[builtins.type[PlatformOptions]] = PlatformOptions
     binaries: ClassVar[tuple[str, ...]] = ()
     """Host programs the platform needs."""
     packages: ClassVar[tuple[str, ...]] = ()
@@ -178,7 +159,19 @@ class Platform(ABC):
         self.name = name
         self.options = options
         self.paths = paths
-        self.host: Executor = executor or HostExecutor()
+        self._executor: Executor = executor or HostExecutor()
+
+    @property
+    def host(self) -> Executor:
+        """Where this platform's commands run: given at construction (or by bind), never patched."""
+        return self._executor
+
+    def bind(self, executor: Executor) -> Self:
+        """This platform with its commands run through another executor (a stacked platform
+        inside one outer instance, a remote host); the original is left unchanged."""
+        clone = copy.copy(self)
+        clone._executor = executor
+        return clone
 
     # -- discovery -------------------------------------------------------------------
     @classmethod

@@ -74,7 +74,7 @@ class Containerd(Platform):
         super().__init__(name, options, paths, executor)
         if self.options.runtime not in (None, "runc"):
             sandboxes.check_containerd_runtime(name, self.options.runtime)
-            self.kind = "sandbox"  # type: ignore[misc]  # a sandbox runtime behind the engine
+            self.kind = "sandbox"  # type: ignore[misc, assignment]  # a sandbox runtime behind the engine
         if options.network == "bridge":
             raise InputError(
                 f"platform {name}: network 'bridge' is not supported for containerd yet "

@@ -254,7 +254,7 @@ class Docker(EngineCLI):
         super().__init__(name, options, paths, executor)
         if self.options.runtime is not None:
             sandboxes.check_docker_runtime(name, self.options.runtime, self.options.network)
-            self.kind = sandboxes.DOCKER_RUNTIMES[self.options.runtime]  # type: ignore[misc]  # docker+runsc is a sandbox
+            self.kind = sandboxes.DOCKER_RUNTIMES[self.options.runtime]  # type: ignore[misc, assignment]  # docker+runsc is a sandbox
 
     def describe(self) -> dict[str, Any]:
         doc = super().describe()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,7 @@ def lxc_net_lines(network: str, *, veth: str = "", address: str = "") -> list[st
 def build_lxc_config(*, name: str, run_id: str, rootfs: str, options: PlatformOptions,
                      cgroup_mode: str, apparmor: bool, include: str | None = str(COMMON_CONF),
                      init: str = "/bin/sleep infinity", veth: str = "", address: str = "",
-                     binds: list[str] = ()) -> str:
+                     binds: Sequence[str] = ()) -> str:
     """The container's config file; rootfs is 'overlay:<lower>:<upper>' or 'dir:<path>'."""
     lines = [f"# virtbench instance; {LABEL} = {run_id}"]
     if include:

@@ -190,7 +190,7 @@ def read_meta(directory: Path) -> dict[str, Any] | None:
 
 def leftovers(parent: Path, platform: str, run_id: str | None) -> list[tuple[Path, dict[str, Any]]]:
     """Instance dirs under parent that this platform made (of one run, or all)."""
-    found = []
+    found: list[tuple[Path, dict[str, Any]]] = []
     if not parent.is_dir():
         return found
     for d in sorted(parent.iterdir()):

@@ -11,6 +11,7 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -45,7 +46,7 @@ def oci_resources(options: PlatformOptions) -> dict[str, Any]:
 
 def build_oci_config(*, name: str, run_id: str, rootfs: str, options: PlatformOptions,
                      args: list[str] | None = None, env: dict[str, str] | None = None,
-                     binds: list[str] = ()) -> dict[str, Any]:
+                     binds: Sequence[str] = ()) -> dict[str, Any]:
     """config.json from `runc spec` defaults plus virtbench's process, limits and network."""
     namespaces = ["pid", "ipc", "uts", "mount"] + ([] if options.network == "host" else ["network"])
     ro = ["nosuid", "noexec", "nodev", "ro"]

@@ -50,27 +50,21 @@ class Pressure(SamplingProbe):
     def begin(self, target: Target) -> None:
         self.rows: list[list[Any]] = []
         self.ncpu = os.cpu_count() or 1
+        self.files = self.reader.usage_files(target.pids[0]) if target.pids else None
         self.prev = self._raw()
 
-    def _raw(self) -> tuple[float, CpuTimes | None, dict[str, int], int | None]:
+    def _raw(self) -> tuple[float, CpuTimes | None, dict[str, int], int | None, int | None]:
         psi = {r: p.some_total_us for r in PSI_RESOURCES if (p := self.reader.psi(r)) is not None}
-        inst_cpu = None
-        for pid in self.target.pids[:1]:
-            usage = self.reader.process_usage(pid)
-            inst_cpu = usage.cpu_ns if usage else None
-        return self.now(), self.reader.cpu_times(), psi, inst_cpu
+        mem, inst_cpu = self.files.read() if self.files else (None, None)
+        return self.now(), self.reader.cpu_times(), psi, inst_cpu, mem
 
     def sample(self) -> None:
-        t, cpu, psi, inst_cpu = raw = self._raw()
-        t0, cpu0, psi0, inst_cpu0 = self.prev
+        t, cpu, psi, inst_cpu, mem = raw = self._raw()
+        t0, cpu0, psi0, inst_cpu0, _ = self.prev
         self.prev = raw
         dt = t - t0
         if dt <= 0:
             return
-        mem = None
-        for pid in self.target.pids[:1]:
-            usage = self.reader.process_usage(pid)
-            mem = usage.memory_bytes if usage else None
         stall = {r: round(min(100.0, (psi[r] - psi0[r]) / (dt * 1e4)), 3) if r in psi and r in psi0 else None
                  for r in PSI_RESOURCES}
         self.rows.append([

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from sqlalchemy import select
 
 from ..analysis.summary import Row
 from ..errors import InputError
+from ..extras import require
 from ..store.db import Store
 from ..store.models import Execution, Run, Sample
 from . import summary as S
@@ -103,11 +105,10 @@ def write_table(records: list[dict[str, Any]], path: Path, fmt: str, columns: Se
         path.write_text(json.dumps([{k: _clean(v) for k, v in r.items()} for r in records], allow_nan=False),
                         encoding="utf-8")
     elif fmt == "parquet":
-        try:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-        except ImportError:
-            raise InputError("parquet export needs pyarrow", "pip install pyarrow, or use --format csv") from None
+        require("parquet", "parquet export (or use --format csv)")
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         table = pa.Table.from_pylist(records) if records else pa.table({c: pa.array([]) for c in columns})
         pq.write_table(table, path)
     else:
@@ -124,5 +125,37 @@ def export(store: Store, run_ref: str, directory: Path, fmt: str = "csv") -> lis
     directory.mkdir(parents=True, exist_ok=True)
     tables = {"samples": samples_table(store, run, host), "executions": executions_table(store, run, host),
               "summary": summary_table(run, rows, host)}
-    return [write_table(records, directory / f"{run.id}-{name}.{fmt}", fmt, COLUMNS.get(name, ()))
-            for name, records in tables.items()]
+    written = [write_table(records, directory / f"{run.id}-{name}.{fmt}", fmt, COLUMNS.get(name, ()))
+               for name, records in tables.items()]
+    log = histogram_log(store, run)
+    if log is not None:
+        path = directory / f"{run.id}-histograms.hlog"
+        path.write_text(log, encoding="utf-8")
+        written.append(path)
+    return written
+
+
+HDR_MEDIA_TYPE = "application/x-hdrhistogram"
+
+
+def histogram_log(store: Store, run: Run) -> str | None:
+    """Every stored HDR histogram of the run as one HdrHistogram log (format 1.3, what
+    HistogramLogProcessor and HdrHistogram's readers take): one tagged line per histogram,
+    `Tag=<platform>/<point>/<name>/r<round>`, values in ns (the max column in ms, as usual)."""
+    atts = [a for a in store.attachments(run.id) if a.media_type == HDR_MEDIA_TYPE]
+    if not atts:
+        return None
+    from hdrh.histogram import HdrHistogram
+
+    execs = {e.id: e for e in store.executions(run.id)}
+    lines = ["#[Histogram log format version 1.3]", f"#[virtbench run {run.id}: one-way latency in ns]",
+             f"#[StartTime: {run.created_at.timestamp():.3f} (seconds since epoch), {run.created_at.isoformat()}]",
+             '"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"']
+    for a in atts:
+        ex = execs[a.execution_id]
+        tag = re.sub(r"[^A-Za-z0-9_.@=/-]+", "_", f"{ex.platform}/{ex.benchmark}/{a.name}/r{ex.round}")
+        encoded = a.data.decode() if isinstance(a.data, bytes) else str(a.data)
+        hist = HdrHistogram.decode(encoded)
+        start = (ex.started_at - run.created_at).total_seconds()
+        lines.append(f"Tag={tag},{start:.3f},{ex.duration_s:.3f},{hist.get_max_value() / 1e6:.3f},{encoded}")
+    return "\n".join(lines) + "\n"

@@ -258,8 +258,8 @@ def sweep_figures(rows: Sequence[Row], benchmarks: Sequence[Any]) -> list[Figure
             if is_count and numeric and series and series[0].y[0]:
                 first = series[0]
                 series.append(Series(f"linear scaling ({first.name})", xs,
-                                     [first.y[0] * x / xs[0] for x in xs], style="dashed"))  # type: ignore[operator]
-            xlog = numeric and min(xs) > 0 and max(xs) / min(xs) >= 100  # type: ignore[operator, type-var]
+                                     [first.y[0] * x / xs[0] for x in xs], style="dashed"))
+            xlog = numeric and min(xs) > 0 and max(xs) / min(xs) >= 100
             kind = "count" if is_count else "sweep"
             title = f"{name}: {metric} against {param}" + (" (instances at once)" if is_count else "") \
                 + (f" ({where})" if where else "")

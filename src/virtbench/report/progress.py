@@ -3,14 +3,14 @@ compete for CPU with what is being measured."""
 from __future__ import annotations
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 
 class RichReporter:
     def __init__(self, console: Console) -> None:
         self.console = console
         self.progress: Progress | None = None
-        self.task = None
+        self.task = TaskID(0)
 
     def begin(self, total: int, done: int) -> None:
         if self.progress is not None:  # adaptive repetition grew the plan
@@ -31,7 +31,9 @@ class RichReporter:
             self.progress.advance(self.task, n)
 
     def log(self, message: str) -> None:
-        self.console.print(message)
+        """Above the progress bar, as plain text: messages carry benchmark keys such as
+        fio[bs=4k] and tool output, which rich would otherwise read as markup (and drop)."""
+        self.console.print(message, markup=False, highlight=False, soft_wrap=True)
 
     def end(self) -> None:
         if self.progress is not None:

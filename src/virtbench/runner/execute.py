@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from .. import __version__
 from .. import host as hostfacts
@@ -29,7 +29,7 @@ from ..platforms.base import Instance, InstanceExecutor, Paths, Platform
 from ..probes.base import Target
 from ..registry import PLATFORMS
 from ..store.db import Store, now
-from . import adaptive, probing
+from . import adaptive, hostlock, probing
 from .multi import combine, run_instances
 from .pair import run_pair
 from .plan import Unit, extra_round, schedule
@@ -83,6 +83,8 @@ def start(store: Store, campaign: Campaign, paths: Paths, *, source: str = "",
 
     left_out: platforms a generated campaign (the quick one) did not include, each with the
     reason and the fix, stored in the run's provenance so reports can say why they are missing."""
+    run_id = run_id or new_run_id()
+    hostlock.announce_run(paths, run_id)
     if not EXPERIMENTS.get(campaign.experiment).uses_benchmarks:
         from . import experiment
 
@@ -92,7 +94,6 @@ def start(store: Store, campaign: Campaign, paths: Paths, *, source: str = "",
     session = build_objects(campaign, paths)
     prepare(session, log=reporter.log)
     seed = campaign.seed if campaign.seed is not None else random.SystemRandom().randrange(2**31)
-    run_id = run_id or new_run_id()
     details = _run_details(store, session)
     if left_out:
         details["provenance"]["left_out"] = left_out
@@ -120,6 +121,7 @@ def run_queued(store: Store, run_id: str, paths: Paths, *, reporter: Reporter | 
     run = store.run(run_id)
     if run.status != "queued":
         raise InputError(f"run {run.id} is {run.status}, not queued")
+    hostlock.announce_run(paths, run.id)
     campaign = parse_campaign(run.campaign, f"run {run.id}")
     if not EXPERIMENTS.get(campaign.experiment).uses_benchmarks:
         from . import experiment
@@ -160,6 +162,7 @@ def resume(store: Store, run_ref: str, paths: Paths, *, reporter: Reporter | Non
     run = store.run(run_ref)
     if run.status == "finished":
         raise InputError(f"run {run.id} is already finished", "start a new run instead")
+    hostlock.announce_run(paths, run.id)
     campaign = parse_campaign(run.campaign, f"run {run.id}")
     if not EXPERIMENTS.get(campaign.experiment).uses_benchmarks:
         from . import experiment
@@ -181,8 +184,20 @@ def resume(store: Store, run_ref: str, paths: Paths, *, reporter: Reporter | Non
     return execute(store, session, run.id, run.seed, reporter, stop_requested)
 
 
-def cleanup(paths: Paths, run_id: str | None = None) -> list[str]:
-    """Remove every object virtbench left behind (of one run, or all) on every platform."""
+def cleanup(paths: Paths, run_id: str | None = None, *, wait: bool = False,
+            log: Callable[[str], None] = lambda _m: None) -> list[str]:
+    """Remove every object virtbench left behind (of one run, or all) on every platform.
+
+    Everything: under the host lock, so the instances of a run that is measuring are never
+    taken (refused, or waited for with wait). One run: refused if that run is measuring."""
+    if run_id is not None:
+        hostlock.refuse_if_measuring(paths, run_id)
+        return _cleanup(paths, run_id)
+    with hostlock.hold(paths, "`virtbench cleanup`", wait=wait, log=log):
+        return _cleanup(paths, None)
+
+
+def _cleanup(paths: Paths, run_id: str | None) -> list[str]:
     removed: list[str] = []
     for name, cls in PLATFORMS.items():
         try:
@@ -259,11 +274,12 @@ def _run_unit(store: Store, session: Session, run_id: str, unit: Unit, todo: set
         reporter.step(f"{tag}: starting")
         with _timed(times, "create", log):
             image = session.image
+            assert image is not None, "prepare() builds the image before any unit runs"
             if outer is not None:  # a stack: boot the VM, start the runtime in it, import the image
                 outer_instance = outer.create(image, naming.derived(name, "-vm"), run_id)
                 layers.append((outer, outer_instance))
                 outer.start(outer_instance)
-                platform.host = InstanceExecutor(outer, outer_instance)
+                platform = platform.bind(InstanceExecutor(outer, outer_instance))
                 platform.ensure_engine_in(platform.host)
                 image = outer.inner_image(image)
                 platform.prepare(image)
@@ -323,7 +339,8 @@ def _run_benchmark(store: Store, session: Session, platform: Platform, instance:
     source = f"{bench.tool} output ({unit.platform}, round {unit.round})"
     target = _target(platform, instance, run_id, unit, key) if session.probes else None
     started, t0 = now(), time.perf_counter()
-    status, error, samples = "ok", "", []
+    status, error = "ok", ""
+    samples: list[dict[str, Any]] = []
     argv: list[str] = []
     stdout = stderr = ""
     exit_code: int | None = None
@@ -346,6 +363,8 @@ def _run_benchmark(store: Store, session: Session, platform: Platform, instance:
                                          bench.execution_timeout())
             exit_code = max(abs(r.returncode) for _, r in outcomes)
             stdout, stderr, samples = combine(bench, outcomes, source, totals=True)
+            if not samples:  # every instance failed: a failed sample with their outputs, never a crash
+                raise CommandError(argv, exit_code, stdout, stderr)
         else:
             argv = bench.command(workdir)
             platform.exec(instance, ["mkdir", "-p", workdir], timeout=60)

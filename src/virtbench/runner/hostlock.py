@@ -4,7 +4,14 @@ Two campaigns measuring at once on one machine disturb each other, and neither r
 would show it. `virtbench run` and the web worker therefore both hold an exclusive flock on
 `<runtime dir>/measure.lock` from the platform probe to the end of the run. The kernel drops
 a flock when its holder dies, so a `kill -9` never leaves the host locked. The file names
-the holder (pid, what it runs, since when) so the refusal can say who is measuring.
+the holder (pid, what it runs, since when, and the run id once known) so the refusal can
+say who is measuring.
+
+Everything else that starts instances or removes them takes the same lock: `doctor` and the
+worker's startup probe (a probe's tiny instance would disturb a measurement), and `cleanup`
+of everything (it would remove the instances of the run that is measuring). `cleanup --run
+ID` of another run needs no lock: it only touches that run's objects, and refuses the run
+that holds the lock.
 """
 from __future__ import annotations
 
@@ -48,6 +55,37 @@ def _describe(info: dict[str, object]) -> str:
     if not info:
         return "another virtbench process"
     return f"{info.get('what', 'a run')} (pid {info.get('pid', '?')}, since {info.get('since', '?')})"
+
+
+def is_held(paths: Paths) -> bool:
+    """Whether some process (this one included, through another open) holds the lock now."""
+    try:
+        fd = os.open(lock_path(paths), os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # releases what we just took
+    return False
+
+
+def announce_run(paths: Paths, run_id: str) -> None:
+    """Record which run this process measures, once its id is known (cleanup --run reads it)."""
+    info = holder(paths)
+    if info.get("pid") == os.getpid():
+        lock_path(paths).write_text(json.dumps({**info, "run_id": run_id}))
+
+
+def refuse_if_measuring(paths: Paths, run_id: str) -> None:
+    """cleanup --run of the run that is measuring right now would pull its instances away."""
+    info = holder(paths)
+    if info.get("run_id") == run_id and is_held(paths):
+        raise HostBusy(f"run {run_id} is measuring on this host ({_describe(info)}); cleaning it up now "
+                       "would remove the instances it measures", "stop that run first (Ctrl-C or cancel), "
+                       "then run virtbench cleanup --run again")
 
 
 @contextmanager

@@ -52,7 +52,7 @@ def kvm_guest(paths: Paths) -> tuple[dict[str, Any] | None, dict[str, str] | Non
     missing = [b for b in cls.binaries if not _which(b)]
     if missing:
         return None, {"platform": "kvm (qemu)", "reason": f"no VM: {missing[0]} is not installed", "fix": fix}
-    verdict = cls(KVM_GUEST["name"], cls.Options(), paths).verdict()
+    verdict = cls(KVM_GUEST["name"], cls.Options(), paths).verdict()  # type: ignore[attr-defined]  # qemu's own
     if verdict.kvm:
         return {**KVM_GUEST, "vcpus": min(2, os.cpu_count() or 1)}, None
     return None, {"platform": "kvm (qemu)",

@@ -14,6 +14,7 @@ from typing import Any
 from ..benchmarks.base import Benchmark
 from ..config import Campaign
 from ..errors import InputError, UnavailableError
+from ..executor import Outside
 from ..images import build as images
 from ..images.image import Image
 from ..platforms.base import Availability, Paths, Platform
@@ -35,14 +36,14 @@ class Session:
 def build_objects(campaign: Campaign, paths: Paths) -> Session:
     """Instantiate plugins (validates options) without touching the host."""
     platforms: dict[str, Platform] = {}
-    for entry in campaign.platforms:
-        cls = PLATFORMS.get(entry.type)
-        options = cls.Options(**entry.options)
-        platforms[entry.name] = cls(entry.name, options, paths)
+    for pentry in campaign.platforms:
+        pcls = PLATFORMS.get(pentry.type)
+        executor = Outside(pentry.name, pentry.inside) if pentry.inside else None  # bound per unit
+        platforms[pentry.name] = pcls(pentry.name, pcls.Options(**pentry.options), paths, executor)
     benchmarks: dict[str, Benchmark] = {}
-    for entry in campaign.benchmarks:
-        cls = BENCHMARKS.get(entry.name)
-        benchmarks[entry.key] = cls(cls.Params(**entry.params))
+    for bentry in campaign.benchmarks:
+        bcls = BENCHMARKS.get(bentry.name)
+        benchmarks[bentry.key] = bcls(bcls.Params(**bentry.params))
     from .probing import build_probes
 
     return Session(campaign=campaign, paths=paths, platforms=platforms, benchmarks=benchmarks,

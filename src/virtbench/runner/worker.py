@@ -264,8 +264,11 @@ class QueueWorker:
         self._in_run_setup = True
         try:
             self.store.upsert_host(hostfacts.stable_facts())
-            verdicts = probe_types(PLATFORMS.names(), self.paths)
-        except KeyboardInterrupt:
+            # the same lock as a run: a probe's instances must not disturb a `virtbench run`
+            with hostlock.hold(self.paths, f"worker {self.id} probing platforms", wait=True, poll_s=self.poll_s,
+                               stop=self.stop.is_set, log=self.echo):
+                verdicts = probe_types(PLATFORMS.names(), self.paths)
+        except (KeyboardInterrupt, hostlock.Stopped):
             return
         except Exception as exc:  # noqa: BLE001 - availability is a hint for the form, not a must
             self.echo(f"probing platforms failed: {exc}")

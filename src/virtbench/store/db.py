@@ -17,11 +17,12 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, event, select
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.orm import sessionmaker
 
 from ..errors import InputError, VirtbenchError
+from ..extras import require
 from .models import JSON_MEDIA_TYPE, Attachment, Execution, Host, Run, RunBenchmark, RunPlatform, Sample
 
 HERE = Path(__file__).parent
@@ -39,7 +40,7 @@ def now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
-def _alembic_config(connection) -> Config:
+def _alembic_config(connection: Connection) -> Config:
     cfg = Config(str(HERE / "alembic.ini"))
     cfg.set_main_option("script_location", str(HERE / "migrations"))
     cfg.attributes["connection"] = connection
@@ -49,6 +50,8 @@ def _alembic_config(connection) -> Config:
 class Store:
     def __init__(self, url: str | None = None, *, migrate: bool = True) -> None:
         self.url = url or default_url()
+        if self.url.startswith(("postgresql", "postgres:")):
+            require("postgres", "a PostgreSQL store")
         try:
             if self.url.startswith("sqlite:///") and self.url != "sqlite:///:memory:":
                 Path(self.url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
@@ -71,6 +74,11 @@ class Store:
         except OperationalError as exc:
             raise VirtbenchError(f"cannot open the results database {self.url}: {exc.orig}",
                                  "check the path or URL and its permissions") from None
+
+    @property
+    def dialect(self) -> str:
+        """The database kind (sqlite, postgresql), for status pages."""
+        return self.engine.dialect.name
 
     def schema_version(self) -> tuple[str | None, str]:
         """(current revision, newest revision)."""
@@ -245,7 +253,7 @@ def _attachment(execution_id: int, run_id: str, *, name: str, kind: str, data: b
                       status=status, error=error, data=data, created_at=now())
 
 
-def _sqlite_pragmas(dbapi_conn, _record) -> None:
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA journal_mode=WAL")

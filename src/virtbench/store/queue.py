@@ -141,3 +141,26 @@ def write_progress(store: Store, run_id: str, progress: dict[str, Any]) -> None:
     """The live progress document of a running run (the run page polls it)."""
     with store.engine.begin() as conn:
         conn.execute(update(Run).where(Run.id == run_id).values(progress=progress, heartbeat_at=now()))
+
+
+def request_cancel(store: Store, run_id: str) -> bool:
+    """Queued and unclaimed, or interrupted: cancelled at once (nothing runs it). Claimed or
+    running: flagged, and the worker stops it between instances. False: nothing to cancel."""
+    with store.engine.begin() as conn:
+        done = conn.execute(update(Run).where(Run.id == run_id, Run.status.in_(("queued", "interrupted")),
+                                              Run.worker.is_(None) | (Run.status == "interrupted"))
+                            .values(status="cancelled", cancel_requested=True, finished_at=now(),
+                                    error="cancelled by user")).rowcount
+        if not done:
+            done = conn.execute(update(Run).where(Run.id == run_id, Run.status.in_(("queued", "running")))
+                                .values(cancel_requested=True)).rowcount
+    return bool(done)
+
+
+def delete_idle(store: Store, run_id: str, deletable: tuple[str, ...]) -> bool:
+    """Delete a run (cascading to its executions and samples) only if nothing works on it:
+    its status is one of deletable, or it is queued and unclaimed. False if it was not deleted."""
+    with store.engine.begin() as conn:
+        gone = conn.execute(delete(Run).where(Run.id == run_id, Run.status.in_(deletable) |
+                                              ((Run.status == "queued") & Run.worker.is_(None)))).rowcount
+    return bool(gone)

@@ -13,15 +13,12 @@ import yaml
 from fastapi import APIRouter, Body, Depends, HTTPException, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
-from sqlalchemy import delete as sa_delete
-from sqlalchemy import update
 
 from .. import __version__
 from ..config import parse_campaign
 from ..errors import InputError
 from ..report import summary
-from ..store.db import now
-from ..store.models import Run
+from ..store import queue
 from . import cache, campaigns, downloads, queries, results
 from .security import require_api_write, require_read
 
@@ -82,7 +79,7 @@ def status(request: Request) -> dict[str, Any]:
     store = store_of(request)
     current, head = store.schema_version()
     settings = request.app.state.settings
-    return {"virtbench": __version__, "database": store.engine.dialect.name, "schema": current,
+    return {"virtbench": __version__, "database": store.dialect, "schema": current,
             "schema_head": head, "private": settings.private, "workers": queries.workers(store),
             "runs": queries.status_counts(store)}
 
@@ -94,7 +91,8 @@ def dashboard(request: Request) -> dict[str, Any]:
         "counts": queries.status_counts(store), "hosts": queries.hosts(store), "workers": queries.workers(store),
         "active": queries.list_runs(store, status="running", limit=20) + queries.list_runs(store, status="queued",
                                                                                           limit=20),
-        "recent_runs": queries.list_runs(store, limit=25), "recent_results": queries.recent_results(store)})
+        "recent_runs": queries.list_runs(store, limit=25),
+        "recent_results": [results.with_verdicts(store, cache_of(request), r) for r in queries.recent_results(store)]})
 
 
 @router.get("/hosts", summary="Hosts with their facts, run counts and live workers")
@@ -167,14 +165,7 @@ def cancel(request: Request, run_id: str = RUN_ID) -> dict[str, Any]:
 def cancel_run(store, run_id: str) -> dict[str, Any]:
     """Queued and unclaimed: cancelled at once. Claimed or running: the worker stops it between
     instances. Interrupted: cancelled at once (nothing runs it)."""
-    with store.engine.begin() as conn:
-        done = conn.execute(update(Run).where(Run.id == run_id, Run.status.in_(("queued", "interrupted")),
-                                              Run.worker.is_(None) | (Run.status == "interrupted"))
-                            .values(status="cancelled", cancel_requested=True, finished_at=now(),
-                                    error="cancelled by user")).rowcount
-        if not done:
-            done = conn.execute(update(Run).where(Run.id == run_id, Run.status.in_(("queued", "running")))
-                                .values(cancel_requested=True)).rowcount
+    done = queue.request_cancel(store, run_id)
     run = queries.get_run(store, run_id)  # 404 if it does not exist
     if not done:
         raise HTTPException(409, f"run {run_id} is {run.status}: nothing to cancel")
@@ -192,9 +183,7 @@ def delete_run(request: Request, run_id: str) -> dict[str, Any]:
     """Only runs nothing is working on: finished, failed, interrupted, cancelled, or queued and unclaimed."""
     store = store_of(request)
     run = queries.get_run(store, run_id)
-    with store.engine.begin() as conn:
-        gone = conn.execute(sa_delete(Run).where(Run.id == run_id, Run.status.in_(DELETABLE) |
-                                                 ((Run.status == "queued") & Run.worker.is_(None)))).rowcount
+    gone = queue.delete_idle(store, run_id, DELETABLE)
     if not gone:
         raise HTTPException(409, f"run {run_id} is {run.status}: cancel it first")
     cache_of(request).clear(run_id)

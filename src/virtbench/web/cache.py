@@ -19,14 +19,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, func, select
-from sqlalchemy.exc import SQLAlchemyError
-
 from ..analysis.summary import Row
 from ..report import summary
-from ..store.db import Store, now
-from ..store.models import Execution, Run
-from ..store.models import ReportCache as ReportCacheRow
+from ..store import browse, reports
+from ..store.db import Store
+from ..store.models import Run
 from . import queries
 
 
@@ -71,12 +68,7 @@ class ReportCache:
 
     @staticmethod
     def key(store: Store, run_id: str) -> tuple:
-        with store.session() as s:
-            head = s.execute(select(Run.status, Run.finished_at).where(Run.id == run_id)).first()
-            if head is None:
-                raise queries.NotFound(f"no run {run_id!r}")
-            n = s.scalar(select(func.count()).select_from(Execution).where(Execution.run_id == run_id))
-        return (head[0], head[1], n)
+        return browse.report_key(store, run_id)
 
     def _memo(self, name: tuple[str, str], key: tuple, compute: Callable[[], Any]) -> Any:
         with self._lock:
@@ -102,9 +94,7 @@ class ReportCache:
 
     def _stored_or_built(self, store: Store, run_id: str, key: tuple) -> tuple[list[Row], list[dict[str, Any]]]:
         version = version_of(key)
-        with store.session() as s:
-            data = s.scalar(select(ReportCacheRow.data).where(ReportCacheRow.run_id == run_id,
-                                                              ReportCacheRow.version == version))
+        data = reports.load(store, run_id, version)
         if data is not None:
             try:
                 return decode(data)
@@ -133,12 +123,7 @@ def version_of(key: tuple) -> str:
 
 def save(store: Store, run_id: str, version: str, rows: list[Row], failures: list[dict[str, Any]]) -> None:
     """Store a run's report (replacing an older one); a failure to store only costs speed later."""
-    try:
-        with store.session.begin() as s:
-            s.execute(delete(ReportCacheRow).where(ReportCacheRow.run_id == run_id))
-            s.add(ReportCacheRow(run_id=run_id, version=version, created_at=now(), data=encode(rows, failures)))
-    except SQLAlchemyError:
-        pass  # e.g. the run was deleted meanwhile, or another process stored it at the same moment
+    reports.save(store, run_id, version, encode(rows, failures))
 
 
 def precompute(store: Store, run_id: str) -> None:
@@ -168,10 +153,7 @@ class Warmer(threading.Thread):
                 pass
 
     def once(self) -> list[str]:
-        with self.store.session() as s:
-            stored = select(ReportCacheRow.run_id)
-            ids = list(s.scalars(select(Run.id).where(Run.status.in_(PERSISTED), Run.id.not_in(stored))
-                                 .order_by(Run.created_at.desc()).limit(self.batch)))
+        ids = reports.runs_without(self.store, PERSISTED, self.batch)
         for run_id in ids:
             if self.stop.is_set():
                 break

@@ -28,6 +28,10 @@ FORM_SOURCE = "campaign form"
 ROW_RE = re.compile(r"^(p|b)(\d{1,3})\.(use|name|type|opt|param)(?:\.([A-Za-z_][A-Za-z0-9_]{0,63}))?$")
 
 
+def _line(event: yaml.Event) -> str:
+    return str(event.start_mark.line + 1) if event.start_mark else "?"
+
+
 def check_yaml_shape(text: str, source: str, limit: int) -> None:
     """Refuse what could exhaust memory or CPU before anything builds Python objects from it."""
     if len(text.encode("utf-8", "surrogatepass")) > limit:
@@ -37,12 +41,12 @@ def check_yaml_shape(text: str, source: str, limit: int) -> None:
     try:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
             if isinstance(event, yaml.AliasEvent):
-                raise InputError(f"{source}: line {event.start_mark.line + 1}: YAML aliases (*{event.anchor}) "
+                raise InputError(f"{source}: line {_line(event)}: YAML aliases (*{event.anchor}) "
                                  "are not accepted here", "write the repeated values out")
             if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 depth += 1
                 if depth > MAX_DEPTH:
-                    raise InputError(f"{source}: line {event.start_mark.line + 1}: nested deeper than "
+                    raise InputError(f"{source}: line {_line(event)}: nested deeper than "
                                      f"{MAX_DEPTH} levels; not a campaign")
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 depth -= 1
@@ -135,7 +139,7 @@ def default_form() -> dict[str, Any]:
 
 def parse_form(form: Mapping[str, str]) -> dict[str, Any]:
     """The submitted form as the form model (values as typed, so a refused form is shown again)."""
-    model = {k: str(form.get(k, "")).strip() for k in ("name", "description", "baseline", "repetitions",
+    model: dict[str, Any] = {k: str(form.get(k, "")).strip() for k in ("name", "description", "baseline", "repetitions",
                                                        "warmups", "seed", "profile", "target_host")}
     model["shuffle"] = form.get("shuffle") in ("on", "true", "1")
     rows: dict[tuple[str, int], dict[str, Any]] = {}
@@ -172,10 +176,10 @@ def to_mapping(model: dict[str, Any]) -> dict[str, Any]:
     data["platforms"] = []
     for row in model["platforms"]:
         if row.get("use"):
-            entry = {"name": row.get("name") or row.get("type"), "type": row.get("type") or row.get("name")}
-            fields = _model_fields(PLATFORMS, entry["type"], "Options")
-            entry.update({k: _value(v, fields.get(k)) for k, v in row.get("opt", {}).items() if v != ""})
-            data["platforms"].append(entry)
+            pentry: dict[str, Any] = {"name": row.get("name") or row.get("type"), "type": row.get("type") or row.get("name")}
+            fields = _model_fields(PLATFORMS, pentry["type"], "Options")
+            pentry.update({k: _value(v, fields.get(k)) for k, v in row.get("opt", {}).items() if v != ""})
+            data["platforms"].append(pentry)
     data["benchmarks"] = []
     for row in model["benchmarks"]:
         if row.get("use"):

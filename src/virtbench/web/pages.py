@@ -16,6 +16,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from .. import __version__
 from ..errors import InputError
+from ..report import summary
 from . import api, campaigns, downloads, queries, results, svg
 from .security import LOGIN_COOKIE, SESSION_COOKIE, check_form_write, client_of, cookie_args, require_read
 
@@ -179,7 +180,8 @@ def compare_page(request: Request, run: list[str] = Query([], max_length=100),
     hostnames = list(dict.fromkeys(c["host"] for c in choices if c["host"]))
     return render(request, "compare.html", title="Compare", doc=doc, charts=charts, choices=choices,
                   hostnames=hostnames, chosen=set(ids), chosen_hosts=set(host), by_host=by_host,
-                  baseline=baseline or "", export_query=urlencode([("run", i) for i in ids]))
+                  baseline=baseline or "", export_query=urlencode([("run", i) for i in ids]),
+                  verdict_rule=summary.VERDICT_RULE)
 
 
 # -- schedule -------------------------------------------------------------------------------------
@@ -253,11 +255,11 @@ async def login_submit(request: Request) -> Response:
                           next=_local(str(form.get("next", "/"))), failed=True)
         response.set_cookie(LOGIN_COOKIE, value, **cookie_args(request.app.state.settings, 1800))
         return response
-    response = RedirectResponse(_local(str(form.get("next", "/"))), status_code=303)
+    redirect = RedirectResponse(_local(str(form.get("next", "/"))), status_code=303)
     settings = request.app.state.settings
-    response.set_cookie(SESSION_COOKIE, auth.new_session(), **cookie_args(settings, int(settings.session_hours * 3600)))
-    response.delete_cookie(LOGIN_COOKIE, path="/")
-    return response
+    redirect.set_cookie(SESSION_COOKIE, auth.new_session(), **cookie_args(settings, int(settings.session_hours * 3600)))
+    redirect.delete_cookie(LOGIN_COOKIE, path="/")
+    return redirect
 
 
 @router.post("/logout")

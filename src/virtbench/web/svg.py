@@ -8,7 +8,7 @@ across every chart of a page; tooltips are SVG <title> elements.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from html import escape
 
 from markupsafe import Markup
@@ -83,7 +83,7 @@ def _legend_rows(legend: Sequence[tuple[str, str, bool]], width: int) -> list[li
     return rows
 
 
-def _frame(spec: FigureSpec, width: int, ticks: list[float], y: callable, body: list[str],  # type: ignore[valid-type]
+def _frame(spec: FigureSpec, width: int, ticks: list[float], y: Callable[[float], float], body: list[str],
            legend: Sequence[tuple[str, str, bool]], note: str = "") -> Markup:
     rows = _legend_rows(legend, width)
     height = H + 16 * (len(rows) - 1) + (16 if note else 0)

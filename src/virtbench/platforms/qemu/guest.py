@@ -290,12 +290,12 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.cmd == "qmp":
         try:
-            out = qmp(args.socket, args.command, json.loads(args.arguments) if args.arguments else None,
+            answer = qmp(args.socket, args.command, json.loads(args.arguments) if args.arguments else None,
                       args.timeout)
         except (ChannelError, ValueError) as exc:
             print(f"{MARK} {exc}", file=sys.stderr)
             return CLIENT_ERROR
-        print(json.dumps(out))
+        print(json.dumps(answer))
         return 0
 
     command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv

@@ -15,7 +15,7 @@ class QemuOptions(PlatformOptions):
     """A VM's shape. cpus/cpuset limit the QEMU process on the host (all vCPU threads)."""
 
     memory: Size = Field(1 << 30, description="guest RAM (default 1G)")
-    network: Literal["none", "user", "bridge"] = Field(
+    network: Literal["none", "user", "bridge"] = Field(  # type: ignore[assignment]  # a VM has no "host" mode
         "none", description="none: no NIC (the agent uses virtio-serial); user: QEMU user-mode "
                             "NAT, restricted to the host; bridge: tap on the host bridge vbbr0")
     vcpus: int = Field(2, ge=1, le=512, description="virtual CPUs")

@@ -202,7 +202,6 @@ class Qemu(Platform):
         qemu_stack.check_inner(self.name, inner)
         self._inner[inner.name] = inner
         self._disks.clear()  # a disk made before lacks the packages
-        inner.host = qemu_stack.Outside(inner.name, self.name)
 
     def inner_image(self, image: Image) -> Image:
         """The image as the VM's disk carries it (vmdisk.GUEST_IMAGE_DIR)."""

@@ -3,7 +3,7 @@
 The VM image then also holds the inner runtimes' Debian packages, and the VM disk carries the
 shared image's archive at vmdisk.GUEST_IMAGE_DIR, so the inner runtime imports the very
 bytes every other platform runs (see images/vmdisk.py). Until the runner gives an inner
-platform an executor inside a VM, its commands have nowhere to run: Outside refuses them,
+platform an executor inside a VM, its commands have nowhere to run: executor.Outside refuses them,
 so nothing (a provenance query, say) silently asks the host's runtime instead.
 """
 from __future__ import annotations
@@ -12,8 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ... import proc
-from ...errors import InputError, UnavailableError
+from ...errors import InputError
 from ...images import vmdisk
 from ...images.image import Image
 
@@ -23,25 +22,6 @@ if TYPE_CHECKING:
 SUPPORTED = ("docker", "podman")
 """Platform types a qemu VM can host: their packages are installed in the VM image and
 their engine is started in each VM (ensure_engine_in)."""
-
-
-class Outside:
-    """The executor of an inner platform while no VM of its outer platform is up."""
-
-    def __init__(self, inner: str, outer: str) -> None:
-        self.inner, self.outer = inner, outer
-
-    def _refuse(self) -> UnavailableError:
-        return UnavailableError(f"{self.inner} runs inside the VMs of {self.outer}: its runtime is "
-                                "only reachable while one of them is up (during a unit of the run)")
-
-    def run(self, argv: list[str], *, timeout: float | None = proc.DEFAULT_TIMEOUT,
-            check: bool = True, input: str | None = None,
-            detached_children: bool = False) -> proc.Result:
-        raise self._refuse()
-
-    def spawn(self, argv: list[str]) -> proc.Background:
-        raise self._refuse()
 
 
 def check_inner(outer_name: str, inner: Platform) -> None:

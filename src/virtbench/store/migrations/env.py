@@ -8,7 +8,7 @@ connection = context.config.attributes.get("connection")
 if connection is None:  # invoked by the alembic CLI with a URL
     from sqlalchemy import create_engine
 
-    connection = create_engine(context.config.get_main_option("sqlalchemy.url")).connect()
+    connection = create_engine(context.config.get_main_option("sqlalchemy.url") or "").connect()
 context.configure(connection=connection, target_metadata=target_metadata,
                   render_as_batch=connection.dialect.name == "sqlite")
 with context.begin_transaction():

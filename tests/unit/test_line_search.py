@@ -1,0 +1,94 @@
+"""The line experiment's pieces that need no network: iperf 2 parsing on recorded outputs,
+HDR histograms, and the NDR/PDR searches against a simulated device."""
+from __future__ import annotations
+
+import pytest
+
+from virtbench.errors import ParseError
+from virtbench.experiments.line import hdr, iperf2, search
+from virtbench.experiments.line.iperf2 import Trial
+
+
+def read(data_dir, name):
+    return (data_dir / "iperf2" / f"{name}.txt").read_text()
+
+
+def test_parse_loss_free_trial(data_dir):
+    t = iperf2.parse(20000, 1, read(data_dir, "client-20kpps"), read(data_dir, "server-20kpps"))
+    assert (t.sent, t.received, t.loss) == (19992, 19992, 0.0)
+    assert sum(t.bins.values()) == 19992 and t.bins[3] == 15386 and t.above == 0
+    assert len(t.worst_ms) == 10 and t.worst_ms[0] == (0.1, 0.332)
+    assert t.max_ms == 0.332
+
+
+def test_parse_overload_counts_the_loss(data_dir):
+    t = iperf2.parse(1_000_000, 1, read(data_dir, "client-overload"), read(data_dir, "server-overload"))
+    assert t.sent == 92544 and t.received == 92544 - 43894
+    assert t.loss == pytest.approx(43894 / 92544)
+    assert t.offered_pps < 1_000_000 / 5  # the generator fell far short of the asked rate
+
+
+def test_parse_without_sink_report_is_an_error(data_dir):
+    with pytest.raises(ParseError, match="final report"):
+        iperf2.parse(1000, 1, read(data_dir, "client-noserver"), "")
+    with pytest.raises(ParseError, match="Sent N datagrams"):
+        iperf2.parse(1000, 1, "", read(data_dir, "server-20kpps"))
+
+
+def test_hdr_from_bins_round_trips_and_limits_percentiles(data_dir):
+    t = iperf2.parse(20000, 1, read(data_dir, "client-20kpps"), read(data_dir, "server-20kpps"))
+    h = hdr.from_bins(t.bins)
+    back = hdr.decode(hdr.encode(h))
+    assert back.get_total_count() == 19992
+    s = hdr.summary_us(back)
+    assert s["p50"] == pytest.approx(2.5, abs=0.01)  # bin 3 = [2, 3) us, recorded at 2.5 us
+    assert s["p99.9"] is not None and s["p99.99"] is None and s["p99.999"] is None  # 19992 packets
+    assert s["max"] == pytest.approx(332.5, rel=0.002) and s["count"] == 19992
+    curve = hdr.percentile_curve(back)
+    assert curve[-1][0] < 99.95 and curve == sorted(curve)
+
+
+class Device:
+    """A simulated line: loss-free up to `ndr`, then losing more as the rate grows."""
+
+    def __init__(self, ndr: float, pdr: float, send_max: float = 1e9):
+        self.ndr, self.pdr, self.send_max, self.calls = ndr, pdr, send_max, []
+
+    def __call__(self, rate: float, seconds: float) -> Trial:
+        self.calls.append((rate, seconds))
+        sent = int(min(rate, self.send_max) * seconds)
+        if rate <= self.ndr:
+            loss = 0.0
+        elif rate <= self.pdr:
+            loss = 0.004 * (rate - self.ndr) / (self.pdr - self.ndr)
+        else:
+            loss = 0.01 + (rate - self.pdr) / rate
+        return Trial(rate_pps=rate, seconds=seconds, sent=sent, received=int(sent * (1 - loss)))
+
+
+def test_ndr_pdr_finds_both_within_precision_in_few_trials():
+    dev = Device(ndr=31_000, pdr=40_000)
+    r = search.ndr_pdr(dev, max_rate=120_000, min_rate=100, trial_seconds=1, final_seconds=5, precision=0.01)
+    assert r.complete
+    assert 31_000 * 0.99 <= r.ndr_pps <= 31_000 and 40_000 * 0.99 <= r.pdr_pps <= 40_000
+    assert len(r.trials) <= 25
+    assert [s for _, s in dev.calls].count(5) == 2  # one final-duration confirmation per goal
+
+
+def test_ndr_pdr_when_the_line_is_not_the_bottleneck():
+    dev = Device(ndr=1e9, pdr=1e9)
+    r = search.ndr_pdr(dev, max_rate=100_000, min_rate=100, trial_seconds=1, final_seconds=2, precision=0.01)
+    assert (r.ndr_pps, r.pdr_pps, len(r.trials)) == (100_000, 100_000, 2)  # one short, one final
+
+
+def test_ndr_pdr_nothing_passes():
+    dev = Device(ndr=-1, pdr=-1)
+    r = search.ndr_pdr(dev, max_rate=100_000, min_rate=100, trial_seconds=1, final_seconds=1, precision=0.01)
+    assert (r.ndr_pps, r.pdr_pps) == (0.0, 0.0) and len(r.trials) < 40
+
+
+def test_stepped_search_is_the_studys():
+    dev = Device(ndr=3500, pdr=4500)
+    r = search.steps(dev, start=1000, step=1000, seconds=20, max_rate=100_000)
+    assert (r.ndr_pps, r.pdr_pps) == (3000, 4000)
+    assert [c[0] for c in dev.calls] == [1000, 2000, 3000, 4000, 5000] and {c[1] for c in dev.calls} == {20}

@@ -1,0 +1,27 @@
+"""Log lines during a run are shown as written, above the progress bar (#10 item 7)."""
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from virtbench.report.progress import RichReporter
+
+
+def test_log_lines_are_plain_text_not_markup():
+    out = io.StringIO()
+    reporter = RichReporter(Console(file=out, width=200, force_terminal=False))
+    reporter.log("round 1 docker: fio[bs=4k] failed: [/usr/bin/fio] exit 1 [red]")
+    assert "fio[bs=4k] failed: [/usr/bin/fio] exit 1 [red]" in out.getvalue()
+
+
+def test_log_lines_during_progress_do_not_break_the_bar():
+    out = io.StringIO()
+    reporter = RichReporter(Console(file=out, width=80, force_terminal=True))
+    reporter.begin(3, 0)
+    reporter.step("round 1 native: sysbench-cpu")
+    reporter.log("a long line " * 20)
+    reporter.advance()
+    reporter.end()
+    text = out.getvalue()
+    assert "a long line" in text and "1/3" in text

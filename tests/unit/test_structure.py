@@ -1,0 +1,182 @@
+"""Structural rules that keep the code base in shape (issue #10): checked on every `make test`.
+
+- Dependencies point one way: a module may import its own layer or a lower one, never a
+  higher one (plugins below runner, runner below report, report below web and cli).
+- No import cycle between virtbench's packages at run time.
+- Only store/ speaks SQL.
+- Every plugin's entry-point name is the name its class declares.
+- Every parser yields exactly the metrics its benchmark declares (on the recorded outputs).
+"""
+from __future__ import annotations
+
+import ast
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "virtbench"
+
+LAYERS: list[tuple[str, ...]] = [
+    # neutral: imported by everyone, import nothing of virtbench above them
+    ("errors", "proc", "constants", "executor", "extras", "host", "services"),
+    ("store",),
+    # plugins and what they share; analysis is pure statistics over stored samples
+    ("registry", "benchmarks", "platforms", "images", "probes", "analysis"),
+    ("experiments", "config"),
+    ("runner",),
+    ("report",),
+    ("web", "docs", "cli", "__main__"),
+]
+RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in SRC.rglob("*.py"):
+        rel = path.relative_to(SRC).with_suffix("")
+        if rel.parts[0] == "store" and "migrations" in rel.parts:
+            continue
+        parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+        out[".".join(("virtbench", *parts))] = path
+    return out
+
+
+def _type_checking_lines(tree: ast.Module) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for sub in node.body:
+                lines.update(range(sub.lineno, (sub.end_lineno or sub.lineno) + 1))
+    return lines
+
+
+def _imports(module: str, path: Path) -> list[tuple[str, int, bool]]:
+    """(imported virtbench module, line, only for type checking)."""
+    tree = ast.parse(path.read_text())
+    typing_only = _type_checking_lines(tree)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            names = [target] + [f"{target}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        for name in names:
+            if name.startswith("virtbench"):
+                found.append((name, node.lineno, node.lineno in typing_only))
+    return found
+
+
+def _top(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+MODULES = _modules()
+
+
+def test_every_top_level_module_has_a_layer():
+    tops = {_top(m) for m in MODULES} - {""}
+    assert tops <= set(RANK), f"give these a layer in LAYERS: {sorted(tops - set(RANK))}"
+
+
+def test_no_import_from_a_higher_layer():
+    upward = []
+    for module, path in MODULES.items():
+        mine = _top(module)
+        if not mine:
+            continue
+        for target, line, _ in _imports(module, path):
+            theirs = _top(target)
+            if theirs in RANK and mine in RANK and RANK[theirs] > RANK[mine]:
+                upward.append(f"{path.relative_to(SRC)}:{line} imports {target} ({mine} is below {theirs})")
+    assert not upward, "upward imports:\n" + "\n".join(upward)
+
+
+def test_no_import_cycle_between_packages():
+    """Run-time imports (module level and in functions) between top-level packages form no cycle."""
+    graph: dict[str, set[str]] = {}
+    for module, path in MODULES.items():
+        mine = _top(module)
+        for target, _, typing_only in _imports(module, path):
+            theirs = _top(target)
+            if mine and theirs and theirs != mine and not typing_only and theirs in RANK:
+                graph.setdefault(mine, set()).add(theirs)
+    cycles = []
+
+    def visit(node: str, stack: list[str]) -> None:
+        for nxt in sorted(graph.get(node, ())):
+            if nxt in stack:
+                cycles.append(" -> ".join(stack[stack.index(nxt):] + [nxt]))
+            elif len(stack) < len(graph) + 1:
+                visit(nxt, stack + [nxt])
+
+    for start in sorted(graph):
+        visit(start, [start])
+    assert not cycles, "import cycles:\n" + "\n".join(sorted(set(cycles)))
+
+
+def test_the_layering_test_catches_an_upward_import(tmp_path):
+    """The check itself must fail on what it forbids (a platform importing the runner)."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("from ..runner import execute\n")
+    targets = [t for t, _, _ in _imports("virtbench.platforms.bad", bad)]
+    assert "virtbench.runner" in targets and RANK[_top(targets[0])] > RANK["platforms"]
+
+
+@pytest.mark.parametrize("package", ["web", "runner", "cli", "platforms", "benchmarks", "images", "experiments",
+                                     "probes", "config", "registry", "host", "services"])
+def test_only_store_speaks_sql(package):
+    """No SQLAlchemy and no database cursor outside store/ (report/ and analysis/ follow in #10's
+    report work). Benchmarks' own SQL workloads (sqlite) run in the guest, not on the store."""
+    offenders = []
+    for module, path in MODULES.items():
+        if _top(module) != package:
+            continue
+        for target in {t for t, _, _ in _imports(module, path)}:
+            if target.startswith("virtbench.store.models"):
+                pass  # the row classes are the store's typed records: reading them is fine
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n == "sqlalchemy" or n.startswith("sqlalchemy.") for n in names):
+                offenders.append(f"{path.relative_to(SRC)}:{node.lineno}: imports SQLAlchemy")
+            if isinstance(node, ast.Attribute) and node.attr in ("execute", "scalars", "scalar", "cursor",
+                                                                 "exec_driver_sql", "session", "engine"):
+                offenders.append(f"{path.relative_to(SRC)}:{node.lineno}: .{node.attr}")
+    assert not offenders, "SQL outside store/:\n" + "\n".join(sorted(set(offenders)))
+
+
+@pytest.mark.parametrize("group,attr", [("virtbench.benchmarks", "name"), ("virtbench.platforms", "type"),
+                                        ("virtbench.experiments", "name")])
+def test_entry_point_names_match_their_classes(group, attr):
+    eps = entry_points(group=group)
+    assert eps, f"no entry points in {group}: reinstall with pip install -e ."
+    wrong = [f"{ep.name} -> {ep.value} declares {attr}={getattr(ep.load(), attr, None)!r}"
+             for ep in eps if ep.value.startswith("virtbench.") and getattr(ep.load(), attr, None) != ep.name]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_campaign_validators_never_depend_on_a_later_field():
+    from pydantic import BaseModel
+
+    from virtbench.config import VALIDATOR_READS, Campaign, check_field_order
+
+    check_field_order(Campaign, VALIDATOR_READS)  # as declared: fine
+
+    class Reordered(BaseModel):
+        platforms: list[str] = []
+        experiment: str = "benchmarks"
+
+    with pytest.raises(TypeError, match="Reordered.platforms is validated with experiment"):
+        check_field_order(Reordered, {"platforms": ("experiment",)})
