@@ -38,6 +38,12 @@ def test_syscall_recorded(name: str, ns: float) -> None:
     assert Syscall(SyscallParams()).parse(read(f"perf/{name}"), "", name) == {"syscall_ns": pytest.approx(ns)}
 
 
+def test_syscall_total_time_is_truncated() -> None:
+    # 20000 x 0.3964 us = 7.93 ms, printed as "Total time: 0.007 [sec]"
+    text = read("perf/syscall_basic_20000_truncated_total.txt")
+    assert Syscall(SyscallParams(calls=20000)).parse(text) == {"syscall_ns": pytest.approx(396.4)}
+
+
 def test_syscall_sandbox_many_times_native() -> None:
     b = Syscall(SyscallParams())
     native = b.parse(read("perf/syscall_basic_300000.txt"))["syscall_ns"]
@@ -50,7 +56,7 @@ def test_syscall_failures() -> None:
     with pytest.raises(ParseError, match=r"300000 operations executed \(got 1000\)"):
         Syscall(SyscallParams()).parse(text.replace("300000 getppid", "1000 getppid"))
     with pytest.raises(ParseError, match="Total time near"):
-        Syscall(SyscallParams()).parse(text.replace("Total time: 0.059", "Total time: 0.590"))
+        Syscall(SyscallParams()).parse(text.replace("Total time: 0.059", "Total time: 0.062"))
     with pytest.raises(ParseError, match="usecs/op"):
         Syscall(SyscallParams()).parse(text[: text.index("0.198700")])
     with pytest.raises(ParseError, match="Executed"):
