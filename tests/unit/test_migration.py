@@ -37,7 +37,6 @@ def test_section_defaults_round_trip_and_a_single_destination_becomes_a_list():
 @pytest.mark.parametrize("section, words", [
     ({}, ["needs a destination"]),
     ({"mode": "lifecycle", "to": {"path": "/mnt/x"}}, ["moves nothing"]),
-    ({"mode": "live", "to": {"path": "/mnt/x"}}, ["disk is shared"]),
     ({"counts": [0], "to": {"path": "/mnt/x"}}, ["from 1 to 64"]),
     ({"counts": [2, 2], "to": {"path": "/mnt/x"}}, ["listed twice"]),
     ({"to": {"path": "rel/dir"}}, ["must be absolute"]),
@@ -51,6 +50,14 @@ def test_bad_sections_are_one_line_input_errors(section, words):
         campaign(section)
     for w in words:
         assert w in str(err.value)
+
+
+def test_live_destination_rules_follow_the_platform():
+    with pytest.raises(InputError, match="disk is shared"):
+        campaign({"mode": "live", "to": {"path": "/mnt/x"}}, platforms=["qemu"])
+    with pytest.raises(InputError, match="CRIU"):
+        campaign({"mode": "live"}, platforms=["lxc"])
+    assert campaign({"mode": "live"}, platforms=["qemu"]).section.to == []
 
 
 def test_stacked_platforms_are_refused():
