@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from .. import proc
-from ..errors import UnavailableError, VirtbenchError
+from ..errors import ParseError, UnavailableError, VirtbenchError
 from ..platforms import mounts
 from ..platforms.base import Instance, Platform
 from . import fleet
@@ -141,20 +141,41 @@ def migrate_qemu(platform: Platform, instances: list[Instance], *, timeout: floa
             except Exception:  # noqa: BLE001 - cleanup is the backstop
                 pass
         raise
-    replies = [r for r in moved.results if isinstance(r, dict)]
+    replies = [cast(dict[str, Any], r) for r in moved.results]
     for source in instances:  # paused in postmigrate; its guest lives on at the destination
         qmp(source.data["qmp"], "quit", timeout=30)
         platform.remove(source)
-    downtime = max(r.get("downtime", 0) for r in replies) / 1000.0
-    phases = {"setup": max(r.get("setup-time", 0) for r in replies) / 1000.0,
-              "transfer": max(r.get("total-time", 0) for r in replies) / 1000.0,
-              "start": ready.seconds, "total": total, "downtime": downtime}
-    result = LiveMigration(count=len(instances), phases=phases,
-                           bytes_moved=sum(int(r.get("ram", {}).get("transferred", 0)) for r in replies),
-                           each={"transfer": moved.each, "start": ready.each,
-                                 "downtime": [r.get("downtime", 0) / 1000.0 for r in replies]},
-                           qemu=replies)
+    result = from_replies(replies, start_s=ready.seconds, total_s=total)
+    result.each |= {"transfer": moved.each, "start": ready.each}
     return result, dests
+
+
+def check_reply(info: dict[str, Any], source: str = "query-migrate") -> dict[str, Any]:
+    """A completed migration's reply, or ParseError naming what is missing; a failed one raises
+    with QEMU's own error-desc."""
+    status = info.get("status")
+    if status in ("failed", "cancelled"):
+        raise VirtbenchError(f"live migration {status}: {info.get('error-desc', info)}")
+    if status != "completed":
+        raise ParseError("query-migrate", "status 'completed'", f"{source} (status {status!r})")
+    for key in ("total-time", "downtime", "setup-time"):
+        if not isinstance(info.get(key), (int, float)):
+            raise ParseError("query-migrate", f"a number in {key!r}", source)
+    if not isinstance((info.get("ram") or {}).get("transferred"), int):
+        raise ParseError("query-migrate", "ram.transferred (bytes)", source)
+    return info
+
+
+def from_replies(replies: list[dict[str, Any]], *, start_s: float, total_s: float) -> LiveMigration:
+    """Phases from QEMU's own accounting (milliseconds in query-migrate), over all VMs moved at
+    once: the longest setup, transfer (total-time) and downtime; bytes summed."""
+    for r in replies:
+        check_reply(r)
+    ms = {k: max(r[k] for r in replies) / 1000.0 for k in ("setup-time", "total-time", "downtime")}
+    return LiveMigration(count=len(replies), bytes_moved=sum(r["ram"]["transferred"] for r in replies),
+                         phases={"setup": ms["setup-time"], "transfer": ms["total-time"], "start": start_s,
+                                 "total": total_s, "downtime": ms["downtime"]},
+                         each={"downtime": [r["downtime"] / 1000.0 for r in replies]}, qemu=replies)
 
 
 def _migrate_one(source: Instance, dest: Instance, timeout: float) -> dict[str, Any]:
@@ -162,11 +183,8 @@ def _migrate_one(source: Instance, dest: Instance, timeout: float) -> dict[str, 
     deadline = time.monotonic() + timeout
     while True:
         info = qmp(source.data["qmp"], "query-migrate")
-        status = info.get("status")
-        if status == "completed":
-            return info
-        if status in ("failed", "cancelled"):
-            raise VirtbenchError(f"live migration of {source.name} {status}: {info.get('error-desc', info)}")
+        if info.get("status") in ("completed", "failed", "cancelled"):
+            return check_reply(info, f"query-migrate of {source.name}")
         if time.monotonic() > deadline:
             qmp(source.data["qmp"], "migrate_cancel")
             raise VirtbenchError(f"live migration of {source.name} not done after {timeout:g} s: {info}")
