@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from . import __version__
 from .errors import InputError, VirtbenchError
+from .extras import require
 from .platforms.base import Paths
 
 # Piped output (make run | tee, CI logs) gets wide tables instead of 80-column wrapping.
@@ -206,14 +207,16 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
 @click.argument("run_refs", nargs=-1, metavar="[RUN]...")
 @click.option("--json", "as_json", is_flag=True, help="The scripting contract (see README).")
 @click.option("--detail", is_flag=True, help="Every statistic of every platform and metric.")
+@click.option("--wide", is_flag=True, help="The old layout: every platform in one table with intervals, "
+              "wider than 100 columns.")
 @click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write one self-contained HTML report (works offline) to this file.")
 @click.option("--figures", "figures_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write every figure as PNG, SVG and PDF into this directory.")
 @click.option("--min-effect", type=click.FloatRange(0, 1), default=0.02, show_default=True,
-              help="Smallest relative difference called better/worse when significant.")
+              help="Margin of the 'same' verdict: the ratio's 95% interval within 1 +- this.")
 @db_option
-def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, html_file: Path | None,
+def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, html_file: Path | None,
            figures_dir: Path | None, min_effect: float, db_url: str | None) -> None:
     """Statistics and relative performance of runs (RUN_ID, a unique prefix, or 'latest').
 
@@ -225,29 +228,31 @@ def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, html_file: Pa
     store = _store(db_url)
     refs = run_refs or ("latest",)
     if len(refs) == 1 and not (html_file or figures_dir):
-        _print_report(store, refs[0], as_json=as_json, detail=detail, min_effect=min_effect)
+        _print_report(store, refs[0], as_json=as_json, detail=detail, min_effect=min_effect, wide=wide)
         return
     reports = [summary.build(store, ref, min_effect=min_effect) for ref in refs]
     secs = [r.sections for r in reports]
+    triples = [(r.run, r.rows, r.failures) for r in reports]  # what the renderers below take
     if html_file:
         from .report import html
 
-        html.write(html_file, reports, min_effect=min_effect, sections=secs)
+        html.write(html_file, triples, min_effect=min_effect, sections=secs)
         errconsole.print(f"wrote {html_file}")
     if figures_dir:
+        require("figures", "--figures")
         from .report import static
         from .report.figures import for_reports
 
-        specs, platforms = for_reports(reports)
+        specs, platforms = for_reports(triples)
         specs += [f for run_secs in secs for s in run_secs for f in s.figures]
         written = static.export(specs, figures_dir, platforms=platforms)
         errconsole.print(f"wrote {len(written)} figure files to {figures_dir}")
     if as_json:
         doc = (summary.report_json(reports[0], min_effect=min_effect) if len(reports) == 1
-               else summary.merged_json(reports, min_effect=min_effect))
+               else summary.merged_json(triples, min_effect=min_effect))
         click.echo(json.dumps(doc, indent=2, default=str))
     elif len(reports) > 1 and not (html_file or figures_dir):
-        text.render_merged(summary.merged_json(reports, min_effect=min_effect), console)
+        text.render_merged(summary.merged_json(triples, min_effect=min_effect), console)
 
 
 @cli.command()
@@ -287,15 +292,16 @@ def export_cmd(run_ref: str, fmt: str, out_dir: Path, db_url: str | None) -> Non
         console.print(str(path), markup=False)
 
 
-def _print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool, min_effect: float = 0.02) -> None:
-    from .report import sections, summary, text
+def _print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool, min_effect: float = 0.02,
+                  wide: bool = False) -> None:
+    from .report import summary, text
 
     report = summary.build(store, run_ref, min_effect=min_effect)
     if as_json:
         click.echo(json.dumps(summary.report_json(report, min_effect=min_effect), indent=2, default=str))
     else:
-        text.render(report.run, report.rows, report.failures, console, detail=detail)
-        sections.render_text(report.sections, console)
+        text.render(report.run, report.rows, report.failures, console, detail=detail, wide=wide,
+                    sections=report.sections)
 
 
 @cli.command("runs")
@@ -398,7 +404,7 @@ def list_probes(as_json: bool) -> None:
     """Probes a campaign lists under `probes:`, and whether each works on this host (and why not)."""
     from .registry import PROBES
 
-    docs = []
+    docs: list[dict[str, Any]] = []
     for name, cls in PROBES.items():
         works = cls.available()
         docs.append({"name": name, "description": cls.description, "stores": cls.stores, "works": works.available,
@@ -442,6 +448,7 @@ def list_experiments() -> None:
 def serve(host: str, port: int, token: str | None, private: bool, worker: bool, secure_cookies: bool,
           db_url: str | None) -> None:
     """Web app: schedule and watch campaigns, verify raw measurements, compare platforms."""
+    require("web", "`virtbench serve`")
     from .web.server import serve as run_server
 
     run_server(db_url=db_url, host=host, port=port, token=token, private=private, worker=worker,

@@ -1,4 +1,4 @@
-"""A campaign with `probes: [energy, perf, pressure]` on this machine, through the CLI:
+"""A campaign with `probes: [energy, perf, pressure]` on this machine (native and LXC), through the CLI:
 perf software counters, pressure series and energy from a meter with exactly known watts
 are stored and reported (text, JSON, HTML with the energy table and the pressure plot),
 and RAPL and IPMI are said to be absent, with the reason."""
@@ -16,7 +16,7 @@ import pytest
 
 from virtbench.store.db import Store
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 METER = Path(__file__).resolve().parents[1] / "data" / "meter" / "known_watts"
 WATTS = 42.5
@@ -33,7 +33,7 @@ def done(tmp_path_factory):
 name: probes-itest
 repetitions: 2
 warmups: 0
-platforms: [native, runc]
+platforms: [native, lxc]
 benchmarks:
   - {{name: sysbench-cpu, threads: 1, time: 1}}
   - {{name: openssl, algorithm: aes-128-cbc, bytes: 1024, multi: 1, seconds: 1}}
@@ -71,6 +71,11 @@ def test_stored_per_execution(done):
             assert d["events"]["context-switches"]["value"] > 0
         else:
             assert len(d["rows"]) >= 5 and d["interval"] == 0.1
+            inst = d["summary"].get("inst_memory")
+            if execs[a.execution_id].platform == "lxc":  # the container's own cgroup, read from the host
+                assert inst and inst["max"] > 0 and d["summary"]["inst_cpu"]["mean"] > 0
+            else:  # the native chroot has no cgroup of its own: said, not invented
+                assert inst is None and "not available" in d["instance"]
     assert run.provenance["probes"][2]["source"] == "meter"
 
 

@@ -232,3 +232,57 @@ def test_a_failing_probe_marks_its_own_data_and_never_the_execution():
     with pytest.raises(ValueError), probing.around([Broken("")], TARGET) as found:
         raise ValueError("the benchmark failed")
     assert found[0]["status"] == "ok"  # the probe's data of a failed execution is kept
+
+
+def test_rapl_probe_over_a_wrap_during_an_execution(tmp_path):
+    """The probe reads a powercap tree (read1); during the execution the counters move to
+    read2, the package's wrapping: joules = package (wrap corrected) + dram, psys not added."""
+    import shutil
+
+    tree = tmp_path / "root"
+    shutil.copytree(DATA / "powercap/read1", tree)
+    probe = energy(source="rapl", interval=0.05)
+    probe.root = str(tree)
+    probe.check()
+    probe.start(TARGET)
+    time.sleep(0.15)
+    for f in (DATA / "powercap/read2").rglob("energy_uj"):
+        (tree / f.relative_to(DATA / "powercap/read2")).write_text(f.read_text())
+    time.sleep(0.15)
+    data = probe.stop()
+    assert data.status == "ok", data.error
+    d = data.data
+    assert d["joules"] == pytest.approx((41328850 + 3500000) / 1e6)
+    assert d["quality"]["wraps_corrected"] == 1 and d["quality"]["domains_summed"] == ["package-0", "dram"]
+    assert d["measures"] == "CPU packages + DRAM (RAPL)"
+
+
+@pytest.mark.skipif(Path("/sys/fs/cgroup/perf_event").is_dir() or Path("/sys/fs/cgroup/cgroup.controllers").exists(),
+                    reason="this host has perf_event cgroups")
+def test_perf_instance_scope_needs_perf_event_cgroups():
+    with pytest.raises(InputError, match="perf_event cgroup"):
+        Perf(PerfOptions(scope="instance")).check()
+
+
+def test_report_of_a_run_whose_energy_source_is_missing(tmp_path):
+    """Rows of a run with the energy probe but no source carry energy nulls and the reason."""
+    from virtbench.report import probes as report_probes
+    from virtbench.store.db import Store, now
+
+    store = Store(f"sqlite:///{tmp_path / 'r.db'}")
+    store.create_run(run_id="r", name="t", campaign={"baseline": "native", "probes": ["energy"]}, source="", seed=1,
+                     host_id=None, host_facts={}, image={}, provenance={},
+                     platforms=[{"name": "native", "type": "native", "label": "native", "config": {}}],
+                     benchmarks=[{"key": "openssl", "name": "openssl", "params": {}}])
+    why = "no energy source here: RAPL: no /sys/class/powercap; IPMI: no BMC"
+    store.record(run_id="r", round=0, warmup=False, platform="native", benchmark="openssl", status="ok",
+                 started_at=now(), finished_at=now(), duration_s=1.0,
+                 attachments=[{"name": "probe:energy", "kind": "probe:energy", "status": "unavailable",
+                               "error": why, "data": {"source": None, "reason": why}}])
+    section = report_probes.build(store, store.run("r"))
+    assert section is not None and section.data["energy"]["reason"] == why
+    assert any("no measurement" in n for n in section.notes) and not section.tables
+    doc = {"results": [{"benchmark": "openssl", "platform": "native"}]}
+    report_probes.add_row_fields(doc, [section])
+    assert doc["results"][0]["energy"] == {"source": None, "joules_mean": None, "watts_mean": None,
+                                           "joules_ci95": None, "reason": why}

@@ -43,11 +43,12 @@ def test_significance_holm_and_verdicts():
     raw = [sst.mannwhitneyu(x, base, alternative="two-sided").pvalue for x in (slow, same, tiny)]
     assert [by[p].p_value for p in ("slow", "same", "tiny")] == pytest.approx(raw)
     assert [by[p].p_holm for p in ("slow", "same", "tiny")] == pytest.approx(st.holm(raw))
-    assert by["slow"].verdict == "worse" and by["slow"].effect_size == -1.0
-    assert by["same"].verdict == "not significant"
-    assert by["tiny"].verdict in ("negligible", "not significant")
+    assert by["slow"].verdict == "slower" and by["slow"].effect_size == -1.0
+    assert by["slow"].verdict_reason.startswith("slower by 20.0 % [")
+    assert by["same"].verdict == "same" and by["same"].verdict_reason.startswith("same within +-2%")
+    assert by["tiny"].verdict == "same", "1 % slower is within the 2 % margin"
     assert by["slow"].relative_ci95[0] < by["slow"].relative < by["slow"].relative_ci95[1]
-    assert by["slow"].relative_ci95 == pytest.approx(st.ratio_ci(slow, base, True))
+    assert by["slow"].relative_boot_ci95 == pytest.approx(st.ratio_ci(slow, base, True))
     assert by["slow"].median_ci95 and by["slow"].mean_boot_ci95
 
 
@@ -66,9 +67,11 @@ def test_degenerate_rows():
                      {"b": [("rate", "op/s", True, "cpu")]})
     by = {r.platform: r for r in rows}
     assert by["one"].relative == pytest.approx(0.8) and by["one"].relative_ci95 is None
-    assert by["one"].p_value == 1.0 and by["one"].verdict == "not significant"
+    assert by["one"].p_value == 1.0 and by["one"].verdict == "inconclusive"
+    assert "at least 2" in by["one"].verdict_reason
     assert by["flat"].mean_boot_ci95 == [5.0, 5.0] and by["flat"].cv == 0.0 and by["flat"].quality == []
-    assert by["dead"].n == 0 and by["dead"].failed == 3 and by["dead"].verdict == "no data"
+    assert by["dead"].n == 0 and by["dead"].failed == 3 and by["dead"].verdict == "inconclusive"
+    assert by["dead"].verdict_reason == "no values: all 3 executions failed (see the failures)"
     assert by["native"].relative_ci95 is None  # n=1: no interval, not a fake [1, 1]
 
 
@@ -76,12 +79,13 @@ def test_every_execution_failed():
     rows = summarize([], {("native", "b"): 2, ("x", "b"): 2}, ["native", "x"], "native",
                      {"b": [("rate", "op/s", True, "cpu")]})
     assert [(r.n, r.failed, r.mean, r.relative) for r in rows] == [(0, 2, None, None)] * 2
-    assert {r.verdict for r in rows} == {None, "no data"}
+    assert [r.verdict for r in rows] == [None, "inconclusive"]
 
 
 def test_no_baseline_data():
     rows = summarize(samples("x", [1.0, 2.0]), {("native", "b"): 2}, ["native", "x"], "native")
-    assert next(r for r in rows if r.platform == "x").verdict == "no baseline"
+    x = next(r for r in rows if r.platform == "x")
+    assert x.verdict == "inconclusive" and x.verdict_reason == "the baseline has no values to compare with"
 
 
 def test_json_keeps_the_core_contract_and_adds(tmp_path):
@@ -93,7 +97,8 @@ def test_json_keeps_the_core_contract_and_adds(tmp_path):
     assert CORE_TOP_FIELDS <= set(doc)
     for result in doc["results"]:
         assert CORE_RESULT_FIELDS <= set(result)
-        assert {"p_value", "p_holm", "verdict", "median_ci95", "mean_boot_ci95", "quality"} <= set(result)
+        assert {"p_value", "p_holm", "verdict", "verdict_reason", "median_ci95", "mean_boot_ci95",
+                "quality"} <= set(result)
         assert "values" not in result and "rounds" not in result
     assert doc["failures"][0]["platform"] == "docker" and "device busy" in doc["failures"][0]["output_tail"]
     host = [w["message"] for w in doc["warnings"] if w["scope"] == "host"]
@@ -105,13 +110,21 @@ def test_json_keeps_the_core_contract_and_adds(tmp_path):
     json.dumps(doc, allow_nan=False, default=str)  # valid JSON: no NaN anywhere
 
 
-def test_power_note_when_nothing_can_be_significant(tmp_path):
+def test_three_repetitions_reach_verdicts_and_the_rest_say_what_would_decide(tmp_path):
+    """With 3 against 3 (where no rank test can be significant) clear differences are decided."""
     store = Store(f"sqlite:///{tmp_path / 's.db'}")
     synthetic.fill(store, "r1", repetitions=3, warmups=0)
     doc = summary.to_json(*summary.build(store, "r1"))
+    verdicts = {r["verdict"] for r in doc["results"]}
+    assert verdicts <= {None, "baseline", "slower", "faster", "same", "inconclusive"}
+    qemu = next(r for r in doc["results"] if r["platform"] == "qemu" and r["metric"] == "randread_iops")
+    assert qemu["verdict"] == "slower", "a 20 % cost at 3 % noise is decided at 3 repetitions"
+    for r in doc["results"]:
+        if r["verdict"] == "inconclusive":
+            assert "noise +-" in r["verdict_reason"] and "repetitions" in r["verdict_reason"]
     power = [w for w in doc["warnings"] if w["check"] == "power"]
-    assert power and "no difference can be significant" in power[0]["message"]
-    assert {r["verdict"] for r in doc["results"]} <= {None, "baseline", "not significant"}
+    if "inconclusive" in verdicts:
+        assert power and "comparisons are inconclusive" in power[0]["message"]
     assert any(w["check"] == "warmup" and w["scope"] == "run" for w in doc["warnings"])
 
 

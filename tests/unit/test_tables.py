@@ -91,9 +91,9 @@ def test_compare_runs():
     before = _rows({"native": [100.0, 101, 99, 100, 100.5, 99.5], "docker": [90.0, 91, 89, 90, 90.5, 89.5]})
     after = _rows({"native": [100.2, 100.8, 99.1, 100, 100.4, 99.6], "docker": [80.0, 81, 79, 80, 80.5, 79.5]})
     by = {r.platform: r for r in compare(before, after)}
-    assert by["docker"].ratio == pytest.approx(80 / 90) and by["docker"].verdict == "worse"
+    assert by["docker"].ratio == pytest.approx(80 / 90) and by["docker"].verdict == "slower"
     assert by["docker"].ratio_ci95[0] < by["docker"].ratio < by["docker"].ratio_ci95[1]
-    assert by["native"].verdict == "not significant"
+    assert by["native"].verdict == "same"
     assert by["docker"].p_holm == pytest.approx(min(1.0, 2 * by["docker"].p_value)) or \
         by["docker"].p_holm == pytest.approx(by["native"].p_holm)
 
@@ -108,10 +108,10 @@ def test_compare_command(tmp_path):
     import json
     doc = json.loads(res.output)
     hpl = next(r for r in doc["results"] if r["metric"] == "HPL_Gflops" and r["platform"] == "native")
-    assert hpl["ratio"] == pytest.approx(0.8, abs=0.03) and hpl["verdict"] == "worse"
+    assert hpl["ratio"] == pytest.approx(0.8, abs=0.03) and hpl["verdict"] == "slower"
     assert doc["hosts"] == ["sim-host", "sim-host"] and doc["notes"] == []
     text = CliRunner().invoke(cli, ["compare", "a", "b", "--db", url])
-    assert text.exit_code == 0 and "worse" in text.output
+    assert text.exit_code == 0 and "slower" in text.output
 
 
 def test_percentile_names():

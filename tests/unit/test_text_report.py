@@ -1,9 +1,19 @@
-"""The terminal report shows the verdict tables, not only the per-metric ratios."""
+"""The terminal report: headline first, verdict tables, nothing wider than 100 columns."""
+from click.testing import CliRunner
 from rich.console import Console
 
 from virtbench.analysis import synthetic
+from virtbench.cli import cli
 from virtbench.report import summary, text
 from virtbench.store.db import Store
+
+
+def _many_platforms() -> list[synthetic.SimPlatform]:
+    base = synthetic.default_platforms()
+    docker = base[1]
+    extra = [synthetic.SimPlatform(f"docker-with-a-rather-long-name-{i}", "docker", "container",
+                                   {k: v * (0.97 + 0.01 * i) for k, v in docker.factors.items()}) for i in range(6)]
+    return base + extra
 
 
 def test_text_report_has_category_best_and_stack_tables(tmp_path):
@@ -17,3 +27,41 @@ def test_text_report_has_category_best_and_stack_tables(tmp_path):
     assert "Best of the container runtimes per category" in out
     assert any(p.config.get("inside") for p in run.platforms), "the synthetic run has a stack"
     assert "Stacks: measured against the product of the layers" in out
+
+
+def test_headline_first_and_nothing_wider_than_100_columns(tmp_path):
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    synthetic.fill(store, "sim", repetitions=3, platforms=_many_platforms())
+    report = summary.build(store, "sim")
+    console = Console(record=True, width=250)
+    text.render(*report, console, detail=True)
+    out = console.export_text()
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 100, max(lines, key=len)
+    head = "\n".join(lines[:20])
+    assert "Against native" in head and "biggest cost" in head
+    qemu = next(line for line in lines[:20] if line.startswith("qemu "))
+    assert " vm " in qemu and "▼" in qemu, "the VM's headline line carries its kind and a slower category"
+    assert "qemu-docker" in head and "stack" in head.split("qemu-docker", 1)[1].splitlines()[0]
+    assert out.index("Against native") < out.index("Performance relative to native")
+    for i in range(6):  # every platform is in some table
+        assert f"docker-with-a-rather-long-name-{i}" in out
+    wide = Console(record=True, width=400)
+    text.render(*report, wide, wide=True)
+    assert max(len(line) for line in wide.export_text().splitlines()) > 100, "--wide keeps the old layout"
+
+
+def test_cli_report_wide_flag_and_json_headline(tmp_path):
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    synthetic.fill(Store(url), "r", repetitions=3)
+    res = CliRunner().invoke(cli, ["report", "r", "--db", url])
+    assert res.exit_code == 0, res.output
+    assert max(len(line) for line in res.output.splitlines()) <= 100
+    assert CliRunner().invoke(cli, ["report", "r", "--wide", "--db", url]).exit_code == 0
+    import json
+    doc = json.loads(CliRunner().invoke(cli, ["report", "r", "--json", "--db", url]).output)
+    kinds = {p["platform"]: p["kind"] for p in doc["headline"]["platforms"]}
+    assert kinds == {"docker": "container", "runc": "container", "qemu": "vm", "qemu-docker": "stack"}
+    qemu = next(p for p in doc["headline"]["platforms"] if p["platform"] == "qemu")
+    storage = next(c for c in qemu["categories"] if c["category"] == "storage")
+    assert storage["verdict"] == "slower" and qemu["biggest_cost"]["verdict_reason"].startswith("slower by")

@@ -2,12 +2,14 @@
 
 `relative` is direction-aware so that 1.0 always means "as the baseline" and 0.5 "half as
 good": mean/baseline_mean for higher-is-better metrics, baseline_mean/mean for lower-is-better.
-Its 95% interval is a percentile bootstrap over both samples (independent resampling),
-seeded so a report is reproducible.
+Its 95% interval and the verdict (slower, faster, same, inconclusive with its reason) come
+from analysis.verdict: a Welch t interval of the log ratio, which keeps its error rates at 3
+repetitions, where a bootstrap or a rank test cannot.
 
-Beyond the descriptive fields each row carries bootstrap intervals of mean and median, a
-Mann-Whitney test against the baseline with Holm's correction over every comparison of the
-report, a verdict that says "not significant" openly, and quality flags (analysis.quality).
+Beyond the descriptive fields each row carries bootstrap intervals of mean, median and ratio
+(seeded, so a report is reproducible), a Mann-Whitney test against the baseline with Holm's
+correction over every comparison of the report (for information: the verdict does not use
+it), and quality flags (analysis.quality).
 Warm-up samples are kept apart: they feed the warm-up check and the trend plot only.
 """
 from __future__ import annotations
@@ -24,6 +26,7 @@ from scipy import stats
 
 from . import quality as q
 from . import stats as st
+from . import verdict as vd
 from .stats import ALPHA, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, MIN_EFFECT  # noqa: F401 - re-exported
 
 
@@ -43,6 +46,7 @@ class Row:
     ci95: list[float] | None = None
     relative: float | None = None
     relative_ci95: list[float] | None = None
+    """The interval the verdict is read from: 95 % Welch t interval of the log ratio (analysis.verdict)."""
     values: list[float] = field(default_factory=list, repr=False)
     rounds: list[int] = field(default_factory=list, repr=False)
     warmup_values: list[float] = field(default_factory=list, repr=False)
@@ -57,7 +61,14 @@ class Row:
     """Rank-biserial correlation against the baseline's values: +1 when every value is larger (for a
     lower-is-better metric that is worse), -1 when every value is smaller."""
     verdict: str | None = None
-    """baseline, better, worse, not significant, negligible, no data, no baseline; None: not tested."""
+    """slower, faster, same or inconclusive against the baseline; 'baseline' for the baseline's
+    own cells; None where nothing is compared (lifecycle)."""
+    verdict_reason: str | None = None
+    """The verdict's number ('slower by 7.1 % [...]'), or why it is inconclusive and what would decide it."""
+    repetitions_needed: int | None = None
+    """Inconclusive: about how many repetitions per side would decide it at the noise seen."""
+    relative_boot_ci95: list[float] | None = None
+    """Percentile bootstrap interval of the ratio (too narrow for a verdict below ~10 repetitions)."""
     quality: list[dict] = field(default_factory=list)
 
     def public(self) -> dict:
@@ -171,18 +182,19 @@ def summarize_grouped(grouped: Group, warm: Group, meta: dict[tuple[str, str], t
                     if platform == baseline:
                         row.relative_ci95 = [1.0, 1.0] if len(values) > 1 else None
                         row.verdict = "baseline"
-            elif category != "lifecycle" and platform != baseline:
-                row.verdict = "no data"
             rows.append(row)
     _infer(rows, base_of, baseline)
     tested = [r for r in rows if r.p_value is not None]
     for row, adj in zip(tested, st.holm([r.p_value for r in tested])):
         row.p_holm = adj
-        row.verdict = st.verdict(row.relative, adj, alpha=alpha, min_effect=min_effect)
     for row in rows:
-        if row.relative is None and row.verdict is None and row.values and row.category != "lifecycle" \
-                and row.platform != baseline:
-            row.verdict = "no baseline"
+        if row.category != "lifecycle" and row.platform != baseline:
+            v = vd.decide(row.values, base_of[(row.benchmark, row.metric)], row.higher_is_better,
+                          min_effect=min_effect)
+            row.verdict, row.verdict_reason, row.repetitions_needed = v.verdict, v.reason, v.needed
+            if row.failed and not row.values:
+                row.verdict_reason = f"no values: all {row.failed} executions failed (see the failures)"
+            row.relative_ci95 = list(v.ci) if v.ci else None
     return rows
 
 
@@ -215,7 +227,7 @@ def _infer(rows: Sequence[Row], base_of: dict[tuple[str, str], list[float]], bas
     for j, r in enumerate(withdata):
         r.mean_boot_ci95, r.median_ci95 = cis[j], cis[k + j]
     for j, (r, _) in enumerate(compared):
-        r.relative_ci95 = cis[2 * k + j]
+        r.relative_boot_ci95 = cis[2 * k + j]
     tests = st.rank_tests([(r.values, base_of[(r.benchmark, r.metric)]) for r, _ in compared])
     for (r, _), test in zip(compared, tests):
         if test is not None:

@@ -209,7 +209,8 @@ def hosts_matrix(per_host: Mapping[str, Sequence[Row]]) -> list[dict[str, Any]]:
                 "benchmark": r.benchmark, "metric": r.metric, "platform": r.platform, "unit": r.unit,
                 "higher_is_better": r.higher_is_better, "category": r.category, "hosts": {}})
             line["hosts"][host] = {"relative": r.relative, "relative_ci95": r.relative_ci95, "mean": r.mean,
-                                   "n": r.n, "failed": r.failed, "verdict": r.verdict}
+                                   "n": r.n, "failed": r.failed, "verdict": r.verdict,
+                                   "verdict_reason": r.verdict_reason}
     for line in lines.values():
         rel = [h["relative"] for h in line["hosts"].values() if h["relative"] is not None]
         line["min"], line["max"] = (min(rel), max(rel)) if rel else (None, None)

@@ -9,6 +9,10 @@ the count meaningless). stress-ng counts one bogo op per MiB written (4096 write
 report (microsecond precision; the text table rounds to 10 ms). The 4 KiB of stores after
 each fault are part of the figure (about 0.1 us of the 1 to 2 us a native fault costs).
 
+Under gVisor the figure is first touches per second as the application sees them: the Sentry
+populates the host mapping of its memory file in ranges larger than a page, so one trap serves
+many pages and the rate can exceed native (seen here: about 2.7 x with the ptrace platform).
+
 stress-ng's own "page faults per second" (stress-ng --fault) comes from getrusage, which
 gVisor does not count (it reports 0), and it times file operations too: not used.
 """

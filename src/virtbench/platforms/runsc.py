@@ -77,8 +77,8 @@ def try_mode(paths: Paths, mode: str, timeout: float = PROBE_TIMEOUT) -> Availab
         return Availability(True, f"runsc --platform={mode} ran a sandbox")
     except CommandError as exc:
         if exc.timed_out:
-            why = "needs working KVM; nested KVM on this host does not run guests" if mode == "kvm" else \
-                "the sandbox never finished"
+            why = "the kvm platform needs KVM that runs guests; a hang means it does not here" if mode == "kvm" \
+                else "the sandbox never finished"
             return Availability(False, f"runsc --platform={mode}: `true` did not finish within {timeout:g} s ({why})",
                                 "use platform: ptrace" + ("" if mode == "kvm" else " or look at `runsc --debug`"))
         said = (exc.stderr or str(exc)).strip().splitlines() or [str(exc)]

@@ -88,9 +88,9 @@ def ipmi_works() -> Availability:
     return Availability(True, "IPMI DCMI power reading works")
 
 
-def rapl_works() -> Availability:
+def rapl_works(root: str = "/") -> Availability:
     try:
-        rapl.read(rapl.zones())
+        rapl.read(rapl.zones(root))
     except rapl.RaplError as exc:
         return Availability(False, str(exc))
     return Availability(True, "RAPL readable")
@@ -102,6 +102,8 @@ class Energy(SamplingProbe):
     stores = ("per execution: source, joules, mean watts, the readings, idle watts where asked, and a quality "
               "record (wraps corrected, gaps, interval, domains summed)")
     Options = EnergyOptions
+    root: str = "/"
+    """Where /sys is looked for (tests point it at a recorded powercap tree)."""
 
     def __init__(self, options: EnergyOptions | None = None) -> None:
         super().__init__(options)
@@ -137,12 +139,12 @@ class Energy(SamplingProbe):
                                  "the meter command must exit 0 and print one number (watts)") from None
             self.source = "meter"
         elif wanted == "auto":
-            r = rapl_works()
+            r = rapl_works(self.root)
             i = ipmi_works() if not r.available else Availability(False, "not tried")
             self.source = "rapl" if r.available else "ipmi" if i.available else None
             self.why_none = "" if self.source else f"no energy source here: RAPL: {r.reason}; IPMI: {i.reason}"
         else:
-            works = rapl_works() if wanted == "rapl" else ipmi_works()
+            works = rapl_works(self.root) if wanted == "rapl" else ipmi_works()
             if not works.available:
                 raise InputError(f"probes: energy source {wanted} does not work here: {works.reason}",
                                  works.fix or "use source: auto, or a meter")
@@ -193,7 +195,7 @@ class Energy(SamplingProbe):
         self.wraps = 0
         self.read_errors = 0
         if self.source == "rapl":
-            self.zones = rapl.zones()
+            self.zones = rapl.zones(self.root)
             self.domains = [z.name for z in self.zones if z.summed]
         super().start(target)
 

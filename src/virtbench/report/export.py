@@ -21,6 +21,7 @@ from sqlalchemy import select
 
 from ..analysis.summary import Row
 from ..errors import InputError
+from ..extras import require
 from ..store.db import Store
 from ..store.models import Execution, Run, Sample
 from . import summary as S
@@ -104,11 +105,10 @@ def write_table(records: list[dict[str, Any]], path: Path, fmt: str, columns: Se
         path.write_text(json.dumps([{k: _clean(v) for k, v in r.items()} for r in records], allow_nan=False),
                         encoding="utf-8")
     elif fmt == "parquet":
-        try:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-        except ImportError:
-            raise InputError("parquet export needs pyarrow", "pip install pyarrow, or use --format csv") from None
+        require("parquet", "parquet export (or use --format csv)")
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         table = pa.Table.from_pylist(records) if records else pa.table({c: pa.array([]) for c in columns})
         pq.write_table(table, path)
     else:

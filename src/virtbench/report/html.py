@@ -16,7 +16,7 @@ from typing import Any
 from .. import __version__
 from ..analysis import stats, tables
 from ..analysis.summary import Row
-from ..errors import InputError
+from ..extras import require
 from ..store.models import Run
 from . import figures as F
 from . import html_parts as H
@@ -35,7 +35,7 @@ text-align:left;vertical-align:top}th{background:#f4f4f4;position:sticky;top:0}p
 margin:.8em 0 .2em;font-size:13px}table.kv td:first-child{color:#555}table.small{font-size:12px}
 .cols{display:flex;gap:2em;flex-wrap:wrap}.ci{color:#777;font-size:.9em}.badge{border-radius:3px;padding:0 4px;
 font-size:.85em;white-space:nowrap}.badge.good{background:#d4f4d4;color:#064}.badge.bad{background:#fbd5d5;color:#900}
-.badge.ns{background:#eee;color:#555}.badge.base{background:#dde8f8;color:#124}.bad{color:#b00}.ok{color:#070}
+.badge.ns{background:#eee;color:#555}.badge.same{background:#e4f0e4;color:#333}.badge.base{background:#dde8f8;color:#124}.bad{color:#b00}.ok{color:#070}
 .flag{padding:4px 8px;margin:3px 0;border-left:4px solid #ccc}.flag.warn{border-color:#e69500;background:#fff7e6}
 .flag.info{border-color:#6aa0d8;background:#f0f6fc}span.warn{color:#b36b00}.flags{color:#b36b00;cursor:help}
 .fig{min-height:380px;border:1px solid #eee;margin:6px 0}.note{color:#666;font-size:12px;margin:0 0 1em}
@@ -64,11 +64,9 @@ document.body.dataset.ready='1';
 
 
 def plotly_js() -> str:
-    try:
-        from plotly.offline import get_plotlyjs
-    except ImportError:
-        raise InputError("the HTML report needs plotly (its JavaScript is embedded in the file)",
-                         "pip install plotly") from None
+    require("figures", "the HTML report (plotly.js is embedded in it)")
+    from plotly.offline import get_plotlyjs
+
     return get_plotlyjs()
 
 
@@ -141,9 +139,8 @@ def run_section(page: Page, report: Report, label: str, prefix: str = "", *, alp
     parts = [
         f'<section id="{H.e(prefix)}run"><h2>Run {H.e(run.id)} on {H.e(label)}</h2>',
         f"<p>{len(platforms)} platforms, {len(run.benchmarks)} benchmarks, baseline <b>{H.e(baseline)}</b>. "
-        f"Comparisons with the baseline: {verdicts or 'none'} (Mann-Whitney, Holm over "
-        f"{sum(r.p_value is not None for r in rows)} comparisons, alpha {alpha}, minimum effect {min_effect:.0%}; "
-        "'not significant' means the data cannot tell the platforms apart).</p>",
+        f"Comparisons with the baseline: {verdicts or 'none'} ({H.e(S.VERDICT_RULE)} Minimum effect "
+        f"{min_effect:.0%}.)</p>",
         experiment_html(page, secs, prefix),
         "<h3>Warnings</h3>", H.warnings_html(warnings),
         "<h3>Relative performance</h3>", H.relative_table(rows, platforms, baseline, [b.key for b in run.benchmarks]),

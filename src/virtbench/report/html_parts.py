@@ -12,9 +12,9 @@ from ..analysis.summary import Row
 from ..analysis.tables import BestRow, CategoryCell, StackRow
 from ..constants import LIFECYCLE, LIFECYCLE_STEPS
 
-BADGE = {"better": ("good", "better"), "worse": ("bad", "worse"), "not significant": ("ns", "not significant"),
-         "negligible": ("ns", "negligible"), "baseline": ("base", "baseline"), "no data": ("bad", "no data"),
-         "no baseline": ("bad", "no baseline")}
+BADGE = {"faster": ("good", "faster"), "slower": ("bad", "slower"), "same": ("same", "same"),
+         "inconclusive": ("ns", "inconclusive"), "baseline": ("base", "baseline"), "unit changed": ("ns", "unit changed")}
+"""Verdict -> (CSS class, word): colour follows the verdict, never the raw ratio."""
 
 
 def e(x: Any) -> str:
@@ -43,11 +43,12 @@ def table(head: Sequence[str], rows: Iterable[Sequence[str]], cls: str = "", cap
     return f'{cap}<table class="{e(cls)}"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def badge(verdict: str | None) -> str:
+def badge(verdict: str | None, reason: str | None = None) -> str:
     if not verdict:
         return ""
     cls, text = BADGE.get(verdict, ("ns", verdict))
-    return f'<span class="badge {cls}">{e(text)}</span>'
+    title = f' title="{e(reason)}"' if reason else ""
+    return f'<span class="badge {cls}"{title}>{e(text)}</span>'
 
 
 def kv(pairs: Iterable[tuple[str, Any]]) -> str:
@@ -123,13 +124,13 @@ def _rel_cell(r: Row | None) -> str:
     if r is None:
         return "–"
     if r.relative is None:
-        return f'<span class="bad">failed ×{r.failed}</span>' if r.failed else badge(r.verdict) or "–"
+        return f'<span class="bad">failed ×{r.failed}</span>' if r.failed else badge(r.verdict, r.verdict_reason) or "–"
     ci = f' <span class="ci">[{r.relative_ci95[0]:.3f}–{r.relative_ci95[1]:.3f}]</span>' if r.relative_ci95 else ""
-    p = f' <span class="ci">p={r.p_holm:.2g}</span>' if r.p_holm is not None else ""
+    p = f' <span class="ci">{e(r.verdict_reason)}</span>' if r.verdict_reason and r.verdict == "inconclusive" else ""
     flags = f' <span class="flags" title="{e("; ".join(f["message"] for f in r.quality))}">⚑{len(r.quality)}</span>' \
         if any(f["severity"] == "warn" for f in r.quality) else ""
     failed = f' <span class="bad">({r.failed} failed)</span>' if r.failed else ""
-    return f"<b>{r.relative:.3f}</b>{ci} {badge(r.verdict)}{p}{flags}{failed}"
+    return f"<b>{r.relative:.3f}</b>{ci} {badge(r.verdict, r.verdict_reason)}{p}{flags}{failed}"
 
 
 def relative_table(rows: Sequence[Row], platforms: Sequence[str], baseline: str,
@@ -153,8 +154,9 @@ def relative_table(rows: Sequence[Row], platforms: Sequence[str], baseline: str,
                      e(fmt(base.mean)) if base and base.mean is not None else '<span class="bad">no data</span>',
                      *[_rel_cell(per.get(p)) for p in others]])
     return table(["benchmark / metric", "unit", f"{baseline} mean", *others], body, "filterable main",
-                 f"Performance relative to {baseline}: 1.0 = same, above = better; [95% bootstrap CI]; verdict "
-                 "from Mann-Whitney with Holm's correction and a minimum effect; ⚑ = quality warnings")
+                 f"Performance relative to {baseline}: 1.0 = same, above = better; [95% interval of the ratio]; "
+                 "verdict: slower/faster when the interval excludes 1, same when it lies within the minimum "
+                 "effect, otherwise inconclusive with what would decide it; ⚑ = quality warnings")
 
 
 def detail_table(rows: Sequence[Row]) -> str:
@@ -162,9 +164,10 @@ def detail_table(rows: Sequence[Row]) -> str:
              e(f"{fmt(r.mean_boot_ci95[0])}–{fmt(r.mean_boot_ci95[1])}" if r.mean_boot_ci95 else "–"),
              e(fmt(r.median)), e(f"{fmt(r.median_ci95[0])}–{fmt(r.median_ci95[1])}" if r.median_ci95 else "–"),
              e(fmt(r.stdev)), e(pct(r.cv) if r.cv is None else f"{r.cv:.1%}"), e(fmt(r.relative)),
-             e(fmt(r.p_value, 2)), e(fmt(r.p_holm, 2)), e(fmt(r.effect_size, 2)), badge(r.verdict)] for r in rows)
+             e(fmt(r.p_value, 2)), e(fmt(r.p_holm, 2)), e(fmt(r.effect_size, 2)), badge(r.verdict, r.verdict_reason),
+             e(r.verdict_reason or "")] for r in rows)
     return table(["benchmark", "metric", "unit", "platform", "n", "failed", "mean", "mean 95% CI", "median",
-                  "median 95% CI", "stdev", "CV", "relative", "p", "p (Holm)", "rank-biserial", "verdict"],
+                  "median 95% CI", "stdev", "CV", "relative", "p", "p (Holm)", "rank-biserial", "verdict", "reason"],
                  body, "filterable small")
 
 

@@ -193,7 +193,8 @@ def _pressure(section: ReportSection, items: list[tuple[Any, Any]]) -> None:
         mem = s.get("mem_available", {})
         table.append([ex.benchmark, ex.platform, ex.round if not ex.warmup else "warm-up", s.get("readings"),
                       cpu.get("mean"), psi.get("mean"), psi.get("max"), s.get("psi_memory", {}).get("max"),
-                      s.get("psi_io", {}).get("max"), mem.get("min"), s.get("inst_memory", {}).get("max")])
+                      s.get("psi_io", {}).get("max"), mem.get("min"), s.get("inst_cpu", {}).get("mean"),
+                      s.get("inst_memory", {}).get("max")])
         if not ex.warmup and (psi.get("mean") or 0) > STALL_WARN:
             warnings.append(f"{ex.benchmark} on {ex.platform}, round {ex.round}: tasks waited for a CPU "
                             f"{psi['mean']:.0f}% of the time (host PSI): the host was busy, results may be slower")
@@ -219,7 +220,7 @@ def _pressure(section: ReportSection, items: list[tuple[Any, Any]]) -> None:
 
 _PRESSURE_COLS = ("benchmark", "platform", "round", "readings", "host CPU busy (mean, 0..1)", "CPU stall % (mean)",
                   "CPU stall % (max)", "memory stall % (max)", "io stall % (max)", "MemAvailable min [B]",
-                  "instance memory max [B]")
+                  "instance CPU (mean, cores)", "instance memory max [B]")
 
 
 def add_row_fields(doc: dict[str, Any], secs: Sequence[ReportSection]) -> None:

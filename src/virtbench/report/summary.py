@@ -18,11 +18,15 @@ from ..constants import LIFECYCLE, LIFECYCLE_STEPS
 from ..registry import BENCHMARKS
 from ..store.db import Store
 from ..store.models import Run, Sample
+from . import headline
 from .model import FORMAT_VERSION, Report, Section
 from .sections import add_to_json
 from .sections import sections as build_sections
 
 OUTPUT_TAIL = 400
+VERDICT_RULE = ("Verdicts read the 95 % Welch t interval of the ratio of means (log scale): slower or faster "
+                "when it excludes 1.0, same when it lies within the minimum effect (an equivalence test), "
+                "otherwise inconclusive with the noise and the repetitions that would decide it.")
 
 
 def declared_metrics(run: Run) -> dict[str, list[tuple[str, str, bool, str]]]:
@@ -108,29 +112,37 @@ def warnings(run: Run, rows: Sequence[Row]) -> list[dict[str, Any]]:
 
 
 def power_note(rows: Sequence[Row]) -> dict[str, Any] | None:
-    """Say when too few repetitions make significance impossible, rather than just 'not significant'."""
-    tested = [r for r in rows if r.p_value is not None]
-    if not tested:
+    """Say how many comparisons are undecided and what would decide most of them."""
+    compared = [r for r in rows if r.verdict in ("slower", "faster", "same", "inconclusive")]
+    open_ = [r for r in compared if r.verdict == "inconclusive"]
+    if not open_:
         return None
-    base_n = {(r.benchmark, r.metric): r.n for r in rows if r.verdict == "baseline"}
-    m = len(tested)
-    best = min(stats.min_attainable_p(r.n, base_n.get((r.benchmark, r.metric), r.n)) for r in tested)
-    if best * m < stats.ALPHA:
-        return None
-    return {"scope": "run", "check": "power", "severity": "warn", "value": best,
-            "message": f"with these repetition counts the smallest attainable p is {best:.3g}; after Holm's "
-                       f"correction over {m} comparisons no difference can be significant: add repetitions"}
+    needed = sorted(r.repetitions_needed for r in open_ if r.repetitions_needed)
+    advice = (f"about {needed[len(needed) // 2]} repetitions would decide half of them at the noise seen"
+              if needed else "more repetitions or a quieter host would narrow the intervals")
+    return {"scope": "run", "check": "power", "severity": "warn" if len(open_) * 10 > len(compared) else "info",
+            "value": len(open_) / len(compared),
+            "message": f"{len(open_)} of {len(compared)} comparisons are inconclusive; {advice}"}
 
 
 def statistics_json(rows: Sequence[Row], alpha: float, min_effect: float) -> dict[str, Any]:
-    return {"test": "Mann-Whitney U, two-sided, against the baseline", "correction": "holm",
+    return {"verdict": VERDICT_RULE, "verdict_interval": "Welch t, 95 %, log ratio of means (delta method)",
+            "test": "Mann-Whitney U, two-sided, against the baseline (information only)", "correction": "holm",
             "alpha": alpha, "min_effect": min_effect,
             "comparisons": sum(r.p_value is not None for r in rows),
             "bootstrap": {"method": "percentile", "resamples": stats.BOOTSTRAP_RESAMPLES,
                           "seed": stats.BOOTSTRAP_SEED},
             "ci95": "Student t interval of the mean", "mean_boot_ci95": "bootstrap interval of the mean",
             "median_ci95": "bootstrap interval of the median",
-            "relative_ci95": "bootstrap interval of the ratio of means (independent resampling)"}
+            "relative_ci95": "Welch t interval of the ratio of means on the log scale: the verdict's interval",
+            "relative_boot_ci95": "bootstrap interval of the ratio of means (independent resampling)"}
+
+
+def headline_json(run: Run, rows: Sequence[Row]) -> dict[str, Any]:
+    """Per platform its kind, verdict per category and biggest cost; the host facts that matter."""
+    lines = headline.headline([(p.name, p.type, p.config or {}) for p in run.platforms], rows,
+                              run.campaign.get("baseline", "native"))
+    return headline.to_json(lines, facts(run))
 
 
 def tables_json(run: Run, rows: Sequence[Row]) -> dict[str, Any]:
@@ -152,6 +164,7 @@ def to_json(run: Run, rows: list[Row], failures: list[dict[str, Any]], *, alpha:
     doc = {
         "format_version": FORMAT_VERSION,
         "run": run.id,
+        "headline": headline_json(run, rows),
         "name": run.name,
         "status": run.status,
         "baseline": run.campaign.get("baseline", "native"),

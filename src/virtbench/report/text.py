@@ -1,10 +1,12 @@
 """The report in a terminal: the verdict first (relative performance), details on request."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
 
 from ..analysis import quality
@@ -12,6 +14,9 @@ from ..analysis.compare import CompareRow
 from ..analysis.summary import Row
 from ..constants import LIFECYCLE
 from ..store.models import Run
+from . import headline as H
+from .model import Section
+from .sections import render_text as render_sections
 from .text_tables import render_tables
 
 
@@ -26,18 +31,22 @@ def _fmt(x: float | None, digits: int = 4) -> str:
     return f"{x:.{digits}g}"
 
 
-MARK = {"not significant": " [dim]n.s.[/dim]", "negligible": " [dim]≈[/dim]", "better": " [green]▲[/green]",
-        "worse": " [red]▼[/red]"}
+MARK = {"slower": " [red]▼[/red]", "faster": " [green]▲[/green]", "same": " [dim]=[/dim]",
+        "inconclusive": " [yellow]?[/yellow]"}
+SYMBOL = {"slower": "[red]▼[/red]", "faster": "[green]▲[/green]", "same": "[dim]=[/dim]",
+          "inconclusive": "[yellow]?[/yellow]", "mixed": "[yellow]~[/yellow]"}
+WIDTH = 100
+"""Nothing printed is wider than this unless --wide: wide tables are split by platform."""
+LEGEND = "▼ slower, ▲ faster, = same within the margin, ? inconclusive, ~ mixed, ⚑ quality warning"
 
 
-def _rel(row: Row) -> str:
+def _rel(row: Row, ci: bool = True) -> str:
     if row.relative is None:
         return "[dim]-[/dim]" if not row.failed else f"[red]failed x{row.failed}[/red]"
-    colour = "green" if row.relative >= 0.97 else "yellow" if row.relative >= 0.85 else "red"
-    ci = row.relative_ci95
+    colour = {"slower": "red", "faster": "green"}.get(row.verdict or "", "default")
     text = f"[{colour}]{row.relative:.3f}[/{colour}]"
-    if ci:
-        text += f" [dim][{ci[0]:.2f}-{ci[1]:.2f}][/dim]"
+    if ci and row.relative_ci95:
+        text += f" [dim][{row.relative_ci95[0]:.2f}-{row.relative_ci95[1]:.2f}][/dim]"
     text += MARK.get(row.verdict or "", "")
     if any(f["severity"] == "warn" for f in row.quality):
         text += " [yellow]⚑[/yellow]"
@@ -46,49 +55,54 @@ def _rel(row: Row) -> str:
     return text
 
 
+def _facts(run: Run) -> dict[str, Any]:
+    return {**(run.host.facts if run.host else {}), **run.host_facts}
+
+
 def render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: Console,
-           detail: bool = False) -> None:
-    facts = {**(run.host.facts if run.host else {}), **run.host_facts}
+           detail: bool = False, wide: bool = False, sections: Sequence[Section] = ()) -> None:
+    """Headline first, then the details and the experiment sections; at most WIDTH columns
+    unless wide (the old layout)."""
+    width = console.width
+    if not wide:
+        console.width = min(width, WIDTH)
+    try:
+        _render(run, rows, failures, console, detail, wide)
+        render_sections(list(sections), console)
+    finally:
+        console.width = width
+
+
+def _render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: Console, detail: bool,
+            wide: bool) -> None:
+    facts = _facts(run)
     baseline = run.campaign.get("baseline", "native")
-    virt = facts.get("virtualization", {})
     console.print(f"[bold]virtbench run {run.id}[/bold] ({run.name}, {run.status})")
+    render_headline(run, rows, console)
+    console.print()
     console.print(f"host {facts.get('hostname', '?')}: {facts.get('cpu_model', '?')}, {facts.get('cpus', '?')} CPUs, "
                   f"{(facts.get('memory_bytes') or 0) / 2**30:.1f} GiB, kernel {facts.get('kernel', '?')}, "
                   f"governor {facts.get('governor', '?')}, cgroup {facts.get('cgroup', '?')}")
-    if isinstance(virt, dict) and (virt.get("vm") not in (None, "none") or virt.get("container") not in (None, "none")):
-        console.print(f"[yellow]note: this host is itself virtualized (vm: {virt.get('vm')}, container: "
-                      f"{virt.get('container')}); overheads are relative to this host, not to bare metal[/yellow]")
     console.print(f"image {run.image.get('recipe_hash', '?')[:12]} ({run.image.get('release')}/{run.image.get('arch')}), "
                   f"same binaries on every platform; {run.campaign.get('repetitions')} repetitions after "
                   f"{run.campaign.get('warmups')} warm-up, randomized order (seed {run.seed})")
     platforms = [p.name for p in run.platforms]
-    labels = {p.name: p.label for p in run.platforms}
-
     for flag in quality.host_conditions(facts) + quality.run_checks(run.campaign):
-        if "is itself a VM" not in flag.message:  # said above already
-            colour = "yellow" if flag.severity == "warn" else "dim"
-            console.print(f"[{colour}]{flag.check}:[/{colour}] {escape(flag.message)}")
-    table = Table(title=f"Performance relative to {baseline} (1.0 = same, higher = better; 95% bootstrap CI; "
-                        "▲/▼ significant after Holm, n.s. not significant, ≈ negligible, ⚑ quality warning)",
-                  title_justify="left")
-    table.add_column("benchmark / metric")
-    table.add_column("unit")
-    table.add_column(f"{baseline} mean", justify="right")
-    for p in platforms:
-        if p != baseline:
-            table.add_column(p if labels.get(p) in (None, p) else f"{p}\n[dim]{labels[p]}[/dim]")
+        colour = "yellow" if flag.severity == "warn" else "dim"
+        console.print(f"[{colour}]{flag.check}:[/{colour}] {escape(flag.message)}")
     by_key: dict[tuple[str, str], dict[str, Row]] = {}
     for r in rows:
         if r.benchmark != LIFECYCLE:
             by_key.setdefault((r.benchmark, r.metric), {})[r.platform] = r
-    for (bench, metric), per in by_key.items():
-        base = per.get(baseline)
-        arrow = "↑" if base and base.higher_is_better else "↓"
-        any_row = next(iter(per.values()))
-        table.add_row(escape(f"{bench} {metric} {arrow}"), escape(any_row.unit),
-                      _fmt(base.mean) if base and base.mean is not None else "[red]no data[/red]",
-                      *[_rel(per[p]) if p in per else "-" for p in platforms if p != baseline])
-    console.print(table)
+    others = [p for p in platforms if p != baseline]
+    title = (f"Performance relative to {baseline} (1.0 = same, higher = better; "
+             + ("95% interval; " if wide else "") + LEGEND + ")")
+    chunks = _chunks(console, others, lambda ps: _relative_table(by_key, baseline, ps, wide, ""), wide)
+    console.print(escape(title))
+    for i, chunk in enumerate(chunks, 1):
+        if len(chunks) > 1:
+            console.print(escape(f"part {i} of {len(chunks)}: {', '.join(chunk)}"))
+        console.print(_relative_table(by_key, baseline, chunk, wide, ""))
 
     life = [r for r in rows if r.benchmark == LIFECYCLE]
     if life:
@@ -99,7 +113,8 @@ def render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: C
             lt.add_column(s.removesuffix("_s"), justify="right")
         for p in platforms:
             per = {r.metric: r for r in life if r.platform == p}
-            lt.add_row(p, *[_fmt(per[s].median, 3) if s in per and per[s].median is not None else "-" for s in steps])
+            lt.add_row(escape(p), *[_fmt(per[s].median, 3) if s in per and per[s].median is not None else "-"
+                                    for s in steps])
         console.print(lt)
 
     render_tables(run, rows, console)
@@ -107,19 +122,102 @@ def render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: C
     if detail:
         dt = Table(title="All statistics", title_justify="left")
         for col in ("benchmark", "metric", "platform", "n", "failed", "mean", "median", "stdev", "95% CI",
-                    "relative", "relative 95% CI"):
+                    "relative", "relative 95% CI", "verdict"):
             dt.add_column(col)
         for r in rows:
             dt.add_row(escape(r.benchmark), escape(f"{r.metric} [{r.unit}]"), escape(r.platform), str(r.n),
                        str(r.failed), _fmt(r.mean), _fmt(r.median), _fmt(r.stdev),
                        f"{_fmt(r.ci95[0])}..{_fmt(r.ci95[1])}" if r.ci95 else "-", _fmt(r.relative),
-                       f"{r.relative_ci95[0]:.3f}..{r.relative_ci95[1]:.3f}" if r.relative_ci95 else "-")
+                       f"{r.relative_ci95[0]:.3f}..{r.relative_ci95[1]:.3f}" if r.relative_ci95 else "-",
+                       escape(r.verdict_reason or r.verdict or "-"))
         console.print(dt)
     if failures:
         console.print(f"[red]{len(failures)} failed executions[/red] (raw output kept: "
                       f"`virtbench show {run.id} --failed`):")
         for f in failures[:20]:
             console.print(f"  round {f['round']} {f['platform']} {f['benchmark']}: {f['error'][:200]}", markup=False)
+
+
+def _relative_table(by_key: dict[tuple[str, str], dict[str, Row]], baseline: str, platforms: Sequence[str],
+                    wide: bool, title: str) -> Table:
+    table = Table(title=title or None, title_justify="left")
+    table.add_column("benchmark / metric")
+    table.add_column("unit")
+    table.add_column(f"{baseline} mean", justify="right")
+    for p in platforms:
+        table.add_column(escape(p), justify="left" if wide else "right")
+    for (bench, metric), per in by_key.items():
+        base = per.get(baseline)
+        any_row = next(iter(per.values()))
+        arrow = "↑" if any_row.higher_is_better else "↓"
+        table.add_row(escape(f"{bench} {metric} {arrow}"), escape(any_row.unit),
+                      _fmt(base.mean) if base and base.mean is not None else "[red]no data[/red]",
+                      *[_rel(per[p], ci=wide) if p in per else "-" for p in platforms])
+    return table
+
+
+def _chunks(console: Console, items: Sequence[str], build: Any, wide: bool) -> list[list[str]]:
+    """Split items (platform columns) so each table built from a chunk fits the console."""
+    if wide or not items:
+        return [list(items)]
+    out: list[list[str]] = []
+    rest = list(items)
+    while rest:
+        k = len(rest)
+        while k > 1 and _natural_width(console, build(rest[:k])) > console.width:
+            k -= 1
+        out.append(rest[:k])
+        rest = rest[k:]
+    return out
+
+
+def _natural_width(console: Console, table: Table) -> int:
+    """The table's width without wrapping (console.measure clamps to the console's width)."""
+    return Measurement.get(console, console.options.update_width(10_000), table).maximum
+
+
+def render_headline(run: Run, rows: Sequence[Row], console: Console) -> None:
+    """Per platform: kind, verdict per category, then the biggest costs and the host facts."""
+    baseline = run.campaign.get("baseline", "native")
+    lines = H.headline([(p.name, p.type, p.config or {}) for p in run.platforms], rows, baseline)
+    if not lines:
+        return
+    cats = [c for c in H.CATEGORIES if any(cv.category == c for line in lines for cv in line.categories)]
+    cats += sorted({cv.category for line in lines for cv in line.categories} - set(cats))
+    console.print(f"[bold]Against {escape(baseline)}[/bold] ({LEGEND.removesuffix(', ⚑ quality warning')}):")
+    t = Table(box=None, show_header=True, pad_edge=False, header_style="dim")
+    t.add_column("platform")
+    t.add_column("kind")
+    for c in cats:
+        t.add_column(H.SHORT.get(c, c), justify="right")
+    t.add_column("decided", justify="right")
+    for line in lines:
+        by = {cv.category: cv for cv in line.categories}
+        t.add_row(escape(line.platform), line.kind, *[_headline_cell(by.get(c)) for c in cats],
+                  f"{line.decided}/{line.compared}")
+    console.print(t)
+    for line in lines:
+        if line.biggest_cost:
+            b = line.biggest_cost
+            console.print(escape(f"  {line.platform}: biggest cost {b['benchmark']} {b['metric']}: "
+                                 f"{b['verdict_reason']}"))
+    labels = {p.name: p.label for p in run.platforms if p.label and p.label != p.name}
+    if labels:
+        console.print("[dim]platforms: " + escape("; ".join(f"{k} = {v}" for k, v in labels.items())) + "[/dim]")
+    notes = H.host_notes(_facts(run))
+    if notes:
+        console.print("[dim]host: " + escape("; ".join(notes)) + "[/dim]")
+
+
+def _headline_cell(cv: H.CategoryVerdict | None) -> str:
+    if cv is None:
+        return "[dim]-[/dim]"
+    if cv.category == "lifecycle":
+        return f"{cv.ratio:.2f} s" if cv.ratio is not None else "-"
+    sym = SYMBOL.get(cv.verdict, "?")
+    if cv.verdict in ("slower", "faster", "mixed") and cv.ratio is not None:
+        return f"{sym}{(cv.ratio - 1) * 100:+.0f}%"
+    return sym
 
 
 def render_merged(doc: dict[str, Any], console: Console) -> None:
@@ -160,7 +258,7 @@ def render_compare(run_a: Run, run_b: Run, rows: list[CompareRow], console: Cons
     for col in ("benchmark / metric", "platform", "unit", "mean A", "mean B", "B / A", "95% CI", "p (Holm)",
                 "verdict"):
         table.add_column(col)
-    colour = {"better": "green", "worse": "red"}
+    colour = {"faster": "green", "slower": "red", "same": "default"}
     for r in rows:
         c = colour.get(r.verdict, "dim")
         table.add_row(escape(f"{r.benchmark} {r.metric} {'↑' if r.higher_is_better else '↓'}"), escape(r.platform),

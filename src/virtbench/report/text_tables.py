@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..analysis import tables
@@ -20,11 +21,11 @@ def render_tables(run: Run, rows: Sequence[Row], console: Console) -> None:
         platforms = [p.name for p in infos]
         ct = Table(title="Geometric mean of relative performance per category (1.0 = baseline)",
                    title_justify="left")
-        ct.add_column("category")
+        ct.add_column("platform")  # platforms as rows: any number of them fits the width
+        for category in cat:
+            ct.add_column(category, justify="right")
         for p in platforms:
-            ct.add_column(p, justify="right")
-        for category, cells in cat.items():
-            ct.add_row(category, *[f"{cells[p].geomean:.3f}" if p in cells else "-" for p in platforms])
+            ct.add_row(escape(p), *[f"{cells[p].geomean:.3f}" if p in cells else "-" for cells in cat.values()])
         console.print(ct)
         for kind, title in (("vm", "hypervisors"), ("container", "container runtimes")):
             best = [b for b in tables.best_of_kind(cat, infos, kind) if b.values]

@@ -22,6 +22,7 @@ from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.orm import sessionmaker
 
 from ..errors import InputError, VirtbenchError
+from ..extras import require
 from .models import JSON_MEDIA_TYPE, Attachment, Execution, Host, Run, RunBenchmark, RunPlatform, Sample
 
 HERE = Path(__file__).parent
@@ -49,6 +50,8 @@ def _alembic_config(connection: Connection) -> Config:
 class Store:
     def __init__(self, url: str | None = None, *, migrate: bool = True) -> None:
         self.url = url or default_url()
+        if self.url.startswith(("postgresql", "postgres:")):
+            require("postgres", "a PostgreSQL store")
         try:
             if self.url.startswith("sqlite:///") and self.url != "sqlite:///:memory:":
                 Path(self.url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)

@@ -91,7 +91,8 @@ def dashboard(request: Request) -> dict[str, Any]:
         "counts": queries.status_counts(store), "hosts": queries.hosts(store), "workers": queries.workers(store),
         "active": queries.list_runs(store, status="running", limit=20) + queries.list_runs(store, status="queued",
                                                                                           limit=20),
-        "recent_runs": queries.list_runs(store, limit=25), "recent_results": queries.recent_results(store)})
+        "recent_runs": queries.list_runs(store, limit=25),
+        "recent_results": [results.with_verdicts(store, cache_of(request), r) for r in queries.recent_results(store)]})
 
 
 @router.get("/hosts", summary="Hosts with their facts, run counts and live workers")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,7 @@ from scipy import stats as sps
 from ..analysis import quality, tables
 from ..analysis import summary as summary_mod
 from ..analysis.summary import Row
-from ..report import figures, summary
+from ..report import figures, headline, summary
 from ..store.db import Store
 from ..store.models import Run
 from . import queries
@@ -98,6 +99,14 @@ def verify(store: Store, cache: ReportCache, run_id: str, benchmark: str | None 
     return out
 
 
+# -- dashboard ----------------------------------------------------------------------------------
+def with_verdicts(store: Store, cache: ReportCache, result: dict[str, Any]) -> dict[str, Any]:
+    """A recent result with each platform's verdict per category (the headline's rule), so the
+    dashboard colours what the statistics decided, never the raw ratio."""
+    rows, _ = cache.rows(store, result["id"])
+    return {**result, "verdicts": category_verdicts(rows, list(result["table"]), result["baseline"])}
+
+
 # -- compare ------------------------------------------------------------------------------------
 def _labels(runs: Sequence[Run], attr: str, ident: str, what: str) -> tuple[dict[tuple[str, str], str], list[str]]:
     """(run id, name) -> label: the name, unless another run uses it with a different setup."""
@@ -130,7 +139,35 @@ def pooled_rows(store: Store, cache: ReportCache, runs: Sequence[Run], baseline:
     if len(runs) == 1 and baseline == runs[0].campaign.get("baseline", "native"):
         _, rows, _ = cache.report(store, runs[0].id)
         return rows, [p.name for p in runs[0].platforms], []
+    images: dict[str, list[Run]] = defaultdict(list)
+    for run in runs:
+        images[image_tag(run)].append(run)
+    if len(images) > 1:
+        return _apart(store, cache, images, baseline)
     return cache.pooled(store, runs, f"pooled:{baseline}", lambda: _pool(store, cache, runs, baseline))
+
+
+def image_tag(run: Run) -> str:
+    """What identifies the guest image a run measured: its Debian release and recipe hash."""
+    image = run.image or {}
+    return f"{image.get('release') or '?'} {str(image.get('recipe_hash') or '?')[:8]}"
+
+
+def _apart(store: Store, cache: ReportCache, images: dict[str, list[Run]], baseline: str
+           ) -> tuple[list[Row], list[str], list[str]]:
+    """Runs of different guest images are never pooled: each image's runs are summarized against
+    that image's baseline and their platforms labelled with the image (another release or recipe
+    means other binaries, so a difference would not be the platform's)."""
+    rows: list[Row] = []
+    platforms: list[str] = []
+    notes = [f"the runs measured different guest images ({', '.join(images)}): kept apart, each image's "
+             f"platforms against its own {baseline}"]
+    for tag, group in images.items():
+        grows, gplatforms, gnotes = pooled_rows(store, cache, group, baseline)
+        rows += [replace(r, platform=f"{r.platform} [{tag}]") for r in grows]
+        platforms += [f"{p} [{tag}]" for p in gplatforms]
+        notes += gnotes
+    return rows, platforms, notes
 
 
 def _pool(store: Store, cache: ReportCache, runs: Sequence[Run], baseline: str
@@ -204,8 +241,14 @@ def compare(store: Store, cache: ReportCache, run_ids: Sequence[str], *, baselin
     out.update(platforms=platforms, rows=rows, notes=notes, categories=tables.table_json(cat),
                figures=([cat_fig] if cat_fig else []) + figures.bar_figures(rows, baseline),
                lifecycle=figures.lifecycle_figure(rows),
-               power=summary.power_note(rows))
+               power=summary.power_note(rows), category_verdicts=category_verdicts(rows, platforms, baseline))
     return out
+
+
+def category_verdicts(rows: Sequence[Row], platforms: Sequence[str], baseline: str) -> dict[str, dict[str, str]]:
+    """platform -> category -> the headline's verdict for it (report.headline's rule)."""
+    lines = headline.headline([(p, "", {}) for p in platforms], rows, baseline)
+    return {line.platform: {cv.category: cv.verdict for cv in line.categories} for line in lines}
 
 
 def compare_json(doc: dict[str, Any]) -> dict[str, Any]:

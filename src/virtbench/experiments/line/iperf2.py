@@ -43,7 +43,7 @@ def server_argv(address: str, seconds: float) -> list[str]:
             f"--histograms={BIN_US}u,{BINS}", "-t", f"{seconds + 30:g}"]
 
 
-def client_argv(address: str, rate_pps: int, seconds: float, payload: int) -> list[str]:
+def client_argv(address: str, rate_pps: float, seconds: float, payload: int) -> list[str]:
     return ["iperf", "-c", address, "-p", str(PORT), "-u", "-l", str(payload), "-b", f"{int(rate_pps)}pps",
             "-t", f"{seconds:g}", "--trip-times", "-e"]
 

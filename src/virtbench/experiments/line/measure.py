@@ -94,8 +94,8 @@ def measure(store: Any, run_id: str, point: Point, section: LineSection, max_rat
                 stdout_lines.append(f"latency at {label} ({pps:.0f} pkt/s): " + ", ".join(
                     f"{k} {v}" for k, v in summ.items()))
                 for k in ("p50", "p99", "max"):
-                    if summ[k] is not None:
-                        samples.append(sample(f"{k}_us@{label}", float(summ[k]), "us", False, LATENCY))
+                    if (value := summ[k]) is not None:
+                        samples.append(sample(f"{k}_us@{label}", float(value), "us", False, LATENCY))
                 attachments += [
                     {"name": f"hdr@{label}", "kind": "line:hdr", "media_type": hdr.MEDIA_TYPE, "data": hdr.encode(lat["hdr"])},
                     {"name": f"latency@{label}", "kind": "line:latency", "media_type": "application/json",

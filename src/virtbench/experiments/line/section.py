@@ -1,6 +1,7 @@
 """The campaign's `line:` section (declared once, unknown keys rejected)."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -98,5 +99,5 @@ def rate_label(rate: float | str) -> str:
     return f"{rate:g}ndr" if rate <= 1 else f"{int(rate)}pps"
 
 
-def fixed_rates(rates: list[float | str]) -> list[float]:
+def fixed_rates(rates: Sequence[float | str]) -> list[float]:
     return [float(r) for r in rates if not isinstance(r, str) and r > 1]

@@ -1,0 +1,135 @@
+"""The verdict of one comparison: slower, faster, same or inconclusive, each with its number.
+
+The rule (README, "Reading the verdicts"): the direction-aware ratio of means (1.0 = as the
+baseline) gets a 95 % Welch t interval on the log scale (delta method: the variance of the
+log of a mean is CV^2 / n; Welch-Satterthwaite degrees of freedom). Then, in this order:
+
+- **same** when the whole interval lies inside 1 +- min_effect (default 2 %): an
+  equivalence verdict, the two one-sided tests (TOST) at the 2.5 % level each;
+- **slower** when the interval lies below 1, **faster** when it lies above 1 (a two-sided
+  test at 5 %: on identical platforms "slower" comes out at most 2.5 % of the time);
+- **inconclusive** otherwise, with the noise (the interval's half-width) and about how many
+  repetitions per side would decide it at that noise.
+
+Why not a rank test: with 3 against 3 repetitions an exact Mann-Whitney test cannot go below
+p = 0.1, so a quick comparison could never say anything. Why not the bootstrap interval: with
+3 values it is far too narrow (it ignores that the spread itself is estimated), and identical
+platforms would be called different about a third of the time. The error rates of this rule
+were measured by simulation (`analysis/verdict_sim.py`, figures in the README).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from scipy import stats
+
+from .stats import MIN_EFFECT
+
+CONFIDENCE = 0.95
+MAX_ADVICE = 100
+"""Beyond this many repetitions per side the advice is 'the noise dominates', not a number."""
+VERDICTS = ("slower", "faster", "same", "inconclusive")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    verdict: str
+    """slower, faster, same or inconclusive."""
+    reason: str
+    """One sentence with the number: 'slower by 7.1 % [3.2-11.0 %]', or why undecided and what would decide."""
+    ci: tuple[float, float] | None = None
+    """The ratio's interval the verdict was read from."""
+    needed: int | None = None
+    """Inconclusive: about how many repetitions per side would decide it (None: more than MAX_ADVICE)."""
+
+
+@lru_cache(maxsize=1024)
+def _t(df: float, confidence: float) -> float:
+    return float(stats.t.ppf(0.5 + confidence / 2, df))
+
+
+def _moments(values: Sequence[float]) -> tuple[int, float, float]:
+    arr = np.asarray(values, dtype=float)
+    n = arr.size
+    return n, float(arr.mean()) if n else math.nan, float(arr.std(ddof=1)) if n > 1 else math.nan
+
+
+def log_ratio_interval(values: Sequence[float], base: Sequence[float], higher_is_better: bool,
+                       confidence: float = CONFIDENCE) -> tuple[float, float, float, float] | None:
+    """(ratio, low, high, half-width on the log scale) of the direction-aware ratio of means.
+
+    None when a side has fewer than two values or a mean is not positive (a log ratio needs
+    both). Zero spread on both sides gives the exact ratio as a zero-width interval.
+    """
+    nx, mx, sx = _moments(values)
+    nb, mb, sb = _moments(base)
+    if nx < 2 or nb < 2 or not (mx > 0 and mb > 0):
+        return None
+    log_r = math.log(mx / mb) if higher_is_better else math.log(mb / mx)
+    vx, vb = (sx / mx) ** 2 / nx, (sb / mb) ** 2 / nb
+    se = math.sqrt(vx + vb)
+    if se == 0:
+        r = math.exp(log_r)
+        return r, r, r, 0.0
+    df = (vx + vb) ** 2 / (vx ** 2 / (nx - 1) + vb ** 2 / (nb - 1))
+    half = _t(df, confidence) * se
+    return math.exp(log_r), math.exp(log_r - half), math.exp(log_r + half), half
+
+
+def _pct(x: float) -> str:
+    return f"{abs(x) * 100:.1f} %"
+
+
+def repetitions_needed(values: Sequence[float], base: Sequence[float], target: float,
+                       confidence: float = CONFIDENCE) -> int | None:
+    """Repetitions per side for a log-scale half-width below target, at the noise seen so far.
+
+    The same CVs are assumed on both sides as measured; None beyond MAX_ADVICE.
+    """
+    nx, mx, sx = _moments(values)
+    nb, mb, sb = _moments(base)
+    if target <= 0 or nx < 2 or nb < 2:
+        return None
+    cv2 = (sx / mx) ** 2 + (sb / mb) ** 2
+    for n in range(max(nx, nb, 2), MAX_ADVICE + 1):
+        if _t(2 * n - 2, confidence) * math.sqrt(cv2 / n) < target:
+            return n
+    return None
+
+
+def decide(values: Sequence[float], base: Sequence[float], higher_is_better: bool, *,
+           min_effect: float = MIN_EFFECT, confidence: float = CONFIDENCE) -> Verdict:
+    """The verdict of a platform's values against the baseline's (see the module's rule)."""
+    if not len(values):
+        return Verdict("inconclusive", "no values: every execution failed or none ran")
+    if not len(base):
+        return Verdict("inconclusive", "the baseline has no values to compare with")
+    if len(values) < 2 or len(base) < 2:
+        return Verdict("inconclusive", f"{min(len(values), len(base))} repetition on one side: "
+                       "an interval needs at least 2, better 3")
+    iv = log_ratio_interval(values, base, higher_is_better, confidence)
+    if iv is None:
+        return Verdict("inconclusive", "a mean is zero or negative: the ratio is undefined")
+    ratio, lo, hi, half = iv
+    span = f"[{(lo - 1) * 100:+.1f} to {(hi - 1) * 100:+.1f} %]"
+    margin = math.log1p(min_effect)
+    if lo >= 1 / (1 + min_effect) and hi <= 1 + min_effect:
+        return Verdict("same", f"same within +-{min_effect:.0%}: {(ratio - 1) * 100:+.1f} % {span}", (lo, hi))
+    if hi < 1:
+        return Verdict("slower", f"slower by {_pct(1 - ratio)} {span}", (lo, hi))
+    if lo > 1:
+        return Verdict("faster", f"faster by {_pct(ratio - 1)} {span}", (lo, hi))
+    effect = abs(math.log(ratio))
+    # Deciding needs the interval off 1 (a real difference) or inside the margin (the same).
+    target = effect if effect >= margin else margin - effect
+    needed = repetitions_needed(values, base, target, confidence)
+    n = min(len(values), len(base))
+    advice = (f"needs about {needed} repetitions" if needed is not None and needed > n
+              else f"more than {MAX_ADVICE} repetitions at this noise: the noise dominates" if needed is None
+              else "one more repetition may decide it")
+    return Verdict("inconclusive", f"noise +-{half * 100:.1f} % ({(ratio - 1) * 100:+.1f} % {span}): {advice}",
+                   (lo, hi), needed)

@@ -1,0 +1,129 @@
+"""The headline: per platform, one line a person reads in ten seconds.
+
+For each platform: its kind (from the stored run), its overall verdict per category, the
+biggest cost found, and for the run the host facts that change how to read it (the host is
+itself a VM, the frequency governor, the load). Built from the rows' verdicts, so the
+headline can never say more than the cells behind it:
+
+- a category is **same** when every decided cell in it is same, **slower** (or **faster**)
+  when at least one cell is slower (faster) and none goes the other way, **mixed** when both
+  occur, **inconclusive** when no cell is decided; its number is the geometric mean of the
+  category's ratios;
+- the biggest cost is the decided "slower" cell with the lowest ratio.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..analysis import quality
+from ..analysis.summary import Row
+from ..analysis.tables import geomean
+
+CATEGORIES = ("cpu", "memory", "storage", "network", "application", "lifecycle", "kernel")
+"""The headline's categories, in order ('storage' is shown as disk)."""
+SHORT = {"cpu": "cpu", "memory": "mem", "storage": "disk", "network": "net", "application": "app",
+         "lifecycle": "start", "kernel": "kern"}
+
+
+@dataclass
+class CategoryVerdict:
+    category: str
+    verdict: str
+    """same, slower, faster, mixed or inconclusive (lifecycle: 'measured', with the median start time)."""
+    ratio: float | None
+    """Geometric mean of the category's ratios (lifecycle: median start time in seconds)."""
+    cells: dict[str, int] = field(default_factory=dict)
+    """How many cells of each verdict went in."""
+
+
+@dataclass
+class PlatformLine:
+    platform: str
+    kind: str
+    """baseline, container, sandbox, vm or stack, from the stored run."""
+    categories: list[CategoryVerdict]
+    biggest_cost: dict[str, Any] | None
+    """The slowest decided cell: benchmark, metric, ratio, verdict_reason."""
+    decided: int
+    compared: int
+
+
+def platform_kind(config: Mapping[str, Any], ptype: str) -> str:
+    """The kind as stored with the run: a platform inside another is a stack."""
+    if config.get("inside"):
+        return "stack"
+    return str(config.get("kind") or ("baseline" if ptype == "native" else "container"))
+
+
+def _category(cat: str, rows: Sequence[Row]) -> CategoryVerdict | None:
+    if not rows:
+        return None
+    if cat == "lifecycle":
+        start = [r.median for r in rows if r.metric == "start_s" and r.median is not None]
+        return CategoryVerdict(cat, "measured", start[0] if start else None, {"steps": len(rows)})
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r.verdict or "inconclusive"] = counts.get(r.verdict or "inconclusive", 0) + 1
+    ratio = geomean(r.relative for r in rows if r.relative is not None)
+    slower, faster = counts.get("slower", 0), counts.get("faster", 0)
+    if slower and faster:
+        verdict = "mixed"
+    elif slower:
+        verdict = "slower"
+    elif faster:
+        verdict = "faster"
+    elif counts.get("same"):
+        verdict = "same"
+    else:
+        verdict = "inconclusive"
+    return CategoryVerdict(cat, verdict, ratio, counts)
+
+
+def headline(platforms: Sequence[tuple[str, str, Mapping[str, Any]]], rows: Sequence[Row],
+             baseline: str) -> list[PlatformLine]:
+    """One line per platform but the baseline. platforms: (name, type, stored config) in run order."""
+    out = []
+    for name, ptype, config in platforms:
+        if name == baseline:
+            continue
+        mine = [r for r in rows if r.platform == name]
+        cats = []
+        for cat in CATEGORIES:
+            cv = _category(cat, [r for r in mine if r.category == cat and (cat == "lifecycle" or r.verdict)])
+            if cv is not None:
+                cats.append(cv)
+        cats += [cv for c in sorted({r.category for r in mine} - set(CATEGORIES))
+                 if (cv := _category(c, [r for r in mine if r.category == c and r.verdict])) is not None]
+        slower = [r for r in mine if r.verdict == "slower" and r.relative is not None]
+        worst = min(slower, key=lambda r: r.relative or np.inf) if slower else None
+        compared = [r for r in mine if r.verdict in ("slower", "faster", "same", "inconclusive")]
+        out.append(PlatformLine(
+            name, platform_kind(config, ptype), cats,
+            {"benchmark": worst.benchmark, "metric": worst.metric, "ratio": worst.relative,
+             "verdict_reason": worst.verdict_reason} if worst else None,
+            sum(r.verdict != "inconclusive" for r in compared), len(compared)))
+    return out
+
+
+def host_notes(facts: Mapping[str, Any]) -> list[str]:
+    """The host facts that change how to read the numbers, shortest first."""
+    out = []
+    virt = facts.get("virtualization")
+    if isinstance(virt, dict) and virt.get("vm") not in (None, "", "none"):
+        out.append(f"host is itself a VM ({virt.get('vm')}): costs are relative to it")
+    gov = str(facts.get("governor") or "")
+    if gov:
+        out.append(f"governor {gov.split(' ')[0]}")
+    load = facts.get("loadavg")
+    if isinstance(load, (list, tuple)) and load:
+        busy = float(load[0]) > quality.LOAD_PER_CPU * (facts.get("cpus") or 1)
+        out.append(f"load {float(load[0]):.2f} on {facts.get('cpus', '?')} CPUs{' (busy)' if busy else ''}")
+    return out
+
+
+def to_json(lines: Sequence[PlatformLine], facts: Mapping[str, Any]) -> dict[str, Any]:
+    return {"platforms": [asdict(line) for line in lines], "host": host_notes(facts)}
