@@ -440,11 +440,7 @@ def _discard(layers: list[tuple[Platform, Instance]]) -> None:
     """Stop and remove what is up, innermost first; best effort, cleanup is the backstop."""
     while layers:
         platform, instance = layers.pop()
-        for step in (platform.stop, platform.remove):
-            try:
-                step(instance)
-            except Exception:  # noqa: BLE001
-                pass
+        platform.discard(instance)
 
 
 def _describe(exc: BaseException) -> str:
