@@ -82,6 +82,8 @@ def announce_run(paths: Paths, run_id: str) -> None:
 def refuse_if_measuring(paths: Paths, run_id: str) -> None:
     """cleanup --run of the run that is measuring right now would pull its instances away."""
     info = holder(paths)
+    if info.get("pid") == os.getpid():
+        return  # the measuring process itself, removing what its run left before (resume)
     if info.get("run_id") == run_id and is_held(paths):
         raise HostBusy(f"run {run_id} is measuring on this host ({_describe(info)}); cleaning it up now "
                        "would remove the instances it measures", "stop that run first (Ctrl-C or cancel), "
