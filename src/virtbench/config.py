@@ -54,7 +54,7 @@ class Adaptive(BaseModel):
     max_minutes: float = Field(60.0, gt=0, description="cap on the run's duration for extra rounds")
     until: Literal["precise", "decided"] = Field(
         "precise", description="precise: every ratio's CI within +-target; decided: every comparison "
-                               "decided (CI excludes 1, or lies within +-target: the same), and extra "
+                               "decided (slower, faster or the same within +-target, the report's verdict), and extra "
                                "rounds run only the undecided benchmarks")
 
 

@@ -14,17 +14,17 @@ def _sample(mean: float, cv: float, n: int, seed: int) -> list[float]:
 
 def test_a_clear_difference_is_decided():
     need = needs_decision(_sample(90, 0.01, 5, 1), _sample(100, 0.01, 5, 2), True, target=0.02, max_n=10)
-    assert not need and "excludes 1" in need.reason
+    assert not need and "decided: slower by" in need.reason
 
 
 def test_a_precise_equality_is_decided_as_the_same():
     need = needs_decision(_sample(100, 0.002, 5, 3), _sample(100, 0.002, 5, 4), True, target=0.02, max_n=10)
-    assert not need and "within +-2%" in need.reason
+    assert not need and "decided: same within +-2%" in need.reason
 
 
 def test_noise_wider_than_the_band_asks_for_more_with_the_interval():
     need = needs_decision(_sample(100, 0.10, 5, 5), _sample(100, 0.10, 5, 6), False, target=0.02, max_n=10)
-    assert need and "undecided: ratio interval [" in need.reason and need.precision > 0.02
+    assert need and "undecided: noise" in need.reason and "repetitions" in need.reason and need.precision > 0.02
 
 
 def test_caps_and_minimum():

@@ -32,10 +32,28 @@ def test_registered_in_kernel_category() -> None:
 
 
 # -- syscall --------------------------------------------------------------------------------------
+RELEASES = ("", "_trixie")
+"""Debian 12 (no suffix) and 13 recordings; each file pair is native and under gVisor."""
+
+
+def per_op(text: str) -> float:
+    """usecs/op read independently of the parser."""
+    return float(next(line.split()[0] for line in text.splitlines() if line.strip().endswith("usecs/op")))
+
+
 @pytest.mark.parametrize(("name", "ns"), [("syscall_basic_300000.txt", 198.7),
                                           ("syscall_basic_300000_runsc-ptrace.txt", 24280.7)])
 def test_syscall_recorded(name: str, ns: float) -> None:
     assert Syscall(SyscallParams()).parse(read(f"perf/{name}"), "", name) == {"syscall_ns": pytest.approx(ns)}
+
+
+@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize("sandbox", ["", "_runsc-ptrace"])
+def test_perf_recorded_per_release(release: str, sandbox: str) -> None:
+    text = read(f"perf/syscall_basic_300000{release}{sandbox}.txt")
+    assert Syscall(SyscallParams()).parse(text) == {"syscall_ns": pytest.approx(per_op(text) * 1000)}
+    text = read(f"perf/sched_pipe_20000_pinned{release}{sandbox}.txt")
+    assert ContextSwitch(ContextSwitchParams()).parse(text) == {"switch_us": pytest.approx(per_op(text) / 2)}
 
 
 def test_syscall_total_time_is_truncated() -> None:
@@ -113,6 +131,8 @@ def _rate(text: str) -> float:
 
 @pytest.mark.parametrize(("name", "runs"), [("true_runs300_warmup20.txt", 300),
                                             ("true_runs300_warmup20_runsc-ptrace.txt", 300),
+                                            ("true_runs300_warmup20_trixie.txt", 300),
+                                            ("true_runs300_warmup20_trixie_runsc-ptrace.txt", 300),
                                             ("true_runs20_warmup2.txt", 20)])
 def test_fork_exec_recorded(name: str, runs: int) -> None:
     text = read(f"hyperfine/{name}")
@@ -137,6 +157,8 @@ def test_fork_exec_failures() -> None:
 # -- page-fault -----------------------------------------------------------------------------------
 @pytest.mark.parametrize(("name", "size", "rounds"), [("vm_write64_64M_8rounds.txt", 64, 8),
                                                       ("vm_write64_64M_8rounds_runsc-ptrace.txt", 64, 8),
+                                                      ("vm_write64_64M_8rounds_trixie.txt", 64, 8),
+                                                      ("vm_write64_64M_8rounds_trixie_runsc-ptrace.txt", 64, 8),
                                                       ("vm_write64_4M_2rounds.txt", 4, 2)])
 def test_page_fault_recorded(name: str, size: int, rounds: int) -> None:
     text = read(f"stress-ng/{name}")
@@ -163,7 +185,9 @@ def test_page_fault_command() -> None:
 
 
 # -- file-metadata --------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["filemeta_2000files_50loops.txt", "filemeta_2000files_50loops_runsc-ptrace.txt"])
+@pytest.mark.parametrize("name", ["filemeta_2000files_50loops.txt", "filemeta_2000files_50loops_runsc-ptrace.txt",
+                                  "filemeta_2000files_50loops_trixie.txt",
+                                  "filemeta_2000files_50loops_trixie_runsc-ptrace.txt"])
 def test_file_metadata_recorded(name: str) -> None:
     text = read(f"fio/{name}")
     jobs = {j["jobname"]: j for j in json.loads(text)["jobs"]}

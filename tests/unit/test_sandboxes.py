@@ -174,3 +174,28 @@ def test_shipped_sandboxes_campaign():
                                                       "page-fault", "file-metadata"]
     with pytest.raises(InputError, match="shipped campaign: .*sandboxes"):
         load_campaign("no-such-campaign")
+
+
+@pytest.mark.parametrize(("platform", "message"), [
+    ("{name: g, type: runsc, platform: systrap}", "has no platform 'systrap'"),
+    ("{name: d, type: docker, runtime: gvisor}", "unknown runtime 'gvisor'"),
+    ("{name: c, type: containerd, runtime: runsc}", "containerd-shim-runsc-v1 is not installed"),
+])
+def test_cli_bad_sandbox_input_exits_2_before_anything(gvisor, monkeypatch, tmp_path, platform, message):
+    from click.testing import CliRunner
+
+    from virtbench.cli import cli
+
+    monkeypatch.setattr(sandboxes.proc, "which", lambda n: None if "shim" in n else f"/usr/bin/{n}")
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text(f"name: bad\nplatforms: [native, {platform}]\nbenchmarks: [syscall]\n")
+    db = tmp_path / "r.db"
+    env = {"VIRTBENCH_STATE_DIR": str(tmp_path / "state"), "VIRTBENCH_RUNTIME_DIR": str(tmp_path / "run")}
+    result = CliRunner().invoke(cli, ["run", str(campaign), "--db", f"sqlite:///{db}"], env=env)
+    err = result.exception  # main() prints it as `error: ... / fix: ...` and exits with its code
+    assert isinstance(err, InputError) and err.exit_code == 2, result.output
+    assert message in err.message and err.fix
+    import sqlite3
+
+    assert sqlite3.connect(db).execute("select count(*) from runs").fetchone() == (0,)  # no run stored
+    assert not (tmp_path / "state" / "instances").exists()  # nothing created

@@ -261,6 +261,19 @@ class Platform(ABC):
         Returns what was removed, for the user. Must not fail when there is nothing to do
         or the runtime is not installed."""
 
+    # -- offline migration (stop, move the storage, start) ------------------------------
+    def storage(self, instance: Instance) -> dict[str, Path]:
+        """The instance's own data by role (e.g. {"upper": <dir>}): what an offline migration
+        moves. Empty: the storage belongs to an engine and cannot be moved from outside it."""
+        return {}
+
+    def relocate(self, instance: Instance, moved: dict[str, Path]) -> None:
+        """Point the stopped instance at its storage's new place, so start() runs it from there.
+
+        `moved` maps each storage() role to its copy, plus "lower" when the image moved too."""
+        raise UnavailableError(f"{self.name} ({self.type}) cannot be migrated offline: its storage "
+                               "belongs to the engine", "use lxc, runc, native or qemu for offline migration")
+
     # -- networking (two-endpoint benchmarks) -----------------------------------------
     @classmethod
     def network_gap(cls, options: PlatformOptions, need: Literal["inbound", "to_host"]) -> str | None:

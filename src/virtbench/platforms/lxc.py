@@ -7,6 +7,7 @@ inside the container's mount namespace, so nothing is left mounted on the host).
 from __future__ import annotations
 
 import os
+import re
 import time
 import uuid
 from collections.abc import Sequence
@@ -200,6 +201,24 @@ class LXC(Platform):
 
     def remove(self, instance: Instance) -> None:
         _teardown(self.paths, Path(instance.data["dir"]), instance.name, self.lxcpath)
+
+    def storage(self, instance: Instance) -> dict[str, Path]:
+        """The container's writable layer; the config stays (as Proxmox's cluster-wide config does)."""
+        return {"upper": Path(instance.data.get("upper") or Path(instance.data["dir"]) / "delta0")}
+
+    def relocate(self, instance: Instance, moved: dict[str, Path]) -> None:
+        """Rewrite lxc.rootfs.path to the moved layer (and image copy); LXC makes its overlay
+        work dir (olwork) next to the upper dir at the next start."""
+        config = Path(instance.data["dir"]) / "config"
+        text = config.read_text()
+        current = re.search(r"^lxc\.rootfs\.path = overlay:([^:\n]+):([^\n]+)$", text, re.M)
+        if current is None:
+            raise VirtbenchError(f"{config}: no overlay lxc.rootfs.path to relocate")
+        lower, upper = moved.get("lower", Path(current.group(1))), moved["upper"]
+        for p in (lower, upper):
+            mounts.check_overlay_path(p)
+        config.write_text(text.replace(current.group(0), f"lxc.rootfs.path = overlay:{lower}:{upper}"))
+        instance.data["upper"] = str(upper)
 
     @classmethod
     def cleanup(cls, paths: Paths, run_id: str | None = None) -> list[str]:

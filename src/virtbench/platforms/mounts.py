@@ -103,9 +103,13 @@ def check_overlay_path(p: Path) -> None:
                          "use a state directory and image cache without those characters")
 
 
-def mount_overlay(lower: Path, instance_dir: Path) -> Path:
-    """The image as a copy-on-write root: writes land in instance_dir/upper, never in lower."""
-    upper, work, merged = instance_dir / "upper", instance_dir / "work", instance_dir / "rootfs"
+def mount_overlay(lower: Path, instance_dir: Path, upper: Path | None = None) -> Path:
+    """The image as a copy-on-write root: writes land in instance_dir/upper (or `upper`, with
+    its work dir beside it: a migrated layer), never in lower."""
+    upper = upper or instance_dir / "upper"
+    work, merged = upper.parent / (upper.name + ".work"), instance_dir / "rootfs"
+    if upper == instance_dir / "upper":
+        work = instance_dir / "work"
     for p in (lower, upper, work, merged):
         check_overlay_path(p)
     for d in (upper, work, merged):

@@ -147,6 +147,20 @@ class Native(Platform):
         """Kill anything a benchmark left running in the chroot (a daemon, a timed-out job)."""
         _kill_chrooted(Path(instance.data["root"]))
 
+    def storage(self, instance: Instance) -> dict[str, Path]:
+        """Bare metal's own data is its scratch directory; the image is the host's system."""
+        return {"scratch": Path(instance.data.get("scratch") or Path(instance.data["dir"]) / "scratch")}
+
+    def relocate(self, instance: Instance, moved: dict[str, Path]) -> None:
+        if "lower" in moved:
+            raise InputError("native runs the host's image in place; it cannot move a copy of it",
+                             "set with_image: false")
+        target = Path(instance.data["root"]) / SCRATCH
+        mounts.unmount_all(target)
+        mounts.bind(moved["scratch"], target)
+        mounts.make_private(target)
+        instance.data["scratch"] = str(moved["scratch"])
+
     def remove(self, instance: Instance) -> None:
         _teardown(Path(instance.data["dir"]), Path(instance.data["image_rootfs"]), instance.name)
 

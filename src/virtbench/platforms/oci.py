@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .. import proc
-from ..errors import CommandError, VirtbenchError
+from ..errors import CommandError, UnavailableError, VirtbenchError
 from ..images.image import Image
 from . import bridge, cgroups, iptables, mounts
 from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions
@@ -157,7 +157,7 @@ class _OCIRuntime(Platform):
         d = self.paths.instances / name
         if d.exists():
             raise VirtbenchError(f"instance directory {d} already exists", "run virtbench cleanup")
-        meta = {"platform": self.type, "run_id": run_id, "name": name}
+        meta = {"platform": self.type, "run_id": run_id, "name": name, "lower": str(image.rootfs)}
         mounts.write_meta(d, meta)
         try:
             rootfs = mounts.mount_overlay(image.rootfs, d)
@@ -191,6 +191,23 @@ class _OCIRuntime(Platform):
 
     def remove(self, instance: Instance) -> None:
         _teardown(self.runtime, self.paths, Path(instance.data["dir"]), instance.name)
+
+    def storage(self, instance: Instance) -> dict[str, Path]:
+        return {"upper": Path(instance.data.get("upper") or Path(instance.data["dir"]) / "upper")}
+
+    def relocate(self, instance: Instance, moved: dict[str, Path]) -> None:
+        """A stopped runc container cannot start again: delete it, mount the root over the moved
+        layer (and image copy), and create it anew from the same bundle; start() then starts it."""
+        if self.options.network == "bridge":
+            raise UnavailableError(f"{self.name}: offline migration of bridged {self.runtime} containers is not "
+                                   "supported yet", "use network: none or host, or the lxc platform")
+        d = Path(instance.data["dir"])
+        self.host.run([*self._rt(), "delete", "--force", instance.name], timeout=60)
+        mounts.unmount_all(d / "rootfs")
+        lower = moved.get("lower", Path(instance.data["lower"]))
+        mounts.mount_overlay(lower, d, upper=moved["upper"])
+        self.host.run([*self._rt(), "create", "--bundle", str(d), instance.name], timeout=120, detached_children=True)
+        instance.data["upper"] = str(moved["upper"])
 
     @classmethod
     def cleanup(cls, paths: Paths, run_id: str | None = None) -> list[str]:

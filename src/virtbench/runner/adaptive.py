@@ -6,12 +6,12 @@ run finishes the round it was in and the report can show why every extra run hap
 """
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
-from ..analysis.stats import Need, needs_more, ratio_ci
+from ..analysis.stats import Need, needs_more
+from ..analysis.verdict import decide
 from ..config import Campaign
 from ..store.db import Store, now
 from .plan import LIFECYCLE
@@ -71,24 +71,21 @@ def plan_next(store: Store, campaign: Campaign, run_id: str, next_round: int,
 
 def needs_decision(values: list[float], base: list[float], higher_is_better: bool, *, target: float,
                    max_n: int, min_n: int = 3) -> Need:
-    """Another repetition while the comparison is undecided: its ratio's interval neither
-    excludes 1 (slower/faster) nor lies within +-target of 1 (the same). Stopping on a
-    decision can stop early on a lucky draw; the repetition cap and a minimum of min_n bound
-    that, and every extra round is logged with the undecided interval that asked for it."""
+    """Another repetition while the comparison's verdict is inconclusive (the report's rule,
+    analysis.verdict, with target as the band of "the same"). Stopping on a decision can stop
+    early on a lucky draw; at least min_n repetitions and the caps bound that, and every extra
+    round is logged with the undecided interval that asked for it."""
     n, nb = len(values), len(base)
     if n >= max_n:
         return Need(False, f"cap of {max_n} repetitions reached", None)
     if n < min_n or nb < min_n:
         return Need(True, f"fewer than {min_n} repetitions ({n} here, {nb} on the baseline)", None)
-    ci = ratio_ci(values, base, higher_is_better)
-    if ci is None or not all(map(math.isfinite, ci)):
-        return Need(False, "ratio undefined; more repetitions cannot help", None)
-    lo, hi = ci
-    if lo > 1 or hi < 1:
-        return Need(False, f"decided: ratio interval [{lo:.3f}, {hi:.3f}] excludes 1", None)
-    if lo >= 1 - target and hi <= 1 + target:
-        return Need(False, f"decided: ratio interval [{lo:.3f}, {hi:.3f}] within +-{target:.0%}", None)
-    return Need(True, f"undecided: ratio interval [{lo:.3f}, {hi:.3f}] spans 1 and +-{target:.0%}", (hi - lo) / 2)
+    v = decide(values, base, higher_is_better, min_effect=target)
+    if v.verdict != "inconclusive":
+        return Need(False, f"decided: {v.reason}", None)
+    if v.ci is None:
+        return Need(False, f"{v.reason}; more repetitions cannot help", None)
+    return Need(True, f"undecided: {v.reason}", (v.ci[1] - v.ci[0]) / 2)
 
 
 def _append(store: Store, run_id: str, log: list[dict[str, Any]], entry: dict[str, Any]) -> None:

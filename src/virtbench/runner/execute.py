@@ -13,7 +13,7 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from .. import __version__
@@ -151,7 +151,9 @@ def _run_details(store: Store, session: Session) -> dict[str, Any]:
         "platforms": platform_rows(session),
         "benchmarks": [{"key": b.key, "name": b.name,
                         "params": session.benchmarks[b.key].params.model_dump(mode="json"),
-                        "tool_version": versions[b.name]} for b in session.campaign.benchmarks],
+                        "tool_version": versions[b.name],
+                        "metrics": [asdict(m) for m in session.benchmarks[b.key].metrics()]}
+                       for b in session.campaign.benchmarks],
     }
 
 

@@ -17,6 +17,7 @@ from ..errors import InputError, UnavailableError
 from ..executor import Outside
 from ..images import build as images
 from ..images.image import Image
+from ..platforms.availability import probe_types  # noqa: F401 - re-exported for the runner's callers
 from ..platforms.base import Availability, Paths, Platform
 from ..probes.base import Probe
 from ..registry import BENCHMARKS, PLATFORMS
@@ -48,20 +49,6 @@ def build_objects(campaign: Campaign, paths: Paths) -> Session:
 
     return Session(campaign=campaign, paths=paths, platforms=platforms, benchmarks=benchmarks,
                    probes=build_probes(campaign))
-
-
-def probe_types(types: list[str], paths: Paths, log: Callable[[str], None] = lambda _m: None
-                ) -> dict[str, Availability]:
-    """Start engines where needed, then probe each platform type by really trying it."""
-    result: dict[str, Availability] = {}
-    for ptype in types:
-        cls = PLATFORMS.get(ptype)
-        try:
-            cls.ensure_engine(paths)
-        except Exception as exc:  # noqa: BLE001 - reported through probe's verdict below
-            log(f"{ptype}: could not start its engine: {exc}")
-        result[ptype] = cls.probe(paths)
-    return result
 
 
 def outer_of(session: Session, name: str) -> Platform | None:

@@ -108,6 +108,9 @@ class RunBenchmark(Base):
     name: Mapped[str] = mapped_column(String(64))
     params: Mapped[dict[str, Any]] = mapped_column(JSON)
     tool_version: Mapped[str] = mapped_column(Text, default="")
+    metrics: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, default=list)
+    """Each metric's declaration as the run measured it: name, unit, higher_is_better, category,
+    description (migration 0006). Reports read these, never today's plugin."""
     run: Mapped[Run] = relationship(back_populates="benchmarks")
 
 

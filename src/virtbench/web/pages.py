@@ -17,6 +17,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from .. import __version__
 from ..errors import InputError
 from ..report import summary
+from ..store.db import Store
+from ..store.models import Run
 from . import api, campaigns, downloads, queries, results, svg
 from .security import LOGIN_COOKIE, SESSION_COOKIE, check_form_write, client_of, cookie_args, require_read
 
@@ -109,6 +111,22 @@ def runs_page(request: Request, status: str | None = Query(None, max_length=16),
                   status=status or "", host=host or "", counts=queries.status_counts(store))
 
 
+def _sections(store: Store, run: Run) -> list[dict[str, Any]]:
+    """An experiment kind's own part (migration times, line rates...): its tables, notes and
+    figures, drawn on the server like every chart here."""
+    from ..report.sections import cell, sections
+
+    out = []
+    for sec in sections(store, run):
+        names = [s.name for f in sec.figures for s in f.series]
+        colors = svg.Colors(list(dict.fromkeys(names)))
+        out.append({"key": sec.key, "title": sec.title, "notes": sec.notes,
+                    "tables": [{"title": t.title, "columns": t.columns, "rows": [[cell(v) for v in r] for r in t.rows]}
+                               for t in sec.tables],
+                    "charts": [svg.draw(f, colors) for f in sec.figures]})
+    return out
+
+
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
 def run_page(request: Request, run_id: str = RUN_ID) -> HTMLResponse:
     require_read(request)
@@ -121,7 +139,7 @@ def run_page(request: Request, run_id: str = RUN_ID) -> HTMLResponse:
         benches = list(dict.fromkeys(r.benchmark for r in rows))
         benches.sort(key=lambda b: b == "lifecycle")  # lifecycle last: the benchmarks are what was asked for
         report = {"rows": rows, "failures": failures, "benchmarks": benches,
-                  "platforms": [p.name for p in run.platforms]}
+                  "platforms": [p.name for p in run.platforms], "sections": _sections(store, run)}
     return render(request, "run.html", title=f"Run {run.name}", run=run, progress=prog, report=report,
                   executions=queries.executions(store, run.id, limit=300), downloads=downloads.available(run.id),
                   active=run.status in queries.ACTIVE)

@@ -353,6 +353,22 @@ class Qemu(Platform):
         if _wait_gone([pid], 5.0):
             self._kill(instance)
 
+    def storage(self, instance: Instance) -> dict[str, Path]:
+        """The VM's own disk: its copy-on-write overlay (the base disk is the image's, shared)."""
+        return {"disk": Path(instance.data.get("disk") or Path(instance.data["dir"]) / "disk.qcow2")}
+
+    def relocate(self, instance: Instance, moved: dict[str, Path]) -> None:
+        """The next start boots from the moved overlay: the drive's file= in the argv changes."""
+        if "lower" in moved:
+            raise InputError("a VM's base disk is shared by its overlays; moving the image with it is not supported",
+                             "set with_image: false")
+        old, new = str(self.storage(instance)["disk"]), str(moved["disk"])
+        if "," in new:
+            raise InputError(f"path {new} contains ',', which QEMU options cannot hold")
+        instance.data["argv"] = [a.replace(f"file={old},", f"file={new},") for a in instance.data["argv"]]
+        instance.data["disk"] = new
+        (Path(instance.data["dir"]) / "qemu.argv.json").write_text(json.dumps(instance.data["argv"], indent=1))
+
     def remove(self, instance: Instance) -> None:
         _teardown(self.paths, Path(instance.data["dir"]), instance.data)
 

@@ -1,0 +1,136 @@
+"""What storage is under a path, and how fast it is raw: named with every migration result.
+
+The study (seeds/000) found storage and network bandwidth to bound migration time; a user
+can only tell which bounded a result when both ends' storage is named (filesystem, block
+device, rotational or not, a loop device's backing file) and its raw sequential throughput
+is measured with the same dd the `dd` benchmark runs (O_DIRECT, so the page cache does not
+flatter it).
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import proc
+from ..benchmarks.dd import Dd, DdParams
+from ..errors import InputError
+
+
+@dataclass(frozen=True)
+class StorageFacts:
+    """One end of a migration: the filesystem and device under a path."""
+
+    path: str
+    mountpoint: str
+    filesystem: str
+    device: str
+    rotational: bool | None
+    backing: str = ""
+    """For a loop device: its backing file (and that file's own device in `backing_device`)."""
+    backing_device: str = ""
+    free_bytes: int = 0
+    write_MBps: float | None = None
+    read_MBps: float | None = None
+    throughput_error: str = ""
+
+    @property
+    def kind(self) -> str:
+        """Short name for figure series and table columns, e.g. 'xfs on loop0 (ssd)', 'ext4 on vda (rot)'."""
+        medium = {True: "rot", False: "ssd", None: "?"}[self.rotational]
+        dev = Path(self.device).name if self.device.startswith("/dev/") else self.device
+        return f"{self.filesystem} on {dev} ({medium})"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "kind": self.kind}
+
+
+def _sys_block(device: str) -> Path | None:
+    """/sys/block/<disk> of a device node (partitions map to their disk)."""
+    name = Path(os.path.realpath(device)).name
+    if (Path("/sys/block") / name).is_dir():
+        return Path("/sys/block") / name
+    part = Path("/sys/class/block") / name
+    if part.exists() and (part / "partition").exists():
+        return Path(os.path.realpath(part)).parent
+    return None
+
+
+def rotational(device: str) -> bool | None:
+    block = _sys_block(device)
+    try:
+        return (block / "queue" / "rotational").read_text().strip() == "1" if block else None
+    except OSError:
+        return None
+
+
+def loop_backing(device: str) -> str:
+    block = _sys_block(device)
+    try:
+        return (block / "loop" / "backing_file").read_text().strip() if block else ""
+    except OSError:
+        return ""
+
+
+def mount_of(path: Path) -> tuple[str, str, str]:
+    """(source device, filesystem type, mount point) of the filesystem holding path."""
+    r = proc.run(["findmnt", "-n", "-o", "SOURCE,FSTYPE,TARGET", "-T", str(path)], timeout=30)
+    fields = r.stdout.split()
+    if len(fields) < 3:
+        raise InputError(f"cannot tell the filesystem under {path}: findmnt said {r.stdout.strip()!r}")
+    return fields[0], fields[1], " ".join(fields[2:])
+
+
+def free_bytes(path: Path) -> int:
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
+
+def facts(path: Path) -> StorageFacts:
+    """Name the storage under an existing directory (no measurement)."""
+    device, fstype, mountpoint = mount_of(path)
+    backing = loop_backing(device) if "/loop" in device else ""
+    backing_device = ""
+    rota = rotational(device)
+    if backing:
+        bdev, _, _ = mount_of(Path(backing))
+        backing_device = bdev
+        rota = rotational(bdev)  # a loop device reports 0; its backing disk is what spins
+    return StorageFacts(path=str(path), mountpoint=mountpoint, filesystem=fstype, device=device,
+                        rotational=rota, backing=backing, backing_device=backing_device,
+                        free_bytes=free_bytes(path))
+
+
+def measure(path: Path, size_mib: int = 64) -> StorageFacts:
+    """facts() plus raw sequential O_DIRECT write and read throughput (dd, bs=1M) in path.
+
+    A failing dd (no O_DIRECT on tmpfs, no space) is kept as its error text, never a zero."""
+    found = facts(path)
+    bench = Dd(DdParams(bs="1M", count=size_mib))
+    with tempfile.TemporaryDirectory(prefix=".vb-dd-", dir=path) as work:
+        r = proc.run(bench.command(work), timeout=bench.execution_timeout(), check=False)
+    try:
+        if not r.ok:
+            raise RuntimeError(f"dd exit {r.returncode}: {(r.stdout + r.stderr).strip()[-300:]}")
+        rates = bench.parse(r.stdout, r.stderr, source=f"dd in {path}")
+    except Exception as exc:  # noqa: BLE001 - recorded with the facts, the migration still runs
+        return StorageFacts(**{**asdict(found), "throughput_error": str(exc)})
+    return StorageFacts(**{**asdict(found), "write_MBps": rates["write_MBps"], "read_MBps": rates["read_MBps"]})
+
+
+def tree_bytes(path: Path) -> int:
+    """Apparent size of every regular file under path (what a copy moves), links not followed."""
+    total = 0
+    if path.is_file() and not path.is_symlink():
+        return path.stat().st_size
+    for root, _dirs, files in os.walk(path):
+        for f in files:
+            try:
+                st = os.lstat(os.path.join(root, f))
+            except OSError:
+                continue
+            if not os.path.islink(os.path.join(root, f)):
+                total += st.st_size
+    return total

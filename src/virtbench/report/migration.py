@@ -1,0 +1,157 @@
+"""The report part of the `migration` experiment: phase times per count and storage kind, the
+storage at both ends (so a reader sees whether storage bounded the move), and the study's
+figure (seeds/000, Fig. 12): time against the number of instances, one series per platform
+and storage kind.
+
+Statistics are the report's usual ones: mean with its 95% t-interval, median, coefficient of
+variation and n, over the measured (not warm-up) rounds; a failed execution is counted and
+its error shown, never averaged in as a zero.
+"""
+from __future__ import annotations
+
+import re
+import statistics
+from collections import defaultdict
+from typing import Any
+
+from ..analysis import stats
+from ..analysis.summary import mean_ci
+from ..store.db import Store
+from ..store.models import Run
+from .figures import FigureSpec, Series, slug
+from .sections import ReportSection, SectionTable
+
+KEY_RE = re.compile(r"^migration\[count=(?P<count>\d+)(?:,to=(?P<to>[^\]]+))?\]$")
+PHASES = {
+    "offline": ("stop_s", "transfer_s", "start_s", "total_s", "downtime_s"),
+    "live": ("setup_s", "transfer_s", "start_s", "total_s", "downtime_s"),
+    "lifecycle": ("create_s", "start_s", "stop_s", "remove_s"),
+}
+FIGURE_METRIC = {"offline": "total_s", "live": "downtime_s", "lifecycle": "start_s"}
+
+
+def parse_key(key: str) -> tuple[int, str | None] | None:
+    m = KEY_RE.match(key)
+    return (int(m.group("count")), m.group("to")) if m else None
+
+
+def _stat(values: list[float]) -> dict[str, Any]:
+    ci = mean_ci(values)
+    return {"n": len(values), "mean": statistics.fmean(values), "median": statistics.median(values),
+            "ci95": ci, "cv": stats.cv(values), "values": values}
+
+
+def _cell(point: dict[str, Any] | None, scale: float = 1.0) -> str:
+    if not point:
+        return "-"
+    mean, ci = point["mean"] / scale, point["ci95"]
+    if ci and point["n"] > 1:
+        return f"{mean:.3g} ±{(ci[1] - ci[0]) / 2 / scale:.2g}"
+    return f"{mean:.3g}"
+
+
+def storage_kind(facts: dict[str, Any], label: str | None) -> str:
+    if label is None:
+        return "in place"
+    end = facts.get(label) or {}
+    return str(end.get("kind") or label)
+
+
+def build(store: Store, run: Run) -> ReportSection | None:
+    section = (run.campaign or {}).get("migration") or {}
+    mode = section.get("mode", "offline")
+    facts = ((run.provenance or {}).get("migration") or {}).get("storage") or {}
+    grouped: dict[tuple[str, int, str | None], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    units: dict[str, str] = {}
+    for s in store.samples(run.id):
+        parsed = parse_key(s.benchmark)
+        if parsed is None or s.instance != 0:
+            continue
+        grouped[(s.platform, parsed[0], parsed[1])][s.metric].append(s.value)
+        units[s.metric] = s.unit
+    failures = [{"platform": e.platform, "key": e.benchmark, "round": e.round, "error": e.error}
+                for e in store.executions(run.id, status="failed") if parse_key(e.benchmark)]
+    if not grouped and not failures:
+        return None
+    points: list[dict[str, Any]] = []
+    for (platform, count, to), metrics in sorted(grouped.items(), key=lambda kv: (kv[0][0], kv[0][2] or "", kv[0][1])):
+        points.append({"platform": platform, "to": to, "storage": storage_kind(facts, to), "count": count,
+                       "metrics": {m: {**_stat(v), "unit": units[m]} for m, v in sorted(metrics.items())}})
+    phases = PHASES.get(mode, PHASES["offline"])
+    if mode == "offline":
+        phases = tuple(p for p in phases if p != "downtime_s")  # = total offline (see the note)
+    columns = ["platform", "to: storage", "N", *[p.removesuffix("_s") + " s" for p in phases]]
+    if mode != "lifecycle":
+        columns += ["MB moved", "MB/s"]
+    rows = []
+    for p in points:
+        m = p["metrics"]
+        row = [p["platform"], f"{p['to']}: {p['storage']}" if p["to"] else p["storage"], p["count"],
+               *[_cell(m.get(ph)) for ph in phases]]
+        if mode != "lifecycle":
+            row += [_cell(m.get("bytes_moved"), 1e6), _cell(m.get("throughput_MBps"))]
+        rows.append(row)
+    tables = [SectionTable(f"{mode} phases, mean ±95% CI half-width over rounds", columns, rows)]
+    if facts:
+        tables.append(SectionTable("storage at each end (raw: dd, O_DIRECT, bs=1M)",
+                                   ["end", "path", "filesystem", "device", "rotational", "write MB/s", "read MB/s"],
+                                   [[label, f.get("path"), f.get("filesystem"), _device(f),
+                                     {True: "yes", False: "no"}.get(f.get("rotational"), "?"),
+                                     f.get("write_MBps"), f.get("read_MBps")] for label, f in facts.items()]))
+    notes = _notes(mode, points, facts, failures)
+    data = {"mode": mode, "counts": section.get("counts"), "payload_bytes": section.get("payload"),
+            "with_image": section.get("with_image"), "storage": facts, "points": points, "failures": failures}
+    return ReportSection(key="migration", title=f"Migration ({mode})", data=data, tables=tables,
+                         figures=_figures(mode, points, units), notes=notes)
+
+
+def _device(f: dict[str, Any]) -> str:
+    dev = str(f.get("device") or "?")
+    return f"{dev} (file {f['backing']} on {f.get('backing_device')})" if f.get("backing") else dev
+
+
+def _figures(mode: str, points: list[dict[str, Any]], units: dict[str, str]) -> list[FigureSpec]:
+    figures = []
+    metrics = [FIGURE_METRIC[mode]] + (["transfer_s"] if mode == "offline" else [])
+    for metric in metrics:
+        series: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
+        for p in points:
+            if metric in p["metrics"]:
+                series[f"{p['platform']}: {p['storage']}"][p["count"]] = p["metrics"][metric]
+        if not series:
+            continue
+        out = []
+        for name, by_count in series.items():
+            xs = sorted(by_count)
+            cis = [by_count[x]["ci95"] for x in xs]
+            out.append(Series(name, xs, [by_count[x]["mean"] for x in xs],
+                              lo=[c[0] if c else None for c in cis], hi=[c[1] if c else None for c in cis]))
+        what = metric.removesuffix("_s")
+        figures.append(FigureSpec(slug("migration", mode, metric), "sweep",
+                                  f"Migration ({mode}): {what} time against instances at once (lower is better)",
+                                  "instances at once", f"{what} ({units.get(metric, 's')})", out, group="migration",
+                                  xticks=(sorted({x for s in out for x in s.x}),
+                                          [str(x) for x in sorted({x for s in out for x in s.x})])))
+    return figures
+
+
+def _notes(mode: str, points: list[dict[str, Any]], facts: dict[str, Any], failures: list[dict[str, Any]]) -> list[str]:
+    notes = []
+    if mode == "offline":
+        notes.append("offline: instances are down from the first stop to the last start, so downtime = total; "
+                     "transfer = copy made durable (sync) and the instance pointed at its copy")
+        top = max((p["count"] for p in points), default=0)
+        for p in (p for p in points if p["count"] == top):
+            rate, dest = p["metrics"].get("throughput_MBps"), facts.get(p["to"] or "") or {}
+            raw = min([v for v in (dest.get("write_MBps"), (facts.get("source") or {}).get("read_MBps")) if v] or [0])
+            if rate and raw and rate["mean"] > 0.5 * raw:
+                notes.append(f"{p['platform']} N={p['count']} to {p['to']}: {rate['mean']:.0f} MB/s is over half of "
+                             f"the slower end's raw {raw:.0f} MB/s: storage bounds this migration")
+    if mode == "live":
+        notes.append("live (QEMU): transfer, setup and downtime are QEMU's own accounting (query-migrate); the disk "
+                     "is shared on one host, so bytes moved are memory and device state; start = until the guest "
+                     "answers at the destination")
+    if failures:
+        notes.append(f"{len(failures)} execution(s) failed, e.g. {failures[0]['platform']} {failures[0]['key']}: "
+                     f"{failures[0]['error'][:200]}")
+    return notes

@@ -1,0 +1,73 @@
+"""Instance names with long and unusual platform names on real runtimes, and adaptive rounds
+that run only the undecided comparisons (`until: decided`, the quick campaign's rule)."""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from virtbench.platforms import naming
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+LONG = "runc-with-a-very-long-descriptive-platform-name-for-the-peer-x"  # 62 characters
+ODD = "ctr--odd.name"  # valid for virtbench, not as a containerd id as is (separators twice)
+
+
+@pytest.fixture
+def env(tmp_path):
+    base = f"/var/lib/virtbench-test/quick-{uuid.uuid4().hex[:8]}"
+    e = dict(os.environ, VIRTBENCH_DB=f"sqlite:///{tmp_path / 'results.db'}",
+             VIRTBENCH_STATE_DIR=base, VIRTBENCH_RUNTIME_DIR=f"/run/virtbench-test/{Path(base).name}")
+    yield e
+    subprocess.run([sys.executable, "-m", "virtbench", "cleanup"], env=e, capture_output=True, timeout=300)
+
+
+def vb(env, *args, timeout=900):
+    return subprocess.run([sys.executable, "-m", "virtbench", *args], env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def rows(env, sql):
+    with sqlite3.connect(env["VIRTBENCH_DB"].removeprefix("sqlite:///")) as conn:
+        return conn.execute(sql).fetchall()
+
+
+def test_long_and_unusual_platform_names_run_with_peers(env, tmp_path):
+    camp = tmp_path / "names.yaml"
+    camp.write_text(f"name: names\nrepetitions: 2\nwarmups: 0\n"
+                    f"platforms: [native, {{name: {LONG}, type: runc, network: bridge}},\n"
+                    f"            {{name: {LONG[:-1]}y, type: runc, network: bridge}},\n"
+                    f"            {{name: '{ODD}', type: containerd, network: host}}]\n"
+                    "benchmarks: [{name: ping, count: 2}, {name: sysbench-cpu, time: 1}]\n")
+    res = vb(env, "run", str(camp), "--no-report")
+    assert res.returncode == 0, res.stdout + res.stderr
+    execs = rows(env, "SELECT platform, round, instance, status FROM executions WHERE benchmark != 'lifecycle'")
+    assert execs and all(status == "ok" for *_, status in execs), execs
+    names = {(p, r): i for p, r, i, _ in execs}
+    assert len(set(names.values())) == len(names), "two rounds or platforms shared an instance name"
+    assert all(naming.valid(i) and naming.valid(i + "-peer") for i in names.values())
+
+
+def test_decided_mode_reruns_only_what_is_undecided(env, tmp_path):
+    camp = tmp_path / "decided.yaml"
+    camp.write_text("name: decided\nrepetitions: 2\nwarmups: 0\nplatforms: [native, runc]\n"
+                    "adaptive: {until: decided, target: 0.00001, max_repetitions: 4, max_minutes: 30}\n"
+                    "benchmarks: [{name: sysbench-cpu, time: 1}, {name: sqlite, rows: 20000}]\n")
+    res = vb(env, "run", str(camp), "--no-report")
+    assert res.returncode == 0, res.stdout + res.stderr
+    [(provenance,)] = rows(env, "SELECT provenance FROM runs")
+    log = json.loads(provenance)["adaptive"]
+    extra = [e for e in log if "round" in e]
+    assert extra and "stop" in log[-1]
+    for entry in extra:
+        ran = rows(env, f"SELECT platform, benchmark FROM executions WHERE round = {entry['round']} "
+                        "AND benchmark != 'lifecycle'")
+        assert sorted(ran) == sorted((p, b) for p, bs in entry["benchmarks"].items() for b in bs)
+        assert all("undecided" in r or "fewer than" in r for r in entry["reasons"].values())
