@@ -87,6 +87,23 @@ def test_offline_lxc_1_2_4_8_to_a_loop_disk_timed_reported_and_removed(tmp_path,
     assert "Migration (offline)" in r.stdout and "other:" in r.stdout
 
 
+def test_offline_runc_and_native_move_their_own_data(tmp_path, paths, other_disk):
+    """runc is re-created on the moved layer, native re-binds its scratch directory: each
+    instance's payload is among the bytes moved, and an execution passes only when every
+    instance answers again after the move (start waits for readiness)."""
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    c = parse_campaign({"name": "mig", "experiment": "migration", "platforms": ["runc", "native"], "repetitions": 1,
+                        "warmups": 0, "migration": {"counts": [2], "payload": "4M", "measure_storage": False,
+                                                    "to": {"path": str(other_disk)}}})
+    out = execute.start(Store(db), c, paths)
+    store = Store(db)
+    assert out.failed == 0, [e.error for e in store.executions(out.run_id)]
+    moved = {s.platform: s.value for s in store.samples(out.run_id) if s.metric == "bytes_moved"}
+    assert moved["runc"] >= 2 * 4 * 2**20 and moved["native"] >= 2 * 4 * 2**20
+    assert list(other_disk.iterdir()) == []
+    assert not list(paths.instances.glob("vb-*")) if paths.instances.exists() else True
+
+
 def test_bad_input_exits_2_and_starts_nothing(tmp_path, paths, other_disk):
     db = f"sqlite:///{tmp_path / 'r.db'}"
     cases = [
