@@ -51,3 +51,39 @@ def test_old_run_reports_the_same_numbers(old_store):
     qemu = next(r for r in after["results"] if r["benchmark"] == "openssl" and r["platform"] == "qemu")
     assert qemu["n"] == 0 and qemu["failed"] == 3 and qemu["unit"] == "B/s", "declared metrics of a failed benchmark"
     assert after["format_version"] == 2 and "format_version" not in before
+
+
+def test_old_run_is_backfilled_and_reported_without_any_plugin(old_store, monkeypatch):
+    """Migration 0006 stores each metric's declaration with the old run (from its own samples);
+    the report then needs no plugin at all: with the registry broken, the same rows come out."""
+    from virtbench.registry import BENCHMARKS
+
+    def gone(name):
+        raise AssertionError(f"the report asked today's plugin {name!r}")
+
+    monkeypatch.setattr(BENCHMARKS, "get", gone)
+    report = summary.build(old_store, "fixture-0003")
+    openssl = next(b for b in report.run.benchmarks if b.key == "openssl")
+    assert openssl.metrics and {m["name"] for m in openssl.metrics} == {"throughput"}
+    assert openssl.metrics[0]["unit"] == "B/s" and openssl.metrics[0]["higher_is_better"] is True
+    qemu = next(r for r in report.rows if r.benchmark == "openssl" and r.platform == "qemu")
+    assert qemu.n == 0 and qemu.failed == 3 and qemu.unit == "B/s"
+
+
+def test_declarations_come_from_the_run_not_the_plugin(tmp_path):
+    """A stored declaration wins over what a plugin of the same name declares today."""
+    from virtbench.analysis import synthetic
+    from virtbench.store.models import RunBenchmark
+
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    bench = synthetic.SimBenchmark("openssl", "openssl", {}, (synthetic.SimMetric("ops", "op/s", True, "cpu", 5.0),))
+    synthetic.fill(store, "r", repetitions=2, platforms=synthetic.default_platforms()[:2], benchmarks=[bench],
+                   fail={("docker", "openssl"): range(0, 3)})
+    with store.session.begin() as s:
+        rb = s.query(RunBenchmark).filter_by(run_id="r", key="openssl").one()
+        rb.metrics = [{"name": "ops", "unit": "op/s", "higher_is_better": True, "category": "cpu", "description": ""},
+                      {"name": "lost", "unit": "%", "higher_is_better": False, "category": "network",
+                       "description": "declared then, never measured"}]
+    rows = {(r.metric, r.platform): r for r in summary.build(store, "r").rows}
+    assert rows[("lost", "docker")].unit == "%" and rows[("lost", "docker")].category == "network"
+    assert ("throughput", "docker") not in rows, "today's openssl plugin declares 'throughput': not used"

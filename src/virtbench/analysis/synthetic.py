@@ -120,7 +120,9 @@ def fill(store: Store, run_id: str, *, hostname: str = "sim-host", repetitions: 
                     "config": {"name": p.name, "type": p.type, "kind": p.kind,
                                **({"inside": p.inside} if p.inside else {})}, "versions": {"sim": "1"}}
                    for p in platforms],
-        benchmarks=[{"key": b.key, "name": b.name, "params": b.params, "tool_version": "sim 1.0"}
+        benchmarks=[{"key": b.key, "name": b.name, "params": b.params, "tool_version": "sim 1.0",
+                     "metrics": [{"name": m.name, "unit": m.unit, "higher_is_better": m.higher_is_better,
+                                  "category": m.category, "description": ""} for m in b.metrics]}
                     for b in benchmarks],
         status="running")
     t = now()

@@ -17,19 +17,18 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
-
 from ..analysis.summary import Row
 from ..errors import InputError
 from ..extras import require
+from ..store import results
 from ..store.db import Store
-from ..store.models import Execution, Run, Sample
+from ..store.models import Run
 from . import summary as S
 from .model import FORMAT_VERSION
 
 FORMATS = ("csv", "json", "parquet")
 COLUMNS = {
-    "samples": ("run_id", "host", "execution_id", "round", "warmup", "platform", "platform_type", "platform_kind",
+    "samples": ("run_id", "host", "execution_id", "round", "warmup", "instance", "platform", "platform_type", "platform_kind",
                 "inside", "benchmark", "benchmark_name", "metric", "value", "unit", "higher_is_better", "category",
                 "started_at"),
     "executions": ("run_id", "host", "execution_id", "round", "warmup", "platform", "benchmark", "status",
@@ -39,34 +38,26 @@ COLUMNS = {
 
 
 def samples_table(store: Store, run: Run, host: str) -> list[dict[str, Any]]:
-    kinds = {p.name: (p.type, (p.config or {}).get("kind", ""), (p.config or {}).get("inside") or "")
+    kinds = {p.name: (p.type, p.kind or (p.config or {}).get("kind", ""), (p.config or {}).get("inside") or "")
              for p in run.platforms}
     names = {b.key: b.name for b in run.benchmarks}
-    cols = (Sample.execution_id, Sample.round, Sample.warmup, Sample.platform, Sample.benchmark, Sample.metric,
-            Sample.value, Sample.unit, Sample.higher_is_better, Sample.category, Execution.started_at)
-    with store.session() as s:
-        result = s.execute(select(*cols).join(Execution, Execution.id == Sample.execution_id)
-                           .where(Sample.run_id == run.id).order_by(Sample.id))
-        out = []
-        for ex_id, rnd, warm, platform, bench, metric, value, unit, hib, cat, started in result:
-            ptype, kind, inside = kinds.get(platform, ("", "", ""))
-            out.append({"run_id": run.id, "host": host, "execution_id": ex_id, "round": rnd, "warmup": bool(warm),
-                        "platform": platform, "platform_type": ptype, "platform_kind": kind, "inside": inside,
-                        "benchmark": bench, "benchmark_name": names.get(bench, bench), "metric": metric,
-                        "value": value, "unit": unit, "higher_is_better": bool(hib), "category": cat,
-                        "started_at": started.isoformat() if started else None})
-        return out
+    out = []
+    for ex_id, rnd, warm, platform, bench, metric, value, unit, hib, cat, started, instance in \
+            results.samples_with_times(store, run.id):
+        ptype, kind, inside = kinds.get(platform, ("", "", ""))
+        out.append({"run_id": run.id, "host": host, "execution_id": ex_id, "round": rnd, "warmup": bool(warm),
+                    "instance": instance, "platform": platform, "platform_type": ptype, "platform_kind": kind,
+                    "inside": inside, "benchmark": bench, "benchmark_name": names.get(bench, bench), "metric": metric,
+                    "value": value, "unit": unit, "higher_is_better": bool(hib), "category": cat,
+                    "started_at": started.isoformat() if started else None})
+    return out
 
 
 def executions_table(store: Store, run: Run, host: str) -> list[dict[str, Any]]:
-    cols = (Execution.id, Execution.round, Execution.warmup, Execution.platform, Execution.benchmark,
-            Execution.status, Execution.exit_code, Execution.error, Execution.started_at, Execution.duration_s)
-    with store.session() as s:
-        result = s.execute(select(*cols).where(Execution.run_id == run.id).order_by(Execution.id))
-        return [{"run_id": run.id, "host": host, "execution_id": i, "round": rnd, "warmup": bool(w), "platform": p,
-                 "benchmark": b, "status": st, "exit_code": code, "error": err,
-                 "started_at": t.isoformat() if t else None, "duration_s": d}
-                for i, rnd, w, p, b, st, code, err, t, d in result]
+    return [{"run_id": run.id, "host": host, "execution_id": i, "round": rnd, "warmup": bool(w), "platform": p,
+             "benchmark": b, "status": st, "exit_code": code, "error": err,
+             "started_at": t.isoformat() if t else None, "duration_s": d}
+            for i, rnd, w, p, b, st, code, err, t, d in results.executions(store, run.id)]
 
 
 def _split(name: str, ci: Sequence[float] | None) -> dict[str, float | None]:

@@ -10,14 +10,12 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import select
-
 from ..analysis import quality, stats, tables
 from ..analysis.summary import Row, SampleView, summarize
 from ..constants import LIFECYCLE, LIFECYCLE_STEPS
-from ..registry import BENCHMARKS
+from ..store import results
 from ..store.db import Store
-from ..store.models import Run, Sample
+from ..store.models import Run
 from . import headline
 from .model import FORMAT_VERSION, Report, Section
 from .sections import add_to_json
@@ -30,38 +28,19 @@ VERDICT_RULE = ("Verdicts read the 95 % Welch t interval of the ratio of means (
 
 
 def declared_metrics(run: Run) -> dict[str, list[tuple[str, str, bool, str]]]:
+    """benchmark key -> (metric, unit, higher_is_better, category) as stored with the run
+    (migration 0006), so a benchmark that failed everywhere still has its rows; never read
+    from today's plugins. The lifecycle steps are the runner's own, the same for every run."""
     out: dict[str, list[tuple[str, str, bool, str]]] = {
         LIFECYCLE: [(f"{s}_s", "s", False, "lifecycle") for s in LIFECYCLE_STEPS]}
     for rb in run.benchmarks:
-        try:
-            cls = BENCHMARKS.get(rb.name)
-            metrics = cls(cls.Params(**rb.params)).metrics()
-        except Exception:  # noqa: BLE001 - a plugin gone since the run: its stored samples still show
-            continue
-        out[rb.key] = [(m.name, m.unit, m.higher_is_better, m.category) for m in metrics]
+        out[rb.key] = [(m["name"], m["unit"], bool(m["higher_is_better"]), m["category"]) for m in rb.metrics or []]
     return out
 
 
 def load_samples(store: Store, run_id: str) -> list[SampleView]:
-    """Measured and warm-up samples as plain tuples: one query, no ORM objects.
-
-    On SQLite the DB-API cursor is used directly (twice as fast as SQLAlchemy's row
-    processing for 100,000 rows); other databases go through a Core select.
-    """
-    if store.engine.dialect.name == "sqlite":
-        raw = store.engine.raw_connection()
-        try:
-            cur = raw.cursor()
-            cur.execute("SELECT benchmark, metric, platform, value, unit, higher_is_better, category, round, warmup "
-                        "FROM samples WHERE run_id = ? ORDER BY id", (run_id,))
-            return [SampleView(b, m, p, v, u, bool(h), c, r, bool(w)) for b, m, p, v, u, h, c, r, w in cur.fetchall()]
-        finally:
-            raw.close()
-    cols = (Sample.benchmark, Sample.metric, Sample.platform, Sample.value, Sample.unit,
-            Sample.higher_is_better, Sample.category, Sample.round, Sample.warmup)
-    with store.engine.connect() as conn:
-        result = conn.execute(select(*cols).where(Sample.run_id == run_id).order_by(Sample.id))
-        return [SampleView(*row) for row in result]
+    """The run's values per round (instance 0 of multi-instance executions), warm-up included."""
+    return [SampleView(*t) for t in results.samples(store, run_id)]
 
 
 def build(store: Store, run_ref: str = "latest", *, alpha: float = stats.ALPHA,
@@ -172,8 +151,8 @@ def to_json(run: Run, rows: list[Row], failures: list[dict[str, Any]], *, alpha:
         "image": {k: run.image.get(k) for k in ("recipe_hash", "tar_sha256", "release", "arch", "profile")},
         "platforms": [{"name": p.name, "type": p.type, "label": p.label, "kind": p.kind, "config": p.config,
                        "versions": p.versions} for p in run.platforms],
-        "benchmarks": [{"key": b.key, "name": b.name, "params": b.params, "tool_version": b.tool_version}
-                       for b in run.benchmarks],
+        "benchmarks": [{"key": b.key, "name": b.name, "params": b.params, "tool_version": b.tool_version,
+                        "metrics": b.metrics or []} for b in run.benchmarks],
         "results": [r.public() for r in rows],
         "failures": failures,
         "campaign": {k: run.campaign.get(k) for k in ("repetitions", "warmups", "shuffle")} | {"seed": run.seed},

@@ -75,6 +75,12 @@ class Run(Base):
     benchmarks: Mapped[list[RunBenchmark]] = relationship(back_populates="run", cascade="all, delete-orphan",
                                                             order_by="RunBenchmark.position")
 
+    @property
+    def baseline(self) -> str:
+        """The platform every other is compared with, as the stored campaign names it (runs
+        made before the key existed compared with native)."""
+        return str(self.campaign.get("baseline", "native"))
+
 
 class RunPlatform(Base):
     __tablename__ = "run_platforms"
@@ -102,6 +108,9 @@ class RunBenchmark(Base):
     name: Mapped[str] = mapped_column(String(64))
     params: Mapped[dict[str, Any]] = mapped_column(JSON)
     tool_version: Mapped[str] = mapped_column(Text, default="")
+    metrics: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, default=list)
+    """Each metric's declaration as the run measured it: name, unit, higher_is_better, category,
+    description (migration 0006). Reports read these, never today's plugin."""
     run: Mapped[Run] = relationship(back_populates="benchmarks")
 
 
