@@ -125,7 +125,8 @@ class SamplingProbe(Probe):
         """Called before the first sample (take the starting reading)."""
 
     def _loop(self) -> None:
-        next_at = time.monotonic()
+        next_at = time.monotonic() + self.interval  # begin() took the reading at t = 0
+        self._stop.wait(self.interval)
         while not self._stop.is_set():
             try:
                 self.sample()
