@@ -141,6 +141,8 @@ class SamplingProbe(Probe):
             self._stop.wait(delay)
 
     def stop(self) -> ProbeData:
+        self.t_end = self.now()
+        """The watched window ends when stop() is called, before a reading in flight ends."""
         self._stop.set()
         self._thread.join(timeout=max(10.0, 3 * self.interval))
         return self.finish()
