@@ -187,7 +187,7 @@ class Campaign(BaseModel):
     @model_serializer(mode="wrap")
     def _dump(self, handler: Any) -> dict[str, Any]:
         """The stored form reads like the file: the section under the kind's name."""
-        out = handler(self)
+        out: dict[str, Any] = handler(self)
         if not out.get("probes"):
             out.pop("probes", None)
         settings = out.pop("settings", {})

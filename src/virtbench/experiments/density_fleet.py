@@ -82,8 +82,8 @@ def kernel_usage(network: str) -> dict[str, tuple[int, int, str]]:
     if caps:
         cap, name = min(caps)
         out["pids"] = (tasks, cap, name)
-    if (cap := _sysctl("fs.inotify.max_user_instances")) is not None:
-        out["inotify instances"] = (inotify_instances(), cap, "fs.inotify.max_user_instances")
+    if (icap := _sysctl("fs.inotify.max_user_instances")) is not None:
+        out["inotify instances"] = (inotify_instances(), icap, "fs.inotify.max_user_instances")
     return out
 
 

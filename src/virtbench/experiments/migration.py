@@ -181,6 +181,9 @@ class Migration(Experiment):
             if not d.path.is_dir():
                 raise InputError(f"migration.to: {d.path} does not exist or is not a directory",
                                  "create it (e.g. mount another disk there) or give an existing directory")
+            if any(c in str(d.path) for c in ",:\\"):
+                raise InputError(f"migration.to: {d.path} contains ',', ':' or '\\', which overlay and QEMU "
+                                 "options cannot hold", "give a directory without those characters")
             need = self.bytes_needed(max(section.counts))
             free = storage.free_bytes(d.path)
             if free < need:

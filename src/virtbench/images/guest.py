@@ -75,6 +75,7 @@ def resolve(spec: PlatformImage, packages: tuple[str, ...], tools: tuple[str, ..
 
 def tool_version(image: Image, argv: list[str]) -> str:
     """Run a tool's version command in a chroot of the image; InputError when it cannot run."""
+    r: proc.Result | None
     try:
         r = proc.run(["chroot", str(image.rootfs), "/usr/bin/env", "-i", f"PATH={EXEC_PATH}", *argv], timeout=60,
                      check=False)
@@ -82,7 +83,7 @@ def tool_version(image: Image, argv: list[str]) -> str:
         r = None
         why = str(exc)
     else:
-        why = (r.stderr or r.stdout).strip().splitlines()[-1:] if not r.ok else ""
+        why = "".join((r.stderr or r.stdout).strip().splitlines()[-1:]) if not r.ok else ""
     if r is None or not r.ok:
         raise InputError(f"image {describe(image)} lacks the workload's tool {argv[0]!r} ({why})",
                          "use an image with the tool installed, or another workload")

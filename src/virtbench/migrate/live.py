@@ -198,7 +198,7 @@ def migrate_criu(platform: Platform, instances: list[Instance], transport: Trans
     check` passed (supports_live); a failing dump raises with CRIU's own log lines."""
     if platform.type not in CRIU_KINDS:
         raise UnavailableError(f"{platform.name}: no CRIU path for {platform.type}")
-    lxcpath = str(platform.lxcpath)
+    lxcpath = str(platform.lxcpath)  # type: ignore[attr-defined]  # LXC, the one CRIU kind
     dumps = {i.name: platform.paths.runtime / "criu" / i.name for i in instances}
 
     def checkpoint(instance: Instance) -> None:

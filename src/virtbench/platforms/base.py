@@ -254,6 +254,17 @@ class Platform(ABC):
     def remove(self, instance: Instance) -> None:
         """Remove the instance and everything it mounted or created. Safe to call twice."""
 
+    def discard(self, instance: Instance) -> list[str]:
+        """Stop and remove, best effort (after a failure or an interrupt; `cleanup` is the
+        backstop): both steps are tried whatever the first does. Returns what failed."""
+        errors = []
+        for step in (self.stop, self.remove):
+            try:
+                step(instance)
+            except Exception as exc:  # noqa: BLE001 - collected for the caller; the next step still runs
+                errors.append(f"{instance.name}: {step.__name__}: {exc}")
+        return errors
+
     @classmethod
     def forget_image(cls, tag: str) -> list[str]:
         """Drop this platform's own copy of an image being removed from the cache (engines

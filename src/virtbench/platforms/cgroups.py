@@ -138,8 +138,8 @@ def oom_counters(relative: str) -> dict[str, int]:
                 out[key] = int(value)
         return out
     for key, name in (("failcnt", "memory.failcnt"), ("memsw_failcnt", "memory.memsw.failcnt")):
-        if (value := _int(d / name)) is not None:
-            out[key] = value
+        if (count := _int(d / name)) is not None:
+            out[key] = count
     for line in (_read(d / "memory.oom_control") or "").splitlines():
         key, _, value = line.partition(" ")
         if key in ("oom_kill", "under_oom"):

@@ -74,8 +74,8 @@ def lxc_cgroup_lines(options: PlatformOptions, mode: str) -> list[str]:
             lines.append(f"lxc.cgroup2.cpuset.cpus = {options.cpuset}")
         if options.memory is not None:
             lines.append(f"lxc.cgroup2.memory.max = {int(options.memory)}")
-        if getattr(options, "swap", None) is not None:
-            lines.append(f"lxc.cgroup2.memory.swap.max = {int(options.swap)}")
+        if (swap := getattr(options, "swap", None)) is not None:
+            lines.append(f"lxc.cgroup2.memory.swap.max = {int(swap)}")
         return lines
     if options.cpus is not None:
         lines += ["lxc.cgroup.cpu.cfs_period_us = 100000",
@@ -84,8 +84,8 @@ def lxc_cgroup_lines(options: PlatformOptions, mode: str) -> list[str]:
         lines.append(f"lxc.cgroup.cpuset.cpus = {options.cpuset}")
     if options.memory is not None:
         lines.append(f"lxc.cgroup.memory.limit_in_bytes = {int(options.memory)}")
-    if getattr(options, "swap", None) is not None and options.memory is not None:
-        lines.append(f"lxc.cgroup.memory.memsw.limit_in_bytes = {int(options.memory) + int(options.swap)}")
+    if (swap := getattr(options, "swap", None)) is not None and options.memory is not None:
+        lines.append(f"lxc.cgroup.memory.memsw.limit_in_bytes = {int(options.memory) + int(swap)}")
     return lines
 
 
@@ -127,6 +127,7 @@ class LXC(Platform):
     confinable = True
     type = "lxc"
     Options = LXCOptions
+    options: LXCOptions
     binaries = ("lxc-start", "lxc-attach", "lxc-stop", "lxc-info")
     packages = ("lxc",)
     description = "LXC system container from a virtbench-written config, overlay on the image"

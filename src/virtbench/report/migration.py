@@ -99,6 +99,8 @@ def build(store: Store, run: Run) -> ReportSection | None:
         rows.append(row)
     where = f" to {dests[0]}" if one and dests else ""
     tables = [SectionTable(f"{mode}{where}: seconds per phase, mean±95% CI half-width", columns, rows)]
+    if mode == "lifecycle":
+        facts = {}  # nothing moves: the storage is not what a reader needs here
     if facts:
         tables.append(SectionTable("storage at each end (raw: dd, O_DIRECT, bs=1M)",
                                    ["end", "storage", "rotational", "write MB/s", "read MB/s"],
@@ -133,8 +135,9 @@ def _figures(mode: str, points: list[dict[str, Any]], units: dict[str, str]) -> 
             out.append(Series(name, xs, [by_count[x]["mean"] for x in xs],
                               lo=[c[0] if c else None for c in cis], hi=[c[1] if c else None for c in cis]))
         what = metric.removesuffix("_s")
+        only = f" ({out[0].name})" if len(out) == 1 else ""  # one series: no legend, so named here
         figures.append(FigureSpec(slug("migration", mode, metric), "sweep",
-                                  f"Migration ({mode}): {what} time against instances at once (lower is better)",
+                                  f"Migration ({mode}): {what} time against instances at once{only}",
                                   "instances at once", f"{what} ({units.get(metric, 's')})", out, group="migration",
                                   xticks=(sorted({x for s in out for x in s.x}),
                                           [str(x) for x in sorted({x for s in out for x in s.x})])))

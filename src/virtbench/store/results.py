@@ -30,7 +30,7 @@ def samples(store: Store, run_id: str) -> list[SampleTuple]:
             cur = raw.cursor()
             cur.execute("SELECT benchmark, metric, platform, value, unit, higher_is_better, category, round, warmup "
                         "FROM samples WHERE run_id = ? AND instance = 0 ORDER BY id", (run_id,))
-            return [(b, m, p, v, u, bool(h), c, r, bool(w)) for b, m, p, v, u, h, c, r, w in cur]
+            return [(b, m, p, v, u, bool(h), c, r, bool(w)) for b, m, p, v, u, h, c, r, w in cur.fetchall()]
         finally:
             raw.close()
     with store.engine.connect() as conn:
@@ -48,7 +48,7 @@ def samples_with_times(store: Store, run_id: str
             Sample.instance)
     with store.session() as s:
         return [tuple(r) for r in s.execute(select(*cols).join(Execution, Execution.id == Sample.execution_id)
-                                            .where(Sample.run_id == run_id).order_by(Sample.id))]  # type: ignore[misc]
+                                            .where(Sample.run_id == run_id).order_by(Sample.id))]
 
 
 def executions(store: Store, run_id: str) -> list[tuple[Any, ...]]:
