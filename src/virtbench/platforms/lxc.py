@@ -340,11 +340,18 @@ def _start(lxcpath: Path, name: str) -> None:
         proc.run([*base, "-l", "ERROR"], timeout=120, detached_children=True)
     except CommandError as exc:
         proc.run(["lxc-stop", "-P", str(lxcpath), "-n", name, "-k"], timeout=60, check=False)
+        # a fixed lxc.cgroup.dir (confined) cannot take a suffix: the first attempt's cgroups
+        # would make the second fail with ERANGE and hide the first error
+        parent = (mounts.read_meta(lxcpath / name) or {}).get("cgroup_parent")
+        for cg in (f"lxc.payload.{name}", f"lxc.monitor.{name}") if parent else ():
+            cgroups.remove_cgroups(f"{parent}/{cg}")
         proc.run([*base, "-l", "DEBUG"], timeout=120, check=False, detached_children=True)
         proc.run(["lxc-stop", "-P", str(lxcpath), "-n", name, "-k"], timeout=60, check=False)
         text = log.read_text(errors="replace") if log.exists() else ""
         errors = [ln for ln in text.splitlines() if " ERROR " in ln] or text.splitlines()[-10:]
-        raise VirtbenchError(f"lxc-start {name} failed ({exc}); log {log}:\n" + "\n".join(errors[-10:]),
+        first = (exc.stderr or "").strip().splitlines()[-3:] if isinstance(exc, CommandError) else []
+        raise VirtbenchError(f"lxc-start {name} failed ({exc}; {' | '.join(first)}); log {log}:\n"
+                             + "\n".join(errors[-10:]),
                              "lxc-checkconfig shows missing kernel features") from None
 
 
