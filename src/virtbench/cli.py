@@ -360,24 +360,12 @@ def list_group() -> None:
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--markdown", is_flag=True, help="The README's reference tables.")
 def list_benchmarks(as_json: bool, markdown: bool) -> None:
-    from .registry import BENCHMARKS
+    from .docs import benchmark_catalog, readme_section
 
     if markdown:
-        from .docs import readme_section
-
         click.echo(readme_section())
         return
-
-    docs: list[dict[str, Any]] = []
-    for name, cls in BENCHMARKS.items():
-        params = cls.Params()
-        docs.append({
-            "name": name, "tool": cls.tool, "description": cls.description, "packages": list(cls.packages),
-            "metrics": [{"name": m.name, "unit": m.unit, "higher_is_better": m.higher_is_better,
-                         "category": m.category} for m in cls(params).metrics()],
-            "parameters": [{"name": k, "default": getattr(params, k), "description": f.description or ""}
-                           for k, f in cls.Params.model_fields.items()],
-        })
+    docs = benchmark_catalog()
     if as_json:
         click.echo(json.dumps(docs, indent=2, default=str))
         return

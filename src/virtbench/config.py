@@ -29,6 +29,7 @@ from .benchmarks.base import PairBenchmark
 from .errors import InputError
 from .experiments.registry import DEFAULT as DEFAULT_EXPERIMENT
 from .experiments.registry import EXPERIMENTS
+from .images.guest import PlatformImage
 from .registry import BENCHMARKS, PLATFORMS, PROBES, hint
 
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
@@ -67,6 +68,8 @@ class PlatformEntry(BaseModel):
     options: dict[str, Any] = Field(default_factory=dict)
     inside: str | None = None
     """Name of the platform (a VM) whose instances this one runs in: a stack."""
+    image: dict[str, Any] | None = None
+    """The platform's own guest image (images.guest.PlatformImage), else the campaign's."""
 
 
 class BenchmarkEntry(BaseModel):
@@ -184,7 +187,7 @@ class Campaign(BaseModel):
     @model_serializer(mode="wrap")
     def _dump(self, handler: Any) -> dict[str, Any]:
         """The stored form reads like the file: the section under the kind's name."""
-        out = handler(self)
+        out: dict[str, Any] = handler(self)
         if not out.get("probes"):
             out.pop("probes", None)
         settings = out.pop("settings", {})
@@ -266,7 +269,7 @@ class Campaign(BaseModel):
         _check_network(self)
         if self.baseline in names and self.platform(self.baseline).inside is not None:
             raise InputError(f"baseline {self.baseline!r} is stacked; the baseline must be bare metal or a single layer")
-        if self.baseline not in names:
+        if self.baseline not in names and not (self.baseline == "" and EXPERIMENTS.get(self.experiment).default_baseline == ""):
             raise InputError(f"baseline {self.baseline!r} is not one of the campaign's platforms",
                              f"add it to platforms or set baseline to one of {', '.join(names)}")
 
@@ -338,10 +341,17 @@ def _as_mapping(value: Any, where: str, expected: str) -> dict[str, Any]:
 def _platform_entry(index: int, value: Any, node_types: tuple[str, ...] = ()) -> PlatformEntry:
     where = f"platforms[{index}]"
     value = _as_mapping(value, where, "a platform type name or a mapping with 'name' (and 'type')")
-    if isinstance(value.get("options"), dict) and set(value) <= {"name", "type", "options", "inside"}:
+    if isinstance(value.get("options"), dict) and set(value) <= {"name", "type", "options", "inside", "image"}:
         value = {**value.pop("options"), **value}  # the stored (canonical) form of a run
     name = str(value.pop("name"))
     inside = value.pop("inside", None)
+    image = value.pop("image", None)
+    if image is not None:
+        try:
+            image = PlatformImage(**image) if isinstance(image, dict) else PlatformImage(release=str(image))
+        except ValidationError as exc:
+            raise ValueError(_first_error(exc, f"{where}.image", PlatformImage).replace(
+                f"{where}.image: Value error, image", f"{where}.image")) from None
     if inside is not None and not isinstance(inside, str):
         raise ValueError(f"{where}.inside: give the name of the platform this one runs inside")
     if not re.match(NAME_RE, name):
@@ -355,12 +365,16 @@ def _platform_entry(index: int, value: Any, node_types: tuple[str, ...] = ()) ->
         known = [*node_types, *PLATFORMS.names()]
         raise ValueError(f"{where}.type: unknown platform type {ptype!r}; {hint(ptype, known)}")
     options_model = PLATFORMS.get(ptype).Options
+    for key, why in (("disk", "a root filesystem size"), ("swap", "a memory+swap limit")):
+        if key in value and key not in options_model.model_fields:
+            raise ValueError(f"{where}.{key}: {ptype} cannot enforce {why} here; {key} is an option of lxc "
+                             "(an ext4 image per container / memsw)")
     try:
         options = options_model(**value)
     except ValidationError as exc:
         raise ValueError(_first_error(exc, where, options_model)) from None
     return PlatformEntry(name=name, type=ptype, options=options.model_dump(mode="json", exclude_unset=True),
-                         inside=inside)
+                         inside=inside, image=image.model_dump(exclude_none=True) if image else None)
 
 
 MAX_SWEEP_POINTS = 1000

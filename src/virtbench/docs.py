@@ -2,20 +2,37 @@
 from the code: `virtbench list benchmarks --markdown` prints it, a test compares it."""
 from __future__ import annotations
 
+from typing import Any
+
 from .registry import BENCHMARKS, PLATFORMS
 
 START, END = "<!-- benchmarks:start -->", "<!-- benchmarks:end -->"
 
 
+def benchmark_catalog() -> list[dict[str, Any]]:
+    """Every registered benchmark with its tool, packages, metrics (unit, direction, category)
+    and parameters (default, description): the one catalogue the CLI list, its --json and
+    the README table are made from."""
+    out = []
+    for name, cls in BENCHMARKS.items():
+        params = cls.Params()
+        out.append({
+            "name": name, "tool": cls.tool, "description": cls.description, "packages": list(cls.packages),
+            "metrics": [{"name": m.name, "unit": m.unit, "higher_is_better": m.higher_is_better,
+                         "category": m.category} for m in cls(params).metrics()],
+            "parameters": [{"name": k, "default": getattr(params, k), "description": f.description or ""}
+                           for k, f in cls.Params.model_fields.items()],
+        })
+    return out
+
+
 def benchmarks_markdown() -> str:
     lines = ["| benchmark | what | metrics (unit, ↑ higher / ↓ lower is better) | parameters (default) |",
              "|---|---|---|---|"]
-    for name, cls in BENCHMARKS.items():
-        params = cls.Params()
-        metrics = ", ".join(f"`{m.name}` {m.unit} {'↑' if m.higher_is_better else '↓'}"
-                            for m in cls(params).metrics())
-        fields = ", ".join(f"`{k}`={_default(getattr(params, k))}" for k in cls.Params.model_fields)
-        lines.append(f"| `{name}` | {cls.description} | {metrics} | {fields} |")
+    for b in benchmark_catalog():
+        metrics = ", ".join(f"`{m['name']}` {m['unit']} {'↑' if m['higher_is_better'] else '↓'}" for m in b["metrics"])
+        fields = ", ".join(f"`{p['name']}`={_default(p['default'])}" for p in b["parameters"])
+        lines.append(f"| `{b['name']}` | {b['description']} | {metrics} | {fields} |")
     return "\n".join(lines)
 
 

@@ -79,6 +79,9 @@ def test_syscall_failures() -> None:
         Syscall(SyscallParams()).parse(text[: text.index("0.198700")])
     with pytest.raises(ParseError, match="Executed"):
         Syscall(SyscallParams()).parse("", "perf: 'bench' is not a perf-command", "empty")
+    # Debian 11's linux-perf installs perf_5.10 only: no `perf` in the image, exit 127
+    with pytest.raises(ParseError, match="Executed"):
+        Syscall(SyscallParams()).parse(read("perf/fail_noperf_bullseye.txt"), read("perf/fail_noperf_bullseye.stderr.txt"))
 
 
 def test_syscall_command_and_timeout() -> None:
@@ -159,6 +162,7 @@ def test_fork_exec_failures() -> None:
                                                       ("vm_write64_64M_8rounds_runsc-ptrace.txt", 64, 8),
                                                       ("vm_write64_64M_8rounds_trixie.txt", 64, 8),
                                                       ("vm_write64_64M_8rounds_trixie_runsc-ptrace.txt", 64, 8),
+                                                      ("vm_write64_64M_8rounds_bullseye.txt", 64, 8),
                                                       ("vm_write64_4M_2rounds.txt", 4, 2)])
 def test_page_fault_recorded(name: str, size: int, rounds: int) -> None:
     text = read(f"stress-ng/{name}")
@@ -187,7 +191,8 @@ def test_page_fault_command() -> None:
 # -- file-metadata --------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["filemeta_2000files_50loops.txt", "filemeta_2000files_50loops_runsc-ptrace.txt",
                                   "filemeta_2000files_50loops_trixie.txt",
-                                  "filemeta_2000files_50loops_trixie_runsc-ptrace.txt"])
+                                  "filemeta_2000files_50loops_trixie_runsc-ptrace.txt",
+                                  "filemeta_2000files_50loops_bullseye.txt"])
 def test_file_metadata_recorded(name: str) -> None:
     text = read(f"fio/{name}")
     jobs = {j["jobname"]: j for j in json.loads(text)["jobs"]}

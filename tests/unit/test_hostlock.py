@@ -170,3 +170,14 @@ def test_doctor_waits_for_or_refuses_a_measuring_run(tmp_path: Path) -> None:
     with held_elsewhere(paths):
         result = CliRunner().invoke(cli, ["doctor", "--db", f"sqlite:///{tmp_path}/db.sqlite"], env=env)
     assert isinstance(result.exception, hostlock.HostBusy) and "campaign 'other'" in result.exception.message
+
+
+def test_the_measuring_process_may_clean_up_its_own_run(tmp_path: Path, recorded_cleanup) -> None:
+    """resume removes what its run left before, while holding the lock itself."""
+    from virtbench.runner import execute
+
+    paths = paths_in(tmp_path)
+    with hostlock.hold(paths, "mine"):
+        hostlock.announce_run(paths, "r-mine")
+        execute.cleanup(paths, "r-mine")
+    assert recorded_cleanup == ["r-mine"]

@@ -48,6 +48,17 @@ def test_hdr_from_bins_round_trips_and_limits_percentiles(data_dir):
     assert curve[-1][0] < 99.95 and curve == sorted(curve)
 
 
+def test_a_throttled_sender_fails_the_goal_whatever_the_loss():
+    """The line's forwarding runs in the sender's context: it sends less than asked, all arrives."""
+    def throttled(rate: float, seconds: float) -> Trial:
+        sent = int(min(rate, 7000) * seconds)
+        return Trial(rate_pps=rate, seconds=seconds, sent=sent, received=sent)
+
+    r = search.ndr_pdr(throttled, max_rate=70_000, min_rate=70, trial_seconds=1, final_seconds=1, precision=0.01)
+    assert 6900 <= r.ndr_pps <= 7000 / 0.99 and r.complete  # sustained: sent within 1 % of the rate
+    assert not throttled(70_000, 1).sustained and throttled(7000, 1).sustained
+
+
 class Device:
     """A simulated line: loss-free up to `ndr`, then losing more as the rate grows."""
 

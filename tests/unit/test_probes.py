@@ -286,3 +286,10 @@ def test_report_of_a_run_whose_energy_source_is_missing(tmp_path):
     report_probes.add_row_fields(doc, [section])
     assert doc["results"][0]["energy"] == {"source": None, "joules_mean": None, "watts_mean": None,
                                            "joules_ci95": None, "reason": why}
+
+
+def test_integrate_power_readings_over_the_window():
+    """Trapezoid over [start, end] with the edges interpolated: 10 W rising to 30 W over 2 s,
+    window 0.5..1.5 s: mean 20 W, 20 J."""
+    d = integrate("meter", [(0.0, 10.0), (1.0, 20.0), (2.0, 30.0)], 1.5, 1.0, start=0.5, quality={}).data
+    assert d["joules"] == pytest.approx(20.0) and d["seconds"] == 1.0 and d["watts_mean"] == pytest.approx(20.0)

@@ -68,3 +68,21 @@ def test_quick_settings_are_valid_and_adaptive(monkeypatch, tmp_paths, only_nati
     assert c.adaptive is not None and c.adaptive.until == "decided"
     assert c.adaptive.max_repetitions >= c.repetitions >= 5
     assert [b.name for b in c.benchmarks] == ["openssl", "fio", "sysbench-cpu", "sqlite"]
+
+
+def test_left_out_reasons_reach_the_report_json(tmp_path):
+    import json
+
+    from virtbench.analysis import synthetic
+    from virtbench.report import summary
+    from virtbench.store.db import Store
+
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    synthetic.fill(store, "sim", repetitions=3, platforms=synthetic.default_platforms()[:2],
+                   benchmarks=synthetic.default_benchmarks()[:1])
+    why = {"platform": "kvm (qemu)", "reason": "no VM: KVM does not work here (MSR 0x10a); a TCG guest "
+           "would measure an emulator", "fix": "run on bare metal"}
+    store.update_run("sim", provenance={**store.run("sim").provenance, "left_out": [why]})
+    doc = json.loads(json.dumps(summary.report_json(summary.build(store, "sim"))))
+    [note] = [w for w in doc["warnings"] if w.get("check") == "left_out"]
+    assert note["platform"] == "kvm (qemu)" and "emulator" in note["message"] and note["fix"] == "run on bare metal"

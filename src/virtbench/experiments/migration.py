@@ -102,9 +102,6 @@ class MigrationSection(BaseModel):
             raise ValueError("mode offline needs a destination: to: {path: /mnt/other-disk}")
         if self.mode == "lifecycle" and self.to:
             raise ValueError("mode lifecycle moves nothing; remove `to`")
-        if self.mode == "live" and any(d.path for d in self.to):
-            raise ValueError("live migration on one host moves memory and device state, the disk is shared; "
-                             "remove `to` (or use mode: offline to move storage)")
         labels = [d.label for d in self.to]
         if len(set(labels)) != len(labels):
             raise ValueError("two destinations have the same name; give each a distinct `name`")
@@ -143,6 +140,15 @@ class Migration(Experiment):
         names = [p.name for p in campaign.platforms]
         if campaign.baseline not in names and campaign.baseline == cls.default_baseline:
             campaign.baseline = names[0]  # migration compares phases, not against bare metal
+        section = campaign.section
+        if section.mode == "live":
+            types = {p.type for p in campaign.platforms}
+            if "qemu" in types and any(d.path for d in section.to):
+                raise InputError("migration.to: live migration of a VM on one host moves memory and device state, "
+                                 "the disk is shared", "remove `to` (or use mode: offline to move the disk)")
+            if types - {"qemu"} and not section.to:
+                raise InputError("migration.to: live migration of containers (CRIU) moves their dump and storage",
+                                 "give a destination: to: {path: /mnt/other-disk}")
         if any(p.inside for p in campaign.platforms):
             raise InputError("migration: stacked platforms (inside:) cannot be migrated yet",
                              "migrate the VM itself (type qemu)")
@@ -175,6 +181,9 @@ class Migration(Experiment):
             if not d.path.is_dir():
                 raise InputError(f"migration.to: {d.path} does not exist or is not a directory",
                                  "create it (e.g. mount another disk there) or give an existing directory")
+            if any(c in str(d.path) for c in ",:\\"):
+                raise InputError(f"migration.to: {d.path} contains ',', ':' or '\\', which overlay and QEMU "
+                                 "options cannot hold", "give a directory without those characters")
             need = self.bytes_needed(max(section.counts))
             free = storage.free_bytes(d.path)
             if free < need:
@@ -304,7 +313,11 @@ class Migration(Experiment):
             else:
                 for i in instances:
                     offline.write_payload(platform, i, section.payload // 2**20)
-                result, instances = live.migrate_qemu(platform, instances)
+                if platform.type == "qemu":
+                    result, instances = live.migrate_qemu(platform, instances)
+                else:  # containers through CRIU (prepare checked `criu check`)
+                    assert dest is not None
+                    result = live.migrate_criu(platform, instances, self.transport(dest), leftovers)
                 samples = [sample(f"{k}_s", v) for k, v in result.phases.items()]
                 samples += [sample("bytes_moved", result.bytes_moved), sample("throughput_MBps", result.throughput_MBps)]
                 log += [f"each: {result.each}", "query-migrate: " + json.dumps(result.qemu)]

@@ -106,7 +106,7 @@ def build(recipe: Recipe, cache: Path = DEFAULT_CACHE, *, force: bool = False,
             "variant": recipe.variant,
             "profile": recipe.profile,
             "packages": list(recipe.packages),
-            "tar_sha256": _sha256(tmp / "rootfs.tar"),
+            "tar_sha256": sha256_file(tmp / "rootfs.tar"),
             "installed": installed,
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "build_seconds": round(time.monotonic() - started, 1),
@@ -153,7 +153,7 @@ def _installed_packages(rootfs: Path) -> dict[str, str]:
     return dict(line.split("\t", 1) for line in out.splitlines() if "\t" in line)
 
 
-def _sha256(path: Path) -> str:
+def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):

@@ -21,14 +21,15 @@ import socket
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from .. import proc
-from ..errors import UnavailableError, VirtbenchError
+from ..errors import ParseError, UnavailableError, VirtbenchError
 from ..platforms import mounts
 from ..platforms.base import Instance, Platform
 from . import fleet
 from .offline import Migration
+from .transport import Leftovers, Transport
 
 POLL_S = 0.05
 MAX_BANDWIDTH = 1 << 40
@@ -140,20 +141,41 @@ def migrate_qemu(platform: Platform, instances: list[Instance], *, timeout: floa
             except Exception:  # noqa: BLE001 - cleanup is the backstop
                 pass
         raise
-    replies = [r for r in moved.results if isinstance(r, dict)]
+    replies = [cast(dict[str, Any], r) for r in moved.results]
     for source in instances:  # paused in postmigrate; its guest lives on at the destination
         qmp(source.data["qmp"], "quit", timeout=30)
         platform.remove(source)
-    downtime = max(r.get("downtime", 0) for r in replies) / 1000.0
-    phases = {"setup": max(r.get("setup-time", 0) for r in replies) / 1000.0,
-              "transfer": max(r.get("total-time", 0) for r in replies) / 1000.0,
-              "start": ready.seconds, "total": total, "downtime": downtime}
-    result = LiveMigration(count=len(instances), phases=phases,
-                           bytes_moved=sum(int(r.get("ram", {}).get("transferred", 0)) for r in replies),
-                           each={"transfer": moved.each, "start": ready.each,
-                                 "downtime": [r.get("downtime", 0) / 1000.0 for r in replies]},
-                           qemu=replies)
+    result = from_replies(replies, start_s=ready.seconds, total_s=total)
+    result.each |= {"transfer": moved.each, "start": ready.each}
     return result, dests
+
+
+def check_reply(info: dict[str, Any], source: str = "query-migrate") -> dict[str, Any]:
+    """A completed migration's reply, or ParseError naming what is missing; a failed one raises
+    with QEMU's own error-desc."""
+    status = info.get("status")
+    if status in ("failed", "cancelled"):
+        raise VirtbenchError(f"live migration {status}: {info.get('error-desc', info)}")
+    if status != "completed":
+        raise ParseError("query-migrate", "status 'completed'", f"{source} (status {status!r})")
+    for key in ("total-time", "downtime", "setup-time"):
+        if not isinstance(info.get(key), (int, float)):
+            raise ParseError("query-migrate", f"a number in {key!r}", source)
+    if not isinstance((info.get("ram") or {}).get("transferred"), int):
+        raise ParseError("query-migrate", "ram.transferred (bytes)", source)
+    return info
+
+
+def from_replies(replies: list[dict[str, Any]], *, start_s: float, total_s: float) -> LiveMigration:
+    """Phases from QEMU's own accounting (milliseconds in query-migrate), over all VMs moved at
+    once: the longest setup, transfer (total-time) and downtime; bytes summed."""
+    for r in replies:
+        check_reply(r)
+    ms = {k: max(r[k] for r in replies) / 1000.0 for k in ("setup-time", "total-time", "downtime")}
+    return LiveMigration(count=len(replies), bytes_moved=sum(r["ram"]["transferred"] for r in replies),
+                         phases={"setup": ms["setup-time"], "transfer": ms["total-time"], "start": start_s,
+                                 "total": total_s, "downtime": ms["downtime"]},
+                         each={"downtime": [r["downtime"] / 1000.0 for r in replies]}, qemu=replies)
 
 
 def _migrate_one(source: Instance, dest: Instance, timeout: float) -> dict[str, Any]:
@@ -161,12 +183,63 @@ def _migrate_one(source: Instance, dest: Instance, timeout: float) -> dict[str, 
     deadline = time.monotonic() + timeout
     while True:
         info = qmp(source.data["qmp"], "query-migrate")
-        status = info.get("status")
-        if status == "completed":
-            return info
-        if status in ("failed", "cancelled"):
-            raise VirtbenchError(f"live migration of {source.name} {status}: {info.get('error-desc', info)}")
+        if info.get("status") in ("completed", "failed", "cancelled"):
+            return check_reply(info, f"query-migrate of {source.name}")
         if time.monotonic() > deadline:
             qmp(source.data["qmp"], "migrate_cancel")
             raise VirtbenchError(f"live migration of {source.name} not done after {timeout:g} s: {info}")
         time.sleep(POLL_S)
+
+
+def migrate_criu(platform: Platform, instances: list[Instance], transport: Transport,
+                 leftovers: Leftovers) -> LiveMigration:
+    """LXC containers through CRIU: checkpoint each (its processes dumped, then stopped), move
+    the dump and the writable layer, restore at the destination. Only called once `criu
+    check` passed (supports_live); a failing dump raises with CRIU's own log lines."""
+    if platform.type not in CRIU_KINDS:
+        raise UnavailableError(f"{platform.name}: no CRIU path for {platform.type}")
+    lxcpath = str(platform.lxcpath)  # type: ignore[attr-defined]  # LXC, the one CRIU kind
+    dumps = {i.name: platform.paths.runtime / "criu" / i.name for i in instances}
+
+    def checkpoint(instance: Instance) -> None:
+        d = dumps[instance.name]
+        d.mkdir(parents=True, exist_ok=True)
+        r = proc.run(["lxc-checkpoint", "-P", lxcpath, "-n", instance.name, "-D", str(d), "-s", "-v"],
+                     timeout=300, check=False)
+        if not r.ok:
+            logs = sorted(d.glob("*.log"))
+            said = " | ".join(ln for f in logs for ln in f.read_text(errors="replace").splitlines() if "Error" in ln)
+            raise VirtbenchError(f"CRIU could not checkpoint {instance.name} (lxc-checkpoint exit {r.returncode}): "
+                                 f"{said or (r.stderr or r.stdout).strip()[-500:]}",
+                                 "run `criu check` as root; it must pass for live container migration")
+
+    def move(instance: Instance) -> int:
+        dest = transport.root / instance.name
+        leftovers.add(dest)
+        size = transport.copy(dumps[instance.name], dest / "criu")
+        moved = {}
+        for role, src in platform.storage(instance).items():
+            size += transport.copy(src, dest / role)
+            moved[role] = dest / role
+        platform.relocate(instance, moved)
+        return size
+
+    def restore(instance: Instance) -> None:
+        dump = transport.root / instance.name / "criu"
+        proc.run(["lxc-checkpoint", "-P", lxcpath, "-n", instance.name, "-D", str(dump), "-r"], timeout=300,
+                 detached_children=True)
+        platform.wait_ready(instance)
+
+    try:
+        t0 = time.perf_counter()
+        stop = fleet.at_once("checkpoint", instances, checkpoint)
+        moved = fleet.at_once("transfer", instances, move)
+        start = fleet.at_once("restore", instances, restore)
+        total = time.perf_counter() - t0
+    finally:
+        for d in dumps.values():
+            mounts.safe_rmtree(d)
+    return LiveMigration(count=len(instances), bytes_moved=sum(int(cast(int, b)) for b in moved.results),
+                         phases={"stop": stop.seconds, "transfer": moved.seconds, "start": start.seconds,
+                                 "total": total, "downtime": total},
+                         each={"stop": stop.each, "transfer": moved.each, "start": start.each})

@@ -47,8 +47,10 @@ def write_payload(platform: Platform, instance: Instance, mib: int) -> None:
     if mib <= 0:
         return
     platform.exec(instance, ["mkdir", "-p", str(Path(PAYLOAD_PATH).parent)], timeout=60)
+    # oflag=nocache drops the written pages from the page cache (this file only), so the move
+    # reads the payload from storage, as it would after the instance ran for a while
     platform.exec(instance, ["dd", "if=/dev/urandom", f"of={PAYLOAD_PATH}", "bs=1M", f"count={mib}",
-                             "conv=fsync", "status=none"], timeout=60 + mib)
+                             "conv=fsync", "oflag=nocache", "status=none"], timeout=60 + mib)
 
 
 def migrate(platform: Platform, instances: list[Instance], transport: Transport, leftovers: Leftovers,

@@ -153,6 +153,8 @@ class Platform(ABC):
     packages: ClassVar[tuple[str, ...]] = ()
     """Debian packages that provide them (the fix doctor suggests, what make run installs)."""
     description: ClassVar[str] = ""
+    confinable: ClassVar[bool] = False
+    """Whether instances honour `cgroup_parent` (placed under a confining parent cgroup)."""
 
     def __init__(self, name: str, options: PlatformOptions, paths: Paths,
                  executor: Executor | None = None) -> None:
@@ -160,6 +162,9 @@ class Platform(ABC):
         self.options = options
         self.paths = paths
         self._executor: Executor = executor or HostExecutor()
+        self.cgroup_parent: str | None = None
+        """Set by an experiment that confines instances (density's host_memory): a cgroup path
+        relative to the hierarchy root that every instance created afterwards is placed under."""
 
     @property
     def host(self) -> Executor:
@@ -194,6 +199,19 @@ class Platform(ABC):
                 if v is not None and k != "network"}
         inner = ",".join(f"{k}={v}" for k, v in opts.items())
         return f"{self.type}({inner})" if inner else self.type
+
+    def image_packages(self) -> tuple[str, ...]:
+        """Debian packages the platform's options need in the guest image (e.g. systemd for an
+        LXC system container); added to the campaign's image, so all platforms share it."""
+        return ()
+
+    def memory_cgroup(self, instance: Instance) -> str | None:
+        """The instance's memory cgroup (relative path): where its usage and OOM kills are
+        counted. By default the cgroup of its main process."""
+        from . import cgroups
+
+        pid = self.host_pid(instance)
+        return cgroups.memory_cgroup_of(pid) if pid else None
 
     @classmethod  # noqa: B027 - optional hook: most platforms need nothing
     def ensure_engine(cls, paths: Paths) -> None:
@@ -235,6 +253,17 @@ class Platform(ABC):
     @abstractmethod
     def remove(self, instance: Instance) -> None:
         """Remove the instance and everything it mounted or created. Safe to call twice."""
+
+    def discard(self, instance: Instance) -> list[str]:
+        """Stop and remove, best effort (after a failure or an interrupt; `cleanup` is the
+        backstop): both steps are tried whatever the first does. Returns what failed."""
+        errors = []
+        for step in (self.stop, self.remove):
+            try:
+                step(instance)
+            except Exception as exc:  # noqa: BLE001 - collected for the caller; the next step still runs
+                errors.append(f"{instance.name}: {step.__name__}: {exc}")
+        return errors
 
     @classmethod
     def forget_image(cls, tag: str) -> list[str]:

@@ -1,11 +1,28 @@
-"""cgroups: the host's hierarchy mode, CPU limits checked up front, leftover cgroups removed."""
+"""cgroups: the host's hierarchy mode, CPU limits checked up front, leftover cgroups removed;
+memory cgroups read and written directly: OOM evidence, usage, and a confining parent.
+
+Runtimes' own OOM flags are unreliable (Docker's `OOMKilled` misses kills of a non-init
+process), so OOM kills are read from the kernel's counters: cgroup v2 `memory.events`
+(`oom_kill`), cgroup v1 `memory.failcnt`, `memory.memsw.failcnt` and `memory.oom_control`
+(`oom_kill`, kernels >= 4.13). A confining parent (`Confinement`) puts every instance of an
+experiment under one memory limit, so a density run can fill "a 1 GiB host" on a bigger
+machine without touching the host's own memory.
+
+`python -m virtbench.platforms.cgroups exec --cgroup REL -- ARGV` starts ARGV inside the
+cgroup REL (every hierarchy): how a process-launched runtime (QEMU) is confined from its
+first page on, where moving it afterwards would leave its boot memory charged elsewhere.
+"""
 from __future__ import annotations
 
 import os
+import re
+import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, VirtbenchError
 from .mounts import MountEntry, read_mountinfo
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -56,3 +73,250 @@ def remove_cgroups(relative: str) -> list[str]:
             except OSError:
                 pass
     return removed
+
+
+# -- memory: OOM evidence, usage, a confining parent ---------------------------------------
+V1_CONTROLLERS = ("memory", "pids", "cpu", "cpuacct", "cpuset", "blkio", "devices", "freezer")
+"""v1 hierarchies a confining parent is made in (a runtime that places its container under
+the parent by path, like LXC's lxc.cgroup.dir or Docker's --cgroup-parent, needs it in all)."""
+
+
+def root() -> Path:
+    return CGROUP_ROOT
+
+
+def is_v2() -> bool:
+    return cgroup_mode() == "v2"
+
+
+def memory_dir(relative: str) -> Path:
+    """The memory cgroup directory of a path relative to the hierarchy's root."""
+    rel = relative.strip("/")
+    return root() / rel if is_v2() else root() / "memory" / rel
+
+
+def memory_cgroup_of(pid: int) -> str | None:
+    """The memory cgroup (relative path) a process is in, from /proc/PID/cgroup."""
+    try:
+        text = Path(f"/proc/{pid}/cgroup").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        _, controllers, path = line.split(":", 2)
+        if (is_v2() and controllers == "") or "memory" in controllers.split(","):
+            return path
+    return None
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None
+
+
+def _int(path: Path) -> int | None:
+    text = _read(path)
+    try:
+        return int(text.strip()) if text is not None else None
+    except ValueError:
+        return None
+
+
+def oom_counters(relative: str) -> dict[str, int]:
+    """The kernel's OOM evidence of a memory cgroup; {} when the cgroup is gone.
+
+    v2: memory.events (`oom`, `oom_kill`, `max`); v1: `failcnt` (hits of the memory limit),
+    `memsw_failcnt` (of memory+swap), and memory.oom_control's `oom_kill` / `under_oom`."""
+    d = memory_dir(relative)
+    out: dict[str, int] = {}
+    if is_v2():
+        text = _read(d / "memory.events") or ""
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if key in ("oom", "oom_kill", "max", "oom_group_kill"):
+                out[key] = int(value)
+        return out
+    for key, name in (("failcnt", "memory.failcnt"), ("memsw_failcnt", "memory.memsw.failcnt")):
+        if (count := _int(d / name)) is not None:
+            out[key] = count
+    for line in (_read(d / "memory.oom_control") or "").splitlines():
+        key, _, value = line.partition(" ")
+        if key in ("oom_kill", "under_oom"):
+            out[key] = int(value)
+    return out
+
+
+def oom_kills(counters: dict[str, int]) -> int:
+    return counters.get("oom_kill", 0)
+
+
+def memory_usage(relative: str) -> int | None:
+    """Bytes charged to the cgroup now (v2 memory.current, v1 memory.usage_in_bytes)."""
+    d = memory_dir(relative)
+    return _int(d / ("memory.current" if is_v2() else "memory.usage_in_bytes"))
+
+
+def swap_accounting() -> bool:
+    """Whether a memory+swap limit can be set (v1 needs swapaccount: memory.memsw.*)."""
+    if is_v2():
+        return (root() / "memory.swap.max").exists() or any(root().glob("*/memory.swap.max"))
+    return (root() / "memory" / "memory.memsw.limit_in_bytes").exists()
+
+
+def kernel_log_mark() -> int:
+    """Number of kernel log lines now: lines after it are new (see `kernel_log_since`)."""
+    from .. import proc
+
+    return len(proc.run(["dmesg", "--kernel"], timeout=30, check=False).stdout.splitlines())
+
+
+def kernel_log_since(mark: int) -> list[str]:
+    """OOM lines the kernel logged after `kernel_log_mark()` returned `mark`."""
+    from .. import proc
+
+    lines = proc.run(["dmesg", "--kernel"], timeout=30, check=False).stdout.splitlines()[mark:]
+    pattern = re.compile(r"(out of memory|oom-kill|Killed process|oom_reaper)", re.IGNORECASE)
+    return [ln for ln in lines if pattern.search(ln)][-20:]
+
+
+@dataclass
+class Confinement:
+    """A parent cgroup holding every instance of an experiment under one memory limit.
+
+    memory+swap is limited to the same size (no swap escape); the host's MemTotal bounds it
+    (a larger 'host' would not be a smaller host). Created in every v1 hierarchy so runtimes
+    that place containers by path find the parent everywhere."""
+
+    relative: str
+    memory: int
+
+    def check(self) -> None:
+        total = host_memory_total()
+        if self.memory >= total:
+            raise InputError(f"host_memory {self.memory >> 20} MiB is not smaller than this host's "
+                             f"memory ({total >> 20} MiB)", "give a host_memory below the host's MemTotal")
+
+    def dirs(self) -> list[Path]:
+        rel = self.relative.strip("/")
+        if is_v2():
+            return [root() / rel]
+        return [root() / c / rel for c in V1_CONTROLLERS if (root() / c).is_dir()]
+
+    def create(self) -> None:
+        self.check()
+        if is_v2():
+            parts = Path(self.relative.strip("/")).parts
+            here = root()
+            for part in parts:
+                try:
+                    (here / "cgroup.subtree_control").write_text("+memory +pids +cpu")
+                except OSError:
+                    pass
+                here = here / part
+                here.mkdir(exist_ok=True)
+            (here / "memory.max").write_text(str(self.memory))
+            if (here / "memory.swap.max").exists():
+                (here / "memory.swap.max").write_text("0")
+            return
+        for d in self.dirs():
+            d.mkdir(parents=True, exist_ok=True)
+            if d.parts[len(root().parts)] == "cpuset":
+                _init_cpuset(d)
+        mem = memory_dir(self.relative)
+        if _int(mem / "memory.use_hierarchy") == 0:  # children must count against the parent
+            (mem / "memory.use_hierarchy").write_text("1")
+        (mem / "memory.limit_in_bytes").write_text(str(self.memory))
+        if (mem / "memory.memsw.limit_in_bytes").exists():
+            (mem / "memory.memsw.limit_in_bytes").write_text(str(self.memory))
+
+    def usage(self) -> int | None:
+        return memory_usage(self.relative)
+
+    def oom(self) -> dict[str, int]:
+        return oom_counters(self.relative)
+
+    def remove(self, timeout: float = 10.0) -> list[str]:
+        """Remove the parent and every cgroup below it (deepest first); waits for dying tasks."""
+        return remove_tree(self.relative, timeout)
+
+
+def _init_cpuset(d: Path) -> None:
+    """A new v1 cpuset cgroup starts empty (no task may join): copy the parent's CPUs and nodes."""
+    for name in ("cpuset.cpus", "cpuset.mems"):
+        f = d / name
+        if f.exists() and not f.read_text().strip():
+            f.write_text(((d.parent / name).read_text().strip()) or "0")
+
+
+def remove_tree(relative: str, timeout: float = 10.0) -> list[str]:
+    """rmdir a cgroup subtree in every hierarchy, children first; the kernel refuses while
+    tasks remain, so retry until `timeout` (a killed container's tasks take a moment)."""
+    rel = relative.strip("/")
+    tops = [root() / rel] if is_v2() else [root() / c / rel for c in os.listdir(root())
+                                           if (root() / c / rel).is_dir()]
+    removed: list[str] = []
+    deadline = time.monotonic() + timeout
+    for top in tops:
+        if not top.is_dir():
+            continue
+        while True:
+            left = []
+            for d in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)) + [top]:
+                try:
+                    d.rmdir()
+                except FileNotFoundError:
+                    pass
+                except OSError:
+                    left.append(d)
+            if not left:
+                removed.append(f"cgroup {top}")
+                break
+            if time.monotonic() > deadline:
+                raise VirtbenchError(f"cgroup {left[0]} still has tasks after {timeout:g} s",
+                                     "stop the processes in it (cat cgroup.procs), then virtbench cleanup")
+            time.sleep(0.1)
+    return removed
+
+
+def leftover_parents(prefix: str) -> list[str]:
+    """Relative paths of top-level cgroups whose name starts with `prefix` (for cleanup)."""
+    base = root() if is_v2() else root() / "memory"
+    if not base.is_dir():
+        return []
+    return sorted(p.name for p in base.iterdir() if p.is_dir() and p.name.startswith(prefix))
+
+
+def host_memory_total() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    raise VirtbenchError("no MemTotal in /proc/meminfo")
+
+
+def enter(relative: str, pid: int | None = None) -> None:
+    """Move a process (default: this one) into `relative` in every hierarchy that has it."""
+    pid = os.getpid() if pid is None else pid
+    rel = relative.strip("/")
+    dirs = [root() / rel] if is_v2() else [root() / c / rel for c in V1_CONTROLLERS if (root() / c).is_dir()]
+    for d in dirs:
+        d.mkdir(parents=True, exist_ok=True)
+        if not is_v2() and d.parts[len(root().parts)] == "cpuset":
+            _init_cpuset(d)
+        (d / "cgroup.procs").write_text(str(pid))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """exec --cgroup REL -- ARGV: join the cgroup, then become ARGV (keeps the pid)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) < 4 or args[0] != "exec" or args[1] != "--cgroup" or "--" not in args:
+        print("usage: python -m virtbench.platforms.cgroups exec --cgroup REL -- ARGV...", file=sys.stderr)
+        return 2
+    rel, command = args[2], args[args.index("--") + 1:]
+    enter(rel)
+    os.execvp(command[0], command)
+    return 127  # pragma: no cover - execvp does not return
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

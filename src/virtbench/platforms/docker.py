@@ -65,6 +65,7 @@ def env_argv() -> list[str]:
 
 class EngineCLI(Platform):
     """A docker-compatible engine driven through its CLI."""
+    confinable = True
 
     kind = "container"
     cli: ClassVar[str] = "docker"
@@ -95,6 +96,8 @@ class EngineCLI(Platform):
             argv += ["--cpuset-cpus", o.cpuset]
         if o.memory is not None:
             argv += ["--memory", str(int(o.memory))]  # bytes: no unit rounding by the CLI
+        if self.cgroup_parent:  # cgroupfs driver: a path from the hierarchy root
+            argv += ["--cgroup-parent", "/" + self.cgroup_parent.strip("/")]
         runtime = getattr(o, "runtime", None)
         if runtime is not None:
             argv += ["--runtime", runtime]
@@ -168,6 +171,7 @@ class EngineCLI(Platform):
     def start(self, instance: Instance) -> None:
         self.host.run([*self.base_argv(), "start", instance.name], timeout=120)
         self.wait_ready(instance)
+
 
     def stop(self, instance: Instance) -> None:
         # -t 0: `sleep` as PID 1 ignores SIGTERM, so any grace period is pure waiting.

@@ -12,15 +12,15 @@ import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from .. import proc
-from ..errors import CommandError, VirtbenchError
+from ..errors import CommandError, InputError, VirtbenchError
 from ..images.image import Image
 from . import bridge, cgroups, iptables, mounts
-from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions
+from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions, Size
 
 LOCKS = Path("/run/lxc/lock")
 """LXC (as root) keeps a lock file per container here, under the lxcpath's own path."""
@@ -28,10 +28,32 @@ COMMON_CONF = Path("/usr/share/lxc/config/common.conf")
 """What every distribution template includes: LXC's default caps, seccomp and devices."""
 
 
+INITS = {"none": "/bin/sleep infinity", "systemd": "/lib/systemd/systemd", "image": "/sbin/init"}
+"""lxc.init.cmd per `init` option: a bare sleep, systemd (added to the image), the image's own."""
+
+
 class LXCOptions(PlatformOptions):
     lxcfs: bool = Field(False, description=(
         "keep the lxcfs hooks of LXC's common.conf: /proc/cpuinfo and meminfo then show the "
         "limits (when lxcfs runs), and every stop sleeps 0.5 s in lxc.reboot.hook"))
+    init: Literal["none", "systemd", "image"] = Field("none", description=(
+        "what runs as the container's pid 1: none (sleep, an application container), systemd "
+        "(a system container like a Proxmox CT; systemd-sysv is added to the image), or image "
+        "(the image's own /sbin/init, e.g. busybox init)"))
+    swap: Size | None = Field(None, description=(
+        "swap allowed on top of memory (memory+swap limit: memsw on cgroup v1, memory.swap.max "
+        "on v2); 0 forbids swapping; needs memory"))
+    disk: Size | None = Field(None, description=(
+        "root filesystem of this size: an ext4 image file, loop-mounted by LXC inside the "
+        "container (a write beyond it fails with ENOSPC); the image is copied into it"))
+
+    @model_validator(mode="after")
+    def _swap_needs_memory(self) -> LXCOptions:
+        if self.swap is not None and self.memory is None:
+            raise ValueError("swap needs memory (the limit is memory+swap); set memory too")
+        if self.disk is not None and self.disk < 64 << 20:
+            raise ValueError("disk below 64M cannot hold the image; give e.g. disk: 2G")
+        return self
 
 
 def apparmor_usable() -> bool:
@@ -52,6 +74,8 @@ def lxc_cgroup_lines(options: PlatformOptions, mode: str) -> list[str]:
             lines.append(f"lxc.cgroup2.cpuset.cpus = {options.cpuset}")
         if options.memory is not None:
             lines.append(f"lxc.cgroup2.memory.max = {int(options.memory)}")
+        if (swap := getattr(options, "swap", None)) is not None:
+            lines.append(f"lxc.cgroup2.memory.swap.max = {int(swap)}")
         return lines
     if options.cpus is not None:
         lines += ["lxc.cgroup.cpu.cfs_period_us = 100000",
@@ -60,6 +84,8 @@ def lxc_cgroup_lines(options: PlatformOptions, mode: str) -> list[str]:
         lines.append(f"lxc.cgroup.cpuset.cpus = {options.cpuset}")
     if options.memory is not None:
         lines.append(f"lxc.cgroup.memory.limit_in_bytes = {int(options.memory)}")
+    if (swap := getattr(options, "swap", None)) is not None and options.memory is not None:
+        lines.append(f"lxc.cgroup.memory.memsw.limit_in_bytes = {int(options.memory) + int(swap)}")
     return lines
 
 
@@ -76,7 +102,7 @@ def lxc_net_lines(network: str, *, veth: str = "", address: str = "") -> list[st
 def build_lxc_config(*, name: str, run_id: str, rootfs: str, options: PlatformOptions,
                      cgroup_mode: str, apparmor: bool, include: str | None = str(COMMON_CONF),
                      init: str = "/bin/sleep infinity", veth: str = "", address: str = "",
-                     binds: Sequence[str] = ()) -> str:
+                     binds: Sequence[str] = (), cgroup_parent: str | None = None) -> str:
     """The container's config file; rootfs is 'overlay:<lower>:<upper>' or 'dir:<path>'."""
     lines = [f"# virtbench instance; {LABEL} = {run_id}"]
     if include:
@@ -91,12 +117,17 @@ def build_lxc_config(*, name: str, run_id: str, rootfs: str, options: PlatformOp
     lines += [f"lxc.mount.entry = {b} {b.lstrip('/')} none bind,ro 0 0" for b in binds]
     lines += lxc_net_lines(options.network, veth=veth, address=address)
     lines += lxc_cgroup_lines(options, cgroup_mode)
+    if cgroup_parent:  # confined (density host_memory): container and monitor under the parent
+        lines += [f"lxc.cgroup.dir.container = {cgroup_parent}/lxc.payload.{name}",
+                  f"lxc.cgroup.dir.monitor = {cgroup_parent}/lxc.monitor.{name}"]
     return "\n".join(lines) + "\n"
 
 
 class LXC(Platform):
+    confinable = True
     type = "lxc"
     Options = LXCOptions
+    options: LXCOptions
     binaries = ("lxc-start", "lxc-attach", "lxc-stop", "lxc-info")
     packages = ("lxc",)
     description = "LXC system container from a virtbench-written config, overlay on the image"
@@ -105,6 +136,23 @@ class LXC(Platform):
                  executor: Executor | None = None) -> None:
         super().__init__(name, options, paths, executor)
         cgroups.check_limits(options, name)
+        if getattr(options, "swap", None) is not None and not cgroups.swap_accounting():
+            raise InputError(f"{name}: swap needs the kernel's swap accounting (cgroup v1 memory.memsw.*)",
+                             "boot with swapaccount=1, or drop swap")
+
+    def image_packages(self) -> tuple[str, ...]:
+        return ("systemd-sysv",) if self.options.init == "systemd" else ()
+
+    def prepare(self, image: Image) -> None:
+        init = INITS[self.options.init].split()[0]
+        if self.options.init != "none" and not (image.rootfs / init.lstrip("/")).exists():
+            raise InputError(f"{self.name}: init {self.options.init!r} needs {init} but image {image.short} "
+                             f"has none", "use init: systemd (adds systemd-sysv), or an image with an init")
+        if self.options.disk is not None:
+            need = int(_tree_bytes(image.rootfs) * 1.2) + (16 << 20)  # ext4 metadata, journal
+            if need > self.options.disk:
+                raise InputError(f"{self.name}: disk {self.options.disk >> 20} MiB cannot hold image "
+                                 f"{image.short}", f"give disk of at least {(need >> 20) + 1}M")
 
     @property
     def lxcpath(self) -> Path:
@@ -144,7 +192,9 @@ class LXC(Platform):
 
     def describe(self) -> dict[str, Any]:
         mode = cgroups.cgroup_mode()
-        return {**super().describe(), "rootfs": "overlay (LXC backend)", "cgroup": mode,
+        rootfs = (f"ext4 image of {self.options.disk} bytes, loop-mounted by LXC (loop: backend)"
+                  if self.options.disk is not None else "overlay (LXC backend)")
+        return {**super().describe(), "rootfs": rootfs, "init": INITS[self.options.init], "cgroup": mode,
                 "cgroup_config": lxc_cgroup_lines(self.options, mode),
                 "apparmor": "default" if apparmor_usable() else "unconfined",
                 "include": str(COMMON_CONF) if COMMON_CONF.is_file() else None,
@@ -158,10 +208,14 @@ class LXC(Platform):
         meta: dict[str, Any] = {"platform": self.type, "run_id": run_id, "name": name}
         mounts.write_meta(d, meta)
         try:
-            upper = d / "delta0"
-            for p in (image.rootfs, upper):
-                mounts.check_overlay_path(p)
-            upper.mkdir()
+            if self.options.disk is not None:
+                rootfs = f"loop:{_disk_image(d / 'rootdev', image, self.options.disk)}"
+            else:
+                upper = d / "delta0"
+                for p in (image.rootfs, upper):
+                    mounts.check_overlay_path(p)
+                upper.mkdir()
+                rootfs = f"overlay:{image.rootfs}:{upper}"
             if self.options.network == "bridge":
                 bridge.ensure_bridge()
                 iptables.allow_forwarding()  # dockerd may have started since the bridge was made
@@ -169,10 +223,14 @@ class LXC(Platform):
                          "address": bridge.allocate_address(self.paths.runtime, name)}
                 mounts.write_meta(d, meta)
             (d / "config").write_text(build_lxc_config(
-                name=name, run_id=run_id, rootfs=f"overlay:{image.rootfs}:{upper}",
+                name=name, run_id=run_id, rootfs=rootfs,
                 options=self.options, cgroup_mode=cgroups.cgroup_mode(), apparmor=apparmor_usable(),
                 include=str(COMMON_CONF) if COMMON_CONF.is_file() else None,
-                veth=meta.get("veth", ""), address=meta.get("address", "")))
+                init=INITS[self.options.init], veth=meta.get("veth", ""), address=meta.get("address", ""),
+                cgroup_parent=self.cgroup_parent))
+            if self.cgroup_parent:
+                meta["cgroup_parent"] = self.cgroup_parent
+                mounts.write_meta(d, meta)
         except BaseException:
             _teardown(self.paths, d, name, self.lxcpath)
             raise
@@ -181,11 +239,35 @@ class LXC(Platform):
     def start(self, instance: Instance) -> None:
         _start(self.lxcpath, instance.name)
         self.wait_ready(instance)
+        if self.options.init == "systemd":
+            self._wait_booted(instance)
+
+    def _wait_booted(self, instance: Instance, timeout: float = 300.0) -> None:
+        """A system container is up when systemd says its boot is done (running or degraded);
+        until its bus exists, systemctl fails, so ask again."""
+        deadline = time.monotonic() + timeout
+        state = ""
+        while time.monotonic() < deadline:
+            r = self.exec(instance, ["systemctl", "is-system-running", "--wait"],
+                          timeout=max(1.0, deadline - time.monotonic()), check=False)
+            state = r.stdout.strip() or r.stderr.strip()
+            if r.stdout.strip() in ("running", "degraded"):
+                return
+            time.sleep(0.2)
+        raise VirtbenchError(f"lxc container {instance.name}: systemd did not finish booting in "
+                             f"{timeout:g} s ({state})", f"see {Path(instance.data['dir']) / 'lxc.log'}")
 
     def init_pid(self, instance: Instance) -> int:
         """Host pid of the container's init (to read its cgroups from the host)."""
         r = self.host.run(["lxc-info", "-P", str(self.lxcpath), "-n", instance.name, "-pH"], timeout=30)
         return int(r.stdout.strip())
+
+    def memory_cgroup(self, instance: Instance) -> str | None:
+        """The payload cgroup LXC made: a systemd init moves itself into init.scope below it,
+        so the init's own cgroup would count only part of the container."""
+        parent = instance.data.get("cgroup_parent")
+        rel = f"{parent}/lxc.payload.{instance.name}" if parent else f"lxc.payload.{instance.name}"
+        return rel if cgroups.memory_dir(rel).is_dir() else super().memory_cgroup(instance)
 
     def host_pid(self, instance: Instance) -> int | None:
         return self.init_pid(instance)
@@ -289,8 +371,9 @@ def _teardown(paths: Paths, d: Path, name: str, lxcpath: Path) -> list[str]:
     if bridge.delete_link(bridge.veth_name(name)):
         done.append(f"veth {bridge.veth_name(name)}")
     done += [f"lease {a}" for a in bridge.release_addresses(paths.runtime, name)]
+    parent = (mounts.read_meta(d) or {}).get("cgroup_parent") if d.is_dir() else None
     for cg in (f"lxc.payload.{name}", f"lxc.monitor.{name}"):
-        done += cgroups.remove_cgroups(cg)
+        done += cgroups.remove_cgroups(f"{parent}/{cg}" if parent else cg)
     if d.exists():
         done += [f"unmounted {m}" for m in mounts.teardown_dir(d)]
         done.append(f"container dir {d}")
@@ -308,3 +391,29 @@ def _remove_lock(lxcpath: Path, name: str) -> None:
         except OSError:
             return
         d = d.parent
+
+
+def _tree_bytes(root: Path) -> int:
+    """Apparent size of a directory tree (what mkfs -d copies), hard links once."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for dirpath, _dirs, files in os.walk(root):
+        for f in files:
+            try:
+                st = os.lstat(os.path.join(dirpath, f))
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_size
+    return total
+
+
+def _disk_image(path: Path, image: Image, size: int) -> Path:
+    """A sparse ext4 file of `size` bytes holding a copy of the image (mkfs.ext4 -d): the
+    container's whole root filesystem, so writes beyond `size` fail with ENOSPC inside it,
+    never filling the host's filesystem. LXC's loop backend mounts it in the container."""
+    with open(path, "wb") as f:
+        f.truncate(size)
+    proc.run(["mkfs.ext4", "-q", "-F", "-L", "vbroot", "-d", str(image.rootfs), str(path)], timeout=600)
+    return path

@@ -116,6 +116,8 @@ class SamplingProbe(Probe):
         self._stop = threading.Event()
         self.t0 = time.monotonic()
         self.begin(target)
+        self.t_begin = self.now()
+        """The watched window starts when start() returns (after begin's first reading)."""
         self._thread = threading.Thread(target=self._loop, name=f"probe-{self.name}", daemon=True)
         self._thread.start()
 

@@ -232,16 +232,19 @@ class Energy(SamplingProbe):
             return ProbeData("unavailable", {"source": None, "reason": self.why_none}, self.why_none)
         end = self.now()
         self.sample()  # the reading right after the benchmark ended
-        return integrate(self.source, self.readings, end, self.interval, quality={
+        return integrate(self.source, self.readings, end, self.interval, start=self.t_begin, quality={
             "wraps_corrected": self.wraps, "read_errors": self.read_errors, "errors": self.errors,
             "domains_summed": self.domains if self.source == "rapl" else [WHAT[self.source]],
         }, idle_watts=self.idle_watts, idle_how=self.idle_how)
 
 
 def integrate(source: str, readings: list[tuple[float, float]], end: float, interval: float, *,
-              quality: dict[str, Any], idle_watts: float | None = None, idle_how: str = "") -> ProbeData:
-    """Joules and mean watts over [0, end] from power readings (trapezoid, the first and
-    last held flat to the window's edges) or cumulative RAPL joules (difference)."""
+              quality: dict[str, Any], start: float = 0.0, idle_watts: float | None = None,
+              idle_how: str = "") -> ProbeData:
+    """Joules and mean watts over the window [start, end] (start() returned .. stop() was
+    called) from power readings (trapezoid, the power at the window's edges interpolated
+    from the readings around them, held flat beyond the first and last) or from cumulative
+    RAPL joules (the difference between the readings that bracket the window)."""
     quality = {**quality, "interval": interval, "readings": len(readings)}
     base = {"source": source, "measures": WHAT[source], "quality": quality}
     if len(readings) < 2 if source == "rapl" else not readings:
@@ -253,15 +256,10 @@ def integrate(source: str, readings: list[tuple[float, float]], end: float, inte
         joules = readings[-1][1] - readings[0][1]
         seconds = readings[-1][0] - readings[0][0]
     else:
-        seconds = end
-        points = [p for p in readings if p[0] <= end]
-        after = [p for p in readings if p[0] > end]
-        if after:  # the reading taken after the command: interpolate the power at `end`
-            a = points[-1] if points else (0.0, after[0][1])
-            b = after[0]
-            points.append((end, a[1] + (b[1] - a[1]) * (end - a[0]) / (b[0] - a[0]) if b[0] > a[0] else b[1]))
-        joules = points[0][0] * points[0][1] + max(0.0, end - points[-1][0]) * points[-1][1]
-        joules += sum((b[0] - a[0]) * (a[1] + b[1]) / 2 for a, b in zip(points, points[1:]))
+        seconds = end - start
+        points = [(start, _power_at(readings, start)), *[p for p in readings if start < p[0] < end],
+                  (end, _power_at(readings, end))]
+        joules = sum((b[0] - a[0]) * (a[1] + b[1]) / 2 for a, b in zip(points, points[1:]))
     if seconds <= 0:
         return ProbeData.failed(f"{source}: zero-length window", **base)
     data: dict[str, Any] = {**base, "joules": joules, "seconds": seconds, "watts_mean": joules / seconds,
@@ -269,3 +267,13 @@ def integrate(source: str, readings: list[tuple[float, float]], end: float, inte
     if idle_watts is not None:
         data.update(idle_watts=idle_watts, idle_how=idle_how, joules_above_idle=joules - idle_watts * seconds)
     return ProbeData("ok", data)
+
+
+def _power_at(readings: list[tuple[float, float]], t: float) -> float:
+    """Power at time t, linear between the readings around it, held flat beyond the ends."""
+    if t <= readings[0][0]:
+        return readings[0][1]
+    for a, b in zip(readings, readings[1:]):
+        if a[0] <= t <= b[0]:
+            return a[1] + (b[1] - a[1]) * (t - a[0]) / (b[0] - a[0]) if b[0] > a[0] else b[1]
+    return readings[-1][1]

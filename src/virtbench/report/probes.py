@@ -18,10 +18,15 @@ from ..store.db import Store
 from ..store.models import Run
 from .figures import FigureSpec, Series, slug
 from .sections import ReportSection, SectionTable
+from .sections import cell as sec_cell
 
 STALL_WARN = 10.0
 """% of an execution's time with some task stalled on CPU (host PSI) above which the host
 was busy with something else: a noisy-neighbour warning."""
+
+
+ENERGY_WORDS = {"slower": "worse: more energy", "faster": "better: less energy"}
+"""The performance verdicts read as energy in the table (JSON keeps the verdict itself)."""
 
 
 def probe_names(run: Run) -> list[str]:
@@ -106,9 +111,10 @@ def _energy(section: ReportSection, items: list[tuple[Any, Any]], samples: dict[
         section.tables.append(SectionTable(
             f"energy relative to {baseline} (relative = {baseline} / platform: below 1 uses more energy; "
             "95% CI; same tests and verdicts as performance)",
-            ["benchmark", "metric", "unit", "platform", "n", "mean", "95% CI", "relative", "relative 95% CI", "verdict"],
-            [[r.benchmark, r.metric, r.unit, r.platform, r.n, r.mean, _ci(r.ci95), r.relative, _ci(r.relative_ci95),
-              r.verdict or ""] for r in rows]))
+            ["benchmark", "metric [unit]", "platform", "n", "mean", "relative [95% CI]", "verdict"],
+            [[r.benchmark, f"{r.metric} [{r.unit}]", r.platform, r.n, r.mean,
+              f"{sec_cell(r.relative)} {_ci(r.relative_ci95)}", ENERGY_WORDS.get(r.verdict or "", r.verdict or "")]
+             for r in rows]))
         section.notes.append("energy per unit of work (J_per_<metric>) = the execution's mean watts / its throughput; "
                              f"idle: {section.data['energy']['idle']}; sources: "
                              + ", ".join(sorted({s for v in sources.values() for s in v})))
@@ -140,7 +146,7 @@ def _by_row(rows: list[Row], sources: dict[tuple[str, str], set[str]], reason: s
 
 
 def _ci(ci: list[float] | None) -> str:
-    return f"{ci[0]:.4g} .. {ci[1]:.4g}" if ci else "-"
+    return f"[{ci[0]:.3g}, {ci[1]:.3g}]" if ci else ""
 
 
 # -- perf ----------------------------------------------------------------------------
@@ -197,7 +203,7 @@ def _pressure(section: ReportSection, items: list[tuple[Any, Any]]) -> None:
                       s.get("inst_memory", {}).get("max")])
         if not ex.warmup and (psi.get("mean") or 0) > STALL_WARN:
             warnings.append(f"{ex.benchmark} on {ex.platform}, round {ex.round}: tasks waited for a CPU "
-                            f"{psi['mean']:.0f}% of the time (host PSI): the host was busy, results may be slower")
+                            f"{psi['mean']:.0f}% of the time")
         if not ex.warmup:
             cols = data["columns"]
             rows = data["rows"]
@@ -209,13 +215,47 @@ def _pressure(section: ReportSection, items: list[tuple[Any, Any]]) -> None:
                                                [r[p] for r in rows], style="dashed"))
     section.data["pressure"] = {"executions": [dict(zip(_PRESSURE_COLS, r)) for r in table], "warnings": warnings}
     if table:
-        section.tables.append(SectionTable("host pressure per execution", list(_PRESSURE_COLS), table))
+        section.tables.append(SectionTable(
+            "host pressure, measured rounds (CPU busy and stall: % of time; memory in MiB)",
+            ["benchmark", "platform", "CPU busy", "CPU stall", "io stall max", "MemAvail min", "inst. cores",
+             "inst. MiB max"], _pressure_summary(table)))
     for bench, ss in series.items():
         section.figures.append(FigureSpec(
             id=slug("pressure", bench), kind="trend", title=f"Host CPU and CPU stall during {bench}",
             xlabel="seconds since the execution started", ylabel="% of the host's CPU time", series=ss[:12],
             group="probes", note="PSI some: share of time at least one task waited for a CPU"))
-    section.notes += warnings[:10]
+    busy = [w for w in warnings if "waited for a CPU" in w]
+    measured = sum(1 for ex, _ in items if not ex.warmup)
+    if busy:
+        section.notes.append(f"pressure: in {len(busy)} of {measured} measured executions tasks waited for a CPU over "
+                             f"{STALL_WARN:.0f}% of the time (host PSI): the host was busy with other work (noisy "
+                             f"neighbours), so those results may be slower; e.g. {busy[0]}")
+    section.notes += [w for w in warnings if w not in busy][:10]
+
+
+def _pressure_summary(table: list[list[Any]]) -> list[list[Any]]:
+    """Per benchmark and platform over the measured rounds: mean CPU busy and stall, worst
+    io stall, least MemAvailable, the instance's mean cores and largest memory."""
+    groups: dict[tuple[str, str], list[list[Any]]] = defaultdict(list)
+    for r in table:
+        if r[2] != "warm-up":
+            groups[(r[0], r[1])].append(r)
+
+    def col(rows: list[list[Any]], i: int) -> list[float]:
+        return [r[i] for r in rows if r[i] is not None]
+
+    def mean(v: list[float]) -> float | None:
+        return sum(v) / len(v) if v else None
+
+    out = []
+    for (bench, platform), rows in groups.items():
+        busy, mem, inst_mem = mean(col(rows, 4)), col(rows, 9), col(rows, 11)
+        stall = mean(col(rows, 5))
+        out.append([bench, platform, None if busy is None else round(100 * busy, 1),
+                    None if stall is None else round(stall, 1), max(col(rows, 8), default=None),
+                    round(min(mem) / 2**20) if mem else None, mean(col(rows, 10)),
+                    round(max(inst_mem) / 2**20, 1) if inst_mem else None])
+    return sorted(out, key=lambda r: (r[0], r[1]))
 
 
 _PRESSURE_COLS = ("benchmark", "platform", "round", "readings", "host CPU busy (mean, 0..1)", "CPU stall % (mean)",

@@ -138,7 +138,7 @@ def run_queued(store: Store, run_id: str, paths: Paths, *, reporter: Reporter | 
     return execute(store, session, run.id, run.seed, reporter, stop_requested)
 
 
-def _run_details(store: Store, session: Session) -> dict:
+def _run_details(store: Store, session: Session) -> dict[str, Any]:
     assert session.image is not None
     versions = tool_versions(session)
     return {
@@ -346,7 +346,7 @@ def _run_benchmark(store: Store, session: Session, platform: Platform, instance:
     argv: list[str] = []
     stdout = stderr = ""
     exit_code: int | None = None
-    attachments: list[dict] = []
+    attachments: list[dict[str, Any]] = []
     try:
         result = None
         if isinstance(bench, PairBenchmark):
@@ -412,12 +412,12 @@ def _target(platform: Platform, instance: Instance, run_id: str, unit: Unit, key
 
 
 @contextmanager
-def _probed(session: Session, target: Target | None, attachments: list[dict]) -> Iterator[None]:
+def _probed(session: Session, target: Target | None, attachments: list[dict[str, Any]]) -> Iterator[None]:
     """The campaign's probes watching exactly the benchmark's command(s)."""
     if target is None:
         yield
         return
-    found: list[dict] = []
+    found: list[dict[str, Any]] = []
     try:
         with probing.around(session.probes, target) as found:
             yield
@@ -425,7 +425,7 @@ def _probed(session: Session, target: Target | None, attachments: list[dict]) ->
         attachments.extend(found)
 
 
-def _lifecycle_sample(step: str, seconds: float) -> dict:
+def _lifecycle_sample(step: str, seconds: float) -> dict[str, Any]:
     return {"metric": f"{step}_s", "value": seconds, "unit": "s", "higher_is_better": False,
             "category": "lifecycle"}
 
@@ -442,18 +442,14 @@ def _discard(layers: list[tuple[Platform, Instance]]) -> None:
     """Stop and remove what is up, innermost first; best effort, cleanup is the backstop."""
     while layers:
         platform, instance = layers.pop()
-        for step in (platform.stop, platform.remove):
-            try:
-                step(instance)
-            except Exception:  # noqa: BLE001
-                pass
+        platform.discard(instance)
 
 
 def _describe(exc: BaseException) -> str:
     return str(exc) if isinstance(exc, VirtbenchError) else f"{type(exc).__name__}: {exc}"
 
 
-def _output_of(exc: BaseException) -> dict:
+def _output_of(exc: BaseException) -> dict[str, Any]:
     if isinstance(exc, CommandError):
         return {"stdout": exc.stdout, "stderr": exc.stderr, "exit_code": exc.returncode, "argv": exc.argv}
     return {}
@@ -461,7 +457,7 @@ def _output_of(exc: BaseException) -> dict:
 
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    def handler(signum, frame):  # noqa: ARG001
+    def handler(signum: int, frame: Any) -> None:  # noqa: ARG001
         raise Interrupted(f"signal {signum}")
 
     try:

@@ -82,10 +82,37 @@ def announce_run(paths: Paths, run_id: str) -> None:
 def refuse_if_measuring(paths: Paths, run_id: str) -> None:
     """cleanup --run of the run that is measuring right now would pull its instances away."""
     info = holder(paths)
+    if info.get("pid") == os.getpid():
+        return  # the measuring process itself, removing what its run left before (resume)
     if info.get("run_id") == run_id and is_held(paths):
         raise HostBusy(f"run {run_id} is measuring on this host ({_describe(info)}); cleaning it up now "
                        "would remove the instances it measures", "stop that run first (Ctrl-C or cancel), "
                        "then run virtbench cleanup --run again")
+
+
+def acquire(path: Path, *, poll_s: float, stop: Callable[[], bool], on_busy: Callable[[], None],
+            sleep: Callable[[float], object] = time.sleep) -> int | None:
+    """Open path and take an exclusive flock on it, polling while another process holds it.
+
+    on_busy() runs after each failed try (it may raise to give up); None once stop() is true.
+    Returns the open descriptor: closing it releases the lock. The one lock loop of virtbench
+    (the measurement lock below, the worker's standby lock)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                on_busy()
+                if stop():
+                    os.close(fd)
+                    return None
+                sleep(poll_s)
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 @contextmanager
@@ -95,25 +122,21 @@ def hold(paths: Paths, what: str, *, wait: bool = False, poll_s: float = 2.0,
 
     wait=False: raise HostBusy naming the holder at once. wait=True: poll until it is free,
     logging once; raise Stopped if `stop()` turns true meanwhile."""
-    paths.runtime.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path(paths), os.O_RDWR | os.O_CREAT, 0o600)
+    told: list[str] = []
+
+    def busy() -> None:
+        who = _describe(holder(paths))
+        if not wait:
+            raise HostBusy(f"{who} is measuring on this host; two runs at once would disturb "
+                           "each other", "wait for it to finish, or add --wait to queue behind it")
+        if not told:
+            log(f"waiting: {who} is measuring on this host")
+        told.append(who)
+
+    fd = acquire(lock_path(paths), poll_s=poll_s, stop=stop or (lambda: False), on_busy=busy)
+    if fd is None:
+        raise Stopped(f"stopped while waiting for {told[-1] if told else 'another virtbench process'}")
     try:
-        told = False
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                busy = _describe(holder(paths))
-                if not wait:
-                    raise HostBusy(f"{busy} is measuring on this host; two runs at once would disturb "
-                                   "each other", "wait for it to finish, or add --wait to queue behind it") from None
-                if stop is not None and stop():
-                    raise Stopped(f"stopped while waiting for {busy}") from None
-                if not told:
-                    log(f"waiting: {busy} is measuring on this host")
-                    told = True
-                time.sleep(poll_s)
         since = datetime.now(UTC).isoformat(timespec="seconds")
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps({"pid": os.getpid(), "what": what, "since": since}).encode(), 0)

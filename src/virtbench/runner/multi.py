@@ -43,11 +43,7 @@ def run_instances(platform: Platform, first: Instance, image: Image, count: int,
         return list(zip(instances, results))
     finally:
         for inst in reversed(extras):
-            for step in (platform.stop, platform.remove):
-                try:
-                    step(inst)
-                except Exception:  # noqa: BLE001 - cleanup is the backstop
-                    pass
+            platform.discard(inst)
 
 
 def combine(bench: Benchmark, outcomes: list[tuple[Instance, proc.Result]], source: str,

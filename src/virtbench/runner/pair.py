@@ -40,7 +40,7 @@ def run_pair(platform: Platform, instance: Instance, bench: PairBenchmark, workd
             native_cls = PLATFORMS.get("native")
             native = native_cls("host", native_cls.Options(), paths)
             inst = native.create(image, naming.derived(instance.name, "-host"), instance.run_id)
-            stack.callback(_discard, native, inst)
+            stack.callback(native.discard, inst)
             native.start(inst)
             return native, inst
 
@@ -50,7 +50,7 @@ def run_pair(platform: Platform, instance: Instance, bench: PairBenchmark, workd
             address = "127.0.0.1" if params.client == "instance" else platform.address(instance)
         elif params.server == "peer":
             peer = platform.create(image, naming.derived(instance.name, "-peer"), instance.run_id)
-            stack.callback(_discard, platform, peer)
+            stack.callback(platform.discard, peer)
             platform.start(peer)
             server = (platform, peer)
             address = platform.address(peer)
@@ -104,11 +104,3 @@ def _wait_listening(platform: Platform, instance: Instance, bench: PairBenchmark
             return
         time.sleep(0.05)
     raise VirtbenchError(f"{bench.tool} server not listening on port {port} after {limit:g} s")
-
-
-def _discard(platform: Platform, instance: Instance) -> None:
-    for step in (platform.stop, platform.remove):
-        try:
-            step(instance)
-        except Exception:  # noqa: BLE001 - cleanup is the backstop
-            pass

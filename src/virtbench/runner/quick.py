@@ -5,8 +5,11 @@ the host allows one. Platforms this host cannot run are left out with the reason
 command works everywhere; the reasons are stored with the run for the report.
 
 The settings were chosen by measuring each candidate's per-sample coefficient of variation
-natively (README, "The quick comparison"): short runs of the stablest settings, more rounds,
-and adaptive rounds (capped) only for the comparisons still undecided.
+natively (2026-11-24, CPU-bound tools with the measuring process given CPU priority over the
+other work on the machine): openssl 1 KiB 1 s 0.7 % (2 s: 0.8 %), sysbench-cpu 2 s 1.7 %
+(1 s: 2.5 %), sqlite 100k rows x 1 query set total 6 % (50k x 3: 9 %). fio stays noisy where
+the disk is shared (13-70 % at 1 s), so only two read jobs run. Then more rounds, and
+adaptive rounds (capped) only for the comparisons still undecided.
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ emulator (10-50x slower), not the cost of virtualization."""
 QUICK_BENCHMARKS: list[dict[str, Any]] = [
     {"name": "openssl", "algorithm": "aes-128-cbc", "bytes": 1024, "multi": 1, "seconds": 1},
     {"name": "fio", "size": "128M", "runtime": 1, "ramp_time": 0, "jobs": ["seq_read_bw", "rand_read_iops"]},
-    {"name": "sysbench-cpu", "threads": 1, "time": 1},
+    {"name": "sysbench-cpu", "threads": 1, "time": 2},
     {"name": "sqlite", "rows": 100000, "repeats": 1},
 ]
 REPETITIONS = 5

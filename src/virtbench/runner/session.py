@@ -6,8 +6,8 @@ and exit 2 before anything is measured or stored.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +89,15 @@ def image_recipe(campaign: Campaign) -> images.Recipe:
     return recipe
 
 
+def with_platform_packages(recipe: images.Recipe, platforms: Iterable[Platform]) -> images.Recipe:
+    """The recipe plus what the platforms' options need inside (systemd for an LXC system
+    container): one image for all platforms, so every platform still runs the same binaries."""
+    extra = {p for platform in platforms for p in platform.image_packages()}
+    if extra <= set(recipe.packages):
+        return recipe
+    return replace(recipe, packages=tuple(sorted(set(recipe.packages) | extra)))
+
+
 def _packages_of_benchmarks(packages: set[str]) -> set[str]:
     return packages - set(images.BASE_PACKAGES)
 
@@ -107,7 +116,8 @@ def prepare(session: Session, *, cache: Path = images.DEFAULT_CACHE,
     for name, platform in session.platforms.items():
         if (outer := outer_of(session, name)) is not None:
             outer.accept_inner(platform)
-    session.image = images.build(image_recipe(session.campaign), cache, log=log)
+    session.image = images.build(with_platform_packages(image_recipe(session.campaign), session.platforms.values()),
+                                 cache, log=log)
     for name, platform in session.platforms.items():
         if outer_of(session, name) is None:  # stacked ones are prepared in each fresh VM
             platform.prepare(session.image)

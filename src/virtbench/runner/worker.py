@@ -19,7 +19,6 @@ be restarted while a run goes on elsewhere.
 """
 from __future__ import annotations
 
-import fcntl
 import os
 import secrets
 import signal
@@ -155,22 +154,17 @@ class QueueWorker:
 
     def _acquire_host_lock(self) -> bool:
         """Wait (as a standby) until no other worker of this host holds the lock."""
-        self.paths.runtime.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.paths.runtime / "worker.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        told = False
-        while not self.stop.is_set():
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                self._lock_fd = fd
-                return True
-            except BlockingIOError:
-                if not told:
-                    self.echo("another worker runs on this host; waiting as a standby")
-                    told = True
-                self._set_state("waiting")
-                self.stop.wait(self.poll_s)
-        os.close(fd)
-        return False
+        told: list[bool] = []
+
+        def busy() -> None:
+            if not told:
+                self.echo("another worker runs on this host; waiting as a standby")
+                told.append(True)
+            self._set_state("waiting")
+
+        self._lock_fd = hostlock.acquire(self.paths.runtime / "worker.lock", poll_s=self.poll_s,
+                                         stop=self.stop.is_set, on_busy=busy, sleep=self.stop.wait)
+        return self._lock_fd is not None
 
     def _shutdown(self) -> None:
         queue.release_unstarted(self.store, self.id)

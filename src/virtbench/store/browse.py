@@ -91,7 +91,7 @@ def run_brief(run: Run, counts: tuple[int, int] | None = None, workers: dict[str
     host = run.worker_host or (run.host.hostname if run.host else None) or run.target_host
     return {
         "id": run.id, "name": run.name, "status": run.status, "description": run.campaign.get("description", ""),
-        "baseline": run.campaign.get("baseline", "native"),
+        "baseline": run.baseline,
         "platforms": platforms, "benchmarks": benchmarks,
         "repetitions": run.campaign.get("repetitions"), "warmups": run.campaign.get("warmups"),
         "host": host, "target_host": run.target_host, "worker": run.worker,
@@ -299,5 +299,5 @@ def finished_runs(store: Store, limit: int = 200) -> list[dict[str, Any]]:
                               .options(selectinload(Run.host), selectinload(Run.platforms))
                               .order_by(Run.created_at.desc()).limit(limit)))
     return [{"id": r.id, "name": r.name, "status": r.status, "host": r.host.hostname if r.host else None,
-             "created_at": iso(r.created_at), "baseline": r.campaign.get("baseline", "native"),
+             "created_at": iso(r.created_at), "baseline": r.baseline,
              "platforms": platform_names(r)} for r in runs if r.host_id]

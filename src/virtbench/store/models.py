@@ -75,6 +75,12 @@ class Run(Base):
     benchmarks: Mapped[list[RunBenchmark]] = relationship(back_populates="run", cascade="all, delete-orphan",
                                                             order_by="RunBenchmark.position")
 
+    @property
+    def baseline(self) -> str:
+        """The platform every other is compared with, as the stored campaign names it (runs
+        made before the key existed compared with native)."""
+        return str(self.campaign.get("baseline", "native"))
+
 
 class RunPlatform(Base):
     __tablename__ = "run_platforms"

@@ -31,7 +31,7 @@ def samples(store: Store, run_id: str) -> list[SampleTuple]:
             cur = raw.cursor()
             cur.execute("SELECT benchmark, metric, platform, value, unit, higher_is_better, category, round, warmup "
                         "FROM samples WHERE run_id = ? AND instance = 0 ORDER BY id", (run_id,))
-            return cur.fetchall()  # booleans as SQLite stores them (0/1): converting 100,000 costs 0.2 s
+            return list(cur.fetchall())  # booleans as SQLite stores them (0/1): converting 100,000 costs 0.2 s
         finally:
             raw.close()
     with store.engine.connect() as conn:
@@ -49,7 +49,7 @@ def samples_with_times(store: Store, run_id: str
             Sample.instance)
     with store.session() as s:
         return [tuple(r) for r in s.execute(select(*cols).join(Execution, Execution.id == Sample.execution_id)
-                                            .where(Sample.run_id == run_id).order_by(Sample.id))]  # type: ignore[misc]
+                                            .where(Sample.run_id == run_id).order_by(Sample.id))]
 
 
 def executions(store: Store, run_id: str) -> list[tuple[Any, ...]]:

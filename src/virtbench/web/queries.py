@@ -50,7 +50,7 @@ def recent_results(store: Store, limit: int = 3) -> list[dict[str, Any]]:
         means[run_id][(bench, metric)][platform] = (float(avg), bool(hib), cat)
     out = []
     for run in runs:
-        baseline = run.campaign.get("baseline", "native")
+        baseline = run.baseline
         ratios: dict[tuple[str, str], list[float]] = defaultdict(list)
         for per_platform in means[run.id].values():
             if baseline not in per_platform:

@@ -136,7 +136,7 @@ def pooled_rows(store: Store, cache: ReportCache, runs: Sequence[Run], baseline:
     runs' cached reports; rounds are offset run after run, so the drift check sees the runs
     in the order measured. The result is cached while none of the runs changes.
     """
-    if len(runs) == 1 and baseline == runs[0].campaign.get("baseline", "native"):
+    if len(runs) == 1 and baseline == runs[0].baseline:
         _, rows, _ = cache.report(store, runs[0].id)
         return rows, [p.name for p in runs[0].platforms], []
     images: dict[str, list[Run]] = defaultdict(list)
@@ -213,7 +213,7 @@ def compare(store: Store, cache: ReportCache, run_ids: Sequence[str], *, baselin
     if not runs:
         raise queries.NotFound("choose at least one run")
     runs.sort(key=lambda r: r.created_at)
-    baseline = baseline or runs[0].campaign.get("baseline", "native")
+    baseline = baseline or runs[0].baseline
     hostnames = summary.host_labels(runs)
     out: dict[str, Any] = {"runs": [{"id": r.id, "name": r.name, "status": r.status,
                                      "host": r.host.hostname if r.host else None} for r in runs],

@@ -70,6 +70,13 @@ class Trial:
         return max(0, self.sent - self.received) / self.sent if self.sent else 1.0
 
     @property
+    def sustained(self) -> bool:
+        """Whether the source really sent the asked rate (within 1 %). On veth the forwarding
+        work of the line can run in the sender's own context and slow it down: such a trial
+        did not offer the load, so it cannot pass a goal at that rate, whatever its loss."""
+        return self.sent >= 0.99 * self.rate_pps * self.seconds
+
+    @property
     def offered_pps(self) -> float:
         """The rate the source really sent, which can fall short of the one asked for."""
         return self.sent / self.seconds if self.seconds else 0.0

@@ -7,7 +7,8 @@ before the loss exceeded the PDR goal.
 `ndr-pdr` follows RFC 2544's binary search and FD.io CSIT's MLRsearch (draft-ietf-bmwg-
 mlrsearch): both goals (NDR: loss 0, PDR: loss <= 0.5 %) are searched at once and every
 trial updates the bounds of both; short trials first, then each goal's result is confirmed
-with a trial of the final duration.
+with a trial of the final duration. A trial where the source could not send the asked
+rate (within 1 %) fails every goal at that rate: it did not offer the load.
   1. a trial at the largest rate (the generator's measured limit): a goal it meets is done;
   2. else the next rate is what the sink received in that trial (MLRsearch's start from the
      measured receive rate), then bisection of each goal's bracket [lower bound, upper
@@ -37,10 +38,11 @@ class Goal:
     upper: float | None = None
     confirmed: bool = False
 
-    def update(self, rate: float, loss: float, final: bool, precision: float, max_rate: float) -> None:
+    def update(self, rate: float, loss: float, final: bool, precision: float, max_rate: float,
+               sustained: bool = True) -> None:
         if self.confirmed:
             return  # settled by a final-duration trial: later short trials do not reopen it
-        if loss <= self.loss:
+        if loss <= self.loss and sustained:
             if self.lower is None or rate >= self.lower:
                 self.lower = rate
             if self.upper is not None and self.upper <= rate:
@@ -81,7 +83,7 @@ def steps(trial: TrialFn, *, start: float, step: float, seconds: float, max_rate
         trials.append(t)
         for g in goals:
             if g not in failed:
-                if t.loss <= g:
+                if t.loss <= g and t.sustained:
                     best[g] = rate
                 else:
                     failed.add(g)
@@ -98,7 +100,7 @@ def ndr_pdr(trial: TrialFn, *, max_rate: float, min_rate: float, trial_seconds: 
         t = trial(rate, seconds)
         trials.append(t)
         for g in state:
-            g.update(rate, t.loss, seconds >= final_seconds, precision, max_rate)
+            g.update(rate, t.loss, seconds >= final_seconds, precision, max_rate, t.sustained)
         return t
 
     first = measure(max_rate, trial_seconds)

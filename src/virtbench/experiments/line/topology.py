@@ -207,11 +207,7 @@ def teardown(line: Line, paths: Paths, platform: Platform | None) -> float:
     errors = _delete_namespaces(line.namespaces, kill_all=platform is None)
     if platform is not None and line.instances:
         def drop(inst: Instance) -> None:
-            for step in (platform.stop, platform.remove):
-                try:
-                    step(inst)
-                except Exception as exc:  # noqa: BLE001 - collected, cleanup is the backstop
-                    errors.append(f"{inst.name}: {exc}")
+            errors.extend(platform.discard(inst))
 
         with ThreadPoolExecutor(WORKERS) as pool:
             list(pool.map(drop, line.instances))

@@ -68,6 +68,7 @@ def _arch() -> tuple[str, str, str, str]:
 
 
 class Qemu(Platform):
+    confinable = True
     type = "qemu"
     kind = "vm"
     Options = QemuOptions
@@ -266,6 +267,9 @@ class Qemu(Platform):
                           serial_log=d / "serial.log", tap=tap,
                           address=f"{address}/24" if address else None, firmware=self._firmware())
             argv = qemu_argv(spec)
+            if self.cgroup_parent:  # QEMU starts inside the confining parent: its RAM is charged there
+                argv = [sys.executable, "-m", "virtbench.platforms.cgroups", "exec", "--cgroup",
+                        f"{self.cgroup_parent}/{name}", "--", *argv]
             (d / "qemu.argv.json").write_text(json.dumps(argv, indent=1))
         except BaseException:
             _teardown(self.paths, d, meta)
@@ -371,6 +375,12 @@ class Qemu(Platform):
 
     def remove(self, instance: Instance) -> None:
         _teardown(self.paths, Path(instance.data["dir"]), instance.data)
+
+    def memory_cgroup(self, instance: Instance) -> str | None:
+        """Confined (density host_memory): the cgroup QEMU was started in, below the parent."""
+        if self.cgroup_parent:
+            return f"{self.cgroup_parent}/{instance.name}"
+        return super().memory_cgroup(instance)
 
     def _pid(self, instance: Instance) -> int | None:
         """The VM's QEMU pid, if it runs (the pidfile checked against the command line)."""

@@ -13,7 +13,7 @@ import pytest
 
 from virtbench import proc
 from virtbench.config import parse_campaign
-from virtbench.errors import InputError
+from virtbench.errors import InputError, ParseError, VirtbenchError
 from virtbench.migrate import live, storage
 from virtbench.migrate.transport import Leftovers, LocalTransport, cleanup
 from virtbench.platforms.base import Paths
@@ -37,7 +37,6 @@ def test_section_defaults_round_trip_and_a_single_destination_becomes_a_list():
 @pytest.mark.parametrize("section, words", [
     ({}, ["needs a destination"]),
     ({"mode": "lifecycle", "to": {"path": "/mnt/x"}}, ["moves nothing"]),
-    ({"mode": "live", "to": {"path": "/mnt/x"}}, ["disk is shared"]),
     ({"counts": [0], "to": {"path": "/mnt/x"}}, ["from 1 to 64"]),
     ({"counts": [2, 2], "to": {"path": "/mnt/x"}}, ["listed twice"]),
     ({"to": {"path": "rel/dir"}}, ["must be absolute"]),
@@ -51,6 +50,14 @@ def test_bad_sections_are_one_line_input_errors(section, words):
         campaign(section)
     for w in words:
         assert w in str(err.value)
+
+
+def test_live_destination_rules_follow_the_platform():
+    with pytest.raises(InputError, match="disk is shared"):
+        campaign({"mode": "live", "to": {"path": "/mnt/x"}}, platforms=["qemu"])
+    with pytest.raises(InputError, match="CRIU"):
+        campaign({"mode": "live"}, platforms=["lxc"])
+    assert campaign({"mode": "live"}, platforms=["qemu"]).section.to == []
 
 
 def test_stacked_platforms_are_refused():
@@ -139,3 +146,29 @@ def test_leftovers_are_recorded_from_threads_and_removed_by_cleanup(tmp_path):
     Leftovers(paths, "run2").add(tmp_path / "dest" / "other")  # another run's, never created
     assert len(cleanup(paths, "run1")) == 16 and not any(d.exists() for d in dirs)
     assert cleanup(paths) == [] and not (paths.state / "migration").exists()
+
+
+def test_query_migrate_replies_recorded_from_qemu_7_2(data_dir):
+    done = json.loads((data_dir / "qemu" / "query-migrate_completed_tcg_256M.json").read_text())
+    other = {**done, "downtime": done["downtime"] + 100, "ram": {**done["ram"], "transferred": 1000}}
+    m = live.from_replies([done, other], start_s=1.5, total_s=4.0)
+    assert m.phases["downtime"] == (done["downtime"] + 100) / 1000 and m.phases["transfer"] == done["total-time"] / 1000
+    assert m.bytes_moved == done["ram"]["transferred"] + 1000 and m.count == 2
+    assert m.throughput_MBps == pytest.approx(m.bytes_moved / m.phases["transfer"] / 1e6)
+    failed = json.loads((data_dir / "qemu" / "query-migrate_failed_no_listener.json").read_text())
+    with pytest.raises(VirtbenchError, match="live migration failed: Failed to connect"):
+        live.check_reply(failed)
+    with pytest.raises(ParseError, match="ram.transferred"):
+        live.check_reply({**done, "ram": {}})
+    with pytest.raises(ParseError, match="status 'completed'"):
+        live.check_reply({"status": "active"})
+
+
+def test_criu_check_failure_is_explained_with_its_output(data_dir, monkeypatch):
+    """The explanation a user gets when CRIU cannot run (recorded `criu check` of these VMs)."""
+    from virtbench.platforms.lxc import LXC
+
+    output = (data_dir / "criu" / "check_vdso_fails.txt").read_text()
+    monkeypatch.setattr(live, "criu_check", lambda: (False, output))
+    ok, why = live.supports_live(LXC("lxc", LXC.Options(), Paths()))
+    assert not ok and "`criu check` failed" in why and "Could not initialize kernel features detection" in why

@@ -1,0 +1,283 @@
+"""The `density` experiment kind: how many instances fit, what each gets, and what stops it.
+
+Studies 000 and 002 (`seeds/`): 54 Debian 12 containers on an 8 GB Raspberry Pi, boards that
+crashed when two 256 MB VMs did not fit. For each platform, instances are started one by
+one and kept running; at each count of the schedule every instance runs the workload at the
+same time, and the count is healthy when every instance started, every workload succeeded,
+no OOM kill happened (kernel counters), throughput did not collapse and the host guard did
+not trip. `counts: [..]` measures the listed counts; `counts: {until: failure, max: N}`
+ramps (doubling, or by `step`) until a count fails, then bisects between the last good and
+the failing count, each probe with fresh instances, so the maximum is exact.
+
+Throughput collapse (documented thresholds, configurable): the aggregate throughput at a
+count falls below `collapse` (0.25) x the median aggregate of the lower counts (CPU sharing
+keeps the aggregate flat; thrashing and stalls drop it), or one instance gets less than
+`starved` (0.1) x the median instance at that count. Both read the host's load too: other
+work on a shared host lowers throughput as well, so the evidence carries the load average.
+
+`host_memory:` confines every instance under one parent cgroup of that size (memory and
+memory+swap), so "a 1 GiB host" is studied on a bigger machine without risking it; the
+report says it is a cgroup-confined host.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ..benchmarks.base import PairBenchmark
+from ..errors import InputError
+from ..images import build as images
+from ..images import guest
+from ..images.image import Image
+from ..platforms import cgroups
+from ..platforms.base import Paths, Platform, Size
+from ..registry import BENCHMARKS, PLATFORMS
+from ..store.db import now
+from .base import Experiment, ExperimentContext
+from .density_guard import Guard, GuardSettings
+from .density_probe import Prober, Stop
+
+PARENT_PREFIX = "virtbench-density-"
+STOP_KEY = "density-stop"
+"""Benchmark key of the per-platform summary execution (stop reason, evidence, maximum)."""
+
+
+class Until(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    until: Literal["failure"] = Field(description="ramp the count until a count fails")
+    max: int | None = Field(None, ge=1, le=4096, description="never go beyond this count")
+    step: int | Literal["double"] = Field("double", description="ramp by doubling, or by this many instances")
+
+    @field_validator("step")
+    @classmethod
+    def _step(cls, v: int | str) -> int | str:
+        if isinstance(v, int) and v < 1:
+            raise ValueError("step must be at least 1")
+        return v
+
+    def ramp(self) -> list[int]:
+        cap = self.max or 4096
+        counts, n = [], 1
+        while n < cap:
+            counts.append(n)
+            n = n * 2 if self.step == "double" else n + int(self.step)
+        return [*counts, cap]
+
+
+class DensitySection(BaseModel):
+    """The `density:` section of a campaign with `experiment: density`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    workload: dict[str, Any] = Field(description="benchmark name and parameters, e.g. {name: openssl, seconds: 10}")
+    counts: list[int] | Until = Field(description="counts to measure, or {until: failure, max: N}")
+    host_memory: Size | None = Field(None, description="confine all instances to a parent cgroup of this size")
+    guard: GuardSettings = Field(default_factory=GuardSettings)
+    collapse: float = Field(0.25, ge=0, lt=1, description=(
+        "aggregate throughput below this x the median of the lower counts' is a collapse (0: off)"))
+    starved: float = Field(0.1, ge=0, lt=1, description="one instance below this x the median: collapse")
+    settle: float = Field(1.0, ge=0, le=600, description="seconds to wait after the last start before measuring")
+
+    @field_validator("workload", mode="before")
+    @classmethod
+    def _workload(cls, v: Any) -> dict[str, Any]:
+        if isinstance(v, str):
+            v = {"name": v}
+        if not isinstance(v, dict) or "name" not in v:
+            raise ValueError("workload: give {name: BENCHMARK, ...parameters}")
+        name = str(v["name"])
+        if name not in BENCHMARKS.names():
+            raise ValueError(f"workload: unknown benchmark {name!r}")
+        bench = BENCHMARKS.get(name)
+        if issubclass(bench, PairBenchmark):
+            raise ValueError(f"workload: {name} is a client-server benchmark; give a single-instance one")
+        bench.Params(**{k: x for k, x in v.items() if k != "name"})
+        return dict(v)
+
+    @field_validator("counts")
+    @classmethod
+    def _counts(cls, v: list[int] | Until) -> list[int] | Until:
+        if isinstance(v, list):
+            if not v or any(c < 1 for c in v) or sorted(set(v)) != v:
+                raise ValueError("counts: give increasing whole numbers from 1, e.g. [1, 2, 4, 8]")
+        return v
+
+    @model_validator(mode="after")
+    def _limited(self) -> DensitySection:
+        if isinstance(self.counts, Until) and self.counts.max is None and not self.guard.enabled:
+            raise ValueError("counts: {until: failure} with no max and the guard off has no limit; "
+                             "give max or keep the guard on")
+        if not self.guard.enabled and self.host_memory is None:
+            raise ValueError("guard: off needs host_memory (confined instances), or the host is unprotected")
+        return self
+
+    def benchmark(self):
+        cls = BENCHMARKS.get(self.workload["name"])
+        return cls(cls.Params(**{k: v for k, v in self.workload.items() if k != "name"}))
+
+
+@dataclass
+class PlatformResult:
+    platform: str
+    max_count: int
+    stop: Stop
+    probes: list[dict] = field(default_factory=list)
+
+
+class Density(Experiment):
+    name: ClassVar[str] = "density"
+    description: ClassVar[str] = ("instances started one by one until a count fails (OOM, start failure, "
+                                  "collapse, kernel limit, host guard); throughput per count")
+    Section = DensitySection
+    default_baseline: ClassVar[str] = ""
+    """None by default: a native platform, when listed and named as baseline, runs once at count 1."""
+
+    def __init__(self, campaign: Any, paths: Paths) -> None:
+        super().__init__(campaign, paths)
+        self.platforms: dict[str, Platform] = {}
+        self.image: Image | None = None
+        self.images: dict[str, Image] = {}
+        """Each platform's image: its own `image:` or the campaign's."""
+        self.tool_versions: dict[str, str] = {}
+
+    @property
+    def baseline(self) -> str | None:
+        """The platform run once at count 1 for the ratio: the campaign's baseline, else a
+        listed bare-metal platform (native), else none."""
+        names = [p.name for p in self.campaign.platforms]
+        if self.campaign.baseline in names:
+            return self.campaign.baseline
+        return next((p.name for p in self.campaign.platforms
+                     if p.type in PLATFORMS.names() and PLATFORMS.get(p.type).kind == "baseline"), None)
+
+    def build_platforms(self) -> dict[str, Platform]:
+        if not self.platforms:
+            for entry in self.campaign.platforms:
+                cls = PLATFORMS.get(entry.type)
+                self.platforms[entry.name] = cls(entry.name, cls.Options(**entry.options), self.paths)
+        return self.platforms
+
+    def recipe(self) -> images.Recipe:
+        bench = self.section.benchmark()
+        release = getattr(getattr(self.campaign, "image", None), "release", "bookworm")
+        extra = {p for plat in self.build_platforms().values() for p in plat.image_packages()}
+        base = images.recipe_for("quick", release)
+        return images.Recipe(release=base.release, arch=base.arch, profile="density",
+                             packages=tuple(sorted(set(images.BASE_PACKAGES) | set(bench.packages) | extra)))
+
+    def prepare(self, log: Callable[[str], None]) -> None:
+        if self.section.host_memory is not None:
+            cgroups.Confinement("check", self.section.host_memory).check()
+        for name, plat in self.build_platforms().items():
+            if self.section.host_memory is not None and not plat.confinable and name != self.baseline:
+                raise InputError(f"platform {name!r} ({plat.type}) cannot place its instances under host_memory's "
+                                 "parent cgroup", "use lxc, docker, podman or qemu, or drop host_memory")
+            verdict = type(plat).probe(self.paths)
+            if not verdict.available:
+                raise InputError(f"platform {name!r} ({plat.type}) is not available here: {verdict.reason}",
+                                 verdict.fix or "remove it from the campaign")
+        recipe = self.recipe()
+        self.image = images.build(recipe, log=log)
+        bench = self.section.benchmark()
+        version = bench.version_command() or [bench.tool, "--version"]
+        tools = tuple(dict.fromkeys([bench.command("/tmp")[0], version[0]]))
+        for entry in self.campaign.platforms:
+            plat = self.platforms[entry.name]
+            spec = guest.PlatformImage(**entry.image) if entry.image else None
+            if spec is not None and plat.kind == "vm" and spec.release not in images.RELEASES:
+                raise InputError(f"platform {entry.name!r} ({plat.type}): a VM boots Debian release images only "
+                                 f"(its agent and kernel come from Debian), not {spec.describe()}",
+                                 "give the VM image: {release: bookworm} (or bullseye, trixie)")
+            image = guest.resolve(spec, recipe.packages, tools, log=log) if spec else self.image
+            self.tool_versions[entry.name] = guest.tool_version(image, version)
+            self.images[entry.name] = image
+        for name, plat in self.platforms.items():
+            plat.prepare(self.images[name])
+
+    def provenance(self) -> dict[str, Any]:
+        return {"density": {"host_memory": self.section.host_memory,
+                            "confined": self.section.host_memory is not None,
+                            "mem_total": cgroups.host_memory_total(),
+                            "image": self.image.provenance() if self.image else {},
+                            "images": {n: {"name": guest.describe(i), **i.provenance(),
+                                           "tool_version": self.tool_versions.get(n)}
+                                       for n, i in self.images.items()}}}
+
+    def platform_rows(self) -> list[dict[str, Any]]:
+        rows = []
+        for name, plat in self.build_platforms().items():
+            try:
+                versions = plat.versions()
+            except Exception as exc:  # noqa: BLE001 - provenance is best effort
+                versions = {"error": str(exc)}
+            rows.append({"name": name, "type": plat.type, "label": plat.label(), "config": plat.describe(),
+                         "versions": versions})
+        return rows
+
+    def run(self, ctx: ExperimentContext) -> None:
+        if not self.images:
+            self.prepare(ctx.log)
+        section: DensitySection = self.section
+        parent = None
+        if section.host_memory is not None:
+            parent = cgroups.Confinement(f"{PARENT_PREFIX}{ctx.run_id}", section.host_memory)
+            parent.create()
+            ctx.log(f"cgroup-confined host: every instance under {parent.relative} "
+                    f"({section.host_memory >> 20} MiB memory, no swap)")
+        try:
+            done = {platform for _, platform, key in ctx.done() if key == STOP_KEY}
+            for name, plat in self.platforms.items():
+                if ctx.stop_requested():
+                    raise KeyboardInterrupt
+                if name in done:  # resumed: this platform's search finished before the interruption
+                    continue
+                plat.cgroup_parent = parent.relative if parent else None
+                guard = Guard(section.guard)
+                prober = Prober(ctx=ctx, platform=plat, image=self.images[name], section=section, guard=guard,
+                                parent=parent.relative if parent else None, bench=section.benchmark(),
+                                baseline=name == self.baseline)
+                started = time.time()
+                if name == self.baseline:
+                    result = prober.search([1], bisect=False)
+                else:
+                    bisect = isinstance(section.counts, Until)
+                    counts = section.counts.ramp() if isinstance(section.counts, Until) else section.counts
+                    result = prober.search(counts, bisect=bisect)
+                self._record_stop(ctx, name, plat, result, prober, guard, parent, time.time() - started)
+        finally:
+            if parent is not None:
+                parent.remove()
+
+    def _record_stop(self, ctx: ExperimentContext, name: str, plat: Platform, result: Any, prober: Prober,
+                     guard: Guard, parent: cgroups.Confinement | None, seconds: float) -> None:
+        summary = {
+            "platform": name, "label": plat.label(), "type": plat.type,
+            "max_count": result.max_count, "stop_reason": result.stop.reason, "stop_detail": result.stop.detail,
+            "stop_count": result.stop.count, "stop_evidence": result.stop.evidence,
+            "memory_per_instance_bytes": prober.memory_per_instance(result.max_count),
+            "mem_available_drop_per_instance_bytes": prober.available_drop_per_instance(result.max_count),
+            "confined": parent is not None and plat.confinable, "host_memory": parent.memory if parent else None,
+            "mem_total": cgroups.host_memory_total(), "guard_thresholds": guard.thresholds(cgroups.host_memory_total()),
+            "guard_series": guard.series[-400:], "probes": result.probes, "duration_s": round(seconds, 1),
+            "image": {"name": guest.describe(self.images[name]), "release": self.images[name].release,
+                      "short": self.images[name].short, "tool_version": self.tool_versions.get(name)},
+        }
+        stamp = now()
+        ctx.store.record(run_id=ctx.run_id, round=0, warmup=False, platform=name, benchmark=STOP_KEY,
+                         status="ok", started_at=stamp, finished_at=stamp, duration_s=seconds,
+                         stdout=json.dumps(summary, indent=1, default=str),
+                         error=f"{result.stop.reason}: {result.stop.detail}")
+        ctx.log(f"{name}: maximum {result.max_count}; stopped by {result.stop.reason}: {result.stop.detail}")
+
+    @classmethod
+    def cleanup(cls, paths: Paths, run_id: str | None = None) -> list[str]:
+        """Confining parents left by a crash (instances are removed by their platforms first)."""
+        removed = []
+        for rel in cgroups.leftover_parents(PARENT_PREFIX):
+            if run_id is None or rel == f"{PARENT_PREFIX}{run_id}":
+                removed += cgroups.remove_tree(rel)
+        return removed

@@ -1,0 +1,240 @@
+"""The instances of one density probe: started one by one, kept running, measured together.
+
+A `Fleet` grows by one instance at a time (the guard and the kernel limits are checked
+before each), runs the workload in all of them at once behind a barrier (so per-instance
+and aggregate throughput are real concurrent measurements), and reads the evidence of what
+went wrong from the kernel itself: OOM counters of every instance's memory cgroup and of
+the confining parent (an instance's own cgroup may vanish with it), the kernel log, the
+runtime's error text. `close()` stops and removes every instance, whatever happened.
+"""
+from __future__ import annotations
+
+import os
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from threading import Barrier, BrokenBarrierError
+
+from .. import proc
+from ..benchmarks.base import Benchmark
+from ..images.image import Image
+from ..platforms import cgroups
+from ..platforms.base import Instance, Platform
+from .density_guard import Guard, Trip, read_host
+
+SCRATCH = "/var/tmp/virtbench"
+BRIDGE_PORT_LIMIT = 1023
+"""A Linux bridge holds at most BR_MAX_PORTS = 1024 ports (port 0 is reserved)."""
+
+_LIMIT_PATTERNS = (
+    (r"exchange full|EXFULL", "bridge ports: a Linux bridge holds at most 1023 ports"),
+    (r"too many open files|inotify|EMFILE", "inotify instances or open files (fs.inotify.max_user_instances, "
+                                            "ulimit -n)"),
+    (r"resource temporarily unavailable|EAGAIN|fork.*failed|pids\.max", "pids (kernel.pid_max, threads-max or a "
+                                                                        "pids cgroup)"),
+    (r"cannot allocate memory|ENOMEM|out of memory", "memory (the runtime could not allocate)"),
+    (r"no space left on device|ENOSPC", "disk space or inotify watches (ENOSPC)"),
+)
+
+
+def classify_failure(text: str) -> str | None:
+    """Name the limit a runtime's error text points at (None: not a known limit)."""
+    for pattern, name in _LIMIT_PATTERNS:
+        if re.search(pattern, text, re.IGNORECASE):
+            return name
+    return None
+
+
+def _sysctl(name: str) -> int | None:
+    try:
+        return int(Path("/proc/sys", *name.split(".")).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def inotify_instances(uid: int = 0) -> int:
+    """inotify instances held by processes of `uid` (what fs.inotify.max_user_instances caps)."""
+    count = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.stat(f"/proc/{pid}").st_uid != uid:
+                continue
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:inotify":
+                    count += 1
+        except OSError:
+            continue
+    return count
+
+
+def kernel_usage(network: str) -> dict[str, tuple[int, int, str]]:
+    """Use and maximum of the kernel limits that stop density early: {name: (used, max, what)}."""
+    out: dict[str, tuple[int, int, str]] = {}
+    if network == "bridge":
+        for bridge in ("vbbr0", "docker0"):
+            brif = Path(f"/sys/class/net/{bridge}/brif")
+            if brif.is_dir():
+                out[f"bridge ports ({bridge})"] = (len(os.listdir(brif)), BRIDGE_PORT_LIMIT, "BR_MAX_PORTS")
+    tasks = int(Path("/proc/loadavg").read_text().split()[3].split("/")[1])
+    caps = [(c, n) for n in ("kernel.pid_max", "kernel.threads-max") if (c := _sysctl(n))]
+    if caps:
+        cap, name = min(caps)
+        out["pids"] = (tasks, cap, name)
+    if (icap := _sysctl("fs.inotify.max_user_instances")) is not None:
+        out["inotify instances"] = (inotify_instances(), icap, "fs.inotify.max_user_instances")
+    return out
+
+
+def next_instance_blocked(before: dict[str, tuple[int, int, str]] | None,
+                          now: dict[str, tuple[int, int, str]]) -> dict | None:
+    """A kernel limit the next instance would cross: what the last instance took (at least 1)
+    added to what is used now exceeds the maximum. None when clear."""
+    for name, (used, cap, what) in now.items():
+        cost = max(1, used - before[name][0]) if before and name in before else 1
+        if used + cost > cap:
+            return {"limit": name, "setting": what, "used": used, "max": cap, "last_instance_took": cost}
+    return None
+
+
+class StartFailure(Exception):
+    """An additional instance did not start: the runtime's own error text."""
+
+
+@dataclass
+class Member:
+    instance: Instance
+    cgroup: str | None
+    """Memory cgroup (relative path) of the instance's main process, read once it started."""
+
+
+@dataclass
+class Outcome:
+    """One synchronised workload execution at a count."""
+
+    count: int
+    results: list[tuple[Member, proc.Result]]
+    started_at: float
+    duration_s: float
+    oom_before: dict[str, dict[str, int]]
+    oom_after: dict[str, dict[str, int]]
+    kernel_log: list[str]
+    trip: Trip | None
+    memory_usage: list[int | None]
+    mem_available_before: int
+
+    def oom_kills(self) -> dict[str, int]:
+        """New OOM kills per cgroup during the window (instances and the confining parent)."""
+        return {k: cgroups.oom_kills(self.oom_after.get(k, {})) - cgroups.oom_kills(v)
+                for k, v in self.oom_before.items()
+                if cgroups.oom_kills(self.oom_after.get(k, {})) > cgroups.oom_kills(v)}
+
+
+@dataclass
+class Fleet:
+    platform: Platform
+    image: Image
+    run_id: str
+    prefix: str
+    guard: Guard
+    parent: str | None = None
+    members: list[Member] = field(default_factory=list)
+    created: list[Instance] = field(default_factory=list)
+
+    def add(self) -> Member:
+        """Create and start one more instance; StartFailure carries the runtime's text."""
+        name = f"{self.prefix}-{len(self.members) + 1}"[:63]
+        try:
+            inst = self.platform.create(self.image, name, self.run_id)
+        except Exception as exc:  # noqa: BLE001 - the text is the evidence
+            raise StartFailure(f"create {name}: {exc}") from exc
+        self.created.append(inst)
+        try:
+            self.platform.start(inst)
+        except Exception as exc:  # noqa: BLE001
+            raise StartFailure(f"start {name}: {exc}") from exc
+        member = Member(inst, self.platform.memory_cgroup(inst))
+        self.members.append(member)
+        return member
+
+    def cgroups(self) -> list[str]:
+        return [m.cgroup for m in self.members if m.cgroup] + ([self.parent] if self.parent else [])
+
+    def oom_counters(self) -> dict[str, dict[str, int]]:
+        return {cg: cgroups.oom_counters(cg) for cg in self.cgroups()}
+
+    def memory_usage(self) -> list[int | None]:
+        return [cgroups.memory_usage(m.cgroup) if m.cgroup else None for m in self.members]
+
+    def run_workload(self, bench: Benchmark, workdir_key: str) -> Outcome:
+        """All instances start the workload together; the guard watches throughout and, on a
+        trip, the instances are killed at once (which ends every workload)."""
+        count = len(self.members)
+        workdir = f"{SCRATCH}/{workdir_key}"
+        for m in self.members:
+            self.platform.exec(m.instance, ["mkdir", "-p", workdir], timeout=120)
+        usage = self.memory_usage()
+        mem_before = read_host().mem_available
+        oom_before = self.oom_counters()
+        mark = cgroups.kernel_log_mark()
+        barrier = Barrier(count)
+        argv = bench.command(workdir)
+        timeout = bench.execution_timeout() + 2.0 * count
+
+        def one(member: Member) -> proc.Result:
+            try:
+                barrier.wait(timeout=120)
+            except BrokenBarrierError:
+                return proc.Result(argv, 1, "", "barrier broken: another instance could not start the workload",
+                                   0.0)
+            return self.platform.host.run(self.platform.exec_argv(member.instance, argv), timeout=timeout,
+                                          check=False)
+
+        tripped: list[Trip] = []
+        t0 = time.time()
+        self.guard.watch(tripped.append, f"workload at {count}")
+        try:
+            with ThreadPoolExecutor(max_workers=count) as pool:
+                futures = [pool.submit(one, m) for m in self.members]
+                while True:
+                    _, pending = wait(futures, timeout=0.2)
+                    if not pending:
+                        break
+                    if tripped:  # stop the workload: kill every instance now
+                        self.kill()
+                        wait(futures)
+                        break
+                results = []
+                for m, f in zip(self.members, futures):
+                    try:
+                        results.append((m, f.result()))
+                    except Exception as exc:  # noqa: BLE001 - a timeout or a dead instance: a failed run
+                        results.append((m, proc.Result(argv, 1, "", f"{type(exc).__name__}: {exc}", 0.0)))
+        finally:
+            self.guard.stop_watching()
+        duration = time.time() - t0
+        return Outcome(count=count, results=results, started_at=t0, duration_s=duration,
+                       oom_before=oom_before, oom_after=self.oom_counters(),
+                       kernel_log=cgroups.kernel_log_since(mark), trip=tripped[0] if tripped else None,
+                       memory_usage=usage, mem_available_before=mem_before)
+
+    def kill(self) -> None:
+        for inst in self.created:
+            try:
+                self.platform.stop(inst)
+            except Exception:  # noqa: BLE001 - close() removes what is left
+                pass
+
+    def close(self) -> list[str]:
+        """Stop and remove every instance created (newest first); errors are collected."""
+        errors = []
+        for inst in reversed(self.created):
+            for step in (self.platform.stop, self.platform.remove):
+                try:
+                    step(inst)
+                except Exception as exc:  # noqa: BLE001 - try every instance, then report
+                    errors.append(f"{inst.name}: {step.__name__}: {exc}")
+        self.created.clear()
+        self.members.clear()
+        return errors

@@ -1,0 +1,264 @@
+"""Probing counts for one platform: ramp, judge each count, bisect to the exact maximum.
+
+A probe starts fresh instances one at a time up to each count of its schedule and measures
+there (see density_fleet.Fleet); the first unhealthy count ends the probe with a `Stop`
+carrying the evidence. `search` runs the ramp, then (until: failure) bisects between the
+last good and the first failing count with a fresh probe per step. Every measured count is
+stored as an execution `density[count=N]` with per-instance samples (instance 1..N), the
+mean per instance (instance 0), `throughput_total`, and the memory each instance cost.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from ..benchmarks.base import Benchmark
+from ..errors import VirtbenchError
+from ..images.image import Image
+from ..platforms.base import INSTANCE_PREFIX, Platform
+from ..store.db import now
+from .base import ExperimentContext
+from .density_fleet import Fleet, Outcome, StartFailure, classify_failure, kernel_usage, next_instance_blocked
+from .density_guard import Guard, read_host
+
+STOP_REASONS = ("start_failure", "oom", "workload_failure", "throughput_collapse", "kernel_limit", "guard",
+                "max_reached", "counts_done", "interrupted")
+
+
+@dataclass
+class Stop:
+    reason: str
+    detail: str
+    count: int | None = None
+    """The count that failed (None: nothing failed, e.g. the list of counts was done)."""
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SearchResult:
+    max_count: int
+    stop: Stop
+    probes: list[dict]
+
+
+def _loadavg() -> str:
+    """The host's load when a collapse was judged: other work on the host also lowers throughput."""
+    try:
+        return " ".join(open("/proc/loadavg").read().split()[:3])
+    except OSError:
+        return "?"
+
+
+def _tail(text: str, n: int = 1500) -> str:
+    return text if len(text) <= n else "..." + text[-n:]
+
+
+@dataclass
+class Prober:
+    ctx: ExperimentContext
+    platform: Platform
+    image: Image
+    section: Any
+    guard: Guard
+    parent: str | None
+    bench: Benchmark
+    baseline: bool = False
+    probe_no: int = 0
+    points: dict[int, dict] = field(default_factory=dict)
+    """Healthy counts measured: per-instance throughput, memory, MemAvailable drop."""
+    best_total: dict[int, float] = field(default_factory=dict)
+    _usage_before_last: dict | None = None
+    """Kernel limit use before the last instance started: what one instance costs."""
+
+    @property
+    def metric(self):
+        """The workload's first (headline) metric: the throughput the density curve shows."""
+        return self.bench.metrics()[0]
+
+    # -- the search ----------------------------------------------------------------------
+    def search(self, counts: list[int], *, bisect: bool) -> SearchResult:
+        probes: list[dict] = []
+        good, stop = self.probe(counts, probes)
+        if stop is None:
+            reason = "max_reached" if bisect else "counts_done"
+            return SearchResult(good, Stop(reason, f"every count up to {good} ran correctly"), probes)
+        failing = stop.count if stop.count is not None else good + 1
+        while bisect and failing - good > 1:
+            mid = (good + failing) // 2
+            ok, s = self.probe([mid], probes)
+            if s is None:
+                good = max(good, ok)
+            else:
+                failing, stop = (s.count if s.count is not None else mid), s
+                if s.reason == "interrupted":
+                    break
+        return SearchResult(good, stop, probes)
+
+    def probe(self, counts: list[int], probes: list[dict]) -> tuple[int, Stop | None]:
+        """Fresh instances up to each count in turn; returns (last good count, stop or None)."""
+        self.probe_no += 1
+        prefix = f"{INSTANCE_PREFIX}{self.ctx.run_id}-{self.platform.name}-p{self.probe_no}"[:54]
+        fleet = Fleet(self.platform, self.image, self.ctx.run_id, prefix, self.guard, self.parent)
+        self._usage_before_last = None
+        record: dict[str, Any] = {"probe": self.probe_no, "counts": counts, "started": time.time()}
+        probes.append(record)
+        good, stop = 0, None
+        available_at_start = read_host().mem_available
+        try:
+            for count in counts:
+                stop = self._grow(fleet, count)
+                if stop is not None:
+                    break
+                if self.section.settle:
+                    time.sleep(self.section.settle)
+                self.ctx.step(f"{self.platform.name}: probe {self.probe_no}, {count} instances running the workload")
+                outcome = fleet.run_workload(self.bench, f"density-{self.probe_no}-{count}")
+                stop = self._judge(outcome, available_at_start)
+                if stop is not None:
+                    break
+                good = count
+        except KeyboardInterrupt:
+            stop = Stop("interrupted", "interrupted by user or signal", None)
+            raise
+        finally:
+            errors = fleet.close()
+            record |= {"good": good, "stop": stop.reason if stop else None,
+                       "seconds": round(time.time() - record["started"], 1), "cleanup_errors": errors}
+            self.ctx.log(f"{self.platform.name}: probe {self.probe_no} (counts {counts[0]}..{counts[-1]}): "
+                         f"last good {good}" + (f"; {stop.reason} at {stop.count}: {stop.detail}" if stop else ""))
+            if errors:
+                self.ctx.log(f"{self.platform.name}: cleanup errors: {'; '.join(errors)}")
+        return good, stop
+
+    # -- growing -------------------------------------------------------------------------
+    def _grow(self, fleet: Fleet, count: int) -> Stop | None:
+        while len(fleet.members) < count:
+            n = len(fleet.members) + 1
+            if self.ctx.stop_requested():
+                raise KeyboardInterrupt
+            trip = self.guard.check(f"before instance {n}")
+            if trip is not None:
+                return Stop("guard", trip.reason, n, {"reading": trip.reading, "thresholds": trip.threshold})
+            usage = kernel_usage(getattr(self.platform.options, "network", "none"))
+            limit = next_instance_blocked(self._usage_before_last, usage)
+            if limit is not None:
+                return Stop("kernel_limit", f"{limit['limit']}: {limit['used']} of {limit['max']} used, instance "
+                            f"{n} would need {limit['last_instance_took']} more", n, limit)
+            self._usage_before_last = usage
+            self.ctx.step(f"{self.platform.name}: probe {self.probe_no}, starting instance {n}")
+            before = fleet.oom_counters()
+            try:
+                fleet.add()
+            except StartFailure as exc:
+                text = str(exc)
+                limit_name = classify_failure(text)
+                oom = {cg: c for cg, c in fleet.oom_counters().items() if c.get("oom_kill", 0) >
+                       before.get(cg, {}).get("oom_kill", 0)}
+                if oom:
+                    return Stop("oom", f"OOM kill while starting instance {n}", n,
+                                {"oom_counters": oom, "start_error": _tail(text)})
+                reason = "kernel_limit" if limit_name and not limit_name.startswith("memory") else "start_failure"
+                return Stop(reason, f"instance {n} did not start" + (f" ({limit_name})" if limit_name else ""), n,
+                            {"error": _tail(text), "limit": limit_name})
+            kills = {cg: c for cg, c in fleet.oom_counters().items()
+                     if c.get("oom_kill", 0) > before.get(cg, {}).get("oom_kill", 0)}
+            if kills:
+                return Stop("oom", f"OOM kill when instance {n} started", n, {"oom_counters": kills})
+        return None
+
+    # -- judging a count -----------------------------------------------------------------
+    def _judge(self, outcome: Outcome, available_at_start: int) -> Stop | None:
+        count = outcome.count
+        per_instance: list[float | None] = []
+        failures: list[str] = []
+        for i, (member, r) in enumerate(outcome.results, 1):
+            if r.returncode != 0:
+                failures.append(f"instance {i} ({member.instance.name}) exit {r.returncode}: "
+                                f"{_tail(r.stderr.strip() or r.stdout.strip(), 300)}")
+                per_instance.append(None)
+                continue
+            try:
+                parsed = self.bench.parse(r.stdout, r.stderr, source=f"instance {i}")
+                per_instance.append(parsed[self.metric.name])
+            except VirtbenchError as exc:
+                failures.append(f"instance {i}: {exc}")
+                per_instance.append(None)
+        ok_values = [v for v in per_instance if v is not None]
+        kills = outcome.oom_kills()
+        usage = [u for u in outcome.memory_usage if u is not None]
+        mem_per_instance = sum(usage) / len(usage) if usage else None
+        drop = (available_at_start - outcome.mem_available_before) / count
+        stop: Stop | None = None
+        if outcome.trip is not None:
+            stop = Stop("guard", outcome.trip.reason, count,
+                        {"reading": outcome.trip.reading, "thresholds": outcome.trip.threshold})
+        elif kills:
+            stop = Stop("oom", f"OOM kill during the workload at {count} instances", count,
+                        {"oom_kills": kills, "counters_after": {k: outcome.oom_after.get(k) for k in kills},
+                         "kernel_log": outcome.kernel_log[-10:]})
+        elif failures:
+            stop = Stop("workload_failure", f"{len(failures)} of {count} workloads failed", count,
+                        {"failures": failures[:10], "kernel_log": outcome.kernel_log[-10:]})
+        else:
+            total = sum(ok_values)
+            lower = [t for c, t in self.best_total.items() if c < count]
+            ref = statistics.median(lower) if lower else None
+            median = statistics.median(ok_values)
+            if ref is not None and total < self.section.collapse * ref:
+                stop = Stop("throughput_collapse", f"aggregate {total:.4g} below {self.section.collapse:g} x the "
+                            f"median of the lower counts ({ref:.4g})", count,
+                            {"total": total, "lower_totals": lower, "loadavg": _loadavg()})
+            elif count > 1 and min(ok_values) < self.section.starved * median:
+                stop = Stop("throughput_collapse", f"an instance got {min(ok_values):.4g}, below "
+                            f"{self.section.starved:g} x the median ({median:.4g})", count,
+                            {"per_instance": ok_values, "loadavg": _loadavg()})
+            else:
+                self.best_total[count] = total
+                self.points[count] = {"per_instance": ok_values, "memory_per_instance": mem_per_instance,
+                                      "available_drop_per_instance": drop}
+        self._store(outcome, per_instance, mem_per_instance, drop, stop)
+        return stop
+
+    def _store(self, outcome: Outcome, values: list[float | None], mem: float | None, drop: float,
+               stop: Stop | None) -> None:
+        metric = self.metric
+        base = {"unit": metric.unit, "higher_is_better": metric.higher_is_better, "category": metric.category}
+        samples: list[dict] = []
+        ok = [v for v in values if v is not None]
+        if stop is None or stop.reason in ("throughput_collapse",):
+            samples += [{"metric": metric.name, "value": float(v), "instance": i, **base}
+                        for i, v in enumerate(values, 1) if v is not None]
+            samples += [{"metric": metric.name, "value": float(statistics.mean(ok)), "instance": 0, **base},
+                        {"metric": f"{metric.name}_total", "value": float(sum(ok)), "instance": 0, **base}]
+        mem_base = {"unit": "B", "higher_is_better": False, "category": "memory"}
+        if self.baseline:  # the baseline runs unconfined at count 1: throughput only, for the ratio
+            mem = None
+        if mem is not None:
+            samples.append({"metric": "memory_per_instance", "value": float(mem), "instance": 0, **mem_base})
+        if not self.baseline:
+            samples.append({"metric": "mem_available_drop_per_instance", "value": float(drop), "instance": 0,
+                            **mem_base})
+        stdout = "".join(f"### instance {i} ({m.instance.name}) exit {r.returncode}\n{r.stdout}\n"
+                         for i, (m, r) in enumerate(outcome.results, 1))
+        stderr = "".join(f"### instance {i}\n{r.stderr}\n" for i, (m, r) in enumerate(outcome.results, 1) if r.stderr)
+        started = datetime.fromtimestamp(outcome.started_at, UTC).replace(tzinfo=None)
+        self.ctx.store.record(
+            run_id=self.ctx.run_id, round=self.probe_no, warmup=False, platform=self.platform.name,
+            benchmark=f"density[count={outcome.count}]",
+            status="ok" if stop is None or stop.reason == "throughput_collapse" else "failed",
+            started_at=started, finished_at=now(), duration_s=outcome.duration_s,
+            instance=f"{outcome.count} instances", argv=self.bench.command("/var/tmp/virtbench"),
+            stdout=_tail(stdout, 200_000), stderr=_tail(stderr, 50_000),
+            error=f"{stop.reason}: {stop.detail}" if stop else "", samples=samples)
+
+    # -- memory ----------------------------------------------------------------------------
+    def memory_per_instance(self, count: int) -> float | None:
+        point = self.points.get(count) or (self.points[max(self.points)] if self.points else None)
+        return point["memory_per_instance"] if point else None
+
+    def available_drop_per_instance(self, count: int) -> float | None:
+        point = self.points.get(count) or (self.points[max(self.points)] if self.points else None)
+        return point["available_drop_per_instance"] if point else None

@@ -1,0 +1,167 @@
+"""The report part of the `density` experiment kind: the density table and the studies' figure.
+
+Read from the stored run: each platform's summary execution (`density-stop`: maximum count,
+stop reason and its evidence, memory per instance, confinement) and the executions
+`density[count=N]` with their samples (per instance, mean per instance, aggregate). The
+JSON section `density` is a list with one entry per platform; the figures are per-instance
+and aggregate throughput against the count, one series per platform (as studies 000/002).
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from typing import Any
+
+from ..store.db import Store
+from ..store.models import Run
+from .figures import FigureSpec, Series, slug
+from .model import Section, Table
+
+STOP_KEY = "density-stop"
+_COUNT = re.compile(r"^density\[count=(\d+)\]$")
+
+REASONS = {
+    "start_failure": "an instance did not start",
+    "oom": "OOM kill (kernel counters)",
+    "workload_failure": "the workload failed",
+    "throughput_collapse": "throughput collapsed",
+    "kernel_limit": "a kernel limit",
+    "guard": "the host guard tripped",
+    "max_reached": "the count limit (max) was reached",
+    "counts_done": "every listed count ran",
+    "interrupted": "interrupted",
+}
+
+
+def _mib(v: float | None) -> str:
+    return "-" if v is None else f"{v / 2**20:.1f} MiB"
+
+
+def density_data(store: Store, run: Run) -> list[dict[str, Any]]:
+    """One entry per platform: maximum, stop reason and evidence, memory, per-count points."""
+    executions = store.executions(run.id)
+    summaries = {e.platform: json.loads(e.stdout) for e in executions if e.benchmark == STOP_KEY and e.stdout}
+    if not summaries:
+        return []
+    by_exec = defaultdict(list)
+    for s in store.samples(run.id, per_instance=True):
+        by_exec[s.execution_id].append(s)
+    points: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
+    for e in executions:
+        m = _COUNT.match(e.benchmark)
+        if not m:
+            continue
+        count = int(m.group(1))
+        samples = by_exec.get(e.id, [])
+        per = sorted((s.instance, s.value) for s in samples if s.instance > 0 and not s.metric.endswith("_total")
+                     and s.category != "memory")
+        mean = next((s.value for s in samples if s.instance == 0 and s.category != "memory"
+                     and not s.metric.endswith("_total")), None)
+        total = next((s.value for s in samples if s.metric.endswith("_total")), None)
+        unit = next((s.unit for s in samples if s.category != "memory"), "")
+        memory = next((s.value for s in samples if s.metric == "memory_per_instance"), None)
+        drop = next((s.value for s in samples if s.metric == "mem_available_drop_per_instance"), None)
+        healthy = e.status == "ok" and not e.error
+        point = points[e.platform].get(count)
+        if point is not None and point["ok"] and not healthy:
+            continue  # a count measured twice (bisection): keep the healthy one
+        points[e.platform][count] = {
+            "count": count, "ok": healthy, "probe": e.round, "per_instance_mean": mean, "aggregate": total,
+            "unit": unit, "per_instance": [v for _, v in per], "memory_per_instance_bytes": memory,
+            "mem_available_drop_per_instance_bytes": drop, "error": e.error or None,
+            "duration_s": round(e.duration_s, 2)}
+    out = []
+    for name, summary in summaries.items():
+        pts = [points[name][c] for c in sorted(points[name])]
+        good = {p["count"]: p for p in pts if p["ok"]}
+        top = good.get(summary["max_count"])
+        out.append({
+            "platform": name, "label": summary.get("label", name), "type": summary.get("type"),
+            "image": summary.get("image", {}), "max_count": summary["max_count"],
+            "stop_reason": summary["stop_reason"], "stop_detail": summary.get("stop_detail", ""),
+            "stop_count": summary.get("stop_count"), "stop_evidence": summary.get("stop_evidence", {}),
+            "memory_per_instance_bytes": summary.get("memory_per_instance_bytes"),
+            "mem_available_drop_per_instance_bytes": summary.get("mem_available_drop_per_instance_bytes"),
+            "throughput_at_1": good[1]["per_instance_mean"] if 1 in good else None,
+            "throughput_at_max": top["per_instance_mean"] if top else None,
+            "unit": next((p["unit"] for p in pts if p["unit"]), ""),
+            "confined": summary.get("confined", False), "host_memory": summary.get("host_memory"),
+            "mem_total": summary.get("mem_total"), "guard_thresholds": summary.get("guard_thresholds"),
+            "duration_s": summary.get("duration_s"), "probes": summary.get("probes", []), "points": pts,
+        })
+    return out
+
+
+def figures(entries: list[dict[str, Any]]) -> list[FigureSpec]:
+    """The studies' figure: per-instance and aggregate throughput against the count."""
+    if not entries:
+        return []
+    unit = next((e["unit"] for e in entries if e["unit"]), "")
+    out = []
+    for what, field, label in (("per-instance", "per_instance_mean", "per instance"),
+                               ("aggregate", "aggregate", "all instances together")):
+        series = []
+        for e in entries:
+            pts = [p for p in e["points"] if p["ok"] and p[field] is not None]
+            if pts:
+                series.append(Series(e["platform"], [p["count"] for p in pts], [p[field] for p in pts]))
+        if series:
+            out.append(FigureSpec(slug("density", what), "count", f"density: throughput {label} against the count",
+                                  "instances running at once", f"throughput {label} [{unit}] (higher is better)",
+                                  series, group="density", note="healthy counts only; one execution per count"))
+    return out
+
+
+def table(entries: list[dict[str, Any]]) -> Table:
+    rows = []
+    for e in entries:
+        one, top = e["throughput_at_1"], e["throughput_at_max"]
+        rows.append([e["platform"], e["image"].get("release", "-") if e["image"] else "-", e["max_count"],
+                     REASONS.get(e["stop_reason"], e["stop_reason"]) + (f" at {e['stop_count']}" if e["stop_count"]
+                                                                         else ""),
+                     _mib(e["memory_per_instance_bytes"]), _mib(e["mem_available_drop_per_instance_bytes"]),
+                     "-" if one is None else f"{one:.4g}", "-" if top is None else f"{top:.4g}"])
+    unit = next((e["unit"] for e in entries if e["unit"]), "")
+    return Table("Density: maximum count per platform",
+                 ["platform", "image", "max", "stop reason", "cgroup mem/inst", "MemAvail drop/inst",
+                  f"at 1 [{unit}]", f"at max [{unit}]"], rows)
+
+
+def points_table(entries: list[dict[str, Any]]) -> Table:
+    rows = [[e["platform"], p["count"], "ok" if p["ok"] else "failed",
+             "-" if p["per_instance_mean"] is None else f"{p['per_instance_mean']:.4g}",
+             "-" if p["aggregate"] is None else f"{p['aggregate']:.4g}", _mib(p["memory_per_instance_bytes"])]
+            for e in entries for p in e["points"]]
+    return Table("Density: every measured count", ["platform", "count", "health", "per instance", "aggregate",
+                                                   "cgroup mem/inst"], rows)
+
+
+def notes(entries: list[dict[str, Any]]) -> list[str]:
+    out = []
+    for e in entries:
+        if e["confined"]:
+            out.append(f"{e['platform']}: cgroup-confined host: all instances under one parent cgroup of "
+                       f"{_mib(e['host_memory'])} (memory and memory+swap), on a host of {_mib(e['mem_total'])}.")
+        evidence = e["stop_evidence"]
+        brief = {k: v for k, v in evidence.items() if k in ("oom_kills", "oom_counters", "limit", "reading",
+                                                            "error", "failures", "total", "kernel_log")}
+        out.append(f"{e['platform']}: stopped by {REASONS.get(e['stop_reason'], e['stop_reason'])}: "
+                   f"{e['stop_detail']}" + (f"; evidence: {json.dumps(brief, default=str)[:600]}" if brief else ""))
+    out.append("Health of a count: every instance started, every workload succeeded, no new OOM kill in any "
+               "instance's or the parent's memory cgroup, aggregate throughput not below the collapse threshold, "
+               "host guard (MemAvailable, PSI memory) not tripped. Until-failure searches bisect between the last "
+               "good and the failing count with fresh instances per probe.")
+    if entries:
+        out.append("Memory per instance: mean cgroup usage of the instances at idle (before the workload); "
+                   "MemAvailable drop: the host's MemAvailable before the first instance minus at that count, "
+                   "divided by the count (other work on the host disturbs it).")
+    return out
+
+
+def build(store: Store, run: Run) -> Section | None:
+    entries = density_data(store, run)
+    if not entries:
+        return None
+    return Section(key="density", title="Density until failure", data=entries,
+                   tables=[table(entries), points_table(entries)], figures=figures(entries), notes=notes(entries))

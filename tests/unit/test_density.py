@@ -1,0 +1,188 @@
+"""Density: campaign section and bad input, guard thresholds, kernel-limit prediction, failure
+classification, readers of /proc and cgroup files, and the LXC system-container config."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from virtbench.config import parse_campaign
+from virtbench.errors import InputError
+from virtbench.experiments.density import DensitySection, Until
+from virtbench.experiments.density_fleet import classify_failure, next_instance_blocked
+from virtbench.experiments.density_guard import Guard, GuardSettings, Pressure, read_host
+from virtbench.platforms import cgroups
+from virtbench.platforms.lxc import LXCOptions, build_lxc_config, lxc_cgroup_lines
+from virtbench.probes.hostpressure import PressureReader
+
+MIB = 1 << 20
+WORKLOAD = {"name": "openssl", "algorithm": "des-ede3", "bytes": 64, "multi": 2, "seconds": 2}
+
+
+def campaign(**density) -> dict:
+    return {"name": "d", "experiment": "density",
+            "platforms": [{"name": "native", "type": "native"}, {"name": "lxc", "type": "lxc", "memory": "64M"}],
+            "density": {"workload": WORKLOAD, "counts": [1, 2], **density}}
+
+
+def test_campaign_parses_with_the_section_and_round_trips():
+    c = parse_campaign(campaign(counts={"until": "failure", "max": 50}, host_memory="1G"))
+    assert isinstance(c.section, DensitySection)
+    assert c.section.host_memory == 1 << 30
+    again = parse_campaign(c.model_dump(mode="json"))
+    assert again.section == c.section
+
+
+@pytest.mark.parametrize("density, expected", [
+    ({"counts": {"until": "failure"}, "guard": {"enabled": False}, "host_memory": "1G"}, "no limit"),
+    ({"guard": {"enabled": False}}, "host_memory"),
+    ({"counts": [2, 1]}, "increasing"),
+    ({"counts": [0, 1]}, "increasing"),
+    ({"workload": {"name": "iperf3"}}, "client-server"),
+    ({"workload": {"name": "nope"}}, "unknown benchmark"),
+    ({"workload": {"name": "openssl", "bytes": 7}}, "multiple"),
+    ({"host_memory": "lots"}, "not a size"),
+    ({"colapse": 0.3}, "unknown key"),
+])
+def test_bad_density_input_is_one_line(density, expected):
+    with pytest.raises(InputError) as err:
+        parse_campaign(campaign(**density), "c.yaml")
+    assert expected in err.value.message and "\n" not in err.value.message
+
+
+@pytest.mark.parametrize("image, expected", [
+    ({"release": "buster2"}, "unknown release"),
+    ({"rootfs": "/nonexistent.tar.zst"}, "is not a file"),
+    ({"release": "bullseye", "rootfs": "/x"}, "exactly one"),
+])
+def test_bad_platform_image_is_one_line(image, expected):
+    c = campaign()
+    c["platforms"][1]["image"] = image
+    with pytest.raises(InputError) as err:
+        parse_campaign(c, "c.yaml")
+    assert expected in err.value.message
+
+
+def test_disk_on_a_backend_that_cannot_enforce_it():
+    c = campaign()
+    c["platforms"][1] = {"name": "d", "type": "docker", "disk": "2G"}
+    with pytest.raises(InputError, match="docker cannot enforce a root filesystem size"):
+        parse_campaign(c, "c.yaml")
+
+
+def test_platform_image_is_kept_in_the_stored_form():
+    c = campaign()
+    c["platforms"][1]["image"] = {"release": "bullseye"}
+    parsed = parse_campaign(c)
+    assert parsed.platform("lxc").image == {"release": "bullseye"}
+    assert parse_campaign(parsed.model_dump(mode="json")).platform("lxc").image == {"release": "bullseye"}
+
+
+def test_ramp_doubles_or_steps_up_to_max():
+    assert Until(until="failure", max=20).ramp() == [1, 2, 4, 8, 16, 20]
+    assert Until(until="failure", max=16).ramp() == [1, 2, 4, 8, 16]
+    assert Until(until="failure", max=10, step=4).ramp() == [1, 5, 9, 10]
+
+
+def reading(avail_mib: int, some: float | None = 0.0, full: float | None = 0.0) -> Pressure:
+    return Pressure(time=0.0, mem_total=8192 * MIB, mem_available=avail_mib * MIB,
+                             psi_some_avg10=some, psi_full_avg10=full)
+
+
+@pytest.mark.parametrize("r, trips", [
+    (reading(4000), None),
+    (reading(700), "MemAvailable"),          # default: 10 % of 8 GiB = 819 MiB
+    (reading(4000, some=55.0), "some"),
+    (reading(4000, full=12.0), "full"),
+    (reading(4000, some=None, full=None), None),  # no PSI on this kernel: MemAvailable alone
+])
+def test_guard_thresholds(r, trips):
+    guard = Guard(GuardSettings(), read=lambda: r)
+    trip = guard.check("test")
+    assert (trip is None) if trips is None else (trips in trip.reason)
+    assert guard.series and guard.series[-1]["when"] == "test"
+
+
+def test_guard_default_floor_on_a_small_host():
+    assert Guard(GuardSettings()).min_available(2048 * MIB) == 256 * MIB
+    assert Guard(GuardSettings(min_available="1G")).min_available(2048 * MIB) == 1 << 30
+
+
+def test_disabled_guard_never_trips():
+    assert Guard(GuardSettings(enabled=False), read=lambda: reading(1)).check("x") is None
+
+
+def test_kernel_limit_predicted_from_what_the_last_instance_took():
+    before = {"inotify instances": (100, 128, "fs.inotify.max_user_instances")}
+    assert next_instance_blocked(before, {"inotify instances": (112, 128, "x")}) is None
+    blocked = next_instance_blocked(before, {"inotify instances": (118, 128, "x")})
+    assert blocked and blocked["last_instance_took"] == 18 and blocked["limit"] == "inotify instances"
+    assert next_instance_blocked(None, {"pids": (128, 128, "kernel.pid_max")})["limit"] == "pids"
+
+
+@pytest.mark.parametrize("text, name", [
+    ("RTNETLINK answers: Exchange full", "bridge ports"),
+    ("Failed to allocate directory watch: Too many open files", "inotify"),
+    ("fork: Resource temporarily unavailable", "pids"),
+    ("QEMU: cannot set up guest memory 'pc.ram': Cannot allocate memory", "memory"),
+    ("lxc-start: something else", None),
+])
+def test_start_failures_are_classified(text, name):
+    got = classify_failure(text)
+    assert (got is None) if name is None else name in got
+
+
+def test_guard_reads_meminfo_and_psi(tmp_path: Path):
+    (tmp_path / "proc/pressure").mkdir(parents=True)
+    (tmp_path / "proc/meminfo").write_text("MemTotal:       24684084 kB\nMemFree: 1 kB\nMemAvailable:   23572172 kB\n")
+    (tmp_path / "proc/pressure/memory").write_text("some avg10=1.50 avg60=0.20 avg300=0.00 total=12345\n"
+                                                   "full avg10=0.25 avg60=0.00 avg300=0.00 total=678\n")
+    r = read_host(PressureReader(tmp_path))
+    assert r.mem_total == 24684084 * 1024 and r.mem_available == 23572172 * 1024
+    assert (r.psi_some_avg10, r.psi_full_avg10) == (1.5, 0.25)
+    (tmp_path / "proc/pressure/memory").unlink()
+    assert read_host(PressureReader(tmp_path)).psi_some_avg10 is None
+
+
+def test_oom_counters_v1_and_v2(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(cgroups, "CGROUP_ROOT", tmp_path)
+    monkeypatch.setattr(cgroups, "cgroup_mode", lambda entries=None: "hybrid")
+    d = tmp_path / "memory" / "p" / "c"
+    d.mkdir(parents=True)
+    (d / "memory.failcnt").write_text("17\n")
+    (d / "memory.memsw.failcnt").write_text("3\n")
+    (d / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n")
+    (d / "memory.usage_in_bytes").write_text("1048576\n")
+    assert cgroups.oom_counters("/p/c") == {"failcnt": 17, "memsw_failcnt": 3, "under_oom": 0, "oom_kill": 2}
+    assert cgroups.memory_usage("p/c") == 1 << 20
+    assert cgroups.oom_counters("/gone") == {}
+    monkeypatch.setattr(cgroups, "cgroup_mode", lambda entries=None: "v2")
+    v2 = tmp_path / "q"
+    v2.mkdir()
+    (v2 / "memory.events").write_text("low 0\nhigh 0\nmax 40\noom 2\noom_kill 1\noom_group_kill 0\n")
+    assert cgroups.oom_kills(cgroups.oom_counters("q")) == 1
+
+
+def test_memory_cgroup_of_a_process(tmp_path: Path):
+    own = cgroups.memory_cgroup_of(__import__("os").getpid())
+    assert own is not None and own.startswith("/")
+
+
+def test_confinement_larger_than_the_host_is_refused():
+    with pytest.raises(InputError, match="not smaller than this host"):
+        cgroups.Confinement("x", 1 << 50).check()
+
+
+def test_lxc_swap_disk_init_and_parent_in_the_config():
+    o = LXCOptions(memory="64M", swap=0, init="systemd", disk="1G")
+    assert "lxc.cgroup.memory.memsw.limit_in_bytes = 67108864" in lxc_cgroup_lines(o, "hybrid")
+    assert "lxc.cgroup2.memory.swap.max = 0" in lxc_cgroup_lines(o, "v2")
+    conf = build_lxc_config(name="vb-x", run_id="r", rootfs="loop:/d/rootdev", options=o, cgroup_mode="hybrid",
+                            apparmor=False, init="/lib/systemd/systemd", cgroup_parent="virtbench-density-r")
+    assert "lxc.rootfs.path = loop:/d/rootdev" in conf
+    assert "lxc.init.cmd = /lib/systemd/systemd" in conf
+    assert "lxc.cgroup.dir.container = virtbench-density-r/lxc.payload.vb-x" in conf
+    with pytest.raises(ValueError, match="swap needs memory"):
+        LXCOptions(swap="64M")
+    with pytest.raises(ValueError, match="disk below"):
+        LXCOptions(disk="10M")
