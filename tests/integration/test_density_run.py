@@ -254,7 +254,8 @@ density:
     if entry["stop_reason"] == "oom":
         evidence = entry["stop_evidence"]
         assert any(evidence.get("oom_kills", evidence.get("oom_counters", {})).values())
-        assert any("oom" in line.lower() for line in evidence.get("kernel_log", ["oom (at start)"]))
+        log = evidence.get("kernel_log") or []  # the kernel may log a start-time kill after the check
+        assert not log or any("oom" in line.lower() or "out of memory" in line.lower() for line in log)
     assert [p["ok"] for p in entry["points"]].count(False) >= 1
 
 

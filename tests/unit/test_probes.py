@@ -167,7 +167,7 @@ def test_pressure_series_at_10_hz():
     data = probe.stop()
     assert data.status == "ok"
     rows, cols = data.data["rows"], data.data["columns"]
-    assert 4 <= len(rows) <= 9
+    assert 3 <= len(rows) <= 9  # 0.6 s at 10 Hz, fewer readings when the host is busy
     row = dict(zip(cols, rows[-1]))
     assert 0 <= row["host_cpu"] <= 1 and row["mem_available"] > 0 and row["psi_cpu"] is not None
     assert row["inst_memory"] > 0  # this test process's own cgroup

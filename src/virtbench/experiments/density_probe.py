@@ -18,6 +18,7 @@ from typing import Any
 from ..benchmarks.base import Benchmark
 from ..errors import VirtbenchError
 from ..images.image import Image
+from ..platforms import cgroups
 from ..platforms.base import INSTANCE_PREFIX, Platform
 from ..store.db import now
 from .base import ExperimentContext
@@ -53,7 +54,8 @@ def _loadavg() -> str:
 
 
 def _tail(text: str, n: int = 1500) -> str:
-    return text if len(text) <= n else "..." + text[-n:]
+    """The start and the end of a long text: a runtime's first error and its last lines."""
+    return text if len(text) <= n else text[:n // 3] + " ... " + text[-(2 * n) // 3:]
 
 
 @dataclass
@@ -150,6 +152,7 @@ class Prober:
             self._usage_before_last = usage
             self.ctx.step(f"{self.platform.name}: probe {self.probe_no}, starting instance {n}")
             before = fleet.oom_counters()
+            mark = cgroups.kernel_log_mark()
             try:
                 fleet.add()
             except StartFailure as exc:
@@ -159,14 +162,16 @@ class Prober:
                        before.get(cg, {}).get("oom_kill", 0)}
                 if oom:
                     return Stop("oom", f"OOM kill while starting instance {n}", n,
-                                {"oom_counters": oom, "start_error": _tail(text)})
+                                {"oom_counters": oom, "start_error": _tail(text),
+                                 "kernel_log": cgroups.kernel_log_since(mark)[-10:]})
                 reason = "kernel_limit" if limit_name and not limit_name.startswith("memory") else "start_failure"
                 return Stop(reason, f"instance {n} did not start" + (f" ({limit_name})" if limit_name else ""), n,
                             {"error": _tail(text), "limit": limit_name})
             kills = {cg: c for cg, c in fleet.oom_counters().items()
                      if c.get("oom_kill", 0) > before.get(cg, {}).get("oom_kill", 0)}
             if kills:
-                return Stop("oom", f"OOM kill when instance {n} started", n, {"oom_counters": kills})
+                return Stop("oom", f"OOM kill when instance {n} started", n,
+                            {"oom_counters": kills, "kernel_log": cgroups.kernel_log_since(mark)[-10:]})
         return None
 
     # -- judging a count -----------------------------------------------------------------

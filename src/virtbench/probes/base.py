@@ -125,7 +125,8 @@ class SamplingProbe(Probe):
         """Called before the first sample (take the starting reading)."""
 
     def _loop(self) -> None:
-        next_at = time.monotonic()
+        next_at = time.monotonic() + self.interval  # begin() took the reading at t = 0
+        self._stop.wait(self.interval)
         while not self._stop.is_set():
             try:
                 self.sample()
@@ -140,6 +141,8 @@ class SamplingProbe(Probe):
             self._stop.wait(delay)
 
     def stop(self) -> ProbeData:
+        self.t_end = self.now()
+        """The watched window ends when stop() is called, before a reading in flight ends."""
         self._stop.set()
         self._thread.join(timeout=max(10.0, 3 * self.interval))
         return self.finish()

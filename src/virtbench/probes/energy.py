@@ -230,7 +230,7 @@ class Energy(SamplingProbe):
     def finish(self) -> ProbeData:
         if self.source is None:
             return ProbeData("unavailable", {"source": None, "reason": self.why_none}, self.why_none)
-        end = self.now()
+        end = self.t_end
         self.sample()  # the reading right after the benchmark ended
         return integrate(self.source, self.readings, end, self.interval, start=self.t_begin, quality={
             "wraps_corrected": self.wraps, "read_errors": self.read_errors, "errors": self.errors,

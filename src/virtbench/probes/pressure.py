@@ -69,7 +69,7 @@ class Pressure(SamplingProbe):
                  for r in PSI_RESOURCES}
         self.rows.append([
             round(t, 4),
-            round(cpu.utilisation_since(cpu0) or 0.0, 4) if cpu and cpu0 else None,
+            _round(cpu.utilisation_since(cpu0)) if cpu and cpu0 else None,  # None: no clock tick passed
             self.reader.mem_available(),
             stall["cpu"], stall["memory"], stall["io"],
             round((inst_cpu - inst_cpu0) / (dt * 1e9), 4) if inst_cpu is not None and inst_cpu0 is not None else None,
@@ -85,6 +85,10 @@ class Pressure(SamplingProbe):
         if not self.rows:
             return ProbeData.failed("no reading taken" + (f": {self.errors[0]}" if self.errors else ""), **data)
         return ProbeData("ok", data)
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v, 4)
 
 
 def summarize(rows: list[list[Any]]) -> dict[str, Any]:

@@ -157,8 +157,9 @@ def _notes(mode: str, points: list[dict[str, Any]], facts: dict[str, Any], failu
                 continue
             if rate["mean"] > raw:
                 notes.append(f"{p['platform']} N={p['count']} to {p['to']}: {rate['mean']:.0f} MB/s is faster than the "
-                             f"slower end's raw O_DIRECT {raw:.0f} MB/s: a cache absorbed the copy (e.g. a loop "
-                             "device's backing file in the host's page cache), so storage did not bound it")
+                             f"slower end's raw single-stream O_DIRECT {raw:.0f} MB/s: parallel copies or a cache "
+                             "below the filesystem (a loop file's page cache, a VM's disk cache) took it, so "
+                             "this storage did not bound it")
             elif rate["mean"] > 0.5 * raw:
                 notes.append(f"{p['platform']} N={p['count']} to {p['to']}: {rate['mean']:.0f} MB/s is over half of "
                              f"the slower end's raw {raw:.0f} MB/s: storage bounds this migration")
