@@ -46,6 +46,14 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         return list(self._load())
 
+    def known(self) -> set[str]:
+        """The names, without importing the plugins when they are not loaded yet (a report
+        asks which section builders belong to an experiment kind; loading every kind would
+        import the runner)."""
+        if self._items is not None:
+            return set(self._items)
+        return {ep.name for ep in entry_points(group=self.group)}
+
     def get(self, name: str) -> type[T]:
         items = self._load()
         if name in self.broken:

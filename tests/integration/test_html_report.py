@@ -62,7 +62,7 @@ def test_content(reports):
     single, merged = (p.read_text() for p in reports)
     for needle in ("Relative performance", "Hypervisor comparison", "Container runtime comparison",
                    "Performance availability", "Stack prediction", "Failures", "Provenance", "Sim CPU 3000",
-                   "not significant", "drift", "exit status 1: device busy"):
+                   "slower by", "badge bad", "Welch t interval", "drift", "exit status 1: device busy"):
         assert needle in single, needle
     assert "Across hosts" in merged and "alpha" in merged and "beta" in merged and "powersave" in merged
     assert merged.count('<section id="r') == 2

@@ -86,6 +86,14 @@ def test_engine_platforms_cannot_migrate_offline_and_say_so(tmp_path):
         kind.prepare(lambda _m: None)
 
 
+def test_live_bridged_vm_is_refused_before_anything_starts(tmp_path):
+    from virtbench.experiments.migration import Migration
+
+    c = campaign({"mode": "live"}, platforms=[{"name": "vm", "type": "qemu", "network": "bridge"}])
+    with pytest.raises(InputError, match="tap"):
+        Migration(c, Paths(state=tmp_path / "s", runtime=tmp_path / "r")).prepare(lambda _m: None)
+
+
 def test_incoming_argv_swaps_the_source_files_inside_options():
     argv = ["qemu", "-drive", "file=/i/vb-a/disk.qcow2,format=qcow2", "-chardev",
             "socket,id=vbagent,path=/r/q/agent.sock,server=on", "-qmp", "unix:/r/q/qmp.sock,server=on",

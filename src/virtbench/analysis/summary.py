@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -72,10 +72,12 @@ class Row:
     quality: list[dict] = field(default_factory=list)
 
     def public(self) -> dict:
-        d = asdict(self)
-        for key in ("values", "category", "rounds", "warmup_values", "warmup_rounds"):
-            d.pop(key)
-        return d
+        """The JSON fields: everything but the raw values (asdict would deep-copy them first)."""
+        return {name: getattr(self, name) for name in _PUBLIC}
+
+
+_PUBLIC = tuple(f.name for f in fields(Row) if f.name not in ("values", "category", "rounds", "warmup_values",
+                                                                "warmup_rounds"))
 
 
 class SampleView(NamedTuple):
@@ -128,7 +130,7 @@ def relative_ci(values: Sequence[float], base: Sequence[float], higher_is_better
     return st.ratio_ci(values, base, higher_is_better, confidence)
 
 
-def summarize(samples: Iterable[SampleView], failures: dict[tuple[str, str], int], platforms: Sequence[str],
+def summarize(samples: Iterable[SampleView | tuple], failures: dict[tuple[str, str], int], platforms: Sequence[str],
               baseline: str, metrics_of: dict[str, list[tuple[str, str, bool, str]]] | None = None, *,
               alpha: float = ALPHA, min_effect: float = MIN_EFFECT) -> list[Row]:
     """Rows in (benchmark, metric, platform) order.
@@ -142,9 +144,10 @@ def summarize(samples: Iterable[SampleView], failures: dict[tuple[str, str], int
     grouped: dict[tuple[str, str, str], list[tuple[int, float]]] = defaultdict(list)
     warm: dict[tuple[str, str, str], list[tuple[int, float]]] = defaultdict(list)
     meta: dict[tuple[str, str], tuple[str, bool, str]] = {}
-    for s in samples:
-        (warm if s.warmup else grouped)[(s.benchmark, s.metric, s.platform)].append((s.round, s.value))
-        meta[(s.benchmark, s.metric)] = (s.unit, s.higher_is_better, s.category)
+    for bench, metric, platform, value, unit, hib, category, rnd, warmup in samples:  # tuples or SampleViews
+        (warm if warmup else grouped)[(bench, metric, platform)].append((rnd, value))
+        if (bench, metric) not in meta:
+            meta[(bench, metric)] = (unit, bool(hib), category)
     return summarize_grouped(grouped, warm, meta, failures, platforms, baseline, metrics_of,
                              alpha=alpha, min_effect=min_effect)
 

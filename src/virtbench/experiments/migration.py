@@ -168,6 +168,9 @@ class Migration(Experiment):
             if section.mode == "offline" and section.with_image and p.type in ("native", "qemu"):
                 raise InputError(f"migration.with_image: {name!r} ({p.type}) keeps no copy of the image per instance",
                                  "set with_image: false (its own data still moves)")
+            if section.mode == "live" and p.type == "qemu" and p.options.network == "bridge":
+                raise InputError(f"migration: live mode on {name!r}: a bridged VM's tap cannot be shared by the "
+                                 "destination QEMU on one host yet", "use network: none or user for live migration")
             if section.mode == "live":
                 ok, why = live.supports_live(p)
                 if not ok:

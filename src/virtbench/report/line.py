@@ -140,7 +140,7 @@ def _figures(rows: list[dict[str, Any]], hists: dict, trials: dict, lat_meta: di
         for platform in dict.fromkeys(r["platform"] for r in rows):
             rs = [r for r in rows if r["pinning"] == pin and r["platform"] == platform]
             series += [Series(f"{platform} NDR", [r["length"] for r in rs], [r["ndr_pps"] for r in rs]),
-                       Series(f"{platform} PDR", [r["length"] for r in rs], [r["pdr_pps"] for r in rs], style="dashed")]
+                       Series(f"{platform} PDR", [r["length"] for r in rs], [r["pdr_pps"] for r in rs])]
         figs.append(FigureSpec(slug("line-ndr", pin), "sweep", f"NDR and PDR against line length (pinning {pin})",
                                "nodes in the line", "rate [pkt/s]", series, group=group, xlog=True))
     points = sorted({(p[1], p[2]) for p in hists}, key=lambda x: (x[0], x[1]))

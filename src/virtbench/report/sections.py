@@ -46,12 +46,15 @@ def sections(store: Store, run: Run) -> list[ReportSection]:
     one under any other name (energy, pressure) is asked for every run and returns None when
     the run has nothing for it.
     """
+    builders = SECTIONS.items()
+    if not builders:
+        return []
     from ..experiments.registry import EXPERIMENTS
 
-    kinds = set(EXPERIMENTS.names())
+    kinds = EXPERIMENTS.known()
     kind = experiment_of(run)
     out = []
-    for name, builder in SECTIONS.items():
+    for name, builder in builders:
         if name in kinds and name != kind:
             continue
         section = builder(store, run)

@@ -40,14 +40,15 @@ def declared_metrics(run: Run) -> dict[str, list[tuple[str, str, bool, str]]]:
 
 def load_samples(store: Store, run_id: str) -> list[SampleView]:
     """The run's values per round (instance 0 of multi-instance executions), warm-up included."""
-    return [SampleView(*t) for t in results.samples(store, run_id)]
+    return [SampleView(b, m, p, v, u, bool(h), c, r, bool(w)) for b, m, p, v, u, h, c, r, w in
+            results.samples(store, run_id)]
 
 
 def build(store: Store, run_ref: str = "latest", *, alpha: float = stats.ALPHA,
           min_effect: float = stats.MIN_EFFECT, sections: bool = True) -> Report:
     """The report of a run from the store alone; sections=False skips the experiment sections."""
     run = store.run(run_ref)
-    samples = load_samples(store, run.id)
+    samples = results.samples(store, run.id)
     failed_execs = [e for e in store.executions(run.id, status="failed") if not e.warmup]
     failures = Counter((e.platform, e.benchmark) for e in failed_execs)
     baseline = run.campaign.get("baseline", "native")

@@ -143,7 +143,9 @@ class Sample(Base):
         UniqueConstraint("run_id", "round", "platform", "benchmark", "metric", "instance",
                          name="uq_samples_point"),
         Index("ix_samples_lookup", "run_id", "benchmark", "metric", "platform"),
+        Index("ix_samples_run_id", "run_id"),
     )
+    """ix_samples_run_id (migration 0006): a run's samples in the order stored, without a sort."""
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     execution_id: Mapped[int] = mapped_column(ForeignKey("executions.id", ondelete="CASCADE"), index=True)
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
