@@ -108,6 +108,14 @@ def test_guard_default_floor_on_a_small_host():
     assert Guard(GuardSettings(min_available="1G")).min_available(2048 * MIB) == 1 << 30
 
 
+def test_guard_reports_the_latest_trip_and_waits_for_calm():
+    readings = iter([reading(4000, full=12.0), reading(4000, full=11.0), reading(4000), reading(4000)])
+    guard = Guard(GuardSettings(), read=lambda: next(readings))
+    assert "12.0" in guard.check("a").reason
+    assert guard.wait_calm(seconds=5, sleep=0.01)  # 11.0 (still pressed), then calm
+    assert "11.0" in guard.trip.reason
+
+
 def test_disabled_guard_never_trips():
     assert Guard(GuardSettings(enabled=False), read=lambda: reading(1)).check("x") is None
 

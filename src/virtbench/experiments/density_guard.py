@@ -105,9 +105,20 @@ class Guard:
             why = f"PSI memory full avg10 {r.psi_full_avg10:.1f}% above {self.settings.max_psi_full:g}% ({when})"
         elif r.psi_some_avg10 is not None and r.psi_some_avg10 > self.settings.max_psi_some:
             why = f"PSI memory some avg10 {r.psi_some_avg10:.1f}% above {self.settings.max_psi_some:g}% ({when})"
-        if why and self.trip is None:
-            self.trip = Trip(why, reading, limits)
-        return self.trip if why else None
+        if why is None:
+            return None
+        self.trip = Trip(why, reading, limits)  # the latest: a later probe must not see an old trip
+        return self.trip
+
+    def wait_calm(self, seconds: float = 120.0, sleep: float = 2.0) -> bool:
+        """Before a fresh probe: wait until no threshold is crossed (PSI averages decay over
+        tens of seconds after a trip), at most `seconds`; False if the host stays pressed."""
+        deadline = time.monotonic() + seconds
+        while self.check("settling before a probe") is not None:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(sleep)
+        return True
 
     def watch(self, on_trip: Callable[[Trip], None], when: str) -> None:
         """Read every `interval` in a thread until `stop_watching`; call on_trip once."""

@@ -108,6 +108,8 @@ class Prober:
         record: dict[str, Any] = {"probe": self.probe_no, "counts": counts, "started": time.time()}
         probes.append(record)
         good, stop = 0, None
+        if self.probe_no > 1:
+            self.guard.wait_calm()  # the previous probe may have left PSI high: let it decay first
         available_at_start = read_host().mem_available
         try:
             for count in counts:
