@@ -135,7 +135,7 @@ def test_engine_inside_a_vm_runs_the_benchmark(env, tmp_path, engine):
     stacked = next(p for p in doc["platforms"] if p["name"] == stack)
     assert stacked["config"]["inside"] == "vm"
     assert stacked["config"]["outer"]["inner"] == {stack: {"type": engine, "packages": packages}}
-    assert "runs inside the VMs of vm" in stacked["config"]["engine"]["error"]  # never the host's engine
+    assert "runs inside the instances of vm" in stacked["config"]["engine"]["error"]  # never the host's engine
     vm_versions = next(p for p in doc["platforms"] if p["name"] == "vm")["versions"]
     assert all(vm_versions[f"guest {p}"] not in ("", "?") for p in packages)
 
