@@ -94,7 +94,7 @@ class Prober:
             if s is None:
                 good = max(good, ok)
             else:
-                failing, stop = (s.count if s.count is not None else mid), s
+                failing, stop = mid, s  # the probed count failed (the stop says at which instance)
                 if s.reason == "interrupted":
                     break
         return SearchResult(good, stop, probes)
@@ -109,6 +109,8 @@ class Prober:
         probes.append(record)
         good, stop = 0, None
         if self.probe_no > 1:
+            if self.parent:
+                cgroups.reclaim(self.parent)
             self.guard.wait_calm()  # the previous probe may have left PSI high: let it decay first
         available_at_start = read_host().mem_available
         try:

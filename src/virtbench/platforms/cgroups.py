@@ -241,6 +241,18 @@ class Confinement:
         return remove_tree(self.relative, timeout)
 
 
+def reclaim(relative: str) -> None:
+    """Between density probes (no task left in it): give back what removed instances left
+    charged (page cache and, on v1, the kernel memory of their offline cgroups), so each probe
+    starts on an empty confined host instead of a parent that fills up probe after probe."""
+    d = memory_dir(relative)
+    target = d / ("memory.reclaim" if is_v2() else "memory.force_empty")
+    try:
+        target.write_text(str(1 << 40) if is_v2() else "0")
+    except OSError:
+        pass
+
+
 def _init_cpuset(d: Path) -> None:
     """A new v1 cpuset cgroup starts empty (no task may join): copy the parent's CPUs and nodes."""
     for name in ("cpuset.cpus", "cpuset.mems"):
