@@ -18,9 +18,11 @@ from pathlib import Path
 import pytest
 
 from virtbench.errors import InputError
+from virtbench.experiments.density import parent_prefix
 from virtbench.images import guest
 from virtbench.images.build import Recipe, build, host_arch
 from virtbench.platforms import cgroups
+from virtbench.platforms.base import Paths
 from virtbench.platforms.lxc import LXC
 
 pytestmark = pytest.mark.integration
@@ -52,8 +54,8 @@ def leftovers(env) -> list[str]:
     if Path(db).exists():
         with sqlite3.connect(db) as conn:
             runs = {r for (r,) in conn.execute("select id from runs")}
-    parents = [p for p in cgroups.leftover_parents("virtbench-density-")
-               if p.removeprefix("virtbench-density-") in runs]  # this test's runs only
+    prefix = parent_prefix(Paths(state=Path(state)))
+    parents = [p for p in cgroups.leftover_parents(prefix) if p.removeprefix(prefix) in runs]  # this test's runs only
     mounts = [ln.split()[4] for ln in Path("/proc/self/mountinfo").read_text().splitlines()
               if ln.split()[4].startswith(state)]
     return [f"lxc:{n}" for n in lxc] + [f"cgroup:{p}" for p in parents] + mounts

@@ -194,3 +194,17 @@ def test_lxc_swap_disk_init_and_parent_in_the_config():
         LXCOptions(swap="64M")
     with pytest.raises(ValueError, match="disk below"):
         LXCOptions(disk="10M")
+
+
+def test_confining_parents_belong_to_one_state_directory():
+    """cleanup of one state directory (a test session, another installation) must never
+    remove the confining parent of a run measuring under another."""
+    from pathlib import Path
+
+    from virtbench.experiments.density import parent_prefix
+    from virtbench.platforms.base import Paths
+
+    a, b = parent_prefix(Paths(state=Path("/var/lib/virtbench"))), parent_prefix(Paths(state=Path("/tmp/other")))
+    assert a != b and not a.startswith(b) and not b.startswith(a)
+    assert a == parent_prefix(Paths(state=Path("/var/lib/virtbench")))
+    assert a.startswith("virtbench-density-") and a.endswith("-")

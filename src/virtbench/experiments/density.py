@@ -21,6 +21,7 @@ report says it is a cgroup-confined host.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Callable
@@ -43,6 +44,12 @@ from .density_guard import Guard, GuardSettings
 from .density_probe import Prober, Stop
 
 PARENT_PREFIX = "virtbench-density-"
+
+
+def parent_prefix(paths: Paths) -> str:
+    """The confining parents of one state directory: cleanup of another state directory (a test
+    session, a second installation) must never remove a parent that a run of this one uses."""
+    return f"{PARENT_PREFIX}{hashlib.sha256(str(paths.state).encode()).hexdigest()[:8]}-"
 STOP_KEY = "density-stop"
 """Benchmark key of the per-platform summary execution (stop reason, evidence, maximum)."""
 
@@ -224,7 +231,7 @@ class Density(Experiment):
         section: DensitySection = self.section
         parent = None
         if section.host_memory is not None:
-            parent = cgroups.Confinement(f"{PARENT_PREFIX}{ctx.run_id}", section.host_memory)
+            parent = cgroups.Confinement(f"{parent_prefix(self.paths)}{ctx.run_id}", section.host_memory)
             parent.create()
             ctx.log(f"cgroup-confined host: every instance under {parent.relative} "
                     f"({section.host_memory >> 20} MiB memory, no swap)")
@@ -277,7 +284,8 @@ class Density(Experiment):
     def cleanup(cls, paths: Paths, run_id: str | None = None) -> list[str]:
         """Confining parents left by a crash (instances are removed by their platforms first)."""
         removed = []
-        for rel in cgroups.leftover_parents(PARENT_PREFIX):
-            if run_id is None or rel == f"{PARENT_PREFIX}{run_id}":
+        prefix = parent_prefix(paths)
+        for rel in cgroups.leftover_parents(prefix):
+            if run_id is None or rel == f"{prefix}{run_id}":
                 removed += cgroups.remove_tree(rel)
         return removed
