@@ -39,6 +39,11 @@ QUICK = {
     "mariadb-oltp": {"time": 2},
     "blender": {"width": 64, "height": 36, "samples": 4, "objects": 4},
     "gan": {"images": 64, "epochs": 1},
+    "syscall": {"calls": 100000},
+    "context-switch": {"loops": 5000},
+    "fork-exec": {"runs": 100, "warmup": 5},
+    "page-fault": {"rounds": 2},
+    "file-metadata": {"files": 500, "loops": 10},
 }
 TO_HOST = [{"name": "iperf3", "time": 1, "server": "host"}, {"name": "sockperf", "time": 1, "server": "host"}]
 
