@@ -31,15 +31,6 @@ WORKLOAD = "{name: openssl, algorithm: des-ede3, bytes: 64, multi: 1, seconds: 1
 """multi: 1: until quick's parser fix for OpenSSL 1.1.1's -multi sum ("evp") lands, bullseye needs it."""
 
 
-@pytest.fixture
-def env(tmp_path):
-    base = f"/var/lib/virtbench-test/density-{uuid.uuid4().hex[:8]}"
-    e = dict(os.environ, VIRTBENCH_DB=f"sqlite:///{tmp_path / 'results.db'}",
-             VIRTBENCH_STATE_DIR=base, VIRTBENCH_RUNTIME_DIR=f"/run/virtbench-test/{Path(base).name}")
-    yield e
-    subprocess.run([sys.executable, "-m", "virtbench", "cleanup"], env=e, capture_output=True, timeout=300)
-
-
 def vb(env, *args, timeout=1200):
     return subprocess.run([sys.executable, "-m", "virtbench", *args], env=env, capture_output=True, text=True,
                           timeout=timeout)

@@ -3,12 +3,9 @@ that run only the undecided comparisons (`until: decided`, the quick campaign's 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 import sys
-import uuid
-from pathlib import Path
 
 import pytest
 
@@ -18,15 +15,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 LONG = "runc-with-a-very-long-descriptive-platform-name-for-the-peer-x"  # 62 characters
 ODD = "ctr--odd.name"  # valid for virtbench, not as a containerd id as is (separators twice)
-
-
-@pytest.fixture
-def env(tmp_path):
-    base = f"/var/lib/virtbench-test/quick-{uuid.uuid4().hex[:8]}"
-    e = dict(os.environ, VIRTBENCH_DB=f"sqlite:///{tmp_path / 'results.db'}",
-             VIRTBENCH_STATE_DIR=base, VIRTBENCH_RUNTIME_DIR=f"/run/virtbench-test/{Path(base).name}")
-    yield e
-    subprocess.run([sys.executable, "-m", "virtbench", "cleanup"], env=e, capture_output=True, timeout=300)
 
 
 def vb(env, *args, timeout=900):

@@ -12,7 +12,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -29,15 +28,6 @@ benchmarks:
   - {name: sqlite, rows: 20000}
 """
 UNITS_PER_ROUND = 2 * 3  # platforms x (benchmarks + lifecycle)
-
-
-@pytest.fixture
-def env(tmp_path):
-    base = f"/var/lib/virtbench-test/cli-{uuid.uuid4().hex[:8]}"
-    e = dict(os.environ, VIRTBENCH_DB=f"sqlite:///{tmp_path / 'results.db'}",
-             VIRTBENCH_STATE_DIR=base, VIRTBENCH_RUNTIME_DIR=f"/run/virtbench-test/{Path(base).name}")
-    yield e
-    subprocess.run([sys.executable, "-m", "virtbench", "cleanup"], env=e, capture_output=True, timeout=300)
 
 
 def vb(env, *args, timeout=900):
