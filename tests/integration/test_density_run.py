@@ -210,12 +210,17 @@ density:
     assert lxc["max_count"] == 3 and lxc["stop_reason"] == "max_reached"
     assert [p["count"] for p in lxc["points"]] == [1, 2, 3] and all(p["ok"] for p in lxc["points"])
     assert len(lxc["points"][2]["per_instance"]) == 3
+    # the workload started at one time inside the instances, and the overlap was measured
+    assert all(p["overlap"] is not None and p["overlap"] >= 0.5 for p in lxc["points"]), lxc["points"]
+    assert lxc["points"][2]["start_spread_s"] < 1.0
+    assert doc["results"] == []  # the density section is the result: no empty rows against a baseline
     assert lxc["memory_per_instance_bytes"] > 0 and lxc["confined"] and lxc["host_memory"] == 256 << 20
     assert entries["native"]["max_count"] == 1 and not entries["native"]["confined"]
     assert "OpenSSL 1.1.1" in entries["lxc-bullseye"]["image"]["tool_version"]
     assert "OpenSSL 3." in lxc["image"]["tool_version"]
     text = vb(env, "report").stdout
     assert "Density: maximum count per platform" in text and "cgroup-confined host" in text
+    assert "density[count=" not in text and "relative to " not in text and "no data" not in text
     figs = tmp_path / "figs"
     assert vb(env, "report", "--figures", str(figs)).returncode == 0
     assert (figs / "density-per-instance.png").is_file() and (figs / "density-aggregate.svg").is_file()

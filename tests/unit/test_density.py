@@ -10,7 +10,7 @@ from virtbench.config import parse_campaign
 from virtbench.errors import InputError
 from virtbench.experiments.density import DensitySection, Until
 from virtbench.experiments.density_fleet import classify_failure, next_instance_blocked
-from virtbench.experiments.density_guard import Guard, GuardSettings, Pressure, read_host
+from virtbench.experiments.density_guard import Guard, GuardSettings, ParentPressure, Pressure, read_host
 from virtbench.platforms import cgroups
 from virtbench.platforms.lxc import LXCOptions, build_lxc_config, lxc_cgroup_lines
 from virtbench.probes.hostpressure import PressureReader
@@ -208,3 +208,54 @@ def test_confining_parents_belong_to_one_state_directory():
     assert a != b and not a.startswith(b) and not b.startswith(a)
     assert a == parent_prefix(Paths(state=Path("/var/lib/virtbench")))
     assert a.startswith("virtbench-density-") and a.endswith("-")
+
+
+# -- the guard with a confining parent (host_memory) ----------------------------------------------
+def parent(usage_mib: int, *, failcnt: int | None = 0, some: float | None = None,
+           full: float | None = None) -> ParentPressure:
+    return ParentPressure(usage=usage_mib * MIB, limit=1024 * MIB, psi_some_avg10=some, psi_full_avg10=full,
+                          failcnt=failcnt)
+
+
+@pytest.mark.parametrize("host, par, trips", [
+    # v1 (no per-cgroup PSI): the parent at its limit explains a host-wide stall; the host is fine
+    (reading(4000, full=30.0, some=80.0), parent(1000), None),
+    # ...but not when the host's own MemAvailable is low (then it trips on that)
+    (reading(700, full=30.0), parent(1000), "MemAvailable"),
+    # ...nor with the parent far from its limit: the stall is outside it
+    (reading(4000, full=30.0), parent(100), "full"),
+    # v2: the parent's own memory.pressure is subtracted from the host's
+    (reading(4000, full=30.0, some=50.0), parent(1000, full=28.0, some=45.0), None),
+    (reading(4000, full=30.0), parent(1000, full=5.0, some=5.0), "full"),
+])
+def test_confined_guard_judges_the_host_outside_the_parent(host, par, trips):
+    guard = Guard(GuardSettings(), read=lambda: host, parent=lambda: par)
+    trip = guard.check("workload")
+    assert (trip is None) if trips is None else (trips in trip.reason), trip
+    assert guard.series[-1]["parent"]["usage"] == par.usage
+    unconfined = Guard(GuardSettings(), read=lambda: host).check("workload")
+    assert unconfined is not None or host.psi_full_avg10 is None  # the old guard tripped on every one of these
+
+
+def test_confined_guard_v1_remembers_a_recent_limit_hit():
+    """PSI avg10 lingers after the parent was reclaimed or OOM-killed: a limit hit within the last
+    RECENT seconds still explains it; the first reading's old hits do not (safe side)."""
+    pars = iter([parent(100, failcnt=5), parent(100, failcnt=9), parent(100, failcnt=9)])
+    guard = Guard(GuardSettings(), read=lambda: reading(4000, full=30.0), parent=lambda: next(pars))
+    assert guard.check("first") is not None            # hits of unknown age: trip
+    assert guard.check("after a hit") is None          # the counter rose just now
+    assert guard.check("still recent") is None
+    guard._parent_hits = (9, guard._parent_hits[1] - 31)
+    guard.parent = lambda: parent(100, failcnt=9)
+    assert guard.check("long after") is not None
+
+
+def test_a_density_run_has_no_main_table_rows():
+    """The density section is the result: its per-count executions are not rows against a baseline."""
+    from types import SimpleNamespace
+
+    from virtbench.report.sections import in_main_table
+
+    assert not in_main_table(SimpleNamespace(campaign={"experiment": "density"}))
+    assert in_main_table(SimpleNamespace(campaign={"name": "x"}))                # benchmarks
+    assert in_main_table(SimpleNamespace(campaign={"experiment": "not-installed-here"}))

@@ -56,6 +56,10 @@ class Experiment(ABC):
     node_types: ClassVar[tuple[str, ...]] = ()
     """Platform types the kind understands beyond the platform plugins (e.g. `netns`)."""
     default_baseline: ClassVar[str] = "native"
+    main_table: ClassVar[bool] = True
+    """Whether the kind's executions are rows of the report's table relative to the baseline;
+    False when its own report section is the result (density: per-count executions are points
+    of a curve, not benchmarks to compare), so the main table shows no empty rows for them."""
 
     def __init__(self, campaign: Campaign, paths: Paths) -> None:
         self.campaign = campaign

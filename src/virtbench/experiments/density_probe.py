@@ -9,6 +9,7 @@ mean per instance (instance 0), `throughput_total`, and the memory each instance
 """
 from __future__ import annotations
 
+import json
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -121,7 +122,10 @@ class Prober:
                 if self.section.settle:
                     time.sleep(self.section.settle)
                 self.ctx.step(f"{self.platform.name}: probe {self.probe_no}, {count} instances running the workload")
-                outcome = fleet.run_workload(self.bench, f"density-{self.probe_no}-{count}")
+                outcome = fleet.run_workload(self.bench, f"density-{self.probe_no}-{count}",
+                                             self.section.min_overlap)
+                for warning in outcome.sync.warnings if outcome.sync else []:
+                    self.ctx.log(f"{self.platform.name}: warning at {count}: {warning}")
                 stop = self._judge(outcome, available_at_start)
                 if stop is not None:
                     break
@@ -250,7 +254,14 @@ class Prober:
         if not self.baseline:
             samples.append({"metric": "mem_available_drop_per_instance", "value": float(drop), "instance": 0,
                             **mem_base})
-        stdout = "".join(f"### instance {i} ({m.instance.name}) exit {r.returncode}\n{r.stdout}\n"
+        sync = outcome.sync
+        if sync is not None and sync.spread_s is not None and sync.overlap is not None:
+            samples += [{"metric": "start_spread", "value": float(sync.spread_s), "instance": 0, "unit": "s",
+                         "higher_is_better": False, "category": "sync"},
+                        {"metric": "overlap", "value": float(sync.overlap), "instance": 0, "unit": "ratio",
+                         "higher_is_better": True, "category": "sync"}]
+        stdout = (f"### sync {json.dumps(sync.as_dict())}\n" if sync else "")
+        stdout += "".join(f"### instance {i} ({m.instance.name}) exit {r.returncode}\n{r.stdout}\n"
                          for i, (m, r) in enumerate(outcome.results, 1))
         stderr = "".join(f"### instance {i}\n{r.stderr}\n" for i, (m, r) in enumerate(outcome.results, 1) if r.stderr)
         started = datetime.fromtimestamp(outcome.started_at, UTC).replace(tzinfo=None)
