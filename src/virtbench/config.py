@@ -167,11 +167,15 @@ class Campaign(BaseModel):
 
     @field_validator("probes", mode="before")
     @classmethod
-    def _probes(cls, v: Any) -> Any:
+    def _probes(cls, v: Any, info: ValidationInfo) -> Any:
         """`[perf, {name: energy, meter: [...]}]`: each probe known, its options validated by
         its own model (unknown keys rejected), each named once."""
         if v is None:
             return []
+        kind = info.data.get("experiment", DEFAULT_EXPERIMENT)
+        if v and kind in EXPERIMENTS.names() and not EXPERIMENTS.get(kind).uses_probes:
+            raise ValueError(f"probes: experiment {kind!r} does not run probes beside its measurements yet; "
+                             "remove `probes:` or measure with a benchmarks campaign")
         if not isinstance(v, list):
             raise ValueError("probes: give a list, e.g. [energy, perf, pressure]")
         out, seen = [], set()
