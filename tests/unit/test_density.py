@@ -259,3 +259,80 @@ def test_a_density_run_has_no_main_table_rows():
     assert not in_main_table(SimpleNamespace(campaign={"experiment": "density"}))
     assert in_main_table(SimpleNamespace(campaign={"name": "x"}))                # benchmarks
     assert in_main_table(SimpleNamespace(campaign={"experiment": "not-installed-here"}))
+
+
+@pytest.mark.parametrize("kind", ["benchmarks", "migration"])
+def test_a_platform_image_outside_density_is_refused(kind):
+    """Only density gives each platform its own image; elsewhere it was silently ignored."""
+    c = {"name": "b", "platforms": [{"name": "native", "type": "native"},
+                                    {"name": "lxc", "type": "lxc", "image": {"release": "bullseye"}}],
+         "benchmarks": ["openssl"]}
+    if kind != "benchmarks":
+        c = {"name": "m", "experiment": kind, "platforms": c["platforms"][1:], "migration": {"counts": [1], "mode": "lifecycle"}}
+    with pytest.raises(InputError) as err:
+        parse_campaign(c, "c.yaml")
+    assert err.value.exit_code == 2 and "\n" not in err.value.message
+    assert "platforms[" in err.value.message and "image" in err.value.message and "density" in err.value.fix
+
+
+# -- resume: an unfinished platform's search goes on where it stopped ------------------------------
+def _stored(count: int, rnd: int, ok: bool, total: float | None = None, eid: int = 0):
+    from types import SimpleNamespace
+
+    e = SimpleNamespace(id=eid or count * 10 + rnd, platform="lxc", benchmark=f"density[count={count}]",
+                        round=rnd, status="ok" if ok else "failed",
+                        error="" if ok else f"oom: OOM kill during the workload at {count} instances")
+    samples = [] if total is None else [
+        SimpleNamespace(execution_id=e.id, instance=0, metric="throughput_total", value=total),
+        SimpleNamespace(execution_id=e.id, instance=0, metric="memory_per_instance", value=5e6),
+        SimpleNamespace(execution_id=e.id, instance=1, metric="throughput", value=total / count)]
+    return e, samples
+
+
+def _prober(calls: list[list[int]], fail_from: int):
+    from virtbench.experiments.density_probe import Prober, Stop
+
+    prober = Prober(ctx=None, platform=None, image=None, section=None, guard=None, parent=None, bench=None)
+
+    def probe(counts, probes):
+        calls.append(list(counts))
+        prober.probe_no += 1
+        good = 0
+        for c in counts:
+            if c >= fail_from:
+                return good, Stop("oom", "x", c)
+            good = c
+        return good, None
+
+    prober.probe = probe
+    return prober
+
+
+def test_a_resumed_ramp_goes_on_after_the_last_good_count():
+    from virtbench.experiments.density_probe import resumed
+
+    stored = [_stored(1, 1, True, 10.0), _stored(2, 1, True, 19.0), _stored(4, 1, True, 30.0)]
+    state = resumed([e for e, _ in stored], [s for _, ss in stored for s in ss], "lxc", "throughput")
+    assert (state.probe_no, state.good, state.failing, state.stop) == (1, 4, None, None)
+    assert state.totals == {1: 10.0, 2: 19.0, 4: 30.0} and state.points[4]["memory_per_instance"] == 5e6
+    calls: list[list[int]] = []
+    prober = _prober(calls, fail_from=11)
+    result = prober.search([1, 2, 4, 8, 16, 32], bisect=True, resume=state)
+    assert calls[0] == [8, 16, 32]                 # not 1, 2, 4 again
+    assert calls[1:] == [[12], [10], [11]]       # then the bisection between 8 and 16
+    assert result.max_count == 10 and result.stop.count == 11
+    assert prober.best_total[4] == 30.0 and prober.probe_no == 1 + len(calls)   # rounds go on, never reused
+
+
+def test_a_resumed_bisection_goes_on_between_good_and_failing():
+    from virtbench.experiments.density_probe import resumed
+
+    stored = [_stored(8, 1, True, 50.0), _stored(16, 1, False), _stored(12, 2, True, 55.0)]
+    state = resumed([e for e, _ in stored], [s for _, ss in stored for s in ss], "lxc", "throughput")
+    assert (state.probe_no, state.good, state.failing) == (2, 12, 16) and state.stop.reason == "oom"
+    calls: list[list[int]] = []
+    result = _prober(calls, fail_from=15).search([1, 2, 4, 8, 16, 32], bisect=True, resume=state)
+    assert calls == [[14], [15]] and result.max_count == 14 and result.stop.count == 15
+    done = resumed([e for e, _ in stored[:1]] + [_stored(9, 3, False)[0]], [], "lxc", "throughput")
+    calls.clear()
+    assert _prober(calls, 9).search([1, 2, 4, 8, 16], bisect=True, resume=done).max_count == 8 and calls == []

@@ -41,7 +41,7 @@ from ..registry import BENCHMARKS, PLATFORMS
 from ..store.db import now
 from .base import Experiment, ExperimentContext
 from .density_guard import Guard, GuardSettings, ParentPressure, read_parent
-from .density_probe import Prober, Stop
+from .density_probe import Prober, Stop, resumed
 
 PARENT_PREFIX = "virtbench-density-"
 
@@ -87,9 +87,10 @@ class DensitySection(BaseModel):
     collapse: float = Field(0.25, ge=0, lt=1, description=(
         "aggregate throughput below this x the median of the lower counts' is a collapse (0: off)"))
     starved: float = Field(0.1, ge=0, lt=1, description="one instance below this x the median: collapse")
-    min_overlap: float = Field(0.8, ge=0, le=1, description=(
+    min_overlap: float = Field(0.5, ge=0, le=1, description=(
         "share of a count's window every instance must run together; below it the count is flagged "
-        "(its aggregate is not a concurrent measurement)"))
+        "(its aggregate is not a concurrent measurement). Under CPU oversubscription the tools' own "
+        "start-up spreads the starts (N instances share the CPUs), so 1.0 is out of reach at high counts"))
     settle: float = Field(1.0, ge=0, le=600, description="seconds to wait after the last start before measuring")
 
     @field_validator("workload", mode="before")
@@ -145,6 +146,7 @@ class Density(Experiment):
     Section = DensitySection
     default_baseline: ClassVar[str] = ""
     main_table: ClassVar[bool] = False
+    uses_platform_images: ClassVar[bool] = True
     """None by default: a native platform, when listed and named as baseline, runs once at count 1."""
 
     def __init__(self, campaign: Any, paths: Paths) -> None:
@@ -241,6 +243,8 @@ class Density(Experiment):
                     f"({section.host_memory >> 20} MiB memory, no swap)")
         try:
             done = {platform for _, platform, key in ctx.done() if key == STOP_KEY}
+            executions = ctx.store.executions(ctx.run_id)  # a resumed run: what was measured before
+            samples = ctx.store.samples(ctx.run_id, per_instance=True) if executions else []
             for name, plat in self.platforms.items():
                 if ctx.stop_requested():
                     raise KeyboardInterrupt
@@ -252,12 +256,16 @@ class Density(Experiment):
                                 parent=parent.relative if parent else None, bench=section.benchmark(),
                                 baseline=name == self.baseline)
                 started = time.time()
+                state = resumed(executions, samples, name, prober.metric.name) if executions else None
+                if state is not None and (state.probe_no or state.stop):
+                    ctx.log(f"{name}: resuming the search after probe {state.probe_no}: last good count "
+                            f"{state.good}" + (f", {state.failing} failed" if state.failing else ""))
                 if name == self.baseline:
-                    result = prober.search([1], bisect=False)
+                    result = prober.search([1], bisect=False, resume=state)
                 else:
                     bisect = isinstance(section.counts, Until)
                     counts = section.counts.ramp() if isinstance(section.counts, Until) else section.counts
-                    result = prober.search(counts, bisect=bisect)
+                    result = prober.search(counts, bisect=bisect, resume=state)
                 self._record_stop(ctx, name, plat, result, prober, guard, parent, time.time() - started)
         finally:
             if parent is not None:

@@ -171,7 +171,7 @@ class Fleet:
     def memory_usage(self) -> list[int | None]:
         return [cgroups.memory_usage(m.cgroup) if m.cgroup else None for m in self.members]
 
-    def run_workload(self, bench: Benchmark, workdir_key: str, min_overlap: float = 0.8) -> Outcome:
+    def run_workload(self, bench: Benchmark, workdir_key: str, min_overlap: float = 0.5) -> Outcome:
         """Every instance starts the workload at one shared start time, inside the instance
         (density_sync); the guard watches throughout and, on a trip, the instances are
         killed at once (which ends every workload). When the instances did not run together

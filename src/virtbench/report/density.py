@@ -148,7 +148,7 @@ def points_table(entries: list[dict[str, Any]]) -> Table:
 
 def _unsynchronized(entry: dict[str, Any], point: dict[str, Any]) -> bool:
     """A count whose instances did not run together long enough (its aggregate is not concurrent)."""
-    return point.get("overlap") is not None and point["overlap"] < (entry.get("min_overlap") or 0.8)
+    return point.get("overlap") is not None and point["overlap"] < (entry.get("min_overlap") or 0.5)
 
 
 def notes(entries: list[dict[str, Any]]) -> list[str]:
@@ -170,7 +170,7 @@ def notes(entries: list[dict[str, Any]]) -> list[str]:
         bad = [p["count"] for p in e["points"] if _unsynchronized(e, p)]
         if bad:
             out.append(f"{e['platform']}: warning: at counts {', '.join(map(str, bad))} the instances did not run "
-                       f"together for {e.get('min_overlap') or 0.8:g} of the window (overlap marked !): their "
+                       f"together for {e.get('min_overlap') or 0.5:g} of the window (overlap marked !): their "
                        "aggregate is not a concurrent measurement.")
     if entries:
         out.append("Synchronised start: every instance sleeps until one start time inside the instance, then runs "
