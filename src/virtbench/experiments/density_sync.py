@@ -4,8 +4,9 @@ Starting the workload "together" from the host is not enough at high counts: the
 80 containers (or through a VM's agent) spread over seconds, longer than a short workload, so
 the aggregate of such a count is not a concurrent measurement. Instead every instance runs a
 small POSIX shell wrapper (busybox's sh and Debian's alike) that sleeps until one absolute
-start time and then runs the tool, and reports when it arrived, started and ended in its own
-clock:
+start time and then runs the tool (first, so that nothing else is created on the way: its
+start is read just after, an upper bound), and reports when it arrived, started and ended in
+its own clock:
 
     VBSYNC clock=realtime arrived=NS start=NS end=NS
 
@@ -31,8 +32,9 @@ deadline=$1; shift
 r=$(now); clock=${r%% *}; arrived=${r#* }
 rem=$((deadline - arrived))
 if [ "$rem" -gt 0 ] && [ "$rem" -lt 600000000000 ]; then sleep "$((rem / 1000000000)).$(printf %09d $((rem % 1000000000)))"; fi
+"$@" & tool=$!
 r=$(now); start=${r#* }
-"$@"; rc=$?
+wait $tool; rc=$?
 r=$(now); end=${r#* }
 echo "VBSYNC clock=$clock arrived=$arrived start=$start end=$end deadline=$deadline" >&2
 exit $rc
