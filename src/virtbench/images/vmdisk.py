@@ -45,8 +45,10 @@ from .agent import AGENT_PATH, AGENT_SCRIPT
 from .build import Recipe, build
 from .image import Image
 
-KERNEL_PACKAGES = {"amd64": "linux-image-cloud-amd64", "arm64": "linux-image-cloud-arm64"}
-"""Debian's kernel for virtual machines (virtio, no hardware drivers) per architecture."""
+KERNEL_PACKAGES = {"amd64": "linux-image-cloud-amd64", "arm64": "linux-image-cloud-arm64",
+                   "armhf": "linux-image-armmp-lpae"}
+"""Debian's kernel for virtual machines (virtio, no hardware drivers) per architecture; armhf
+has no cloud flavour: armmp-lpae boots QEMU's `virt` machine (virtio as modules in the initrd)."""
 GUEST_PACKAGES = ("iproute2",)
 """Besides the kernel: what the guest's own init needs (minbase cannot bring up lo)."""
 DISK_LABEL = "vbroot"
