@@ -81,6 +81,34 @@ def cgroup_version() -> str:
     return "v1"
 
 
+MEMORY_CGROUP_FIX = ("add `cgroup_enable=memory cgroup_memory=1` to the kernel command line "
+                     "(/boot/firmware/cmdline.txt on Raspberry Pi OS, one line) and reboot")
+
+
+def cgroup_controllers(text: str | None = None) -> dict[str, bool]:
+    """Controllers the kernel has, and whether each is enabled (/proc/cgroups; Raspberry Pi OS
+    boots with `cgroup_disable=memory`, so its memory controller is listed as disabled)."""
+    text = _read("/proc/cgroups") if text is None else text
+    out: dict[str, bool] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and not line.startswith("#"):
+            out[parts[0]] = parts[3] == "1"
+    return out
+
+
+def memory_controller_problem(text: str | None = None) -> str:
+    """Why memory limits cannot work on this host ('' when they can)."""
+    controllers = cgroup_controllers(text)
+    if not controllers:
+        return ""  # no /proc/cgroups (not Linux, or hidden): the runtime's own error will say
+    if "memory" not in controllers:
+        return "the kernel has no cgroup memory controller"
+    if not controllers["memory"]:
+        return "the kernel's cgroup memory controller is disabled (Raspberry Pi OS disables it by default)"
+    return ""
+
+
 def meminfo(text: str | None = None) -> dict[str, int]:
     """/proc/meminfo in bytes (the kB lines multiplied out)."""
     out: dict[str, int] = {}

@@ -32,10 +32,16 @@ class Recipe:
     profile: str
     packages: tuple[str, ...]
     variant: str = "minbase"
+    mirrors: tuple[str, ...] = ()
+    """apt source lines instead of mmdebstrap's default (the release, -updates and -security from
+    deb.debian.org): a local mirror, or the suites of a mirror that is mid-sync. Part of the hash."""
 
     def hash(self) -> str:
-        doc = json.dumps({"release": self.release, "arch": self.arch, "variant": self.variant,
-                          "packages": sorted(set(self.packages)), "format": 1}, sort_keys=True)
+        fields: dict[str, object] = {"release": self.release, "arch": self.arch, "variant": self.variant,
+                                     "packages": sorted(set(self.packages)), "format": 1}
+        if self.mirrors:  # only then: every existing image keeps its hash
+            fields["mirrors"] = list(self.mirrors)
+        doc = json.dumps(fields, sort_keys=True)
         return hashlib.sha256(doc.encode()).hexdigest()
 
 
@@ -83,7 +89,8 @@ def build(recipe: Recipe, cache: Path = DEFAULT_CACHE, *, force: bool = False,
         log(f"building image {digest[:12]} ({recipe.release}/{recipe.arch}, profile {recipe.profile}){how}: "
             f"{' '.join(recipe.packages)}")
         argv = ["mmdebstrap", f"--variant={recipe.variant}", f"--architectures={recipe.arch}",
-                f"--include={','.join(recipe.packages)}", "--quiet", recipe.release, str(tmp / "rootfs.tar")]
+                f"--include={','.join(recipe.packages)}", "--quiet", recipe.release, str(tmp / "rootfs.tar"),
+                *recipe.mirrors]
         proc.run(argv, timeout=1800)
         proc.run(["tar", "--numeric-owner", "-xpf", str(tmp / "rootfs.tar"), "-C", str(tmp / "rootfs")],
                  timeout=600)
@@ -102,6 +109,7 @@ def build(recipe: Recipe, cache: Path = DEFAULT_CACHE, *, force: bool = False,
             "build_seconds": round(time.monotonic() - started, 1),
             "builder": proc.run(["mmdebstrap", "--version"], timeout=30).stdout.strip(),
             "built_on": host_arch(),
+            "mirrors": list(recipe.mirrors) or "mmdebstrap default",
             "emulated_build": not emulated.native,
         }
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))

@@ -178,7 +178,8 @@ def vm_recipe(image: Image, inner_packages: Sequence[str] = ()) -> Recipe:
     packages = set(image.packages) | {kernel_package(image.arch), *GUEST_PACKAGES, *inner_packages}
     return Recipe(release=image.release, arch=image.arch, profile=image.profile,
                   packages=tuple(sorted(packages)),
-                  variant=image.manifest.get("variant", "minbase"))
+                  variant=image.manifest.get("variant", "minbase"),
+                  mirrors=tuple(m) if isinstance(m := image.manifest.get("mirrors"), list) else ())
 
 
 def has_kernel(image: Image, inner_packages: Sequence[str] = ()) -> bool:

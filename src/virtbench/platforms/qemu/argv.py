@@ -49,6 +49,8 @@ class VMSpec:
     address: str | None = None
     """ADDRESS/PREFIX of the guest on the host bridge (network=bridge)."""
     firmware: Path | None = None
+    kernel_args: tuple[str, ...] = ()
+    """Appended to the kernel command line (a test host booted as a board boots: cgroup_disable=memory)."""
     forwards: tuple[tuple[int, int], ...] = ()
     """(host port on 127.0.0.1, guest port) TCP forwards of user networking (a test host's sshd)."""
 
@@ -67,7 +69,8 @@ def kernel_cmdline(spec: VMSpec) -> str:
     net = {"none": "none", "user": "user"}.get(spec.options.network, spec.address or "none")
     return (f"console={console} root=LABEL={vmdisk.DISK_LABEL} rootfstype=ext4 rw "
             f"init={vmdisk.INIT_PATH} panic=-1 quiet fsck.mode=skip net.ifnames=0 "
-            f"vb.hostname={spec.name} vb.net={net} vb.port={guest.PORT_NAME} vb.accel={spec.accel}")
+            f"vb.hostname={spec.name} vb.net={net} vb.port={guest.PORT_NAME} vb.accel={spec.accel}"
+            + "".join(f" {a}" for a in spec.kernel_args))
 
 
 def qemu_argv(spec: VMSpec) -> list[str]:
