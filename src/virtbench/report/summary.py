@@ -51,7 +51,7 @@ def build(store: Store, run_ref: str = "latest", *, alpha: float = stats.ALPHA,
     samples = results.samples(store, run.id)
     failed_execs = [e for e in store.executions(run.id, status="failed") if not e.warmup]
     failures = Counter((e.platform, e.benchmark) for e in failed_execs)
-    baseline = run.campaign.get("baseline", "native")
+    baseline = run.baseline
     platforms = [p.name for p in run.platforms]
     rows = summarize(samples, dict(failures), platforms, baseline, declared_metrics(run),
                      alpha=alpha, min_effect=min_effect)
@@ -122,7 +122,7 @@ def statistics_json(rows: Sequence[Row], alpha: float, min_effect: float) -> dic
 def headline_json(run: Run, rows: Sequence[Row]) -> dict[str, Any]:
     """Per platform its kind, verdict per category and biggest cost; the host facts that matter."""
     lines = headline.headline([(p.name, p.type, p.config or {}) for p in run.platforms], rows,
-                              run.campaign.get("baseline", "native"))
+                              run.baseline)
     return headline.to_json(lines, facts(run))
 
 
@@ -148,7 +148,7 @@ def to_json(run: Run, rows: list[Row], failures: list[dict[str, Any]], *, alpha:
         "headline": headline_json(run, rows),
         "name": run.name,
         "status": run.status,
-        "baseline": run.campaign.get("baseline", "native"),
+        "baseline": run.baseline,
         "host": facts(run),
         "image": {k: run.image.get(k) for k in ("recipe_hash", "tar_sha256", "release", "arch", "profile")},
         "platforms": [{"name": p.name, "type": p.type, "label": p.label, "kind": p.kind, "config": p.config,

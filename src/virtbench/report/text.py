@@ -76,7 +76,7 @@ def render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: C
 def _render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: Console, detail: bool,
             wide: bool) -> None:
     facts = _facts(run)
-    baseline = run.campaign.get("baseline", "native")
+    baseline = run.baseline
     console.print(f"[bold]virtbench run {run.id}[/bold] ({run.name}, {run.status})")
     render_headline(run, rows, console)
     console.print()
@@ -178,7 +178,7 @@ def _natural_width(console: Console, table: Table) -> int:
 
 def render_headline(run: Run, rows: Sequence[Row], console: Console) -> None:
     """Per platform: kind, verdict per category, then the biggest costs and the host facts."""
-    baseline = run.campaign.get("baseline", "native")
+    baseline = run.baseline
     lines = H.headline([(p.name, p.type, p.config or {}) for p in run.platforms], rows, baseline)
     if not lines:
         return

@@ -4,10 +4,12 @@ execution in progress, and the unique keys make a resumed run unable to write a 
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import create_engine, event, select
+from sqlalchemy import create_engine, event, select, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.orm import sessionmaker
@@ -26,6 +28,7 @@ from ..extras import require
 from .models import JSON_MEDIA_TYPE, Attachment, Execution, Host, Run, RunBenchmark, RunPlatform, Sample
 
 HERE = Path(__file__).parent
+MIGRATION_LOCK_KEY = 0x76627363  # "vbsc": the advisory lock of schema migrations on PostgreSQL
 
 
 def default_url() -> str:
@@ -68,12 +71,35 @@ class Store:
 
     # -- schema ----------------------------------------------------------------------
     def migrate(self) -> None:
+        """Bring the schema to the newest revision. Processes opening the same database at once
+        (a server and its worker, two reports after an upgrade) take turns: one migrates, the
+        others then find the schema current (before, the second failed with `duplicate column`)."""
         try:
-            with self.engine.begin() as conn:
+            with self._migration_lock(), self.engine.begin() as conn:
+                if self.engine.dialect.name == "postgresql":  # held until this transaction ends
+                    conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
                 command.upgrade(_alembic_config(conn), "head")
         except OperationalError as exc:
             raise VirtbenchError(f"cannot open the results database {self.url}: {exc.orig}",
                                  "check the path or URL and its permissions") from None
+
+    @contextmanager
+    def _migration_lock(self) -> Iterator[None]:
+        """An SQLite file's migrations are serialized by an flock on a file beside it (SQLite's
+        own locks do not cover Alembic's read of the current revision); PostgreSQL's by an
+        advisory lock inside the migration's transaction (migrate)."""
+        database = self.engine.url.database if self.engine.dialect.name == "sqlite" else None
+        if not database or database == ":memory:":
+            yield
+            return
+        try:
+            f = open(f"{database}.migrate-lock", "a")  # closed by the with below
+        except OSError:  # a directory this user may not write: reading needs no migration lock
+            yield
+            return
+        with f:
+            fcntl.flock(f, fcntl.LOCK_EX)  # released when the file is closed, also by a kill
+            yield
 
     @property
     def dialect(self) -> str:
