@@ -70,11 +70,11 @@ def main() -> int:
     print("|---|---|---|---|---|---|---|---|")
     setups: list[tuple[str, str, dict[str, float | int | bool | None], Sequence[float], Sequence[int]]] = [
         ("unpaired", "", {"paired": False}, (0.01, 0.02), (3, 5)),
-        ("paired", "", {}, (0.005, 0.01, 0.02), (3, 5, 10)),
+        ("paired", "", {}, (0.005, 0.01, 0.02), (3, 5)),
         ("unpaired", "", {"paired": False, "round_cv": 0.03}, (0.01,), (5,)),
-        ("paired", "", {"round_cv": 0.03}, (0.005, 0.01, 0.02), (5,)),
-        ("paired", " + adaptive to 10", {"round_cv": 0.03, "adaptive": 10}, (0.005, 0.01, 0.02, 0.03), (5,)),
-        ("paired", " + adaptive to 10", {"adaptive": 10}, (0.01,), (5,)),
+        ("paired", "", {"round_cv": 0.03}, (0.01,), (5,)),
+        ("paired", " + adaptive to 12", {"adaptive": 12}, (0.005, 0.01, 0.02, 0.03, 0.05), (5,)),
+        ("paired", " + adaptive to 12", {"round_cv": 0.03, "adaptive": 12}, (0.01, 0.03), (5,)),
     ]
     for rule, extra, kw, cvs, ns in setups:
         for n, cv, aa, cost in table(cvs, ns, args.trials, **kw):

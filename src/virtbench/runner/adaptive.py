@@ -16,7 +16,6 @@ from ..config import Campaign
 from ..store.db import Store, now
 from .plan import LIFECYCLE
 
-
 STOP_CONFIDENCE = 0.99
 """The confidence of the interval that stops a comparison's extra rounds. Stopping as soon as a
 verdict shows lets an A/A comparison wander into "slower" at one of the extra looks (5.7-6.9 %
