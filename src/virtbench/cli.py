@@ -14,13 +14,19 @@ from rich.markup import escape
 from . import __version__
 from .errors import InputError, VirtbenchError
 from .extras import require
-from .platforms.base import Paths
 
 # Piped output (make run | tee, CI logs) gets wide tables instead of 80-column wrapping.
 console = Console(stderr=False, highlight=False, width=None if sys.stdout.isatty() else 200)
 errconsole = Console(stderr=True, highlight=False)
 db_option = click.option("--db", "db_url", envvar="VIRTBENCH_DB", default=None,
                          help="SQLAlchemy URL of the results store (default: SQLite under /var/lib/virtbench).")
+
+
+def _paths() -> Any:
+    """The state and runtime directories (imported here: `report` and `runs` never need the platforms)."""
+    from .platforms.base import Paths
+
+    return Paths.from_env()
 
 
 def _store(db_url: str | None):
@@ -49,7 +55,7 @@ def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
     from .runner.session import probe_types
     from .store.db import default_url
 
-    paths = Paths.from_env()
+    paths = _paths()
     # Probes start tiny instances: never while a run measures here (they would disturb it).
     with hostlock.hold(paths, "`virtbench doctor`", wait=wait, log=errconsole.print):
         verdicts = probe_types(PLATFORMS.names(), paths)
@@ -175,7 +181,7 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
 
     for name in probes:
         PROBES.get(name)  # an unknown name: one line, exit 2, before anything starts
-    paths = Paths.from_env()
+    paths = _paths()
     reporter = RichReporter(console)
     if campaign_file:
         campaign = load_campaign(campaign_file)  # validated before the store is even opened
@@ -345,11 +351,11 @@ def cleanup(run_id: str | None, wait: bool) -> None:
     Never while a run measures on this host (its instances would go): refused, or --wait."""
     from .runner.execute import cleanup as do_cleanup
 
-    removed = do_cleanup(Paths.from_env(), run_id, wait=wait, log=console.print)
+    removed = do_cleanup(_paths(), run_id, wait=wait, log=console.print)
     if run_id is None:  # the self-test's own cgroups and namespaces (after a crashed selftest)
         from .selftest.context import cleanup as selftest_leftovers
 
-        removed += [f"selftest: {r}" for r in selftest_leftovers(Paths.from_env())]
+        removed += [f"selftest: {r}" for r in selftest_leftovers(_paths())]
     for line in removed:
         console.print(f"removed {line}")
     console.print(f"{len(removed)} leftovers removed" if removed else "nothing to clean up")
