@@ -48,6 +48,7 @@ def cli() -> None:
 def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
     """Which platforms run here (decided by trying), why not, and the host's facts."""
     from . import host
+    from .images.arch import cross_build_report
     from .images.build import DEFAULT_CACHE
     from .platforms import sandboxes
     from .registry import PLATFORMS
@@ -63,7 +64,7 @@ def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
         doc: dict[str, Any] = {"host": facts, "store": db_url or default_url(), "image_cache": str(DEFAULT_CACHE),
                "platforms": [{"name": n, "kind": PLATFORMS.get(n).kind, "available": v.available, "reason": v.reason,
                               "fix": v.fix} for n, v in verdicts.items()],
-               "sandboxes": sandboxes.report(paths)}
+               "sandboxes": sandboxes.report(paths), "cross_build": cross_build_report()}
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
@@ -79,6 +80,10 @@ def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
         console.print(f"[bold]{p['name']:<11}[/bold] {mark}: {p['reason']}"
                       + (f"\n            fix: {p['fix']}" if p["fix"] and not p["available"] else ""))
     _print_sandboxes(doc["sandboxes"])
+    console.print("[bold]images for other architectures[/bold] (`image build --arch`)")
+    for c in doc["cross_build"]:
+        console.print(f"  {c['arch']}: {'[green]can build[/green]' if c['ok'] else '[red]cannot build[/red]'}: "
+                      f"{escape(c['reason'])}" + (f"\n    fix: {escape(c['fix'])}" if c["fix"] and not c["ok"] else ""))
 
 
 def _print_sandboxes(entries: list[dict[str, Any]]) -> None:
@@ -108,11 +113,13 @@ def image() -> None:
 @image.command("build")
 @click.option("--profile", type=click.Choice(["quick", "full"]), default="quick", show_default=True)
 @click.option("--release", default="bookworm", show_default=True, help="Debian release.")
+@click.option("--arch", default=None, metavar="ARCH",
+              help="Debian architecture (arm64, armhf, ...; default: this host's), another one through qemu-user.")
 @click.option("--force", is_flag=True, help="Rebuild even if cached.")
-def image_build(profile: str, release: str, force: bool) -> None:
+def image_build(profile: str, release: str, arch: str | None, force: bool) -> None:
     from .images.build import build, recipe_for
 
-    img = build(recipe_for(profile, release), force=force, log=console.print)
+    img = build(recipe_for(profile, release, arch), force=force, log=console.print)
     console.print(f"image {img.recipe_hash[:12]} at {img.root}")
     console.print(f"  {img.release}/{img.arch}, profile {img.profile}, archive sha256 {img.tar_sha256[:16]}…, "
                   f"{len(img.manifest.get('installed', {}))} packages")

@@ -16,7 +16,7 @@ from ..constants import LIFECYCLE, LIFECYCLE_STEPS
 from ..store import results
 from ..store.db import Store
 from ..store.models import Run
-from . import cache, headline
+from . import boards, cache, headline
 from .model import FORMAT_VERSION, Report, Section
 from .sections import add_to_json
 from .sections import sections as build_sections
@@ -73,6 +73,7 @@ def compute(store: Store, run: Run, *, alpha: float = stats.ALPHA, min_effect: f
     platforms = [p.name for p in run.platforms]
     rows = summarize(samples, dict(failures), platforms, baseline, declared_metrics(run),
                      alpha=alpha, min_effect=min_effect)
+    boards.flag_rows(rows, boards.throttled(store, run))
     failures_list = [{"platform": e.platform, "benchmark": e.benchmark, "round": e.round,
                       "error": e.error, "exit_code": e.exit_code, "argv": e.argv,
                       "output_tail": (e.stderr or e.stdout)[-OUTPUT_TAIL:]} for e in failed_execs]

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from .. import __version__
+from .. import __version__, boards
 from .. import host as hostfacts
 from ..benchmarks.base import Benchmark, PairBenchmark
 from ..config import Campaign, parse_campaign
@@ -153,7 +153,7 @@ def _run_details(store: Store, session: Session) -> dict[str, Any]:
     versions = tool_versions(session)
     return {
         "host_id": store.upsert_host(hostfacts.stable_facts()),
-        "host_facts": hostfacts.facts(),
+        "host_facts": hostfacts.facts(session.paths.state),
         "image": session.image.provenance(),
         "provenance": {"virtbench": __version__, "tools": versions,
                        "availability": {k: v.reason for k, v in session.availability.items()},
@@ -358,6 +358,7 @@ def _run_benchmark(store: Store, session: Session, platform: Platform, instance:
     exit_code: int | None = None
     attachments: list[dict[str, Any]] = []
     oom = OomWatch(platform, instance)
+    board_before = boards.throttle_state()
     try:
         result = None
         if isinstance(bench, PairBenchmark):
@@ -407,6 +408,7 @@ def _run_benchmark(store: Store, session: Session, platform: Platform, instance:
             pass
     if (killed := oom.kills()) is not None:  # whatever the tool printed, its numbers are not a result
         status, error, samples = "failed", f"{killed}; {error}" if error else killed, []
+    attachments += boards.throttle_attachment(board_before, boards.throttle_state())
     store.record(run_id=run_id, round=unit.round, warmup=unit.warmup, platform=unit.platform, benchmark=key,
                  status=status, started_at=started, finished_at=now(), duration_s=time.perf_counter() - t0,
                  instance=instance.name, argv=argv, exit_code=exit_code, stdout=stdout, stderr=stderr,
