@@ -45,7 +45,7 @@ class HarnessOverhead(Check):
     title: ClassVar[str] = "native through virtbench equals the same tool run directly (harness overhead)"
 
     def expected(self) -> str:
-        return f"1.00 +- {TOLERANCE:.2f} (native via virtbench / direct chroot, openssl, medians of {PAIRS} ABBA pairs)"
+        return f"1.00 +- {TOLERANCE:.2f} (native via virtbench / direct chroot, openssl, medians of {PAIRS} interleaved pairs)"
 
     def measure(self, ctx: Context) -> tuple[Judgement, dict[str, Any]]:
         ctx.require_platform("native")
