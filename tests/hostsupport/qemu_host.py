@@ -121,6 +121,9 @@ def _start_sshd(host: QemuHost) -> None:
     for key in ("host_key", "client_key"):
         proc.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"virtbench-qemu-{key}",
                   "-f", str(b / key)], timeout=30)
+    # what a systemd host has mounted and the guest's minimal init does not: cgroups (runc), a hostname file
+    host.agent(["sh", "-c", "mountpoint -q /sys/fs/cgroup || mount -t cgroup2 cgroup2 /sys/fs/cgroup; "
+                "hostname > /etc/hostname"])
     host.agent(["mkdir", "-p", "-m", "700", "/root/.ssh"])
     host.agent(["mkdir", "-p", "/run/sshd"])
     host.agent(["dd", "of=/root/.ssh/authorized_keys", "status=none"], stdin=(b / "client_key.pub").read_bytes())
