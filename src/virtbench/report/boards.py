@@ -93,6 +93,6 @@ def build(store: Store, run: Run) -> Section | None:
     if events:
         notes.append(f"{len(events)} execution(s) ran while the board throttled; their results carry a "
                      "'throttle' warning")
-    table = Table("Host hardware", ["host", "arch", "CPU", "AES", "crypto extensions", "board", "scratch storage",
-                                    "virtualized"], rows)
+    table = Table("what each host measured on", ["host", "arch", "CPU", "AES", "crypto extensions", "board",
+                                                 "scratch storage", "virtualized"], rows)
     return Section("hardware", "Host hardware", {"hosts": hosts, "throttled": events}, [table], notes=notes)
