@@ -46,7 +46,8 @@ def throttled(store: Store, run: Run) -> list[dict[str, Any]]:
     for a in atts:
         e = execs.get(a.execution_id)
         if e is not None:
-            out.append({"host": getattr(e, "host", None) or "local", "platform": e.platform, "benchmark": e.benchmark, "round": e.round, "warmup": e.warmup,
+            out.append({"host": getattr(e, "host", None) or "local", "platform": e.platform,
+                        "benchmark": e.benchmark, "round": e.round, "warmup": e.warmup,
                         "why": list(a.json().get("why", []))})
     return out
 
