@@ -16,8 +16,9 @@ are the experiment (they lead to the OOM kill it is meant to find), yet host-wid
 them too. So a confined guard judges PSI of the host *outside* the parent: on cgroup v2 the
 host's avg10 minus the parent's own `memory.pressure`; on cgroup v1 (no per-cgroup PSI) a
 host-wide stall is put down to the parent when the parent is near its limit (usage at least
-`NEAR_LIMIT` of it) or hit it within the last `RECENT` seconds (PSI avg10 decays over about
-that long), while the host's MemAvailable is still at least twice the floor. The
+`NEAR_LIMIT` of it) or a memory limit in its subtree (its own, or an instance's own limit) was
+hit within the last `RECENT` seconds (PSI avg10 decays over about that long), while the
+host's MemAvailable is still at least twice the floor. The
 MemAvailable floor itself is judged as before: the host stays protected.
 """
 from __future__ import annotations
@@ -73,7 +74,8 @@ class ParentPressure:
     psi_some_avg10: float | None = None
     psi_full_avg10: float | None = None
     failcnt: int | None = None
-    """How often the parent hit its limit (v1 memory.failcnt, v2 memory.events `max`)."""
+    """How often a memory limit was hit in the parent's subtree: its own or an instance's
+    (v1 memory.failcnt summed, v2 memory.events `max`): either stalls the experiment's tasks."""
 
     @property
     def near_limit(self) -> bool:
@@ -95,9 +97,8 @@ def read_parent(relative: str, limit: int) -> ParentPressure:
             psi = parse_psi((cgroups.memory_dir(relative) / "memory.pressure").read_text())
         except (OSError, ValueError):
             psi = None
-    counters = cgroups.oom_counters(relative)
     return ParentPressure(cgroups.memory_usage(relative), limit, psi.some_avg10 if psi else None,
-                          psi.full_avg10 if psi else None, counters.get("failcnt", counters.get("max")))
+                          psi.full_avg10 if psi else None, cgroups.limit_hits(relative))
 
 
 class GuardSettings(BaseModel):
@@ -185,9 +186,9 @@ class Guard:
             reading["psi_outside_parent"] = {"some_avg10": some, "full_avg10": full}
             return some, full
         if reading["parent_hit_recently"] and r.mem_available >= 2 * floor:
-            reading["psi_attributed"] = (f"confined parent at {(p.usage or 0) / p.limit:.0%} of its limit (limit hit "
-                                         f"{p.failcnt} times) and host MemAvailable {r.mem_available / MIB:.0f} MiB: "
-                                         "the stall is the parent's")
+            reading["psi_attributed"] = (f"confined parent at {(p.usage or 0) / p.limit:.0%} of its limit, memory "
+                                         f"limits in it hit {p.failcnt} times, host MemAvailable "
+                                         f"{r.mem_available / MIB:.0f} MiB: the stall is the confined instances'")
             return None, None
         return some, full
 
