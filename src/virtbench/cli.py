@@ -482,3 +482,8 @@ def main() -> None:
     except KeyboardInterrupt:
         errconsole.print("interrupted")
         sys.exit(130)
+
+
+from .commands.study import study as _study  # noqa: E402 - registered after the group exists
+
+cli.add_command(_study)

@@ -35,6 +35,9 @@ from .base import Metric, PairBenchmark, PairParams, Params, search
 
 SERVER_SCRIPT = r"""set -eu
 dir=$1 port=$2 pool_mb=$3
+# A fresh database every execution: an instance that serves several executions (Docker keeps
+# its work directory between them) would otherwise find the last one's tables at prepare.
+rm -rf "$dir/data"
 mkdir -p "$dir/data"
 # --force: skip the host name lookup, which fails where there is no /etc/hosts (a bare chroot).
 if ! mariadb-install-db --no-defaults --datadir="$dir/data" --user=root --skip-test-db --force \
