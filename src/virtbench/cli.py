@@ -8,19 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.markup import escape
 
 from . import __version__
+from .commands.shared import console, db_option, errconsole
 from .errors import InputError, VirtbenchError
 from .extras import require
 from .platforms.base import Paths
-
-# Piped output (make run | tee, CI logs) gets wide tables instead of 80-column wrapping.
-console = Console(stderr=False, highlight=False, width=None if sys.stdout.isatty() else 200)
-errconsole = Console(stderr=True, highlight=False)
-db_option = click.option("--db", "db_url", envvar="VIRTBENCH_DB", default=None,
-                         help="SQLAlchemy URL of the results store (default: SQLite under /var/lib/virtbench).")
 
 
 def _store(db_url: str | None):
@@ -484,6 +478,6 @@ def main() -> None:
         sys.exit(130)
 
 
-from .commands.study import study as _study  # noqa: E402 - registered after the group exists
+from .commands.study import study as _study  # noqa: E402 - the commands' modules, after the group
 
 cli.add_command(_study)

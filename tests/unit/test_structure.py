@@ -26,7 +26,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("experiments", "config"),
     ("runner",),
     ("report",),
-    ("web", "docs", "cli", "__main__"),
+    ("studies",),
+    ("web", "docs", "cli", "commands", "__main__"),
 ]
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
 

@@ -11,10 +11,10 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from ..cli import console, db_option, errconsole
 from ..errors import InputError
 from ..extras import require
 from ..platforms.base import Paths
+from .shared import console, db_option, errconsole
 
 
 @click.group()
@@ -39,7 +39,7 @@ def _availability(caps: Any) -> list[dict[str, Any]]:
         skipped = {p.part: p.skipped for p in planned if p.skipped}
         partial = {p.part: ", ".join(f"{x['platform']} ({x['reason']})" for x in p.left_out)
                    for p in planned if not p.skipped and p.left_out}
-        parts = []
+        parts: list[dict[str, Any]] = []
         for part in s.parts:
             notes = [f"without {partial[part.name]}"] if part.name in partial else []
             notes += [f"without {cap}: {v.reason}" for cap in part.degrades if not (v := caps.check(cap)).available]
@@ -47,7 +47,7 @@ def _availability(caps: Any) -> list[dict[str, Any]]:
                           "reason": skipped.get(part.name) or ("runs here" + "".join(f"; {n}" for n in notes))})
         runnable = any(p["runnable"] for p in parts)
         cannot = [f"{p['name']}: {p['reason']}" for p in parts if not p["runnable"]]
-        partly = [f"{p['name']}: {p['reason'].removeprefix('runs here; ')}" for p in parts
+        partly = [f"{p['name']}: {str(p['reason']).removeprefix('runs here; ')}" for p in parts
                   if p["runnable"] and p["reason"] != "runs here"]
         reason = ("every part runs here" if not cannot else
                   ("runs here except " if runnable else "cannot run here: ") + "; ".join(cannot))

@@ -16,8 +16,7 @@ from typing import Any
 from ..analysis import tables
 from ..analysis.summary import Row, relative
 from ..report import summary as S
-from ..report.figures import FigureSpec, Series
-from ..report.model import Report, Section, Table
+from ..report.model import Report
 from . import paper as P
 from .registry import Study
 

@@ -147,7 +147,7 @@ def write_html(path: Path, section: Section, reports: Sequence[Report]) -> Path:
     page = html.Page([p.name for r in reports for p in r.run.platforms])
     labels = S.host_labels([r.run for r in reports])
     body = html.experiment_html(page, [section], "s-")
-    body += "".join(html.run_section(page, rep, lab, f"r{i}-", secs=rep.sections)
+    body += "".join(html.run_section(page, tuple(rep), lab, f"r{i}-", secs=rep.sections)
                     for i, (rep, lab) in enumerate(zip(reports, labels)))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(html.document(section.title, body, page), encoding="utf-8")
@@ -158,5 +158,5 @@ def figure_specs(section: Section, reports: Sequence[Report]) -> tuple[list[Figu
     """Every figure of the study report (the study's first), for PNG/SVG/PDF export."""
     from ..report.figures import for_reports
 
-    specs, platforms = for_reports([tuple(r) for r in reports])  # type: ignore[misc]
+    specs, platforms = for_reports([(r.run, r.rows, r.failures) for r in reports])
     return [*section.figures, *specs, *(f for r in reports for s in r.sections for f in s.figures)], platforms

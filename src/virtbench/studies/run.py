@@ -109,10 +109,10 @@ def plan(study: Study, scale: str, caps: Capabilities, parts: Sequence[str] = ()
                             f"{verdict.reason}", fix=verdict.fix) for s in stems or [f"study{study.id}-{part.name}"]]
             continue
         if not stems:
-            why = "no campaign for this part in this version"
+            none = "no campaign for this part in this version"
             if parts:
-                raise InputError(f"study {study.id} part {part.name}: {why}", part.differs or None)
-            out.append(Planned(part.name, f"study{study.id}-{part.name}", SHIPPED, skipped=why, fix=part.differs))
+                raise InputError(f"study {study.id} part {part.name}: {none}", part.differs or None)
+            out.append(Planned(part.name, f"study{study.id}-{part.name}", SHIPPED, skipped=none, fix=part.differs))
             continue
         for stem in stems:
             path = SHIPPED / f"{stem}.yaml"
@@ -123,8 +123,8 @@ def plan(study: Study, scale: str, caps: Capabilities, parts: Sequence[str] = ()
             baseline = data.get("baseline", EXPERIMENTS.get(data.get("experiment", DEFAULT_EXPERIMENT)).default_baseline)
             base_out = next((x for x in left_out if x["platform"] == baseline), None)
             if base_out or not keep:
-                why = base_out or (left_out[0] if left_out else {"reason": "no platform", "fix": ""})
-                planned.skipped = f"platform {why['platform'] if 'platform' in why else '?'} cannot run here: {why['reason']}"
+                why = base_out or (left_out[0] if left_out else {"platform": "-", "reason": "no platform", "fix": ""})
+                planned.skipped = f"platform {why['platform']} cannot run here: {why['reason']}"
                 planned.fix = why["fix"]
             elif baseline and all(_entry(p)[0] == baseline for p in keep):
                 planned.skipped = "nothing to compare with the baseline: " + "; ".join(
