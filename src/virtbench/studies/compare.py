@@ -230,14 +230,23 @@ def judge(value: P.PaperValue, m: Matcher, caps: dict[str, str], cats: dict[str,
                 out["verdict"] = "agrees" if abs(out["yours"]) <= 0.1 else "differs"
                 out["detail"] = f"largest prediction error here {out['yours']:+.1%} over {len(errs)} stacked cells"
         elif y is not None:
-            rels = [r.relative for r in m.rows(y) if r.relative]
-            if rels:
+            rows = [r for r in m.rows(y) if r.relative]
+            if rows:
+                rels = [float(r.relative or 0) for r in rows]
                 out["yours"] = [min(rels), max(rels)]
                 out["detail"] = f"ratios {min(rels):.3f}-{max(rels):.3f} here over {len(rels)} points"
-                if e is not None and e.within is not None:
-                    out["verdict"] = "agrees" if all(abs(r - 1) <= e.within for r in rels) else "differs"
-                elif e is not None and e.below is not None:
-                    out["verdict"] = "agrees" if all(r < e.below for r in rels) else "differs"
-                else:
-                    out["verdict"] = "see ratios"
+                out["verdict"] = _claim_verdict(rows, e) if e is not None else "see ratios"
     return out
+
+
+def _claim_verdict(rows: Sequence[Row], e: P.Expect) -> str:
+    """A claim over several ratios, judged from the cells the report decided (its verdicts):
+    violated by one decided cell = differs; all decided and none violates = agrees."""
+    decided = [r for r in rows if r.verdict in ("same", "slower", "faster")]
+    if e.within is not None:
+        bad = [r for r in decided if r.verdict != "same" and abs((r.relative or 1) - 1) > e.within]
+    elif e.below is not None:
+        bad = [r for r in decided if r.verdict != "slower" and (r.relative or 0) >= e.below]
+    else:
+        return "see ratios"
+    return "differs" if bad else "agrees" if len(decided) == len(rows) else "inconclusive"
