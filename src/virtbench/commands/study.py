@@ -11,7 +11,6 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from ..errors import InputError
 from ..extras import require
 from ..platforms.base import Paths
 from .shared import console, db_option, errconsole
@@ -96,16 +95,14 @@ def study_run(study_id: str, scale: str, parts: tuple[str, ...], hosts: tuple[st
     from ..runner import hostlock
     from ..store.db import Store
     from ..studies import run as srun
-    from ..studies.capabilities import MULTI_HOST_FIX, hosts_supported
+    from ..studies.capabilities import parse_host_names
     from ..studies.registry import check_scale
     from ..studies.registry import study as find
 
     s, scale = find(study_id), check_scale(scale)
     for name in parts:
         s.part(name)
-    if hosts and not hosts_supported():
-        raise InputError("--hosts: this version of virtbench runs on one host only", MULTI_HOST_FIX)
-    caps = _capabilities(hosts)
+    caps = _capabilities(tuple(parse_host_names(hosts)))
     reporter = RichReporter(console)
     with hostlock.hold(caps.paths, f"`virtbench study run {s.id}`", wait=wait, log=reporter.log):
         planned = srun.plan(s, scale, caps, parts)  # refusals (exit 2) before anything runs

@@ -13,6 +13,7 @@ import importlib.util
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ..errors import InputError
 from ..platforms.availability import probe_types
 from ..platforms.base import Availability, Paths
 from ..registry import PLATFORMS, PROBES
@@ -23,6 +24,20 @@ MULTI_HOST_FIX = "several hosts arrive with `virtbench` multi-host support (issu
 def hosts_supported() -> bool:
     """Whether this version has the several-hosts support (`virtbench.hosts`) at all."""
     return importlib.util.find_spec("virtbench.hosts") is not None
+
+
+def parse_host_names(values: Sequence[str]) -> list[str]:
+    """`--hosts` values checked by the campaign's own host rules (one line, exit 2, if bad)."""
+    if not values:
+        return []
+    if not hosts_supported():
+        raise InputError("--hosts: this version of virtbench runs on one host only", MULTI_HOST_FIX)
+    from ..hosts.inventory import parse_hosts
+
+    try:
+        return [h.name for h in parse_hosts(list(values))]
+    except ValueError as exc:
+        raise InputError(f"--hosts: {exc}", "give host names or addresses, e.g. --hosts pi5-b") from None
 
 
 @dataclass
@@ -55,12 +70,10 @@ class Capabilities:
 
     def _second_host(self) -> Availability:
         if not hosts_supported():
-            return Availability(False, "this version of virtbench runs on one host only",
-                                MULTI_HOST_FIX)
+            return Availability(False, "this version of virtbench runs on one host only", MULTI_HOST_FIX)
         remote = [h for h in self.hosts if h not in ("local", "localhost")]
         if not remote:
-            return Availability(False, "none given",
-                                "give one with --hosts NAME=ADDRESS (or an inventory file)")
+            return Availability(False, "none given", "give one with --hosts NAME (its address or inventory name)")
         return Availability(True, f"second host {remote[0]}")
 
     def _pmu(self) -> Availability:
