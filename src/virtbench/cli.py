@@ -14,7 +14,13 @@ from . import __version__
 from .commands.shared import console, db_option, errconsole
 from .errors import InputError, VirtbenchError
 from .extras import require
-from .platforms.base import Paths
+
+
+def _paths() -> Any:
+    """The state and runtime directories (imported here: `report` and `runs` never need the platforms)."""
+    from .platforms.base import Paths
+
+    return Paths.from_env()
 
 
 def _store(db_url: str | None):
@@ -36,6 +42,7 @@ def cli() -> None:
 def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
     """Which platforms run here (decided by trying), why not, and the host's facts."""
     from . import host
+    from .images.arch import cross_build_report
     from .images.build import DEFAULT_CACHE
     from .platforms import sandboxes
     from .registry import PLATFORMS
@@ -43,7 +50,7 @@ def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
     from .runner.session import probe_types
     from .store.db import default_url
 
-    paths = Paths.from_env()
+    paths = _paths()
     # Probes start tiny instances: never while a run measures here (they would disturb it).
     with hostlock.hold(paths, "`virtbench doctor`", wait=wait, log=errconsole.print):
         verdicts = probe_types(PLATFORMS.names(), paths)
@@ -51,7 +58,7 @@ def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
         doc: dict[str, Any] = {"host": facts, "store": db_url or default_url(), "image_cache": str(DEFAULT_CACHE),
                "platforms": [{"name": n, "kind": PLATFORMS.get(n).kind, "available": v.available, "reason": v.reason,
                               "fix": v.fix} for n, v in verdicts.items()],
-               "sandboxes": sandboxes.report(paths)}
+               "sandboxes": sandboxes.report(paths), "cross_build": cross_build_report()}
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
@@ -67,6 +74,10 @@ def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
         console.print(f"[bold]{p['name']:<11}[/bold] {mark}: {p['reason']}"
                       + (f"\n            fix: {p['fix']}" if p["fix"] and not p["available"] else ""))
     _print_sandboxes(doc["sandboxes"])
+    console.print("[bold]images for other architectures[/bold] (`image build --arch`)")
+    for c in doc["cross_build"]:
+        console.print(f"  {c['arch']}: {'[green]can build[/green]' if c['ok'] else '[red]cannot build[/red]'}: "
+                      f"{escape(c['reason'])}" + (f"\n    fix: {escape(c['fix'])}" if c["fix"] and not c["ok"] else ""))
 
 
 def _print_sandboxes(entries: list[dict[str, Any]]) -> None:
@@ -96,11 +107,13 @@ def image() -> None:
 @image.command("build")
 @click.option("--profile", type=click.Choice(["quick", "full"]), default="quick", show_default=True)
 @click.option("--release", default="bookworm", show_default=True, help="Debian release.")
+@click.option("--arch", default=None, metavar="ARCH",
+              help="Debian architecture (arm64, armhf, ...; default: this host's), another one through qemu-user.")
 @click.option("--force", is_flag=True, help="Rebuild even if cached.")
-def image_build(profile: str, release: str, force: bool) -> None:
+def image_build(profile: str, release: str, arch: str | None, force: bool) -> None:
     from .images.build import build, recipe_for
 
-    img = build(recipe_for(profile, release), force=force, log=console.print)
+    img = build(recipe_for(profile, release, arch), force=force, log=console.print)
     console.print(f"image {img.recipe_hash[:12]} at {img.root}")
     console.print(f"  {img.release}/{img.arch}, profile {img.profile}, archive sha256 {img.tar_sha256[:16]}…, "
                   f"{len(img.manifest.get('installed', {}))} packages")
@@ -169,7 +182,7 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
 
     for name in probes:
         PROBES.get(name)  # an unknown name: one line, exit 2, before anything starts
-    paths = Paths.from_env()
+    paths = _paths()
     reporter = RichReporter(console)
     if campaign_file:
         campaign = load_campaign(campaign_file)  # validated before the store is even opened
@@ -339,7 +352,7 @@ def cleanup(run_id: str | None, wait: bool) -> None:
     Never while a run measures on this host (its instances would go): refused, or --wait."""
     from .runner.execute import cleanup as do_cleanup
 
-    removed = do_cleanup(Paths.from_env(), run_id, wait=wait, log=console.print)
+    removed = do_cleanup(_paths(), run_id, wait=wait, log=console.print)
     for line in removed:
         console.print(f"removed {line}")
     console.print(f"{len(removed)} leftovers removed" if removed else "nothing to clean up")

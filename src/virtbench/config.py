@@ -29,6 +29,7 @@ from .benchmarks.base import PairBenchmark
 from .errors import InputError
 from .experiments.registry import DEFAULT as DEFAULT_EXPERIMENT
 from .experiments.registry import EXPERIMENTS
+from .hosts.inventory import HostSpec, parse_hosts
 from .images.guest import PlatformImage
 from .registry import BENCHMARKS, PLATFORMS, PROBES, hint
 
@@ -119,6 +120,19 @@ class Campaign(BaseModel):
         "probes beside every execution: names (energy, perf, pressure) or mappings {name: ..., options}"))
     settings: dict[str, Any] = Field(default_factory=dict, description=(
         "the experiment kind's section, validated by its model (written under the kind's name)"))
+    hosts: list[HostSpec] = Field(default_factory=list, description=(
+        "machines to run on: names or {name, address, port, user, key, work_dir, known_hosts}, "
+        "or {inventory: PATH, group: NAME} (Ansible YAML/INI); default: this machine only"))
+    parallel: bool = Field(True, description="with several hosts: measure them at the same time "
+                                             "(false: one host after another)")
+
+    @field_validator("hosts", mode="before")
+    @classmethod
+    def _hosts(cls, v: Any) -> Any:
+        """Inline entries or an Ansible inventory; stored resolved, so a resumed run needs no file."""
+        if v is None:
+            return []
+        return parse_hosts(v)
 
     @model_validator(mode="before")
     @classmethod
@@ -153,11 +167,15 @@ class Campaign(BaseModel):
 
     @field_validator("probes", mode="before")
     @classmethod
-    def _probes(cls, v: Any) -> Any:
+    def _probes(cls, v: Any, info: ValidationInfo) -> Any:
         """`[perf, {name: energy, meter: [...]}]`: each probe known, its options validated by
         its own model (unknown keys rejected), each named once."""
         if v is None:
             return []
+        kind = info.data.get("experiment", DEFAULT_EXPERIMENT)
+        if v and kind in EXPERIMENTS.names() and not EXPERIMENTS.get(kind).uses_probes:
+            raise ValueError(f"probes: experiment {kind!r} does not run probes beside its measurements yet; "
+                             "remove `probes:` or measure with a benchmarks campaign")
         if not isinstance(v, list):
             raise ValueError("probes: give a list, e.g. [energy, perf, pressure]")
         out, seen = [], set()
@@ -190,6 +208,11 @@ class Campaign(BaseModel):
         out: dict[str, Any] = handler(self)
         if not out.get("probes"):
             out.pop("probes", None)
+        if not out.get("hosts"):
+            out.pop("hosts", None)
+            out.pop("parallel", None)
+        else:
+            out["hosts"] = [h.model_dump(exclude_defaults=True) | {"name": h.name} for h in self.hosts]
         settings = out.pop("settings", {})
         if self.experiment == DEFAULT_EXPERIMENT:
             out.pop("experiment", None)

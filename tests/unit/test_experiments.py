@@ -105,6 +105,7 @@ def test_section_is_validated_by_the_kind_and_round_trips():
     ({"toy": {"points": []}}, ["toy.points"]),
     ({"toy": [1]}, ["toy: give a mapping"]),
     ({"benchmarks": ["sqlite"]}, ["takes no benchmarks"]),
+    ({"probes": ["pressure"]}, ["experiment 'toy' does not run probes", "remove `probes:`"]),
     ({"experiment": "tyo"}, ["unknown kind 'tyo'", "did you mean 'toy'"]),
     ({"platforms": ["nope"]}, ["unknown platform type 'nope'", "thing"]),
     ({"platforms": [{"name": "thing", "memory": "1G"}]}, ["takes no options"]),

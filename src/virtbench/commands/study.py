@@ -12,7 +12,6 @@ import click
 from rich.markup import escape
 
 from ..extras import require
-from ..platforms.base import Paths
 from .shared import console, db_option, errconsole
 
 
@@ -22,6 +21,7 @@ def study() -> None:
 
 
 def _capabilities(hosts: tuple[str, ...] = ()) -> Any:
+    from ..platforms.base import Paths
     from ..studies.capabilities import Capabilities
 
     return Capabilities(Paths.from_env(), hosts, log=lambda m: errconsole.print(escape(m)))

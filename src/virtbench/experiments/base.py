@@ -53,6 +53,9 @@ class Experiment(ABC):
     """The campaign section named like the kind (`line:`); None: the kind takes none."""
     uses_benchmarks: ClassVar[bool] = False
     """Whether the campaign's `benchmarks:` list applies (only the `benchmarks` kind)."""
+    uses_probes: ClassVar[bool] = False
+    """Whether the kind runs the campaign's `probes:` beside its executions; a kind that does
+    not is refused a `probes:` list rather than silently measuring without them."""
     node_types: ClassVar[tuple[str, ...]] = ()
     """Platform types the kind understands beyond the platform plugins (e.g. `netns`)."""
     default_baseline: ClassVar[str] = "native"

@@ -16,6 +16,7 @@ class Benchmarks(Experiment):
     name: ClassVar[str] = "benchmarks"
     description: ClassVar[str] = "every benchmark on every platform, interleaved rounds, verdicts against the baseline"
     uses_benchmarks: ClassVar[bool] = True
+    uses_probes: ClassVar[bool] = True
 
     def run(self, ctx: ExperimentContext) -> None:
         raise RuntimeError("the benchmarks kind runs in the runner's own loop (runner.execute.execute)")

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from .. import __version__
+from .. import __version__, boards
 from .. import host as hostfacts
 from ..benchmarks.base import Benchmark, PairBenchmark
 from ..config import Campaign, parse_campaign
@@ -83,6 +83,10 @@ def start(store: Store, campaign: Campaign, paths: Paths, *, source: str = "",
 
     left_out: platforms a generated campaign (the quick one) did not include, each with the
     reason and the fix, stored in the run's provenance so reports can say why they are missing."""
+    remote = [h.name for h in campaign.hosts if not h.is_local]
+    if remote:  # the multi-host runner lands next (issue #15); refuse rather than run on one host only
+        raise InputError(f"campaign hosts: {', '.join(remote)} would run over SSH, which this version cannot yet",
+                         "remove the hosts: key (or keep only local)")
     run_id = run_id or new_run_id()
     hostlock.announce_run(paths, run_id)
     if not EXPERIMENTS.get(campaign.experiment).uses_benchmarks:
@@ -143,7 +147,7 @@ def _run_details(store: Store, session: Session) -> dict[str, Any]:
     versions = tool_versions(session)
     return {
         "host_id": store.upsert_host(hostfacts.stable_facts()),
-        "host_facts": hostfacts.facts(),
+        "host_facts": hostfacts.facts(session.paths.state),
         "image": session.image.provenance(),
         "provenance": {"virtbench": __version__, "tools": versions,
                        "availability": {k: v.reason for k, v in session.availability.items()},
@@ -347,6 +351,7 @@ def _run_benchmark(store: Store, session: Session, platform: Platform, instance:
     stdout = stderr = ""
     exit_code: int | None = None
     attachments: list[dict[str, Any]] = []
+    board_before = boards.throttle_state()
     try:
         result = None
         if isinstance(bench, PairBenchmark):
@@ -394,6 +399,7 @@ def _run_benchmark(store: Store, session: Session, platform: Platform, instance:
             platform.exec(instance, ["rm", "-rf", workdir], timeout=300, check=False)
         except Exception:  # noqa: BLE001 - scratch goes with the instance anyway
             pass
+    attachments += boards.throttle_attachment(board_before, boards.throttle_state())
     store.record(run_id=run_id, round=unit.round, warmup=unit.warmup, platform=unit.platform, benchmark=key,
                  status=status, started_at=started, finished_at=now(), duration_s=time.perf_counter() - t0,
                  instance=instance.name, argv=argv, exit_code=exit_code, stdout=stdout, stderr=stderr,
