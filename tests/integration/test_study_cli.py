@@ -20,7 +20,7 @@ def cli(env, *args, timeout=3600):
 def run_study(env, sid: str) -> list[str]:
     r = cli(env, "study", "run", sid, "--scale", "quick")
     assert r.returncode in (0, 1), r.stdout[-3000:] + r.stderr[-3000:]
-    ids = re.findall(r"run (\d{8}-\d{6}-\d{4}), (\d+) executions, (\d+) failed", r.stdout)
+    ids = re.findall(r"run (\d{8}-\d{6}-[0-9a-f]{4}), (\d+) executions, (\d+) failed", r.stdout)
     assert ids, r.stdout[-3000:]
     for _, executions, failed in ids:
         assert int(executions) > 0 and int(failed) <= int(executions) // 10, r.stdout[-3000:]
