@@ -218,3 +218,26 @@ def test_matcher_walks_section_data():
     m = C.Matcher([pr])
     y = P.Yours(section="line", where={"platform": "lxc", "length": 8, "pinning": "node"}, field="latency.max.p50")
     assert m.section_value(y, y.where)[0] == 35.0
+
+
+def test_report_of_a_stored_run(tmp_path):
+    """A stored run of another campaign is refused as a study's run; a study section builds from
+    it (nothing matched: 'not measured here', never a made-up number) and renders into HTML."""
+    import shutil
+    from pathlib import Path
+
+    from virtbench.report import summary
+    from virtbench.store.db import Store
+    from virtbench.studies import report as sreport
+
+    db = tmp_path / "old.sqlite"
+    shutil.copy(Path(__file__).parents[1] / "data" / "report" / "store-0003.sqlite", db)
+    rep = summary.build(Store(f"sqlite:///{db}"), "fixture-0003")
+    with pytest.raises(InputError) as err:
+        sreport.part_runs(study("001"), [rep])
+    assert "not a part of study 001" in err.value.message
+    section = sreport.build(study("001"), [C.PartRun("suite", "quick", rep)])
+    assert section.key == "study" and section.data["summary"] == {"not measured here": len(P.load("001").values)}
+    assert all(c["yours"] is None for c in section.data["comparisons"])
+    page = sreport.write_html(tmp_path / "s.html", section, [rep]).read_text()
+    assert "Study 001: the paper beside this host" in page and "Table I" in page
