@@ -236,6 +236,9 @@ def judge(value: P.PaperValue, m: Matcher, caps: dict[str, str], cats: dict[str,
                 out["yours"] = [min(rels), max(rels)]
                 out["detail"] = f"ratios {min(rels):.3f}-{max(rels):.3f} here over {len(rels)} points"
                 out["verdict"] = _claim_verdict(rows, e) if e is not None else "see ratios"
+    if out["verdict"] == "not measured here" and not out["detail"]:
+        out["detail"] = "nothing in the given runs measures it" + (
+            " (a VM: needs a KVM guest)" if "kvm" in value.depends or value.of == "vm" else "")
     return out
 
 
