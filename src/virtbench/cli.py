@@ -353,6 +353,10 @@ def cleanup(run_id: str | None, wait: bool) -> None:
     from .runner.execute import cleanup as do_cleanup
 
     removed = do_cleanup(_paths(), run_id, wait=wait, log=console.print)
+    if run_id is None:  # the self-test's own cgroups and namespaces (after a crashed selftest)
+        from .selftest.context import cleanup as selftest_leftovers
+
+        removed += [f"selftest: {r}" for r in selftest_leftovers(_paths())]
     for line in removed:
         console.print(f"removed {line}")
     console.print(f"{len(removed)} leftovers removed" if removed else "nothing to clean up")
@@ -464,6 +468,13 @@ def worker(once: bool, poll: float, probe: bool, db_url: str | None) -> None:
     worker_main(db_url, once=once, poll_s=poll, probe=probe, after_run=precompute)
 
 
+from .commands.selftest import selftest  # noqa: E402 - commands register after the group exists
+from .commands.study import study  # noqa: E402
+
+cli.add_command(selftest)
+cli.add_command(study)
+
+
 def _sigterm_to_interrupt(signum, frame) -> None:  # noqa: ARG001
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -489,8 +500,3 @@ def main() -> None:
     except KeyboardInterrupt:
         errconsole.print("interrupted")
         sys.exit(130)
-
-
-from .commands.study import study as _study  # noqa: E402 - the commands' modules, after the group
-
-cli.add_command(_study)

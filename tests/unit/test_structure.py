@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("registry", "benchmarks", "platforms", "images", "probes", "analysis", "migrate", "hosts"),
     ("experiments", "config"),
     ("runner",),
-    ("report",),
+    ("report", "selftest"),
     ("studies",),
     ("web", "docs", "cli", "commands", "__main__"),
 ]
@@ -155,7 +155,7 @@ def test_only_store_speaks_sql(package):
 
 
 @pytest.mark.parametrize("group,attr", [("virtbench.benchmarks", "name"), ("virtbench.platforms", "type"),
-                                        ("virtbench.experiments", "name")])
+                                        ("virtbench.experiments", "name"), ("virtbench.selftest", "name")])
 def test_entry_point_names_match_their_classes(group, attr):
     eps = entry_points(group=group)
     assert eps, f"no entry points in {group}: reinstall with pip install -e ."
