@@ -198,7 +198,7 @@ class Fleet:
                 lead = 2 * lead + (sync.spread_s or 0.0)
         finally:
             self.guard.stop_watching()
-        if not sync.ok(min_overlap):
+        if sync.reported and not sync.ok(min_overlap):  # none reported: the count failed, and says why
             sync.warnings.append(
                 f"the {count} instances did not run together: {sync.reported} reported, start spread "
                 f"{sync.spread_s} s, all running for {sync.overlap} of the window (wanted >= {min_overlap:g}), "
