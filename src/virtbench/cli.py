@@ -336,21 +336,6 @@ def show(run_ref: str, failed: bool, platform: str | None, benchmark: str | None
             console.print(f"stderr:\n{ex.stderr}", markup=False)
 
 
-@cli.command()
-@click.option("--run", "run_id", default=None, help="Only what this run left (default: everything).")
-@click.option("--wait", is_flag=True, help="If a run is measuring on this host, wait for it instead of refusing.")
-def cleanup(run_id: str | None, wait: bool) -> None:
-    """Remove every container, mount and instance directory virtbench left behind.
-
-    Never while a run measures on this host (its instances would go): refused, or --wait."""
-    from .runner.execute import cleanup as do_cleanup
-
-    removed = do_cleanup(Paths.from_env(), run_id, wait=wait, log=console.print)
-    for line in removed:
-        console.print(f"removed {line}")
-    console.print(f"{len(removed)} leftovers removed" if removed else "nothing to clean up")
-
-
 @cli.group("list")
 def list_group() -> None:
     """List the registered plugins."""
@@ -455,6 +440,13 @@ def worker(once: bool, poll: float, probe: bool, db_url: str | None) -> None:
     from .web.cache import precompute
 
     worker_main(db_url, once=once, poll_s=poll, probe=probe, after_run=precompute)
+
+
+from .commands.agent import agent  # noqa: E402 - commands register after the group exists
+from .commands.cleanup import cleanup  # noqa: E402
+
+cli.add_command(cleanup)
+cli.add_command(agent)
 
 
 def _sigterm_to_interrupt(signum, frame) -> None:  # noqa: ARG001

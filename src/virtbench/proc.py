@@ -11,7 +11,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from .errors import CommandError
@@ -174,3 +174,60 @@ class Background:
 def spawn(argv: Sequence[str]) -> Background:
     """Start argv in the background (its own process group); the caller must stop() it."""
     return Background(argv)
+
+
+class Stream:
+    """A process spoken to line by line: stdin written by the caller, stdout read as it comes
+    (a remote agent's results, one JSON line each), stderr kept in a temporary file. Its own
+    process group, like every command here; close() ends it."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        import tempfile
+
+        self.argv = [str(a) for a in argv]
+        self._err = tempfile.TemporaryFile("w+")
+        try:
+            self.process = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                            stderr=self._err, text=True, errors="replace", bufsize=1,
+                                            start_new_session=True)
+        except FileNotFoundError as exc:
+            raise CommandError(self.argv, 127, "", f"{self.argv[0]}: command not found ({exc})") from None
+
+    def send(self, line: str) -> bool:
+        """Write one line to its stdin; False if it is gone."""
+        try:
+            assert self.process.stdin is not None
+            self.process.stdin.write(line.rstrip("\n") + "\n")
+            self.process.stdin.flush()
+            return True
+        except (BrokenPipeError, OSError, ValueError):
+            return False
+
+    def lines(self) -> Iterator[str]:
+        """Its stdout, line by line, until it closes."""
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            yield line.rstrip("\n")
+
+    def stderr(self) -> str:
+        self._err.seek(0)
+        return self._err.read()
+
+    def close(self, grace: float = 10.0) -> int:
+        """Close its stdin (the agent's signal to finish or clean up), wait, then kill; its exit status."""
+        try:
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            _kill_group(self.process)
+            self.process.wait()
+        return self.process.returncode
+
+
+def stream(argv: Sequence[str]) -> Stream:
+    """Start argv with a stdin to write to and a stdout to read line by line."""
+    return Stream(argv)

@@ -83,11 +83,12 @@ def start(store: Store, campaign: Campaign, paths: Paths, *, source: str = "",
 
     left_out: platforms a generated campaign (the quick one) did not include, each with the
     reason and the fix, stored in the run's provenance so reports can say why they are missing."""
-    remote = [h.name for h in campaign.hosts if not h.is_local]
-    if remote:  # the multi-host runner lands next (issue #15); refuse rather than run on one host only
-        raise InputError(f"campaign hosts: {', '.join(remote)} would run over SSH, which this version cannot yet",
-                         "remove the hosts: key (or keep only local)")
     run_id = run_id or new_run_id()
+    if campaign.hosts:
+        from . import hosts
+
+        return hosts.start(store, campaign, paths, source=source, reporter=reporter or QuietReporter(),
+                           run_id=run_id)
     hostlock.announce_run(paths, run_id)
     if not EXPERIMENTS.get(campaign.experiment).uses_benchmarks:
         from . import experiment
@@ -127,6 +128,10 @@ def run_queued(store: Store, run_id: str, paths: Paths, *, reporter: Reporter | 
         raise InputError(f"run {run.id} is {run.status}, not queued")
     hostlock.announce_run(paths, run.id)
     campaign = parse_campaign(run.campaign, f"run {run.id}")
+    if campaign.hosts:
+        store.set_status(run.id, "failed", "a campaign with hosts: runs from `virtbench run` on the controller")
+        raise InputError(f"run {run.id} lists hosts: the queue runs single-host campaigns",
+                         "start it with `virtbench run CAMPAIGN` on the controller")
     if not EXPERIMENTS.get(campaign.experiment).uses_benchmarks:
         from . import experiment
 
@@ -143,10 +148,14 @@ def run_queued(store: Store, run_id: str, paths: Paths, *, reporter: Reporter | 
 
 
 def _run_details(store: Store, session: Session) -> dict[str, Any]:
+    return {"host_id": store.upsert_host(hostfacts.stable_facts()), **session_details(session)}
+
+
+def session_details(session: Session) -> dict[str, Any]:
+    """What a run records about the host that measures it (a remote agent sends its own)."""
     assert session.image is not None
     versions = tool_versions(session)
     return {
-        "host_id": store.upsert_host(hostfacts.stable_facts()),
         "host_facts": hostfacts.facts(),
         "image": session.image.provenance(),
         "provenance": {"virtbench": __version__, "tools": versions,
@@ -170,6 +179,10 @@ def resume(store: Store, run_ref: str, paths: Paths, *, reporter: Reporter | Non
         raise InputError(f"run {run.id} is already finished", "start a new run instead")
     hostlock.announce_run(paths, run.id)
     campaign = parse_campaign(run.campaign, f"run {run.id}")
+    if campaign.hosts:
+        from . import hosts
+
+        return hosts.resume(store, run, campaign, paths, reporter=reporter)
     if not EXPERIMENTS.get(campaign.experiment).uses_benchmarks:
         from . import experiment
 
