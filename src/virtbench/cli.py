@@ -299,6 +299,13 @@ def _print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool, min_
     report = summary.build(store, run_ref, min_effect=min_effect)
     if as_json:
         click.echo(json.dumps(summary.report_json(report, min_effect=min_effect), indent=2, default=str))
+    elif summary.run_hosts(report.run):  # one host at a time, then the hosts side by side
+        for host, rows, failures in summary.per_host(report):
+            console.rule(f"host {host}")
+            text.render(report.run, rows, failures, console, detail=detail, wide=wide)
+        from .report.sections import render_text
+
+        render_text(list(report.sections), console)
     else:
         text.render(report.run, report.rows, report.failures, console, detail=detail, wide=wide,
                     sections=report.sections)

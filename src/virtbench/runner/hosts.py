@@ -225,8 +225,10 @@ def start(store: Store, campaign: Campaign, paths: Paths, *, source: str, report
 
 def resume(store: Store, run: Run, campaign: Campaign, paths: Paths, *, reporter: Reporter) -> Outcome:
     """Measure what is missing: executions never stored and those a lost host never reached."""
+    t0 = time.monotonic()
     session, parts = prepare_parts(campaign, paths, run.seed, reporter.log)
     try:
+        reporter.log(f"hosts ready in {time.monotonic() - t0:.1f} s: " + "; ".join(_ready(p) for p in parts))
         for part in parts:
             n = store.forget_unreached(run.id, part.name, UNREACHED)
             if n:
