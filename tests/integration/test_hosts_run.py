@@ -35,7 +35,10 @@ def test_two_hosts_one_killed_mid_run_then_resumed(env, tmp_path):
         name = second.spec.name
         campaign = {"name": "two-hosts", "repetitions": 3, "warmups": 0,
                     "hosts": ["local", second.spec.model_dump(exclude_none=True)],
-                    "platforms": ["native", "runc"], "benchmarks": [{"name": "openssl", "seconds": 1}]}
+                    "platforms": ["native", {"name": "runc", "network": "host"}],
+                    "benchmarks": [{"name": "openssl", "seconds": 1},
+                                   {"name": "iperf3", "time": 1, "server": {"host": name}},
+                                   {"name": "sockperf", "time": 1, "server": {"host": name}}]}
         path = tmp_path / "campaign.yaml"
         path.write_text(yaml.safe_dump(campaign))
         run = subprocess.Popen([sys.executable, "-m", "virtbench", "run", str(path), "--no-report"], env=env,
@@ -56,8 +59,11 @@ def test_two_hosts_one_killed_mid_run_then_resumed(env, tmp_path):
         status = dict(_rows(db, "SELECT host, status FROM executions WHERE run_id = ? AND status = 'ok'", run_id))
         by_host = {h: _rows(db, "SELECT status, error FROM executions WHERE run_id = ? AND host = ?", run_id, h)
                    for h in ("local", name)}
-        # this machine's part is complete; the lost host kept what it delivered, the rest failed with the reason
-        assert len(by_host["local"]) == 3 * 2 * 2 and all(s == "ok" for s, _ in by_host["local"]), by_host["local"]
+        # this machine's part is complete; the lost host kept what it delivered, the rest failed with the
+        # reason, and so did the pairs whose server was on it
+        local_own = [s for s, e in by_host["local"] if not e.startswith("not reached:")]
+        assert len(local_own) == 3 * 2 * 2 and all(s == "ok" for s in local_own), by_host["local"]
+        assert len(by_host["local"]) == 3 * 2 * 2 + 3 * 2 * 2
         assert len(by_host[name]) == 12
         lost = [e for s, e in by_host[name] if s == "failed"]
         assert lost and all(e.startswith("not reached:") and name in e for e in lost), lost
@@ -74,11 +80,18 @@ def test_two_hosts_one_killed_mid_run_then_resumed(env, tmp_path):
         assert res.returncode == 0, res.stdout + res.stderr
         assert "already there" in res.stdout  # nothing shipped again
         rows = _rows(db, "SELECT host, status FROM executions WHERE run_id = ?", run_id)
-        assert len(rows) == 24 and all(s == "ok" for _, s in rows)
+        assert len(rows) == 36 and all(s == "ok" for _, s in rows), rows
         report = json.loads(_cli(env, "report", run_id, "--json").stdout)
         assert {r["host"] for r in report["results"]} == {"local", name}
         assert set(report["hosts"]["hosts"]) == {"local", name}
         shipped = report["hosts"]["hosts"][name]["shipped"]
         assert shipped is not None
+        pairs = report["hosts"]["pairs"]
+        assert {(p["benchmark"], p["platform"]) for p in pairs} == {
+            (b, p) for b in ("iperf3", "sockperf") for p in ("native", "runc")}
+        assert all(p["valid"] and p["server_host"] == name and p["n"] == 3 for p in pairs)
+        throughput = next(p for p in pairs if p["benchmark"] == "iperf3" and p["metric"] == "throughput")
+        assert throughput["mean"] > 10  # Mbit/s through the veth link to the namespace
+        assert abs(report["hosts"]["hosts"][name]["clock"]["offset_s"]) < 0.05  # one machine, one clock
         text = _cli(env, "report", run_id).stdout
         assert f"host {name}" in text and "Hosts side by side" in text

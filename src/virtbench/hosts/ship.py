@@ -158,7 +158,8 @@ def _scp_host(address: str) -> str:
 def ensure_virtbench(ex: SSHExecutor, arch: str, python: str, shipment: Shipment, log: Any = print) -> str:
     """A virtual environment with this virtbench on the host; returns its virtbench command."""
     own, deps = wheels(arch, python, log)
-    ident = hashlib.sha256("\n".join(p.name for p in [own, *deps]).encode()).hexdigest()[:16]
+    # the wheel's directory carries the source hash (its file name is the same for every build)
+    ident = hashlib.sha256("\n".join([own.parent.name, *(p.name for p in deps)]).encode()).hexdigest()[:16]
     work = ex.spec.work_dir
     venv = f"{work}/venv-{ident}"
     exe = f"{venv}/bin/virtbench"

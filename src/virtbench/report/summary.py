@@ -57,6 +57,9 @@ def build(store: Store, run_ref: str = "latest", *, alpha: float = stats.ALPHA,
         failures = Counter((e.platform, e.benchmark) for e in failed_execs if host is None or e.host == host)
         part = summarize(results.samples(store, run.id, host), dict(failures), platforms, baseline,
                          declared_metrics(run), alpha=alpha, min_effect=min_effect)
+        if host is not None:  # only what this host measured (a cross-host pair is its client's)
+            executed = {b for _, _, b in store.done_units(run.id, host)}
+            part = [r for r in part if r.benchmark in executed]
         for r in part:
             r.host = host or ""
         rows += part

@@ -131,6 +131,8 @@ def main(stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> int:
         if mode == "check":
             emit("end", status="checked")
             return 0
+        if mode == "pair-server":
+            return _serve_pairs(job, session, paths, emit, stdin)
         return _run(job, session, paths, emit, stdin)
     except VirtbenchError as exc:
         emit("error", message=exc.message, fix=exc.fix or "", exit_code=exc.exit_code)
@@ -142,6 +144,7 @@ def main(stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> int:
 
 def _run(job: dict[str, Any], session: Any, paths: Paths, emit: Emitter, stdin: TextIO) -> int:
     run_id = job["instance_run_id"]
+    session.campaign = without(session.campaign, set(job.get("skip", [])))
     store = StreamStore(emit, {tuple(k) for k in job.get("done", [])})
     gone = threading.Event()
     _watch_stdin(stdin, gone)
@@ -158,6 +161,14 @@ def _run(job: dict[str, Any], session: Any, paths: Paths, emit: Emitter, stdin: 
             emit("log", message=f"removed leftover: {line}")
     emit("end", status="interrupted" if outcome.interrupted else "finished")
     return 1 if outcome.interrupted else 0
+
+
+def without(campaign: Any, keys: set[str]) -> Any:
+    """The campaign's own part for one host: without the pairs measured across hosts (the
+    controller runs those); the image stays the full campaign's, the same on every host."""
+    if not keys:
+        return campaign
+    return campaign.model_copy(update={"benchmarks": [b for b in campaign.benchmarks if b.key not in keys]})
 
 
 def _raise_interrupted(signum: int, frame: Any) -> None:  # noqa: ARG001
@@ -179,3 +190,62 @@ def _watch_stdin(stdin: TextIO, gone: threading.Event, kill: Callable[[], None] 
         (kill or (lambda: os.kill(os.getpid(), signal.SIGTERM)))()
 
     threading.Thread(target=watch, name="agent-stdin", daemon=True).start()
+
+
+def _serve_pairs(job: dict[str, Any], session: Any, paths: Paths, emit: Emitter, stdin: TextIO) -> int:
+    """Server ends of cross-host pairs, one at a time: `serve` brings an instance up and starts
+    the server in it, answered by `listening` once it listens; `stop` ends it and answers with
+    its output. EOF (the controller or the link gone) removes whatever is up."""
+    from ..platforms import naming
+    from .pair import _wait_listening
+
+    run_id = job["instance_run_id"]
+    up: list[Any] = []  # [platform, instance, background] of the pair being served
+    previous = signal.signal(signal.SIGHUP, _raise_interrupted)
+
+    def down() -> dict[str, Any]:
+        if not up:
+            return {}
+        platform, instance, background = up
+        up.clear()
+        res = background.stop() if background is not None else None
+        platform.discard(instance)
+        return {} if res is None else {"returncode": res.returncode, "stdout": res.stdout, "stderr": res.stderr}
+
+    try:
+        for line in stdin:
+            try:
+                req = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if req.get("op") == "stop":
+                emit("server", **down())
+                continue
+            if req.get("op") != "serve":
+                continue
+            down()
+            try:
+                platform = session.platforms[req["platform"]]
+                bench = session.benchmarks[req["benchmark"]]
+                name = naming.derived(naming.unit_name(run_id, req["platform"], int(req["round"])), "-s")
+                workdir = f"/var/tmp/virtbench/{name}"
+                instance = platform.create(session.image, name, run_id)
+                up[:] = [platform, instance, None]
+                platform.start(instance)
+                platform.exec(instance, ["mkdir", "-p", workdir], timeout=60)
+                up[2] = platform.host.spawn(platform.exec_argv(instance, bench.server_command(workdir)))
+                _wait_listening(platform, instance, bench, up[2])
+                emit("listening")
+            except Exception as exc:  # noqa: BLE001 - the controller records the pair as failed
+                emit("error", message=f"{type(exc).__name__}: {exc}" if not isinstance(exc, VirtbenchError)
+                     else exc.message)
+                down()
+    except Interrupted:
+        pass
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+        down()
+        for line in cleanup(paths, run_id):
+            emit("log", message=f"removed leftover: {line}")
+    emit("end", status="finished")
+    return 0

@@ -21,7 +21,7 @@ from typing import Any
 
 from .. import host as hostfacts
 from .. import proc
-from ..config import Campaign
+from ..config import Campaign, cross_host
 from ..errors import InputError, VirtbenchError
 from ..hosts import ship
 from ..hosts.inventory import HostSpec
@@ -30,7 +30,8 @@ from ..images import build as images
 from ..platforms.base import Paths
 from ..store.db import Store, now
 from ..store.models import Run
-from .agent import decode
+from . import crosspair
+from .agent import decode, without
 from .execute import Outcome, Reporter, execute, session_details
 from .plan import schedule
 from .session import Session, build_objects, image_recipe, prepare, with_platform_packages
@@ -136,11 +137,8 @@ def _prepare_remote(part: Part, campaign: Campaign, session: Session, paths: Pat
 
 
 def _for_agent(campaign: Campaign) -> dict[str, Any]:
-    """The campaign a host runs: the same, without hosts (an agent measures only where it is)."""
-    data = campaign.model_dump(mode="json")
-    data.pop("hosts", None)
-    data.pop("parallel", None)
-    return data
+    """The campaign as a host's agent gets it (it measures only where it runs)."""
+    return campaign.model_dump(mode="json")
 
 
 def _talk(part: Part, job: dict[str, Any]) -> list[dict[str, Any]]:
@@ -211,7 +209,8 @@ def start(store: Store, campaign: Campaign, paths: Paths, *, source: str, report
     session, parts = prepare_parts(campaign, paths, seed, reporter.log)
     try:
         reporter.log(f"hosts ready in {time.monotonic() - t0:.1f} s: " + "; ".join(_ready(p) for p in parts))
-        details = session_details(session) if session is not None else dict(parts[0].details)
+        details = session_details(replace(session, campaign=campaign)) if session is not None \
+            else dict(parts[0].details)
         details["provenance"] = {**details.get("provenance", {}), "hosts": _provenance(parts, session)}
         store.create_run(run_id=run_id, name=campaign.name, campaign=campaign.model_dump(mode="json"),
                          source=source, seed=seed, status="running",
@@ -305,7 +304,8 @@ def _run_parts(store: Store, run_id: str, campaign: Campaign, session: Session |
             if part.spec.is_local:
                 assert session is not None
                 view = HostView(store, part.name)
-                out = execute(view, session, run_id, part.seed, reporter, stop_requested=stop.is_set)  # type: ignore[arg-type]
+                own = replace(session, campaign=without(campaign, set(cross_host(campaign))))
+                out = execute(view, own, run_id, part.seed, reporter, stop_requested=stop.is_set)  # type: ignore[arg-type]
                 part.status = "interrupted" if out.interrupted else "finished"
                 interrupted |= out.interrupted
             elif not campaign.parallel and not stop.is_set():
@@ -327,6 +327,8 @@ def _run_parts(store: Store, run_id: str, campaign: Campaign, session: Session |
                 t.join(90)
         store.set_status(run_id, "interrupted", "interrupted by user or signal")
         return Outcome(run_id, 0, 0, interrupted=True)
+    if cross_host(campaign) and session is not None:
+        _cross_phase(store, run_id, campaign, session, parts, reporter)
     lost = [p for p in parts if p.status != "finished"]
     failed = sum(1 for ex in store.executions(run_id, status="failed") if not ex.warmup)
     total = len(store.executions(run_id))
@@ -345,7 +347,7 @@ def _remote_part(store: Store, run_id: str, campaign: Campaign, part: Part, repo
     done = store.done_units(run_id, host=part.name)
     job = {"mode": "run", "campaign": _for_agent(campaign), "run_id": run_id,
            "instance_run_id": instance_run_id(run_id, part.name), "seed": part.seed,
-           "done": sorted(done), "image_cache": part.image_cache}
+           "done": sorted(done), "image_cache": part.image_cache, "skip": sorted(cross_host(campaign))}
     end: dict[str, Any] = {}
     try:
         part.stream = proc.stream(part.executor.ssh_argv(["env", *part.remote_env(), part.agent, "agent"]))
@@ -384,18 +386,54 @@ def _remote_part(store: Store, run_id: str, campaign: Campaign, part: Part, repo
 
 def mark_unreached(store: Store, run_id: str, campaign: Campaign, part: Part) -> int:
     """Every execution of the host's schedule not stored: failed, with the reason (resume redoes them)."""
-    done = store.done_units(run_id, host=part.name)
+    own = without(campaign, set(cross_host(campaign)))
+    todo = [(u.round, u.warmup, u.platform, k[2]) for u in schedule(own, part.seed) for k in u.keys()]
+    return _mark(store, run_id, part.name, todo, part.reason)
+
+
+def _mark(store: Store, run_id: str, host: str, todo: list[tuple[int, bool, str, str]], reason: str) -> int:
+    done = store.done_units(run_id, host=host)
     n = 0
-    for unit in schedule(campaign, part.seed):
-        for key in unit.keys():
-            if key in done:
-                continue
-            t = now()
-            store.record(run_id=run_id, round=unit.round, warmup=unit.warmup, platform=unit.platform,
-                         benchmark=key[2], status="failed", started_at=t, finished_at=t, duration_s=0.0,
-                         error=f"{UNREACHED} {part.reason}", host=part.name)
-            n += 1
+    for rnd, warmup, platform, bench in todo:
+        if (rnd, platform, bench) in done:
+            continue
+        t = now()
+        store.record(run_id=run_id, round=rnd, warmup=warmup, platform=platform, benchmark=bench, status="failed",
+                     started_at=t, finished_at=t, duration_s=0.0, error=f"{UNREACHED} {reason}", host=host)
+        n += 1
     return n
+
+
+def _cross_phase(store: Store, run_id: str, campaign: Campaign, session: Session, parts: list[Part],
+                 reporter: Reporter) -> None:
+    """The pairs across hosts, after each host's own part (they would disturb it); one server
+    host at a time. A server host that is lost or unreachable: its pairs fail with the reason."""
+    by_host: dict[str, list[str]] = {}
+    for key, server in cross_host(campaign).items():
+        by_host.setdefault(server.host, []).append(key)
+    local = next(p for p in parts if p.spec.is_local)
+    for host, keys in by_host.items():
+        part = next(p for p in parts if p.name == host)
+        only = campaign.model_copy(update={"benchmarks": [b for b in campaign.benchmarks if b.key in keys]})
+        todo = crosspair.plan(only, local.seed)
+        if part.status != "finished" or part.executor is None:
+            _mark(store, run_id, "local", todo, part.reason or f"host {host} did not finish its part")
+            continue
+        reporter.log(f"pairs across hosts: client here, server on {host} ({part.spec.address})")
+        agent = crosspair.ServerAgent(part.executor.ssh_argv(["env", *part.remote_env(), part.agent, "agent"]),
+                                      {"mode": "pair-server", "campaign": _for_agent(campaign), "run_id": run_id,
+                                       "instance_run_id": instance_run_id(run_id, host),
+                                       "image_cache": part.image_cache})
+        try:
+            agent.ask(None, "hello", 600)
+            crosspair.run_phase(store, run_id, only, session, agent, host, part.spec.address, local.seed,
+                                part.clock, reporter)
+        except VirtbenchError as exc:
+            part.status, part.reason = "lost", f"host {host}: {exc}"
+            reporter.log(f"[{host}] {part.reason}; its remaining pairs are marked failed")
+            _mark(store, run_id, "local", todo, part.reason)
+        finally:
+            agent.close()
 
 
 def _tail(text: str) -> str:

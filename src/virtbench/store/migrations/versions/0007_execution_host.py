@@ -27,12 +27,29 @@ def _constraint(table: str, columns: list[str], default: str) -> str:
     return default
 
 
+CHILDREN = ("samples", "attachments")
+"""Tables whose rows reference executions with ON DELETE CASCADE."""
+
+
 def upgrade() -> None:
+    bind = op.get_bind()
+    sqlite = bind.dialect.name == "sqlite"
+    if sqlite:
+        # SQLite rebuilds `executions` to change its unique key (copy, drop, rename); with
+        # foreign keys on (they cannot be turned off inside the migration's transaction)
+        # dropping the old table would cascade to every sample and attachment: keep them aside.
+        for child in CHILDREN:
+            op.execute(f"CREATE TEMP TABLE _vb0007_{child} AS SELECT * FROM {child}")
     old = _constraint("executions", EXEC_COLUMNS, "uq_executions_run_id")
     with op.batch_alter_table("executions", naming_convention=CONVENTION) as batch_op:
         batch_op.add_column(sa.Column("host", sa.String(63), nullable=False, server_default=""))
         batch_op.drop_constraint(old, type_="unique")
         batch_op.create_unique_constraint("uq_executions_point", [*EXEC_COLUMNS, "host"])
+    if sqlite:
+        for child in CHILDREN:
+            op.execute(f"DELETE FROM {child}")
+            op.execute(f"INSERT INTO {child} SELECT * FROM _vb0007_{child}")
+            op.execute(f"DROP TABLE _vb0007_{child}")
     old = _constraint("samples", SAMPLE_COLUMNS, "uq_samples_point")
     with op.batch_alter_table("samples", naming_convention=CONVENTION) as batch_op:
         batch_op.add_column(sa.Column("host", sa.String(63), nullable=False, server_default=""))
