@@ -73,7 +73,7 @@ def cross_pairs(run: Run, rows: list[Any], hosts: dict[str, Any]) -> list[dict[s
         if server is None or r.host != "local":
             continue
         try:
-            two_clock = r.metric in BENCHMARKS.get(r.benchmark.split("[")[0]).two_clock_metrics
+            two_clock = r.metric in getattr(BENCHMARKS.get(r.benchmark.split("[")[0]), "two_clock_metrics", ())
         except Exception:  # noqa: BLE001 - a plugin gone: its figures are taken as round trips
             two_clock = False
         clock = hosts.get(server["host"], {}).get("clock", {})

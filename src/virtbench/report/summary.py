@@ -52,7 +52,7 @@ def build(store: Store, run_ref: str = "latest", *, alpha: float = stats.ALPHA,
     baseline = run.campaign.get("baseline", "native")
     platforms = [p.name for p in run.platforms]
     rows: list[Row] = []
-    hosts = run_hosts(run)
+    hosts: list[str | None] = list(run_hosts(run))
     for host in hosts or [None]:  # several hosts: each compared with its own baseline
         failures = Counter((e.platform, e.benchmark) for e in failed_execs if host is None or e.host == host)
         part = summarize(results.samples(store, run.id, host), dict(failures), platforms, baseline,
