@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from dbsupport import PG_ENV, database
 from virtbench.images.build import Recipe, build, host_arch
 from virtbench.images.image import Image
 from virtbench.platforms.base import Paths
+from virtbench.store.db import Store
 
 DATA = Path(__file__).parent / "data"
 
@@ -59,3 +61,27 @@ def run_id() -> str:
 @pytest.fixture
 def data_dir() -> Path:
     return DATA
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request) -> str:
+    """Each test using a store runs on SQLite, and again on PostgreSQL when a server is given."""
+    if request.param == "postgresql" and not os.environ.get(PG_ENV):
+        pytest.skip(f"{PG_ENV} not set: tools/start-postgres starts a server and prints its URL")
+    return request.param
+
+
+@pytest.fixture
+def db_url(backend, tmp_path):
+    """An empty database."""
+    url, drop = database(backend, tmp_path, None)
+    yield url
+    if drop:
+        drop()
+
+
+@pytest.fixture
+def store(db_url):
+    s = Store(db_url)
+    yield s
+    s.engine.dispose()

@@ -14,13 +14,19 @@ from rich.markup import escape
 from . import __version__
 from .errors import InputError, VirtbenchError
 from .extras import require
-from .platforms.base import Paths
 
 # Piped output (make run | tee, CI logs) gets wide tables instead of 80-column wrapping.
 console = Console(stderr=False, highlight=False, width=None if sys.stdout.isatty() else 200)
 errconsole = Console(stderr=True, highlight=False)
 db_option = click.option("--db", "db_url", envvar="VIRTBENCH_DB", default=None,
                          help="SQLAlchemy URL of the results store (default: SQLite under /var/lib/virtbench).")
+
+
+def _paths() -> Any:
+    """The state and runtime directories (imported here: `report` and `runs` never need the platforms)."""
+    from .platforms.base import Paths
+
+    return Paths.from_env()
 
 
 def _store(db_url: str | None):
@@ -42,6 +48,7 @@ def cli() -> None:
 def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
     """Which platforms run here (decided by trying), why not, and the host's facts."""
     from . import host
+    from .images.arch import cross_build_report
     from .images.build import DEFAULT_CACHE
     from .platforms import sandboxes
     from .registry import PLATFORMS
@@ -49,7 +56,7 @@ def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
     from .runner.session import probe_types
     from .store.db import default_url
 
-    paths = Paths.from_env()
+    paths = _paths()
     # Probes start tiny instances: never while a run measures here (they would disturb it).
     with hostlock.hold(paths, "`virtbench doctor`", wait=wait, log=errconsole.print):
         verdicts = probe_types(PLATFORMS.names(), paths)
@@ -57,7 +64,7 @@ def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
         doc: dict[str, Any] = {"host": facts, "store": db_url or default_url(), "image_cache": str(DEFAULT_CACHE),
                "platforms": [{"name": n, "kind": PLATFORMS.get(n).kind, "available": v.available, "reason": v.reason,
                               "fix": v.fix} for n, v in verdicts.items()],
-               "sandboxes": sandboxes.report(paths)}
+               "sandboxes": sandboxes.report(paths), "cross_build": cross_build_report()}
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
@@ -73,6 +80,10 @@ def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
         console.print(f"[bold]{p['name']:<11}[/bold] {mark}: {p['reason']}"
                       + (f"\n            fix: {p['fix']}" if p["fix"] and not p["available"] else ""))
     _print_sandboxes(doc["sandboxes"])
+    console.print("[bold]images for other architectures[/bold] (`image build --arch`)")
+    for c in doc["cross_build"]:
+        console.print(f"  {c['arch']}: {'[green]can build[/green]' if c['ok'] else '[red]cannot build[/red]'}: "
+                      f"{escape(c['reason'])}" + (f"\n    fix: {escape(c['fix'])}" if c["fix"] and not c["ok"] else ""))
 
 
 def _print_sandboxes(entries: list[dict[str, Any]]) -> None:
@@ -102,11 +113,13 @@ def image() -> None:
 @image.command("build")
 @click.option("--profile", type=click.Choice(["quick", "full"]), default="quick", show_default=True)
 @click.option("--release", default="bookworm", show_default=True, help="Debian release.")
+@click.option("--arch", default=None, metavar="ARCH",
+              help="Debian architecture (arm64, armhf, ...; default: this host's), another one through qemu-user.")
 @click.option("--force", is_flag=True, help="Rebuild even if cached.")
-def image_build(profile: str, release: str, force: bool) -> None:
+def image_build(profile: str, release: str, arch: str | None, force: bool) -> None:
     from .images.build import build, recipe_for
 
-    img = build(recipe_for(profile, release), force=force, log=console.print)
+    img = build(recipe_for(profile, release, arch), force=force, log=console.print)
     console.print(f"image {img.recipe_hash[:12]} at {img.root}")
     console.print(f"  {img.release}/{img.arch}, profile {img.profile}, archive sha256 {img.tar_sha256[:16]}…, "
                   f"{len(img.manifest.get('installed', {}))} packages")
@@ -175,7 +188,7 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
 
     for name in probes:
         PROBES.get(name)  # an unknown name: one line, exit 2, before anything starts
-    paths = Paths.from_env()
+    paths = _paths()
     reporter = RichReporter(console)
     if campaign_file:
         campaign = load_campaign(campaign_file)  # validated before the store is even opened

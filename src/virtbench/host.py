@@ -12,10 +12,10 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from . import proc
+from . import boards, proc
 
 INTERESTING_FLAGS = ("aes", "avx", "avx2", "avx512f", "sha_ni", "vmx", "svm", "hypervisor",
-                     "pmull", "sha2", "asimd", "sse4_2", "rdrand")
+                     "pmull", "sha1", "sha2", "asimd", "neon", "sse4_2", "rdrand", "pclmulqdq")
 
 
 def _read(path: str | Path, default: str = "") -> str:
@@ -26,7 +26,10 @@ def _read(path: str | Path, default: str = "") -> str:
 
 
 def cpuinfo(text: str | None = None) -> dict[str, Any]:
-    """CPU model and feature flags from /proc/cpuinfo (x86 'flags', ARM 'Features')."""
+    """CPU model and feature flags from /proc/cpuinfo (x86 'flags', ARM 'Features').
+
+    ARM kernels name no CPU ('ARMv7 Processor rev 3 (v7l)' at best): the model is the
+    decoded core types ('4x Cortex-A72'), with the kernel's own line after it."""
     text = _read("/proc/cpuinfo") if text is None else text
     model, microcode = "", ""
     flags: set[str] = set()
@@ -39,10 +42,14 @@ def cpuinfo(text: str | None = None) -> dict[str, Any]:
             flags = set(value.split())
         elif key == "microcode" and not microcode:
             microcode = value
+    cores = boards.arm_cpu_name(text)
+    if cores:
+        model = f"{cores} ({model})" if model and not model.startswith("BCM") else cores
     if not model:
         model = _read("/sys/firmware/devicetree/base/model").rstrip("\x00") or platform.processor()
+    crypto = boards.crypto_extensions(flags)
     return {"cpu_model": model, "cpu_flags": sorted(f for f in flags if f in INTERESTING_FLAGS),
-            "aes": "aes" in flags, "microcode": microcode}
+            "aes": crypto["aes"], "crypto": crypto, "microcode": microcode}
 
 
 def virtualization() -> dict[str, str]:
@@ -55,6 +62,11 @@ def virtualization() -> dict[str, str]:
     if proc.which("systemd-detect-virt"):
         vm = proc.run(["systemd-detect-virt", "--vm"], check=False, timeout=10).stdout.strip()
         container = proc.run(["systemd-detect-virt", "--container"], check=False, timeout=10).stdout.strip()
+    accel = next((w.split("=", 1)[1] for w in _read("/proc/cmdline").split() if w.startswith("vb.accel=")), "")
+    if vm in ("", "none", "qemu", "kvm") and accel:  # a guest virtbench booted knows its accelerator
+        vm = {"tcg": "qemu", "kvm": "kvm"}.get(accel, vm)
+    elif vm in ("", "none") and boards.board_model().startswith("linux,dummy-virt"):
+        vm = "qemu (virt machine; KVM or TCG unknown)"
     if vm in ("", "none") and "hypervisor" in _read("/proc/cpuinfo").split():
         vendor = _read("/sys/class/dmi/id/sys_vendor") or _read("/sys/class/dmi/id/product_name")
         vm = f"yes ({vendor})" if vendor else "yes (hypervisor CPU flag)"
@@ -67,6 +79,34 @@ def cgroup_version() -> str:
     if Path("/sys/fs/cgroup/unified/cgroup.controllers").exists():
         return "v1 (hybrid)"
     return "v1"
+
+
+MEMORY_CGROUP_FIX = ("add `cgroup_enable=memory cgroup_memory=1` to the kernel command line "
+                     "(/boot/firmware/cmdline.txt on Raspberry Pi OS, one line) and reboot")
+
+
+def cgroup_controllers(text: str | None = None) -> dict[str, bool]:
+    """Controllers the kernel has, and whether each is enabled (/proc/cgroups; Raspberry Pi OS
+    boots with `cgroup_disable=memory`, so its memory controller is listed as disabled)."""
+    text = _read("/proc/cgroups") if text is None else text
+    out: dict[str, bool] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and not line.startswith("#"):
+            out[parts[0]] = parts[3] == "1"
+    return out
+
+
+def memory_controller_problem(text: str | None = None) -> str:
+    """Why memory limits cannot work on this host ('' when they can)."""
+    controllers = cgroup_controllers(text)
+    if not controllers:
+        return ""  # no /proc/cgroups (not Linux, or hidden): the runtime's own error will say
+    if "memory" not in controllers:
+        return "the kernel has no cgroup memory controller"
+    if not controllers["memory"]:
+        return "the kernel's cgroup memory controller is disabled (Raspberry Pi OS disables it by default)"
+    return ""
 
 
 def meminfo(text: str | None = None) -> dict[str, int]:
@@ -120,13 +160,17 @@ def stable_facts() -> dict[str, Any]:
         "os": _os_release(),
         "virtualization": virtualization(),
         "cgroup": cgroup_version(),
+        "board": boards.board_model(),
     }
 
 
-def conditions() -> dict[str, Any]:
-    """What may differ from one run to the next on the same host."""
+def conditions(scratch: Path | None = None) -> dict[str, Any]:
+    """What may differ from one run to the next on the same host. scratch: the directory
+    benchmarks write to (its storage kind: an SD card against NVMe)."""
     load1, load5, load15 = os.getloadavg()
     return {
+        "throttle": boards.throttle_state(),
+        "storage": boards.storage_kind(scratch if scratch is not None and scratch.exists() else "/"),
         "governor": governor(),
         "turbo": turbo(),
         "mitigations": mitigations(),
@@ -136,8 +180,8 @@ def conditions() -> dict[str, Any]:
     }
 
 
-def facts() -> dict[str, Any]:
-    return {**stable_facts(), **conditions()}
+def facts(scratch: Path | None = None) -> dict[str, Any]:
+    return {**stable_facts(), **conditions(scratch)}
 
 
 def _os_release() -> str:

@@ -1,7 +1,7 @@
 """Every parser yields exactly the metrics its benchmark declares (#10 item 8).
 
 Checked on the real outputs recorded for every Debian release (tests/data/<tool>/
-`<release>_<benchmark>_<param><value>...txt`, see tests/data/README.md): the benchmark is
+`<release>[-<arch>]_<benchmark>_<param><value>...txt`, see tests/data/README.md): the benchmark is
 built with the parameters the file name records, its output parsed, and the keys compared
 with `metrics()` of those parameters. A parser that adds, drops or renames a key fails here,
 whatever its own test checks.
@@ -35,7 +35,8 @@ def _recorded() -> list[tuple[str, Path, dict[str, str]]]:
         stem = name.replace("-", "_")
         for path in sorted(DATA.glob(f"*/*_{stem}*.txt")):
             release, _, rest = path.name.removesuffix(".txt").partition("_")
-            if release not in RELEASES or path.name.endswith(".stderr.txt") or not rest.startswith(stem):
+            # <release>_ or <release>-<arch>[-<variant>]_ (ARM builds recorded under qemu-user or in a guest)
+            if release.split("-")[0] not in RELEASES or path.name.endswith(".stderr.txt") or not rest.startswith(stem):
                 continue
             rest = rest[len(stem):].lstrip("_")
             if rest and not any(rest.startswith(f) for f in cls.Params.model_fields) and rest != "defaults":

@@ -84,3 +84,12 @@ def test_attachments_are_stored_per_execution_and_read_back_by_kind(store):
         store.add_attachment(ex_id, "hdr:latency", "hdr", b"x", media_type="application/octet-stream")
     with pytest.raises(InputError):
         store.add_attachment(999, "x", "hdr", b"x", media_type="application/octet-stream")
+
+
+def test_head_revision_read_from_the_scripts_is_alembics(tmp_path):
+    """Store.migrate skips Alembic when the schema is at head_revision(): it must be Alembic's head."""
+    from virtbench.store import db
+
+    s = Store(f"sqlite:///{tmp_path / 'h.db'}")
+    current, head = s.schema_version()
+    assert db.head_revision() == head == current

@@ -8,14 +8,14 @@ PostgreSQL), so tests never see each other's rows and do not pay for the filling
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable
 
 import pytest
 
+from dbsupport import PG_ENV, database, pg_database
 from virtbench.store.db import Store
 
-from .helpers import PG_ENV, TOKEN, fill, make_client, pg_database
+from .helpers import TOKEN, fill, make_client
 
 
 def pytest_configure(config):
@@ -51,43 +51,10 @@ def templates(tmp_path_factory):
         drop()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def backend(request) -> str:
-    if request.param == "postgresql" and not os.environ.get(PG_ENV):
-        pytest.skip(f"{PG_ENV} not set: tools/start-postgres starts a server and prints its URL")
-    return request.param
-
-
-def _database(backend: str, tmp_path, template: str | None):
-    if backend == "sqlite":
-        path = tmp_path / "web.db"
-        if template:
-            shutil.copyfile(template, path)
-        return f"sqlite:///{path}", None
-    url, _, drop = pg_database(os.environ[PG_ENV], template)
-    return url, drop
-
-
-@pytest.fixture
-def db_url(backend, tmp_path):
-    """An empty database."""
-    url, drop = _database(backend, tmp_path, None)
-    yield url
-    if drop:
-        drop()
-
-
-@pytest.fixture
-def store(db_url):
-    s = Store(db_url)
-    yield s
-    s.engine.dispose()
-
-
 @pytest.fixture
 def filled(backend, tmp_path, templates):
     """A store holding the two synthetic runs of fill()."""
-    url, drop = _database(backend, tmp_path, templates(backend))
+    url, drop = database(backend, tmp_path, templates(backend))
     s = Store(url)
     yield s
     s.engine.dispose()

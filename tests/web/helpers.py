@@ -2,11 +2,6 @@
 from __future__ import annotations
 
 import re
-import uuid
-from collections.abc import Callable
-
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
 from virtbench.analysis import synthetic
 from virtbench.store.db import Store
@@ -14,28 +9,12 @@ from virtbench.web.app import create_app
 from virtbench.web.settings import Settings
 
 TOKEN = "test-token-0123456789abcdef"
-PG_ENV = "VIRTBENCH_TEST_PG_URL"
 
 
 def fill(store: Store) -> None:
     """Two finished synthetic runs on two hosts; r1 has drift on docker and a failed fio execution."""
     synthetic.fill(store, "r1", repetitions=6, drift={"docker": 0.03}, fail={("runc", "sim-fio"): [2]})
     synthetic.fill(store, "r2", repetitions=6, hostname="other-host", seed=2)
-
-
-def pg_database(base_url: str, template: str | None = None) -> tuple[str, str, Callable[[], None]]:
-    """A fresh database beside base_url's (optionally a copy of template): (url, name, drop)."""
-    name = "vbtest_" + uuid.uuid4().hex[:10]
-    admin = create_engine(base_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:  # names are generated here, never input
-        conn.execute(text(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else "")))
-
-    def drop() -> None:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-    return make_url(base_url).set(database=name).render_as_string(hide_password=False), name, drop
 
 
 def make_client(store, **settings):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
+from virtbench.report import cache as report_cache
 from virtbench.store.models import ReportCache as ReportCacheRow
 from virtbench.web import cache as results
 
@@ -24,7 +25,7 @@ def test_report_is_stored_reused_and_invalidated(filled, monkeypatch):
     monkeypatch.setattr(results.summary, "build", lambda *a, **k: calls.append(a) or real_build(*a, **k))
     again = make_client(filled).get("/api/runs/r1/report").json()  # a new app: memory cache empty
     assert calls == [] and again["results"] == first["results"]
-    monkeypatch.setattr(results, "FINGERPRINT", "other-analysis-code")
+    monkeypatch.setattr(report_cache, "fingerprint", lambda: "other-analysis-code")
     make_client(filled).get("/api/runs/r1/report")
     assert len(calls) == 1 and cached(filled)["r1"].endswith("other-analysis-code")
     filled.update_run("r1", status="interrupted")  # e.g. resumed and stopped again: other data

@@ -12,7 +12,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 DRIFT_MIN_N = 5
 DRIFT_P = 0.01
@@ -21,6 +20,9 @@ DRIFT_RHO = 0.5
 every platform is checked and a 5% level would flag one in twenty by chance."""
 OUTLIER_Z = 3.5
 """Iglewicz and Hoaglin's cut-off for the MAD-based modified z-score."""
+NORMAL_MAD = 0.6744897501960817
+"""The MAD of a standard normal (its 75th percentile): MAD / this estimates the standard
+deviation (scipy.stats.median_abs_deviation's scale="normal")."""
 CV_WARN = 0.035
 """Phoronix Test Suite adds runs while the relative standard deviation exceeds 3.5%."""
 WARMUP_EFFECT = 0.05
@@ -57,6 +59,8 @@ def drift_many(items: Sequence[tuple[Sequence[float], Sequence[int]]]) -> list[F
     for i, (values, rounds) in enumerate(items):
         if len(values) >= DRIFT_MIN_N and np.ptp(values) > 0 and np.ptp(rounds) > 0:
             by_n.setdefault(len(values), []).append(i)
+    from scipy import stats  # imported when statistics are computed, not when a stored report is read
+
     for idx in by_n.values():
         x = stats.rankdata(np.asarray([items[i][1] for i in idx], dtype=float), axis=1)
         y = stats.rankdata(np.asarray([items[i][0] for i in idx], dtype=float), axis=1)
@@ -84,22 +88,35 @@ def outliers(values: Sequence[float], rounds: Sequence[int] | None = None) -> Fl
 
 
 def outliers_many(items: Sequence[tuple[Sequence[float], Sequence[int] | None]]) -> list[Flag | None]:
-    """outliers() of many samples; samples of equal length share one scipy call."""
+    """outliers() of many samples; samples of equal length share one call."""
     out: list[Flag | None] = [None] * len(items)
     by_n: dict[int, list[int]] = {}
     for i, (values, _) in enumerate(items):
         if len(values) >= 3:
             by_n.setdefault(len(values), []).append(i)
     for idx in by_n.values():
-        arr = np.asarray([items[i][0] for i in idx], dtype=float)
-        med = np.median(arr, axis=1, keepdims=True)
-        mad = stats.median_abs_deviation(arr, axis=1, scale="normal")[:, None]
-        dev = np.abs(arr - med)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            masks = np.where(mad > 0, dev / mad > OUTLIER_Z, dev > 0.01 * np.abs(med))
+        masks = outlier_masks(np.asarray([items[i][0] for i in idx], dtype=float))
         for j, i in enumerate(idx):
             out[i] = _outlier_flag(masks[j], items[i][1])
     return out
+
+
+def outlier_mask(values: Sequence[float]) -> list[bool]:
+    """Which of these values the outlier rule counts (what the verify page rings)."""
+    if len(values) < 3:
+        return [False] * len(values)
+    return [bool(m) for m in outlier_masks(np.asarray([values], dtype=float))[0]]
+
+
+def outlier_masks(arr: np.ndarray) -> np.ndarray:
+    """The outlier rule, once: per row of arr, the values whose modified z-score (distance to
+    the median over the MAD scaled to a normal's standard deviation) exceeds OUTLIER_Z; with
+    a MAD of zero, those more than 1 % from the median."""
+    med = np.median(arr, axis=1, keepdims=True)
+    mad = np.median(np.abs(arr - med), axis=1, keepdims=True) / NORMAL_MAD
+    dev = np.abs(arr - med)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(mad > 0, dev / mad > OUTLIER_Z, dev > 0.01 * np.abs(med))
 
 
 def _outlier_flag(mask: np.ndarray, rounds: Sequence[int] | None) -> Flag | None:

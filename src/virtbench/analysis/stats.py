@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy import stats
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20240611
@@ -198,6 +197,8 @@ def rank_tests(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> list
     method from the sizes and from ties anywhere in the batch, so grouping by ties keeps
     every p-value what a call per pair would give.
     """
+    from scipy import stats  # imported when statistics are computed, not when a stored report is read
+
     out: list[RankTest | None] = [None] * len(pairs)
     groups: dict[tuple[int, int, int, bool], list[int]] = {}
     for i, (x, y) in enumerate(pairs):
@@ -313,3 +314,13 @@ def needs_more(values: Sequence[float], base_values: Sequence[float], higher_is_
     if p > target:
         return Need(True, f"ratio interval +-{p:.1%} wider than the +-{target:.1%} target", p)
     return Need(False, f"ratio interval +-{p:.1%} within the +-{target:.1%} target", p)
+
+
+@lru_cache(maxsize=1024)
+def t_quantile(q: float, df: float) -> float:
+    """Student's t quantile (what scipy.stats.t.ppf computes, through scipy.special alone, which
+    imports in a fraction of scipy.stats' time), cached: a report asks for the same few degrees
+    of freedom hundreds of times."""
+    from scipy.special import stdtrit
+
+    return float(stdtrit(df, q))

@@ -18,11 +18,9 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
-from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
-from scipy import stats
 
 from . import quality as q
 from . import stats as st
@@ -113,14 +111,10 @@ def mean_ci(values: Sequence[float], confidence: float = 0.95) -> list[float] | 
     m = float(arr.mean())
     if sd == 0.0:
         return [m, m]
-    half = _t_quantile(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n)
+    half = st.t_quantile(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n)
     return [m - half, m + half]
 
 
-@lru_cache(maxsize=256)
-def _t_quantile(q: float, df: int) -> float:
-    """scipy's t quantile, cached: a report asks for the same few degrees of freedom hundreds of times."""
-    return float(stats.t.ppf(q, df))
 
 
 def relative(mean: float, base_mean: float, higher_is_better: bool) -> float | None:

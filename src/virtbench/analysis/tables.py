@@ -19,7 +19,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from .summary import Row
 
@@ -58,7 +57,7 @@ class CategoryCell:
 
 def geomean(values: Iterable[float]) -> float | None:
     arr = np.asarray([v for v in values if v is not None and v > 0], dtype=float)
-    return float(stats.gmean(arr)) if arr.size else None
+    return float(np.exp(np.mean(np.log(arr)))) if arr.size else None  # what scipy.stats.gmean computes
 
 
 def category_table(rows: Sequence[Row]) -> dict[str, dict[str, CategoryCell]]:

@@ -22,12 +22,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
-from scipy import stats
 
-from .stats import MIN_EFFECT
+from .stats import MIN_EFFECT, t_quantile
 
 CONFIDENCE = 0.95
 MAX_ADVICE = 100
@@ -47,9 +45,8 @@ class Verdict:
     """Inconclusive: about how many repetitions per side would decide it (None: more than MAX_ADVICE)."""
 
 
-@lru_cache(maxsize=1024)
 def _t(df: float, confidence: float) -> float:
-    return float(stats.t.ppf(0.5 + confidence / 2, df))
+    return t_quantile(0.5 + confidence / 2, df)
 
 
 def _moments(values: Sequence[float]) -> tuple[int, float, float]:

@@ -4,8 +4,6 @@ from __future__ import annotations
 import click
 from rich.console import Console
 
-from ..platforms.base import Paths
-
 
 @click.command()
 @click.option("--run", "run_id", default=None, help="Only what this run left (default: everything).")
@@ -18,6 +16,8 @@ def cleanup(run_id: str | None, wait: bool, host: str | None, db_url: str | None
     """Remove every container, mount and instance directory virtbench left behind.
 
     Never while a run measures on this host (its instances would go): refused, or --wait."""
+    from ..platforms.base import Paths
+
     console = Console(highlight=False)
     if host is not None and host != "local":
         from ..runner.hosts import cleanup_host

@@ -9,7 +9,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import platform as pyplatform
 import shutil
 import time
 from collections.abc import Iterable
@@ -18,26 +17,13 @@ from pathlib import Path
 
 from .. import proc
 from ..errors import InputError, UnavailableError
+from .arch import check_release_arch, host_arch, require_buildable
 from .image import Image
 
 DEFAULT_CACHE = Path("/var/cache/virtbench/images")
 RELEASES = ("bookworm", "trixie", "bullseye")
 BASE_PACKAGES = ("ca-certificates", "procps", "iproute2")
 """In every image: tools the harness itself uses inside instances (ps, ip/ss for addresses and ports)."""
-
-_MACHINE_TO_DEB = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "armhf", "ppc64le": "ppc64el",
-                   "s390x": "s390x", "riscv64": "riscv64", "i686": "i386"}
-
-
-def host_arch() -> str:
-    """Debian architecture of this host: the image is always built for it (x86_64, arm64 Pi...)."""
-    if proc.which("dpkg"):
-        return proc.run(["dpkg", "--print-architecture"], timeout=10).stdout.strip()
-    machine = pyplatform.machine()
-    if machine not in _MACHINE_TO_DEB:
-        raise UnavailableError(f"unsupported machine architecture {machine!r}")
-    return _MACHINE_TO_DEB[machine]
-
 
 @dataclass(frozen=True)
 class Recipe:
@@ -46,10 +32,16 @@ class Recipe:
     profile: str
     packages: tuple[str, ...]
     variant: str = "minbase"
+    mirrors: tuple[str, ...] = ()
+    """apt source lines instead of mmdebstrap's default (the release, -updates and -security from
+    deb.debian.org): a local mirror, or the suites of a mirror that is mid-sync. Part of the hash."""
 
     def hash(self) -> str:
-        doc = json.dumps({"release": self.release, "arch": self.arch, "variant": self.variant,
-                          "packages": sorted(set(self.packages)), "format": 1}, sort_keys=True)
+        fields: dict[str, object] = {"release": self.release, "arch": self.arch, "variant": self.variant,
+                                     "packages": sorted(set(self.packages)), "format": 1}
+        if self.mirrors:  # only then: every existing image keeps its hash
+            fields["mirrors"] = list(self.mirrors)
+        doc = json.dumps(fields, sort_keys=True)
         return hashlib.sha256(doc.encode()).hexdigest()
 
 
@@ -61,7 +53,9 @@ def recipe_for(profile: str, release: str = "bookworm", arch: str | None = None,
     if release not in RELEASES:
         raise InputError(f"unknown Debian release {release!r}", f"use one of {', '.join(RELEASES)}")
     packages = sorted(set(BASE_PACKAGES) | set(profile_packages(profile)) | set(extra_packages))
-    return Recipe(release=release, arch=arch or host_arch(), profile=profile, packages=tuple(packages))
+    arch = arch or host_arch()
+    check_release_arch(release, arch)
+    return Recipe(release=release, arch=arch, profile=profile, packages=tuple(packages))
 
 
 def cached(recipe: Recipe, cache: Path = DEFAULT_CACHE) -> Image | None:
@@ -79,6 +73,7 @@ def build(recipe: Recipe, cache: Path = DEFAULT_CACHE, *, force: bool = False,
     _refuse_if_mounted(cache / recipe.hash()[:16], recipe.hash()[:12], "rebuilding")
     if not proc.which("mmdebstrap"):
         raise UnavailableError("mmdebstrap is not installed", "apt-get install mmdebstrap")
+    emulated = require_buildable(recipe.release, recipe.arch)
     cache.mkdir(parents=True, exist_ok=True)
     digest = recipe.hash()
     root = cache / digest[:16]
@@ -90,10 +85,12 @@ def build(recipe: Recipe, cache: Path = DEFAULT_CACHE, *, force: bool = False,
         shutil.rmtree(tmp, ignore_errors=True)
         (tmp / "rootfs").mkdir(parents=True)
         started = time.monotonic()
-        log(f"building image {digest[:12]} ({recipe.release}/{recipe.arch}, profile {recipe.profile}): "
+        how = "" if emulated.native else f" on {host_arch()}, through {emulated.reason}"
+        log(f"building image {digest[:12]} ({recipe.release}/{recipe.arch}, profile {recipe.profile}){how}: "
             f"{' '.join(recipe.packages)}")
         argv = ["mmdebstrap", f"--variant={recipe.variant}", f"--architectures={recipe.arch}",
-                f"--include={','.join(recipe.packages)}", "--quiet", recipe.release, str(tmp / "rootfs.tar")]
+                f"--include={','.join(recipe.packages)}", "--quiet", recipe.release, str(tmp / "rootfs.tar"),
+                *recipe.mirrors]
         proc.run(argv, timeout=1800)
         proc.run(["tar", "--numeric-owner", "-xpf", str(tmp / "rootfs.tar"), "-C", str(tmp / "rootfs")],
                  timeout=600)
@@ -111,6 +108,9 @@ def build(recipe: Recipe, cache: Path = DEFAULT_CACHE, *, force: bool = False,
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "build_seconds": round(time.monotonic() - started, 1),
             "builder": proc.run(["mmdebstrap", "--version"], timeout=30).stdout.strip(),
+            "built_on": host_arch(),
+            "mirrors": list(recipe.mirrors) or "mmdebstrap default",
+            "emulated_build": not emulated.native,
         }
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
         if root.exists():

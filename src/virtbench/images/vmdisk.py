@@ -45,8 +45,10 @@ from .agent import AGENT_PATH, AGENT_SCRIPT
 from .build import Recipe, build
 from .image import Image
 
-KERNEL_PACKAGES = {"amd64": "linux-image-cloud-amd64", "arm64": "linux-image-cloud-arm64"}
-"""Debian's kernel for virtual machines (virtio, no hardware drivers) per architecture."""
+KERNEL_PACKAGES = {"amd64": "linux-image-cloud-amd64", "arm64": "linux-image-cloud-arm64",
+                   "armhf": "linux-image-armmp-lpae"}
+"""Debian's kernel for virtual machines (virtio, no hardware drivers) per architecture; armhf
+has no cloud flavour: armmp-lpae boots QEMU's `virt` machine (virtio as modules in the initrd)."""
 GUEST_PACKAGES = ("iproute2",)
 """Besides the kernel: what the guest's own init needs (minbase cannot bring up lo)."""
 DISK_LABEL = "vbroot"
@@ -176,7 +178,8 @@ def vm_recipe(image: Image, inner_packages: Sequence[str] = ()) -> Recipe:
     packages = set(image.packages) | {kernel_package(image.arch), *GUEST_PACKAGES, *inner_packages}
     return Recipe(release=image.release, arch=image.arch, profile=image.profile,
                   packages=tuple(sorted(packages)),
-                  variant=image.manifest.get("variant", "minbase"))
+                  variant=image.manifest.get("variant", "minbase"),
+                  mirrors=tuple(m) if isinstance(m := image.manifest.get("mirrors"), list) else ())
 
 
 def has_kernel(image: Image, inner_packages: Sequence[str] = ()) -> bool:

@@ -370,7 +370,7 @@ def for_reports(reports: Sequence[tuple[Any, list[Row], Any]]) -> tuple[list[Fig
     for (run, rows, _), label in zip(reports, labels):
         cat = tables.category_table(rows)
         stacks = tables.stack_predictions(rows, summary.platform_infos(run))
-        for spec in all_figures(rows, run.campaign.get("baseline", "native"), bench_points(run), cat, stacks):
+        for spec in all_figures(rows, run.baseline, bench_points(run), cat, stacks):
             if len(reports) > 1:
                 spec.id = slug(label, spec.id)
             specs.append(spec)

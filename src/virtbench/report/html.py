@@ -119,7 +119,7 @@ def experiment_html(page: Page, secs: Sequence[ReportSection], prefix: str) -> s
 def run_section(page: Page, report: Report, label: str, prefix: str = "", *, alpha: float = stats.ALPHA,
                 min_effect: float = stats.MIN_EFFECT, secs: Sequence[ReportSection] = ()) -> str:
     run, rows, failures = report
-    baseline = run.campaign.get("baseline", "native")
+    baseline = run.baseline
     platforms = [p.name for p in run.platforms]
     infos = S.platform_infos(run)
     cat = tables.category_table(rows)
@@ -189,7 +189,7 @@ def render(reports: Sequence[Report], *, alpha: float = stats.ALPHA, min_effect:
     merged = S.merged_json(reports, alpha=alpha, min_effect=min_effect)
     cats = {lab: tables.category_table(rows) for lab, (_, rows, _) in zip(labels, reports)}
     nav = " ".join(f'<a href="#r{i}-run">{H.e(lab)}</a>' for i, lab in enumerate(labels))
-    baseline = reports[0][0].campaign.get("baseline", "native")
+    baseline = reports[0][0].baseline
     cat_figs = [f for lab in labels if (f := F.category_figure(cats[lab], baseline, lab))]
     body = (f"<nav>Hosts: {nav}</nav><h2>Across hosts</h2>"
             + H.category_ranges_html(merged["categories"], labels)

@@ -76,7 +76,7 @@ def provenance(run: Any, facts: Mapping[str, Any], label: str) -> str:
                  ("started", run.started_at or "?"), ("finished", run.finished_at or "?"),
                  ("repetitions", camp.get("repetitions")), ("warm-up rounds", camp.get("warmups")),
                  ("randomized order", f"{camp.get('shuffle', True)} (seed {run.seed})"),
-                 ("baseline", camp.get("baseline", "native")),
+                 ("baseline", run.baseline),
                  ("image", f"{str(img.get('recipe_hash', '?'))[:12]} {img.get('release', '')}/{img.get('arch', '')} "
                            f"profile {img.get('profile', '')}, archive sha256 {str(img.get('tar_sha256', '?'))[:16]}"),
                  ("virtbench", (run.provenance or {}).get("virtbench", "?"))])

@@ -46,7 +46,7 @@ def build(store: Store, run: Run, benchmark_rows: Sequence[Row] = (), *, alpha: 
         if ex is not None:
             by_probe[att.kind.removeprefix("probe:")].append((ex, att))
     section = ReportSection(key="probes", title="Probes", data={})
-    baseline = run.campaign.get("baseline", "native")
+    baseline = run.baseline
     platforms = [p.name for p in run.platforms]
     samples = _samples_by_execution(store, run.id)
     if "energy" in names:

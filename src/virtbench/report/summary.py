@@ -16,7 +16,7 @@ from ..constants import LIFECYCLE, LIFECYCLE_STEPS
 from ..store import results
 from ..store.db import Store
 from ..store.models import Run
-from . import headline
+from . import boards, cache, headline
 from .model import FORMAT_VERSION, Report, Section
 from .sections import add_to_json
 from .sections import sections as build_sections
@@ -45,11 +45,29 @@ def load_samples(store: Store, run_id: str) -> list[SampleView]:
 
 
 def build(store: Store, run_ref: str = "latest", *, alpha: float = stats.ALPHA,
-          min_effect: float = stats.MIN_EFFECT, sections: bool = True) -> Report:
-    """The report of a run from the store alone; sections=False skips the experiment sections."""
+          min_effect: float = stats.MIN_EFFECT, sections: bool = True, cached: bool = True) -> Report:
+    """The report of a run from the store alone; sections=False skips the experiment sections.
+
+    With the default statistics settings, a stopped run's rows come from the report cache
+    (report/cache.py) when it holds them for this run and this code, and are stored there
+    when computed; cached=False always computes."""
     run = store.run(run_ref)
+    default = alpha == stats.ALPHA and min_effect == stats.MIN_EFFECT
+    k = cache.key(store, run.id) if cached and default else None
+    got = cache.load(store, run.id, k) if k else None
+    if got is None:
+        got = compute(store, run, alpha=alpha, min_effect=min_effect)
+        if k:
+            cache.save(store, run.id, k, *got)
+    rows, failures_list = got
+    return Report(run, rows, failures_list, build_sections(store, run) if sections else [])
+
+
+def compute(store: Store, run: Run, *, alpha: float = stats.ALPHA, min_effect: float = stats.MIN_EFFECT
+            ) -> tuple[list[Row], list[dict[str, Any]]]:
+    """The run's rows (statistics and verdicts per cell) and failed executions, computed now."""
     failed_execs = [e for e in store.executions(run.id, status="failed") if not e.warmup]
-    baseline = run.campaign.get("baseline", "native")
+    baseline = run.baseline
     platforms = [p.name for p in run.platforms]
     rows: list[Row] = []
     hosts: list[str | None] = list(run_hosts(run))
@@ -63,11 +81,12 @@ def build(store: Store, run_ref: str = "latest", *, alpha: float = stats.ALPHA,
         for r in part:
             r.host = host or ""
         rows += part
+    boards.flag_rows(rows, boards.throttled(store, run))
     failures_list = [{"platform": e.platform, "benchmark": e.benchmark, "round": e.round,
                       "error": e.error, "exit_code": e.exit_code, "argv": e.argv,
                       "output_tail": (e.stderr or e.stdout)[-OUTPUT_TAIL:], **({"host": e.host} if hosts else {})}
                      for e in failed_execs]
-    return Report(run, rows, failures_list, build_sections(store, run) if sections else [])
+    return rows, failures_list
 
 
 def run_hosts(run: Run) -> list[str]:
@@ -142,7 +161,7 @@ def statistics_json(rows: Sequence[Row], alpha: float, min_effect: float) -> dic
 def headline_json(run: Run, rows: Sequence[Row]) -> dict[str, Any]:
     """Per platform its kind, verdict per category and biggest cost; the host facts that matter."""
     lines = headline.headline([(p.name, p.type, p.config or {}) for p in run.platforms], rows,
-                              run.campaign.get("baseline", "native"))
+                              run.baseline)
     return headline.to_json(lines, facts(run))
 
 
@@ -168,7 +187,7 @@ def to_json(run: Run, rows: list[Row], failures: list[dict[str, Any]], *, alpha:
         "headline": headline_json(run, rows),
         "name": run.name,
         "status": run.status,
-        "baseline": run.campaign.get("baseline", "native"),
+        "baseline": run.baseline,
         "host": facts(run),
         "image": {k: run.image.get(k) for k in ("recipe_hash", "tar_sha256", "release", "arch", "profile")},
         "platforms": [{"name": p.name, "type": p.type, "label": p.label, "kind": p.kind, "config": p.config,

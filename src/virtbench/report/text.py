@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
 from ..analysis import quality
 from ..analysis.compare import CompareRow
@@ -76,7 +77,7 @@ def render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: C
 def _render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: Console, detail: bool,
             wide: bool) -> None:
     facts = _facts(run)
-    baseline = run.campaign.get("baseline", "native")
+    baseline = run.baseline
     console.print(f"[bold]virtbench run {run.id}[/bold] ({run.name}, {run.status})")
     render_headline(run, rows, console)
     console.print()
@@ -97,7 +98,8 @@ def _render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: 
     others = [p for p in platforms if p != baseline]
     title = (f"Performance relative to {baseline} (1.0 = same, higher = better; "
              + ("95% interval; " if wide else "") + LEGEND + ")")
-    chunks = _chunks(console, others, lambda ps: _relative_table(by_key, baseline, ps, wide, ""), wide)
+    chunks = _chunks(console, others, lambda ps: _relative_table(by_key, baseline, ps, wide, ""), wide,
+                     lambda p: [_rel(per[p], ci=wide) if p in per else "-" for per in by_key.values()])
     console.print(escape(title))
     for i, chunk in enumerate(chunks, 1):
         if len(chunks) > 1:
@@ -156,16 +158,25 @@ def _relative_table(by_key: dict[tuple[str, str], dict[str, Row]], baseline: str
     return table
 
 
-def _chunks(console: Console, items: Sequence[str], build: Any, wide: bool) -> list[list[str]]:
-    """Split items (platform columns) so each table built from a chunk fits the console."""
+def _chunks(console: Console, items: Sequence[str], build: Any, wide: bool,
+            cells: Any = None) -> list[list[str]]:
+    """Split items (platform columns) so each table built from a chunk fits the console.
+
+    cells(item) gives the column's cell texts (markup): its width is then read from them, so
+    the tables are measured once per chunk, not once per candidate split."""
     if wide or not items:
         return [list(items)]
+    fixed = _natural_width(console, build([]))
+    need = {i: max(Text.from_markup(c).cell_len for c in [escape(i), *cells(i)]) + 3 for i in items} if cells else {}
     out: list[list[str]] = []
     rest = list(items)
     while rest:
-        k = len(rest)
+        k, used = 0, fixed
+        while k < len(rest) and (k == 0 or used + need.get(rest[k], console.width) <= console.width):
+            used += need.get(rest[k], 0)
+            k += 1
         while k > 1 and _natural_width(console, build(rest[:k])) > console.width:
-            k -= 1
+            k -= 1  # the estimate was short (never seen): measure as before
         out.append(rest[:k])
         rest = rest[k:]
     return out
@@ -178,7 +189,7 @@ def _natural_width(console: Console, table: Table) -> int:
 
 def render_headline(run: Run, rows: Sequence[Row], console: Console) -> None:
     """Per platform: kind, verdict per category, then the biggest costs and the host facts."""
-    baseline = run.campaign.get("baseline", "native")
+    baseline = run.baseline
     lines = H.headline([(p.name, p.type, p.config or {}) for p in run.platforms], rows, baseline)
     if not lines:
         return

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from .. import __version__
+from .. import __version__, boards
 from .. import host as hostfacts
 from ..benchmarks.base import Benchmark, PairBenchmark
 from ..config import Campaign, parse_campaign
@@ -156,7 +156,7 @@ def session_details(session: Session) -> dict[str, Any]:
     assert session.image is not None
     versions = tool_versions(session)
     return {
-        "host_facts": hostfacts.facts(),
+        "host_facts": hostfacts.facts(session.paths.state),
         "image": session.image.provenance(),
         "provenance": {"virtbench": __version__, "tools": versions,
                        "availability": {k: v.reason for k, v in session.availability.items()},
@@ -364,6 +364,7 @@ def _run_benchmark(store: Store, session: Session, platform: Platform, instance:
     stdout = stderr = ""
     exit_code: int | None = None
     attachments: list[dict[str, Any]] = []
+    board_before = boards.throttle_state()
     try:
         result = None
         if isinstance(bench, PairBenchmark):
@@ -411,6 +412,7 @@ def _run_benchmark(store: Store, session: Session, platform: Platform, instance:
             platform.exec(instance, ["rm", "-rf", workdir], timeout=300, check=False)
         except Exception:  # noqa: BLE001 - scratch goes with the instance anyway
             pass
+    attachments += boards.throttle_attachment(board_before, boards.throttle_state())
     store.record(run_id=run_id, round=unit.round, warmup=unit.warmup, platform=unit.platform, benchmark=key,
                  status=status, started_at=started, finished_at=now(), duration_s=time.perf_counter() - t0,
                  instance=instance.name, argv=argv, exit_code=exit_code, stdout=stdout, stderr=stderr,

@@ -27,6 +27,7 @@ from ..hosts import ship
 from ..hosts.inventory import HostSpec
 from ..hosts.ssh import SSHExecutor
 from ..images import build as images
+from ..images.arch import MACHINE_TO_DEB
 from ..platforms.base import Paths
 from ..store.db import Store, now
 from ..store.models import Run
@@ -115,15 +116,15 @@ def _prepare_remote(part: Part, campaign: Campaign, session: Session, paths: Pat
                          f"({(py.stdout or py.stderr).strip()[-80:] or 'no python3'})",
                          f"install python3 and python3-venv on {part.name}")
     assert session.image is not None
-    arch = images._MACHINE_TO_DEB.get(machine, machine)
+    arch = MACHINE_TO_DEB.get(machine, machine)
     image = session.image
-    if arch != image.arch:
+    if arch != image.arch:  # the same recipe for that host's architecture (built here through qemu-user)
         recipe = replace(with_platform_packages(image_recipe(campaign), session.platforms.values()), arch=arch)
-        found = images.cached(recipe)
-        if found is None:
-            raise InputError(f"host {part.name} is {machine}: no {arch} guest image on this controller",
-                             f"build it first: virtbench image build --arch {arch}")
-        image = found
+        try:
+            image = images.build(recipe, log=log)
+        except VirtbenchError as exc:
+            raise InputError(f"host {part.name} is {machine}: no {arch} guest image for it: {exc.message}",
+                             exc.fix or f"build it first: virtbench image build --arch {arch}") from None
     part.agent = ship.ensure_virtbench(ex, machine, py.stdout.strip(), part.shipped, log)
     ship.ensure_image(ex, image.root, part.image_cache, part.shipped, log)
     part.clock = clock_offset(ex)

@@ -6,11 +6,13 @@ and exit 2 before anything is measured or stored.
 """
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .. import host as hostfacts
 from ..benchmarks.base import Benchmark
 from ..config import Campaign
 from ..errors import InputError, UnavailableError
@@ -61,6 +63,10 @@ def check_available(session: Session, log: Callable[[str], None] = lambda _m: No
     """Probe what runs on this host; a stacked platform's runtime runs in its VM instead."""
     on_host = {n: p for n, p in session.platforms.items() if outer_of(session, n) is None}
     types = sorted({p.type for p in on_host.values()})
+    limited = [n for n, p in on_host.items() if p.kind != "vm" and getattr(p.options, "memory", None)]
+    if limited and (why := hostfacts.memory_controller_problem()):
+        raise InputError(f"host {socket.gethostname()}: {why}, so {', '.join(limited)} cannot limit memory",
+                         hostfacts.MEMORY_CGROUP_FIX)
     session.availability = probe_types(types, session.paths, log)
     for name, platform in on_host.items():
         verdict = session.availability[platform.type]

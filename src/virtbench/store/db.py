@@ -4,21 +4,21 @@ execution in progress, and the unique keys make a resumed run unable to write a 
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import create_engine, event, select
+from sqlalchemy import create_engine, event, select, text
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import sessionmaker
 
 from ..errors import InputError, VirtbenchError
@@ -26,6 +26,7 @@ from ..extras import require
 from .models import JSON_MEDIA_TYPE, Attachment, Execution, Host, Run, RunBenchmark, RunPlatform, Sample
 
 HERE = Path(__file__).parent
+MIGRATION_LOCK_KEY = 0x76627363  # "vbsc": the advisory lock of schema migrations on PostgreSQL
 
 
 def default_url() -> str:
@@ -40,11 +41,29 @@ def now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
-def _alembic_config(connection: Connection) -> Config:
+def _alembic_config(connection: Connection) -> Any:
+    from alembic.config import Config
+
     cfg = Config(str(HERE / "alembic.ini"))
     cfg.set_main_option("script_location", str(HERE / "migrations"))
     cfg.attributes["connection"] = connection
     return cfg
+
+
+@cache
+def head_revision() -> str:
+    """The newest migration's revision, read from the scripts' text (`revision = '0006'`, and
+    the one no other names as its down_revision), so a current schema is recognized without
+    importing Alembic; tests/unit/test_store.py checks it against Alembic's own answer."""
+    revisions, downs = set(), set()
+    for path in (HERE / "migrations" / "versions").glob("*.py"):
+        src = path.read_text()
+        if m := re.search(r"^revision\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", src, re.M):
+            revisions.add(m.group(1))
+        if m := re.search(r"^down_revision\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", src, re.M):
+            downs.add(m.group(1))
+    heads = revisions - downs
+    return heads.pop() if len(heads) == 1 else ""  # several heads: Alembic decides (and complains)
 
 
 class Store:
@@ -68,12 +87,47 @@ class Store:
 
     # -- schema ----------------------------------------------------------------------
     def migrate(self) -> None:
+        """Bring the schema to the newest revision. Processes opening the same database at once
+        (a server and its worker, two reports after an upgrade) take turns: one migrates, the
+        others then find the schema current (before, the second failed with `duplicate column`)."""
+        if self._current_revision() == head_revision():
+            return  # the common case, without loading Alembic and every migration script
+        from alembic import command
+
         try:
-            with self.engine.begin() as conn:
+            with self._migration_lock(), self.engine.begin() as conn:
+                if self.engine.dialect.name == "postgresql":  # held until this transaction ends
+                    conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
                 command.upgrade(_alembic_config(conn), "head")
         except OperationalError as exc:
             raise VirtbenchError(f"cannot open the results database {self.url}: {exc.orig}",
                                  "check the path or URL and its permissions") from None
+
+    def _current_revision(self) -> str | None:
+        """The schema's revision as Alembic recorded it; None when there is no schema yet."""
+        try:
+            with self.engine.connect() as conn:
+                return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+        except SQLAlchemyError:
+            return None
+
+    @contextmanager
+    def _migration_lock(self) -> Iterator[None]:
+        """An SQLite file's migrations are serialized by an flock on a file beside it (SQLite's
+        own locks do not cover Alembic's read of the current revision); PostgreSQL's by an
+        advisory lock inside the migration's transaction (migrate)."""
+        database = self.engine.url.database if self.engine.dialect.name == "sqlite" else None
+        if not database or database == ":memory:":
+            yield
+            return
+        try:
+            f = open(f"{database}.migrate-lock", "a")  # closed by the with below
+        except OSError:  # a directory this user may not write: reading needs no migration lock
+            yield
+            return
+        with f:
+            fcntl.flock(f, fcntl.LOCK_EX)  # released when the file is closed, also by a kill
+            yield
 
     @property
     def dialect(self) -> str:
@@ -82,6 +136,9 @@ class Store:
 
     def schema_version(self) -> tuple[str | None, str]:
         """(current revision, newest revision)."""
+        from alembic.runtime.migration import MigrationContext
+        from alembic.script import ScriptDirectory
+
         with self.engine.connect() as conn:
             current = MigrationContext.configure(conn).get_current_revision()
             head = ScriptDirectory.from_config(_alembic_config(conn)).get_current_head()

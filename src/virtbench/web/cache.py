@@ -9,48 +9,20 @@ code itself. Anything else is recomputed; the table is a pure cache.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import threading
-import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from ..analysis.summary import Row
+from ..report import cache as report_cache
 from ..report import summary
 from ..store import browse, reports
 from ..store.db import Store
 from ..store.models import Run
 from . import queries
 
-
-def _analysis_fingerprint() -> str:
-    """Hash of the code that computes a report: a cached report from other code is recomputed."""
-    from .. import analysis
-
-    h = hashlib.sha256()
-    files = sorted(Path(analysis.__file__).parent.glob("*.py")) + [Path(summary.__file__)]
-    for f in files:
-        h.update(f.name.encode() + f.read_bytes())
-    return h.hexdigest()[:16]
-
-
-FINGERPRINT = _analysis_fingerprint()
-PERSISTED = ("finished", "failed", "interrupted", "cancelled")
-"""Only reports of runs that stopped are stored; a running run's changes with every execution."""
-
-
-def encode(rows: list[Row], failures: list[dict[str, Any]]) -> bytes:
-    doc = {"rows": [asdict(r) for r in rows], "failures": failures}
-    return zlib.compress(json.dumps(doc, default=str).encode(), 6)
-
-
-def decode(data: bytes) -> tuple[list[Row], list[dict[str, Any]]]:
-    doc = json.loads(zlib.decompress(data))
-    return [Row(**r) for r in doc["rows"]], doc["failures"]
+PERSISTED = report_cache.PERSISTED
 
 
 class ReportCache:
@@ -93,17 +65,11 @@ class ReportCache:
         return self._memo((run_id, "report"), key, lambda: self._stored_or_built(store, run_id, key))
 
     def _stored_or_built(self, store: Store, run_id: str, key: tuple) -> tuple[list[Row], list[dict[str, Any]]]:
-        version = version_of(key)
-        data = reports.load(store, run_id, version)
-        if data is not None:
-            try:
-                return decode(data)
-            except (ValueError, TypeError, KeyError, zlib.error):
-                pass  # written by other code: computed again below
-        _, rows, failures = summary.build(store, run_id)
-        if key[0] in PERSISTED:
-            save(store, run_id, version, rows, failures)
-        return rows, failures
+        got = report_cache.load(store, run_id, key)
+        if got is not None:
+            return got
+        built = summary.build(store, run_id, sections=False)  # stored there when the run has stopped
+        return built.rows, built.failures
 
     def pooled(self, store: Store, runs: Sequence[Run], what: str, compute: Callable[[], Any]) -> Any:
         """A result over several runs, reused while none of them changes (memory only)."""
@@ -116,22 +82,10 @@ class ReportCache:
                 del self._data[k]
 
 
-def version_of(key: tuple) -> str:
-    status, finished, n = key
-    return f"{status}|{finished.isoformat() if finished else '-'}|{n}|{FINGERPRINT}"
-
-
-def save(store: Store, run_id: str, version: str, rows: list[Row], failures: list[dict[str, Any]]) -> None:
-    """Store a run's report (replacing an older one); a failure to store only costs speed later."""
-    reports.save(store, run_id, version, encode(rows, failures))
-
-
 def precompute(store: Store, run_id: str) -> None:
     """Compute and store a stopped run's report now (the worker calls it when a run ends)."""
-    key = ReportCache.key(store, run_id)
-    if key[0] in PERSISTED:
-        _, rows, failures = summary.build(store, run_id)
-        save(store, run_id, version_of(key), rows, failures)
+    if report_cache.key(store, run_id)[0] in PERSISTED:
+        summary.build(store, run_id, sections=False)
 
 
 class Warmer(threading.Thread):

@@ -12,7 +12,6 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 from ..analysis import quality, tables
 from ..analysis import summary as summary_mod
@@ -30,18 +29,6 @@ def row_json(r: Row) -> dict[str, Any]:
 
 
 # -- verify -------------------------------------------------------------------------------------
-def outlier_mask(values: Sequence[float]) -> list[bool]:
-    """Which values analysis.quality.outliers counts (its rule: MAD modified z-score > OUTLIER_Z)."""
-    if len(values) < 3:
-        return [False] * len(values)
-    arr = np.asarray(values, dtype=float)
-    med = float(np.median(arr))
-    mad = float(sps.median_abs_deviation(arr, scale="normal"))
-    dev = np.abs(arr - med)
-    mask = dev / mad > quality.OUTLIER_Z if mad > 0 else dev > 0.01 * abs(med)
-    return [bool(m) for m in mask]
-
-
 def verify(store: Store, cache: ReportCache, run_id: str, benchmark: str | None = None,
            metric: str | None = None, table_limit: int | None = None) -> dict[str, Any]:
     """Every repetition of one metric per platform, with the flags, and an overview of all metrics.
@@ -72,7 +59,7 @@ def verify(store: Store, cache: ReportCache, run_id: str, benchmark: str | None 
         pts = by_platform.get(r.platform, [])
         measured = [p for p in pts if not p["warmup"]]
         median = float(np.median([p["value"] for p in measured])) if measured else None
-        for p, is_out in zip(measured, outlier_mask([p["value"] for p in measured])):
+        for p, is_out in zip(measured, quality.outlier_mask([p["value"] for p in measured])):
             p["outlier"] = is_out
             p["deviation"] = (p["value"] / median - 1) if median else None
         for p in pts:

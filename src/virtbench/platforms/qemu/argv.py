@@ -23,7 +23,10 @@ ARCHES = {
     # machine: (QEMU binary, Debian package, console, default machine type)
     "x86_64": ("qemu-system-x86_64", "qemu-system-x86", "ttyS0", "q35"),
     "aarch64": ("qemu-system-aarch64", "qemu-system-arm", "ttyAMA0", "virt"),
+    "armv7l": ("qemu-system-arm", "qemu-system-arm", "ttyAMA0", "virt"),
 }
+DEB_TO_MACHINE = {"amd64": "x86_64", "arm64": "aarch64", "armhf": "armv7l"}
+"""Debian architecture of an image -> the machine (ARCHES key) that boots it."""
 HOST_ARCH = pyplatform.machine()
 FW_CFG_LABEL = "opt/" + LABEL
 
@@ -46,6 +49,10 @@ class VMSpec:
     address: str | None = None
     """ADDRESS/PREFIX of the guest on the host bridge (network=bridge)."""
     firmware: Path | None = None
+    kernel_args: tuple[str, ...] = ()
+    """Appended to the kernel command line (a test host booted as a board boots: cgroup_disable=memory)."""
+    forwards: tuple[tuple[int, int], ...] = ()
+    """(host port on 127.0.0.1, guest port) TCP forwards of user networking (a test host's sshd)."""
 
 
 def cpu_model(options: QemuOptions, accel: str) -> str:
@@ -62,7 +69,8 @@ def kernel_cmdline(spec: VMSpec) -> str:
     net = {"none": "none", "user": "user"}.get(spec.options.network, spec.address or "none")
     return (f"console={console} root=LABEL={vmdisk.DISK_LABEL} rootfstype=ext4 rw "
             f"init={vmdisk.INIT_PATH} panic=-1 quiet fsck.mode=skip net.ifnames=0 "
-            f"vb.hostname={spec.name} vb.net={net} vb.port={guest.PORT_NAME}")
+            f"vb.hostname={spec.name} vb.net={net} vb.port={guest.PORT_NAME} vb.accel={spec.accel}"
+            + "".join(f" {a}" for a in spec.kernel_args))
 
 
 def qemu_argv(spec: VMSpec) -> list[str]:
@@ -99,7 +107,8 @@ def qemu_argv(spec: VMSpec) -> list[str]:
     # on the shared bridge the MAC follows the (reused) address, see bridge.mac_for
     mac = bridge.mac_for(spec.address.split("/")[0]) if spec.address else mac_address(spec.name)
     if o.network == "user":
-        argv += ["-netdev", "user,id=vbnet,restrict=on", "-device", f"virtio-net-pci,netdev=vbnet,mac={mac}"]
+        fwd = "".join(f",hostfwd=tcp:127.0.0.1:{h}-:{g}" for h, g in spec.forwards)
+        argv += ["-netdev", f"user,id=vbnet,restrict=on{fwd}", "-device", f"virtio-net-pci,netdev=vbnet,mac={mac}"]
     elif o.network == "bridge":
         if not spec.tap:
             raise ValueError("network=bridge needs a tap device")

@@ -1,0 +1,87 @@
+"""The host's hardware as the numbers depend on it, and the samples a board spoiled itself.
+
+Every run says which architecture and CPU it ran on, whether the CPU has AES (and the other
+crypto instructions: the studies saw AES support change results 22-41x), the board, what
+the scratch directory is stored on, and whether the host is emulated (a TCG guest measures
+an emulator, never the board it imitates). Executions during which the board throttled or
+was under-powered carry a 'throttle' attachment; `flag_rows` marks their results with a
+quality warning, since they measured the power supply and cooling, not the platform.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from ..analysis.summary import Row
+from ..store.db import Store
+from ..store.models import Run
+from .model import Section, Table
+
+
+def hardware(facts: dict[str, Any]) -> dict[str, Any]:
+    """The facts of one host that a board user compares first."""
+    virt = facts.get("virtualization") or {}
+    vm = str(virt.get("vm") or "none")
+    crypto = facts.get("crypto") or {"aes": bool(facts.get("aes"))}
+    return {"hostname": facts.get("hostname", ""), "arch": facts.get("arch", ""), "cpu": facts.get("cpu_model", ""),
+            "cpus": facts.get("cpus"), "board": facts.get("board", ""), "aes": bool(crypto.get("aes")),
+            "crypto": crypto, "storage": (facts.get("storage") or {}).get("kind", ""),
+            "virtualized": vm, "emulated": emulated(vm)}
+
+
+def emulated(vm: str) -> bool:
+    """systemd-detect-virt says 'qemu' for a QEMU guest without KVM (TCG: every instruction
+    translated), 'kvm' with it."""
+    return vm.split(" ")[0] == "qemu"
+
+
+def throttled(store: Store, run: Run) -> list[dict[str, Any]]:
+    """Each execution during which the board throttled, with why."""
+    atts = store.attachments(run.id, kind="throttle")
+    if not atts:
+        return []
+    execs = {e.id: e for e in store.executions(run.id)}
+    out = []
+    for a in atts:
+        e = execs.get(a.execution_id)
+        if e is not None:
+            out.append({"platform": e.platform, "benchmark": e.benchmark, "round": e.round, "warmup": e.warmup,
+                        "why": list(a.json().get("why", []))})
+    return out
+
+
+def flag_rows(rows: Sequence[Row], events: Sequence[dict[str, Any]]) -> None:
+    """A 'throttle' quality warning on every result whose samples include a throttled one."""
+    by_cell: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for ev in events:
+        if not ev["warmup"]:
+            by_cell[(ev["platform"], ev["benchmark"])].append(ev)
+    for r in rows:
+        evs = by_cell.get((r.platform, r.benchmark))
+        if evs:
+            why = sorted({w for ev in evs for w in ev["why"]})
+            rounds = ", ".join(str(ev["round"]) for ev in evs[:8])
+            r.quality.append({"check": "throttle", "severity": "warn", "value": float(len(evs)),
+                              "message": f"the board throttled during {len(evs)} sample(s) (round {rounds}): "
+                                         f"{'; '.join(why)}; they measured its cooling or power supply"})
+
+
+def build(store: Store, run: Run) -> Section | None:
+    from .summary import facts
+
+    hw = hardware(facts(run))
+    events = throttled(store, run)
+    crypto = ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in hw["crypto"].items())
+    row = [hw["hostname"], hw["arch"], hw["cpu"], "yes" if hw["aes"] else "no", crypto, hw["board"] or "-",
+           hw["storage"] or "-", ("emulated (QEMU TCG)" if hw["emulated"] else hw["virtualized"])]
+    notes = []
+    if hw["emulated"]:
+        notes.append(f"{hw['hostname']} is an emulated {hw['arch']} machine (QEMU without KVM): its numbers "
+                     "measure the emulator on the host's CPU, not a real board")
+    if events:
+        notes.append(f"{len(events)} execution(s) ran while the board throttled; their results carry a "
+                     "'throttle' warning")
+    table = Table("Host hardware", ["host", "arch", "CPU", "AES", "crypto extensions", "board", "scratch storage",
+                                    "virtualized"], [row])
+    return Section("hardware", "Host hardware", {**hw, "throttled": events}, [table], notes=notes)
