@@ -121,6 +121,15 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
         pass
 
 
+def _wait_or_kill(process: subprocess.Popen[str], grace: float) -> None:
+    """Give a signalled process `grace` seconds to exit, then SIGKILL its group."""
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        _kill_group(process)
+        process.wait()
+
+
 def which(name: str) -> str | None:
     """Path of an executable on PATH (shutil.which, re-exported so callers import one module)."""
     import shutil
@@ -160,11 +169,7 @@ class Background:
                 os.killpg(self.process.pid, sig)
             except (ProcessLookupError, PermissionError):
                 pass
-            try:
-                self.process.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                _kill_group(self.process)
-                self.process.wait()
+            _wait_or_kill(self.process, grace)
         stdout, stderr = self.output()
         self._out.close()
         self._err.close()
@@ -220,11 +225,7 @@ class Stream:
                 self.process.stdin.close()
         except OSError:
             pass
-        try:
-            self.process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            _kill_group(self.process)
-            self.process.wait()
+        _wait_or_kill(self.process, grace)
         return self.process.returncode
 
 

@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("experiments", "config"),
     ("runner",),
     ("report",),
-    ("web", "docs", "cli", "__main__"),
+    ("web", "docs", "cli", "__main__", "commands"),
 ]
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
 

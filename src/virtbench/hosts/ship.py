@@ -129,14 +129,6 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "_", name).lower()
 
 
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def send(ex: SSHExecutor, files: list[Path], remote_dir: str, shipment: Shipment, what: str) -> None:
     """Copy the files the host does not have yet (by name, which carries their hash) into remote_dir."""
     ex.run(["mkdir", "-p", remote_dir], timeout=60)

@@ -11,7 +11,6 @@ one SSH session for the whole phase, and removes its instance after each.
 from __future__ import annotations
 
 import json
-import random
 import time
 from typing import Any
 
@@ -21,7 +20,8 @@ from ..config import Campaign, cross_host
 from ..errors import CommandError, VirtbenchError
 from ..platforms import naming
 from ..store.db import Store, now
-from .execute import Reporter, _describe
+from .execute import Reporter, _describe, parsed_samples
+from .plan import schedule
 from .session import Session
 
 READY_TIMEOUT = 300.0
@@ -29,19 +29,9 @@ READY_TIMEOUT = 300.0
 
 def plan(campaign: Campaign, seed: int) -> list[tuple[int, bool, str, str]]:
     """(round, warmup, platform, benchmark) of every cross-host execution, interleaved like the rest."""
-    keys = list(cross_host(campaign))
-    rng = random.Random(seed ^ 0x5A5A)
-    out = []
-    for rnd in range(campaign.warmups + campaign.repetitions):
-        order = [p.name for p in campaign.platforms]
-        if campaign.shuffle:
-            rng.shuffle(order)
-        for platform in order:
-            benches = keys[:]
-            if campaign.shuffle:
-                rng.shuffle(benches)
-            out += [(rnd, rnd < campaign.warmups, platform, b) for b in benches]
-    return out
+    keys = set(cross_host(campaign))
+    only = campaign.model_copy(update={"benchmarks": [b for b in campaign.benchmarks if b.key in keys]})
+    return [(u.round, u.warmup, u.platform, b) for u in schedule(only, seed ^ 0x5A5A) for b in u.benchmarks]
 
 
 class ServerAgent:
@@ -115,11 +105,7 @@ def _one(store: Store, run_id: str, session: Session, agent: ServerAgent, server
                    f"{server.get('stdout', '')}{server.get('stderr', '')}")
         if result.returncode != 0:
             raise CommandError(argv, result.returncode, result.stdout, result.stderr)
-        values = bench.parse(result.stdout, result.stderr, source=f"{bench.tool} output ({pname} to {server_host})")
-        metrics = {m.name: m for m in bench.metrics()}
-        samples = [{"metric": k, "value": float(v), "unit": metrics[k].unit,
-                    "higher_is_better": metrics[k].higher_is_better, "category": metrics[k].category}
-                   for k, v in values.items()]
+        samples = parsed_samples(bench, result, f"{bench.tool} output ({pname} to {server_host})")
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as exc:  # noqa: BLE001 - a failed execution with its output, the run goes on

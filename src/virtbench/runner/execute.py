@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from .. import __version__, boards
+from .. import __version__, boards, proc
 from .. import host as hostfacts
 from ..benchmarks.base import Benchmark, PairBenchmark
 from ..config import Campaign, parse_campaign
@@ -395,11 +395,7 @@ def _run_benchmark(store: Store, session: Session, platform: Platform, instance:
             assert result is not None
             if result.returncode != 0:
                 raise CommandError(argv, result.returncode, result.stdout, result.stderr)
-            values = bench.parse(result.stdout, result.stderr, source=source)
-            metrics = {m.name: m for m in bench.metrics()}
-            samples = [{"metric": n, "value": float(v), "unit": metrics[n].unit,
-                        "higher_is_better": metrics[n].higher_is_better, "category": metrics[n].category}
-                       for n, v in values.items()]
+            samples = parsed_samples(bench, result, source)
     except (KeyboardInterrupt, Interrupted):
         raise
     except Exception as exc:  # noqa: BLE001 - a failed sample, kept with its raw output
@@ -418,6 +414,15 @@ def _run_benchmark(store: Store, session: Session, platform: Platform, instance:
                  instance=instance.name, argv=argv, exit_code=exit_code, stdout=stdout, stderr=stderr,
                  error=error, samples=samples, attachments=attachments)
     return status == "ok"
+
+
+def parsed_samples(bench: Benchmark, result: proc.Result, source: str) -> list[dict[str, Any]]:
+    """The samples of a successful tool run, each with its metric's unit, direction and category."""
+    values = bench.parse(result.stdout, result.stderr, source=source)
+    metrics = {m.name: m for m in bench.metrics()}
+    return [{"metric": n, "value": float(v), "unit": metrics[n].unit,
+             "higher_is_better": metrics[n].higher_is_better, "category": metrics[n].category}
+            for n, v in values.items()]
 
 
 def _target(platform: Platform, instance: Instance, run_id: str, unit: Unit, key: str) -> Target:
