@@ -95,3 +95,6 @@ def test_two_hosts_one_killed_mid_run_then_resumed(env, tmp_path):
         assert abs(report["hosts"]["hosts"][name]["clock"]["offset_s"]) < 0.05  # one machine, one clock
         text = _cli(env, "report", run_id).stdout
         assert f"host {name}" in text and "Hosts side by side" in text
+        # the host's own cleanup, over SSH, under its own state: nothing of the run is left there
+        res = _cli(env, "cleanup", "--host", name, "--run", run_id)
+        assert res.returncode == 0 and "nothing to clean up" in res.stdout, res.stdout + res.stderr

@@ -90,6 +90,10 @@ def prepare_parts(campaign: Campaign, paths: Paths, seed: int, log: Any) -> tupl
     session = build_objects(campaign, paths)
     parts = [Part(spec=h, seed=host_seed(seed, h.name)) for h in campaign.hosts]
     try:
+        for part in parts:  # the cheap checks first: a host that cannot be reached refuses at once
+            if not part.spec.is_local:
+                part.executor = SSHExecutor(part.spec, paths.runtime)
+                part.executor.open()  # host key, reachability, root or sudo: InputError naming the host
         if any(p.spec.is_local for p in parts):
             prepare(session, log=log)
         else:
@@ -105,9 +109,8 @@ def prepare_parts(campaign: Campaign, paths: Paths, seed: int, log: Any) -> tupl
 
 
 def _prepare_remote(part: Part, campaign: Campaign, session: Session, paths: Paths, log: Any) -> None:
-    ex = SSHExecutor(part.spec, paths.runtime)
-    ex.open()  # host key, reachability, root or sudo: InputError naming the host
-    part.executor = ex
+    ex = part.executor
+    assert ex is not None
     machine = ex.run(["uname", "-m"], timeout=30).stdout.strip()
     py = ex.run(["python3", "-c", "import sys, venv; print('%d.%d' % sys.version_info[:2])"], timeout=30,
                 check=False)
