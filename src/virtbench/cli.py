@@ -464,10 +464,11 @@ def worker(once: bool, poll: float, probe: bool, db_url: str | None) -> None:
 
 from .commands.agent import agent  # noqa: E402 - commands register after the group exists
 from .commands.cleanup import cleanup  # noqa: E402
+from .commands.selftest import selftest  # noqa: E402
 
 cli.add_command(cleanup)
 cli.add_command(agent)
-
+cli.add_command(selftest)
 
 def _sigterm_to_interrupt(signum, frame) -> None:  # noqa: ARG001
     raise KeyboardInterrupt(f"signal {signum}")

@@ -28,6 +28,10 @@ def cleanup(run_id: str | None, wait: bool, host: str | None, db_url: str | None
         from ..runner.execute import cleanup as do_cleanup
 
         removed = do_cleanup(Paths.from_env(), run_id, wait=wait, log=console.print)
+        if run_id is None:  # the self-test's own cgroups and namespaces (after a crashed selftest)
+            from ..selftest.context import cleanup as selftest_leftovers
+
+            removed += [f"selftest: {r}" for r in selftest_leftovers(Paths.from_env())]
     for line in removed:
         console.print(f"removed {line}", markup=False)
     console.print(f"{len(removed)} leftovers removed" if removed else "nothing to clean up")
