@@ -84,17 +84,9 @@ def start(store: Store, campaign: Campaign, paths: Paths, *, source: str = "",
     """Validate, probe, build, record the run, then execute it.
 
     left_out: platforms a generated campaign (the quick one) did not include, each with the
-<<<<<<< HEAD
-    reason and the fix, stored in the run's provenance so reports can say why they are missing."""
-=======
     reason and the fix, stored in the run's provenance so reports can say why they are missing.
     cgroup_parent: a cgroup every instance of a confinable platform is placed under (the
     self-test's CPU priority parent); the others run where virtbench runs."""
-    remote = [h.name for h in campaign.hosts if not h.is_local]
-    if remote:  # the multi-host runner lands next (issue #15); refuse rather than run on one host only
-        raise InputError(f"campaign hosts: {', '.join(remote)} would run over SSH, which this version cannot yet",
-                         "remove the hosts: key (or keep only local)")
->>>>>>> main
     run_id = run_id or new_run_id()
     if campaign.hosts:
         from . import hosts
