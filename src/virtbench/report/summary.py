@@ -18,7 +18,7 @@ from ..store.db import Store
 from ..store.models import Run
 from . import boards, cache, headline
 from .model import FORMAT_VERSION, Report, Section
-from .sections import add_to_json
+from .sections import add_to_json, in_main_table
 from .sections import sections as build_sections
 
 OUTPUT_TAIL = 400
@@ -71,7 +71,7 @@ def compute(store: Store, run: Run, *, alpha: float = stats.ALPHA, min_effect: f
     platforms = [p.name for p in run.platforms]
     rows: list[Row] = []
     hosts: list[str | None] = list(run_hosts(run))
-    for host in hosts or [None]:  # several hosts: each compared with its own baseline
+    for host in (hosts or [None]) if in_main_table(run) else []:  # several hosts: each against its own baseline
         failures = Counter((e.platform, e.benchmark) for e in failed_execs if host is None or e.host == host)
         part = summarize(results.samples(store, run.id, host), dict(failures), platforms, baseline,
                          declared_metrics(run), alpha=alpha, min_effect=min_effect)
