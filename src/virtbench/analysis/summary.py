@@ -44,7 +44,8 @@ class Row:
     ci95: list[float] | None = None
     relative: float | None = None
     relative_ci95: list[float] | None = None
-    """The interval the verdict is read from: 95 % Welch t interval of the log ratio (analysis.verdict)."""
+    """The interval the verdict is read from: 95 % t interval of the log ratio, paired by round where the
+    rounds allow, else Welch (analysis.verdict)."""
     values: list[float] = field(default_factory=list, repr=False)
     rounds: list[int] = field(default_factory=list, repr=False)
     warmup_values: list[float] = field(default_factory=list, repr=False)

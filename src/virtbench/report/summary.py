@@ -22,7 +22,8 @@ from .sections import add_to_json, in_main_table
 from .sections import sections as build_sections
 
 OUTPUT_TAIL = 400
-VERDICT_RULE = ("Verdicts read the 95 % Welch t interval of the ratio of means (log scale): slower or faster "
+VERDICT_RULE = ("Verdicts read a 95 % t interval of the ratio on the log scale, paired by round where at least 3 "
+                "rounds measured both sides (else the Welch t interval of the ratio of means): slower or faster "
                 "when it excludes 1.0, same when it lies within the minimum effect (an equivalence test), "
                 "otherwise inconclusive with the noise and the repetitions that would decide it.")
 
@@ -146,7 +147,8 @@ def power_note(rows: Sequence[Row]) -> dict[str, Any] | None:
 
 
 def statistics_json(rows: Sequence[Row], alpha: float, min_effect: float) -> dict[str, Any]:
-    return {"verdict": VERDICT_RULE, "verdict_interval": "Welch t, 95 %, log ratio of means (delta method)",
+    return {"verdict": VERDICT_RULE, "verdict_interval": "t, 95 %, mean of the rounds' log ratios (paired by round, >= 3 "
+            "common rounds; the reason says 'k rounds paired'), else Welch t of the log ratio of means (delta method)",
             "test": "Mann-Whitney U, two-sided, against the baseline (information only)", "correction": "holm",
             "alpha": alpha, "min_effect": min_effect,
             "comparisons": sum(r.p_value is not None for r in rows),
@@ -154,7 +156,7 @@ def statistics_json(rows: Sequence[Row], alpha: float, min_effect: float) -> dic
                           "seed": stats.BOOTSTRAP_SEED},
             "ci95": "Student t interval of the mean", "mean_boot_ci95": "bootstrap interval of the mean",
             "median_ci95": "bootstrap interval of the median",
-            "relative_ci95": "Welch t interval of the ratio of means on the log scale: the verdict's interval",
+            "relative_ci95": "the verdict's interval: paired t by round, else Welch t, on the log scale",
             "relative_boot_ci95": "bootstrap interval of the ratio of means (independent resampling)"}
 
 
