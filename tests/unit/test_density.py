@@ -226,8 +226,10 @@ def parent(usage_mib: int, *, failcnt: int | None = 0, some: float | None = None
     (reading(4000, full=30.0, some=80.0), parent(1000), None),
     # ...but not when the host's own MemAvailable is low (then it trips on that)
     (reading(700, full=30.0), parent(1000), "MemAvailable"),
-    # ...nor with the parent far from its limit: the stall is outside it
+    # ...nor with the parent far from its limit: 'full' (nothing progressed) is judged, 'some' is not
     (reading(4000, full=30.0), parent(100), "full"),
+    (reading(4000, some=80.0, full=2.0), parent(100), None),
+    (reading(1500, some=80.0, full=2.0), parent(100), "some"),     # MemAvailable below twice the floor
     # v2: the parent's own memory.pressure is subtracted from the host's
     (reading(4000, full=30.0, some=50.0), parent(1000, full=28.0, some=45.0), None),
     (reading(4000, full=30.0), parent(1000, full=5.0, some=5.0), "full"),

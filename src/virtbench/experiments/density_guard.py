@@ -18,7 +18,9 @@ host's avg10 minus the parent's own `memory.pressure`; on cgroup v1 (no per-cgro
 host-wide stall is put down to the parent when the parent is near its limit (usage at least
 `NEAR_LIMIT` of it) or a memory limit in its subtree (its own, or an instance's own limit) was
 hit within the last `RECENT` seconds (PSI avg10 decays over about that long), while the
-host's MemAvailable is still at least twice the floor. The
+host's MemAvailable is still at least twice the floor; otherwise, with that much MemAvailable,
+only PSI `full` is judged (`some` cannot be attributed on v1: refaults of pages a reclaim of
+the parent evicted count as stalls too; `full` means nothing on the host progressed). The
 MemAvailable floor itself is judged as before: the host stays protected.
 """
 from __future__ import annotations
@@ -185,12 +187,18 @@ class Guard:
             full = None if full is None else max(0.0, full - (p.psi_full_avg10 or 0.0))
             reading["psi_outside_parent"] = {"some_avg10": some, "full_avg10": full}
             return some, full
-        if reading["parent_hit_recently"] and r.mem_available >= 2 * floor:
+        if r.mem_available < 2 * floor:
+            return some, full
+        if reading["parent_hit_recently"]:
             reading["psi_attributed"] = (f"confined parent at {(p.usage or 0) / p.limit:.0%} of its limit, memory "
                                          f"limits in it hit {p.failcnt} times, host MemAvailable "
                                          f"{r.mem_available / MIB:.0f} MiB: the stall is the confined instances'")
             return None, None
-        return some, full
+        # v1 cannot tell whose stall 'some' is (refaults of pages a reclaim of the parent evicted
+        # count too); with ample MemAvailable only 'full' (nothing on the host progressed) is harm
+        reading["psi_attributed"] = (f"PSI some not judged: cgroup v1 cannot attribute it and host MemAvailable is "
+                                     f"{r.mem_available / MIB:.0f} MiB; PSI full judged")
+        return None, full
 
     def _hit_recently(self, p: ParentPressure) -> bool:
         """Near its limit now, or its limit-hit counter rose within RECENT seconds."""
