@@ -67,18 +67,39 @@ def build(store: Store, run_ref: str = "latest", *, alpha: float = stats.ALPHA,
 def compute(store: Store, run: Run, *, alpha: float = stats.ALPHA, min_effect: float = stats.MIN_EFFECT
             ) -> tuple[list[Row], list[dict[str, Any]]]:
     """The run's rows (statistics and verdicts per cell) and failed executions, computed now."""
-    samples = results.samples(store, run.id)
     failed_execs = [e for e in store.executions(run.id, status="failed") if not e.warmup]
-    failures = Counter((e.platform, e.benchmark) for e in failed_execs)
     baseline = run.baseline
     platforms = [p.name for p in run.platforms]
-    rows = summarize(samples, dict(failures), platforms, baseline, declared_metrics(run),
-                     alpha=alpha, min_effect=min_effect) if in_main_table(run) else []
+    rows: list[Row] = []
+    hosts: list[str | None] = list(run_hosts(run))
+    for host in (hosts or [None]) if in_main_table(run) else []:  # several hosts: each against its own baseline
+        failures = Counter((e.platform, e.benchmark) for e in failed_execs if host is None or e.host == host)
+        part = summarize(results.samples(store, run.id, host), dict(failures), platforms, baseline,
+                         declared_metrics(run), alpha=alpha, min_effect=min_effect)
+        if host is not None:  # only what this host measured (a cross-host pair is its client's)
+            executed = {b for _, _, b in store.done_units(run.id, host)}
+            part = [r for r in part if r.benchmark in executed]
+        for r in part:
+            r.host = host or ""
+        rows += part
     boards.flag_rows(rows, boards.throttled(store, run))
     failures_list = [{"platform": e.platform, "benchmark": e.benchmark, "round": e.round,
                       "error": e.error, "exit_code": e.exit_code, "argv": e.argv,
-                      "output_tail": (e.stderr or e.stdout)[-OUTPUT_TAIL:]} for e in failed_execs]
+                      "output_tail": (e.stderr or e.stdout)[-OUTPUT_TAIL:], **({"host": e.host} if hosts else {})}
+                     for e in failed_execs]
     return rows, failures_list
+
+
+def run_hosts(run: Run) -> list[str]:
+    """Inventory names of a multi-host run's hosts, in campaign order ([] for a one-host run)."""
+    return [str(h["name"]) for h in (run.campaign or {}).get("hosts", []) if isinstance(h, dict)]
+
+
+def per_host(report: Report) -> list[tuple[str, list[Row], list[dict[str, Any]]]]:
+    """A multi-host report taken apart: (host, its rows, its failures) per host, for renderers
+    that lay out one host at a time."""
+    return [(h, [r for r in report.rows if r.host == h], [f for f in report.failures if f.get("host") == h])
+            for h in run_hosts(report.run)]
 
 
 def facts(run: Run) -> dict[str, Any]:
