@@ -82,7 +82,8 @@ STUDIES: tuple[Study, ...] = (
                                  "two containers on one node (Figs. 14, 15, 17, 18)"),
             Part("network-different", "the same sweeps between containers on two nodes (Figs. 14, 15, 17, 18)",
                  variants=(), needs=("second_host",),
-                 differs="its campaigns come with several-hosts support (a server on the second host)"),
+                 differs="its campaigns come with the multi-host runner (a server on the second host); "
+                         "until then run study000-network-same on each pair of nodes yourself"),
         ),
     ),
     Study(

@@ -99,6 +99,13 @@ def plan(study: Study, scale: str, caps: Capabilities, parts: Sequence[str] = ()
     out: list[Planned] = []
     for part in chosen:
         stems = part.campaign_stems(study.id, scale)
+        if not stems:
+            none = "no campaign for this part in this version" + (
+                f" (it needs {', '.join(part.needs).replace('_', ' ')})" if part.needs else "")
+            if parts:
+                raise InputError(f"study {study.id} part {part.name}: {none}", part.differs or None)
+            out.append(Planned(part.name, f"study{study.id}-{part.name}", SHIPPED, skipped=none, fix=part.differs))
+            continue
         missing = [(c, caps.check(c)) for c in part.needs if not caps.check(c).available]
         if missing:
             cap, verdict = missing[0]
@@ -106,13 +113,7 @@ def plan(study: Study, scale: str, caps: Capabilities, parts: Sequence[str] = ()
                 raise InputError(f"study {study.id} part {part.name} needs {cap.replace('_', ' ')}: {verdict.reason}",
                                  verdict.fix or "run it on a host that has it")
             out += [Planned(part.name, s, SHIPPED / f"{s}.yaml", skipped=f"needs {cap.replace('_', ' ')}: "
-                            f"{verdict.reason}", fix=verdict.fix) for s in stems or [f"study{study.id}-{part.name}"]]
-            continue
-        if not stems:
-            none = "no campaign for this part in this version"
-            if parts:
-                raise InputError(f"study {study.id} part {part.name}: {none}", part.differs or None)
-            out.append(Planned(part.name, f"study{study.id}-{part.name}", SHIPPED, skipped=none, fix=part.differs))
+                            f"{verdict.reason}", fix=verdict.fix) for s in stems]
             continue
         for stem in stems:
             path = SHIPPED / f"{stem}.yaml"
