@@ -274,7 +274,14 @@ class Campaign(BaseModel):
 
     def model_post_init(self, _: Any) -> None:
         names = [p.name for p in self.platforms]
-        EXPERIMENTS.get(self.experiment).validate_campaign(self)
+        kind = EXPERIMENTS.get(self.experiment)
+        own = next((i for i, p in enumerate(self.platforms) if p.image is not None), None)
+        if own is not None and not kind.uses_platform_images:
+            raise InputError(f"platforms[{own}].image: experiment {self.experiment!r} runs every platform on the "
+                             "campaign's one image (the same binaries everywhere)",
+                             "remove the platform's image: and set the campaign's image: {release: ...}, "
+                             "or compare images with experiment: density")
+        kind.validate_campaign(self)
         for i, p in enumerate(self.platforms):
             if p.inside is None:
                 continue

@@ -23,7 +23,7 @@ def selftest(checks: tuple[str, ...], as_json: bool, wait: bool) -> None:
     passed; checks this host cannot run are skipped with the reason. Run it once on a new host."""
     from ..selftest import suite
 
-    out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+    out = Console(highlight=False, soft_wrap=not sys.stdout.isatty())
     err = Console(stderr=True, highlight=False)
     outcome = suite.run(Paths.from_env(), checks, log=lambda m: err.print(escape(m)), wait=wait)
     if as_json:

@@ -143,14 +143,16 @@ def run_section(page: Page, report: Report, label: str, prefix: str = "", *, alp
         f"{min_effect:.0%}.)</p>",
         experiment_html(page, secs, prefix),
         "<h3>Warnings</h3>", H.warnings_html(warnings),
-        "<h3>Relative performance</h3>", H.relative_table(rows, platforms, baseline, [b.key for b in run.benchmarks]),
-        "<h3>Per category</h3>", H.category_html(cat, platforms),
-        H.best_html(tables.best_of_kind(cat, infos, "vm"), "vm"),
-        H.best_html(tables.best_of_kind(cat, infos, "container"), "container"),
-        H.availability_html(tables.availability({label: cat}, {label: infos})),
-        "<h3>Stacked platforms</h3>", H.stacks_html(stacks),
-        "<h3>Lifecycle</h3>", H.lifecycle_html(rows, platforms),
-        "<h3>Overview charts</h3>", page.grid(overview, prefix),
+        *([  # an experiment whose section is the result (density) has no rows here
+            "<h3>Relative performance</h3>", H.relative_table(rows, platforms, baseline,
+                                                                [b.key for b in run.benchmarks]),
+            "<h3>Per category</h3>", H.category_html(cat, platforms),
+            H.best_html(tables.best_of_kind(cat, infos, "vm"), "vm"),
+            H.best_html(tables.best_of_kind(cat, infos, "container"), "container"),
+            H.availability_html(tables.availability({label: cat}, {label: infos})),
+            "<h3>Stacked platforms</h3>", H.stacks_html(stacks),
+            "<h3>Lifecycle</h3>", H.lifecycle_html(rows, platforms),
+            "<h3>Overview charts</h3>", page.grid(overview, prefix)] if rows else []),
     ]
     for group, specs in per_bench.items():
         parts += [f"<h3>{H.e(group)}</h3>", page.grid(specs, prefix)]

@@ -18,7 +18,7 @@ from ..store.db import Store
 from ..store.models import Run
 from . import boards, cache, headline
 from .model import FORMAT_VERSION, Report, Section
-from .sections import add_to_json
+from .sections import add_to_json, in_main_table
 from .sections import sections as build_sections
 
 OUTPUT_TAIL = 400
@@ -72,7 +72,7 @@ def compute(store: Store, run: Run, *, alpha: float = stats.ALPHA, min_effect: f
     baseline = run.baseline
     platforms = [p.name for p in run.platforms]
     rows = summarize(samples, dict(failures), platforms, baseline, declared_metrics(run),
-                     alpha=alpha, min_effect=min_effect)
+                     alpha=alpha, min_effect=min_effect) if in_main_table(run) else []
     boards.flag_rows(rows, boards.throttled(store, run))
     failures_list = [{"platform": e.platform, "benchmark": e.benchmark, "round": e.round,
                       "error": e.error, "exit_code": e.exit_code, "argv": e.argv,

@@ -100,8 +100,9 @@ def _render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: 
              + ("95% interval; " if wide else "") + LEGEND + ")")
     chunks = _chunks(console, others, lambda ps: _relative_table(by_key, baseline, ps, wide, ""), wide,
                      lambda p: [_rel(per[p], ci=wide) if p in per else "-" for per in by_key.values()])
-    console.print(escape(title))
-    for i, chunk in enumerate(chunks, 1):
+    if by_key:  # an experiment whose section is the result (density) has no main table
+        console.print(escape(title))
+    for i, chunk in enumerate(chunks if by_key else [], 1):
         if len(chunks) > 1:
             console.print(escape(f"part {i} of {len(chunks)}: {', '.join(chunk)}"))
         console.print(_relative_table(by_key, baseline, chunk, wide, ""))
@@ -191,7 +192,7 @@ def render_headline(run: Run, rows: Sequence[Row], console: Console) -> None:
     """Per platform: kind, verdict per category, then the biggest costs and the host facts."""
     baseline = run.baseline
     lines = H.headline([(p.name, p.type, p.config or {}) for p in run.platforms], rows, baseline)
-    if not lines:
+    if not lines or not rows:
         return
     cats = [c for c in H.CATEGORIES if any(cv.category == c for line in lines for cv in line.categories)]
     cats += sorted({cv.category for line in lines for cv in line.categories} - set(cats))

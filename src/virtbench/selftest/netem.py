@@ -14,6 +14,7 @@ by DELAY_MS within 0.1 ms (medians of the turns' mean round-trip times).
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from .. import proc
@@ -76,29 +77,41 @@ class Netem(Check):
         if (gap := netem_gap(ctx)) is not None:
             raise Skip(gap, FIX)
         ctx.require_platform("runc")
-        campaign = parse_campaign({"name": "selftest-netem", "baseline": "link",
-                                   "platforms": [{"name": "link", "type": "runc", "network": "bridge"}],
-                                   "benchmarks": [PING]}, "selftest netem campaign")
-        session = sessions.build_objects(campaign, ctx.paths)
-        sessions.prepare(session, log=ctx.log)
-        platform, bench, image = session.platforms["link"], session.benchmarks["ping"], session.image
-        assert image is not None and isinstance(bench, PairBenchmark)
-        platform.cgroup_parent = ctx.cgroup_parent
-        run_id = new_run_id()
-        instance = platform.create(image, ctx.name("netem-link"), run_id)
-        base: list[float] = []
-        delayed: list[float] = []
-        try:
-            platform.start(instance)
-            veth = instance.data["veth"]
-            for i in range(2 * TURNS):
-                delay = DELAY_MS if i % 4 in (1, 2) else 0.0  # 0 D D 0 0 D D 0: drift hits both alike
-                proc.run(["tc", "qdisc", "replace", "dev", veth, "root", "netem", "delay", f"{delay:g}ms"], timeout=30)
-                pair = run_pair(platform, instance, bench, "/tmp", image, ctx.paths, bench.execution_timeout())
-                if not pair.client.ok:
-                    raise RuntimeError(f"ping failed (exit {pair.client.returncode}): {pair.client.stderr.strip()[-300:]}")
-                rtt = bench.parse(pair.client.stdout, pair.client.stderr, source="ping through netem")["rtt_avg"]
-                (delayed if delay else base).append(rtt)
-        finally:
-            platform.discard(instance)
+        base, delayed = round_trips(ctx)
         return judge(base, delayed), {"base_rtt_ms": base, "delayed_rtt_ms": delayed}
+
+
+def netem_qdisc(delay_ms: float) -> list[str]:
+    return ["netem", "delay", f"{delay_ms:g}ms"]
+
+
+def round_trips(ctx: Context, qdisc: Callable[[float], list[str]] = netem_qdisc,
+                turns: int = TURNS) -> tuple[list[float], list[float]]:
+    """Mean round-trip times (ms) of the turns without and with the delay: 0 D D 0 0 D D 0 ...,
+    so drift hits both alike. `qdisc` builds the link's qdisc for a delay (a test on a kernel
+    without netem swaps in one that delays nothing, to try everything else)."""
+    campaign = parse_campaign({"name": "selftest-netem", "baseline": "link",
+                               "platforms": [{"name": "link", "type": "runc", "network": "bridge"}],
+                               "benchmarks": [PING]}, "selftest netem campaign")
+    session = sessions.build_objects(campaign, ctx.paths)
+    sessions.prepare(session, log=ctx.log)
+    platform, bench, image = session.platforms["link"], session.benchmarks["ping"], session.image
+    assert image is not None and isinstance(bench, PairBenchmark)
+    platform.cgroup_parent = ctx.cgroup_parent
+    instance = platform.create(image, ctx.name("netem-link"), new_run_id())
+    base: list[float] = []
+    delayed: list[float] = []
+    try:
+        platform.start(instance)
+        veth = instance.data["veth"]
+        for i in range(2 * turns):
+            delay = DELAY_MS if i % 4 in (1, 2) else 0.0
+            proc.run(["tc", "qdisc", "replace", "dev", veth, "root", *qdisc(delay)], timeout=30)
+            pair = run_pair(platform, instance, bench, "/tmp", image, ctx.paths, bench.execution_timeout())
+            if not pair.client.ok:
+                raise RuntimeError(f"ping failed (exit {pair.client.returncode}): {pair.client.stderr.strip()[-300:]}")
+            rtt = bench.parse(pair.client.stdout, pair.client.stderr, source="ping through netem")["rtt_avg"]
+            (delayed if delay else base).append(rtt)
+    finally:
+        platform.discard(instance)
+    return base, delayed

@@ -65,5 +65,5 @@ class Oom(Check):
         values = sum(r.n for r in m.rows if r.platform == "limited" and r.category != "lifecycle")
         errors = [f["error"] for f in m.failures if f["benchmark"] == "sysbench-memory"]
         j = judge(errors, values)
-        shown = j.measured + (f": {errors[0][:160]}" if j.passed and errors else "")
+        shown = j.measured + (f": {errors[0].split(';')[0]}" if j.passed and errors else "")
         return Judgement(j.passed, shown, j.reason), {"run": m.run_id, "errors": errors, "values": values}

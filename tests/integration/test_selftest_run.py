@@ -97,3 +97,27 @@ def test_cleanup_removes_what_a_killed_selftest_left(env):
     assert not list((runtime / "selftest").glob("*"))
     runc = subprocess.run(["runc", "--root", str(runtime / "runc"), "list", "-q"], capture_output=True, text=True)
     assert not runc.stdout.strip()
+
+
+@pytest.mark.slow
+def test_netem_check_measures_a_link_here_with_a_qdisc_that_delays_nothing(tmp_path):
+    """This kernel has no netem: every other step of the netem check (a bridged runc
+    container, ping from the host end through the runner's pair code, the qdisc replaced on
+    its veth between turns) runs for real with pfifo in netem's place, so the added latency
+    is ~0 and the judge must fail it."""
+    from virtbench.platforms.base import Paths
+    from virtbench.runner.execute import cleanup
+    from virtbench.selftest import netem
+    from virtbench.selftest.context import Context
+
+    name = f"nt{os.getpid()}"
+    paths = Paths(state=Path(f"/var/lib/virtbench-test/{name}"), runtime=Path(f"/run/virtbench-test/{name}"))
+    ctx = Context(paths, store=None, token=name)  # type: ignore[arg-type]  # round_trips stores nothing
+    try:
+        base, delayed = netem.round_trips(ctx, qdisc=lambda _delay: ["pfifo"], turns=2)
+    finally:
+        cleanup(paths)
+    assert len(base) == 2 and len(delayed) == 2 and all(0 < x < 5 for x in base + delayed)
+    j = netem.judge(base, delayed)
+    assert j.passed is False and "outside 1 +- 0.1 ms" in j.reason
+    assert not _leftovers()
