@@ -196,7 +196,7 @@ def render_headline(run: Run, rows: Sequence[Row], console: Console) -> None:
         return
     cats = [c for c in H.CATEGORIES if any(cv.category == c for line in lines for cv in line.categories)]
     cats += sorted({cv.category for line in lines for cv in line.categories} - set(cats))
-    console.print(f"[bold]Against {escape(baseline)}[/bold] ({LEGEND.removesuffix(', ⚑ quality warning')}):")
+    console.print(f"[bold]Against {escape(baseline)}[/bold] ({H.LEGEND}):")
     t = Table(box=None, show_header=True, pad_edge=False, header_style="dim")
     t.add_column("platform")
     t.add_column("kind")
