@@ -212,12 +212,14 @@ def test_yaml_of_shipped_campaigns_is_plain():
 
 def test_matcher_walks_section_data():
     sec = SimpleNamespace(key="line", data=[{"platform": "lxc", "length": 8, "pinning": "node", "ndr_pps": 100.0,
-                                             "latency": [{"rate": "max", "p50": 35.0}]}])
+                                             "latency": [{"rate": "1ndr", "p50": 35.0, "p99.999": 90.0}]}])
     run = SimpleNamespace(benchmarks=[])
     pr = C.PartRun("line", "quick", SimpleNamespace(run=run, rows=[], sections=[sec]))
     m = C.Matcher([pr])
-    y = P.Yours(section="line", where={"platform": "lxc", "length": 8, "pinning": "node"}, field="latency.max.p50")
+    y = P.Yours(section="line", where={"platform": "lxc", "length": 8, "pinning": "node"}, field="latency/1ndr/p50")
     assert m.section_value(y, y.where)[0] == 35.0
+    y = P.Yours(section="line", where={"platform": "lxc", "length": 8}, field="latency/1ndr/p99.999")
+    assert m.section_value(y, y.where)[0] == 90.0
 
 
 def test_report_of_a_stored_run(tmp_path):
