@@ -48,12 +48,10 @@ except ImportError:  # pragma: no cover - only before #15 landed
         work_dir: str = "/var/lib/virtbench-remote"
         known_hosts: str | None = None
 
-GUEST_PACKAGES = ("openssh-server", "python3", "runc", "iproute2", "kmod", "udev")
-"""What makes the guest a host virtbench can run on: sshd, an interpreter for virtbench's
-remote side, runc as a container platform, and what the guest's init uses."""
-VENV_PACKAGES = ("python3-venv",)
-"""For a guest that takes part in a multi-host run: the remote side installs virtbench into a
-virtual environment (python3 -m venv needs Debian's ensurepip)."""
+GUEST_PACKAGES = ("openssh-server", "python3", "python3-venv", "runc", "iproute2", "kmod", "udev")
+"""What makes the guest a host virtbench can run on: sshd, Python with venv for virtbench's
+remote side (installed into a virtual environment), runc as a container platform, and what
+the guest's init uses."""
 RECORD_TOOLS = ("p7zip", "botan", "mbw")
 """The studies' board tools beyond the quick suite (7-zip, Botan, mbw), so the outputs recorded
 from this image under qemu-user cover them (tests/data/README.md)."""
