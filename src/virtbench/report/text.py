@@ -112,12 +112,14 @@ def render_sections(secs: Sequence[Section], console: Console, *, detail: bool =
                 if t.empty:
                     console.print(f"[dim]{escape(t.empty)}[/dim]")
                 continue
-            _table(t, console, wide)
+            _table(t, console, wide, f"{s.title}: {t.title}" if s.in_json else t.title)
         for note in s.notes:
             console.print(f"[dim]note: {escape(note)}[/dim]")
 
 
-def _table(t: ModelTable, console: Console, wide: bool) -> None:
+def _table(t: ModelTable, console: Console, wide: bool, title: str) -> None:
+    """A model table in parts that fit the width; the report's own parts are named by their
+    table's title, a run's sections by their kind's title too."""
     k = t.key_columns
     rows = [[cell(v, wide) for v in row] for row in t.rows]
     numeric = [all(isinstance(r[i], int | float | Comparison) or r[i] is None for r in t.rows)
@@ -134,7 +136,7 @@ def _table(t: ModelTable, console: Console, wide: bool) -> None:
     rest = list(range(k, len(t.columns)))
     chunks = _chunks(console, rest, build, wide, lambda i: [r[i] for r in rows],
                      label=lambda i: t.columns[i]) if k else [rest]
-    console.print(escape(t.title))  # a table's own title wraps to its width
+    console.print(escape(title))  # a table's own title wraps to its width
     for n, chunk in enumerate(chunks, 1):
         if len(chunks) > 1:
             console.print(escape(f"part {n} of {len(chunks)}: {', '.join(t.columns[i] for i in chunk)}"))
