@@ -22,6 +22,7 @@ from . import figures as F
 from . import html_parts as H
 from . import interactive as I
 from . import summary as S
+from .layout import closing_sections
 from .model import Report as Model
 from .sections import ReportSection
 
@@ -103,6 +104,10 @@ class Page:
         return "".join(out)
 
 
+CLOSING = ("failures", "statistics")
+"""The layout's closing sections (report/layout.py): the interactive charts go before them."""
+
+
 def section_html(page: Page, s: ReportSection, prefix: str) -> str:
     """Any section of the report's layout: its tables, figures and notes, one way for all."""
     parts = [f'<p class="note">{H.e(n)}</p>' for n in s.notes]
@@ -145,12 +150,13 @@ def run_section(page: Page, report: Report, label: str, prefix: str = "", *, alp
         f"Comparisons with the baseline: {verdicts or 'none'} ({H.e(S.VERDICT_RULE)} Minimum effect "
         f"{min_effect:.0%}.)</p>",
         "<h3>Warnings</h3>", H.warnings_html(S.warnings(run, rows)),
-        *[section_html(page, s, prefix) for s in model.layout()],
+        *[section_html(page, s, prefix) for s in model.layout() if s.key not in CLOSING],
         "<h3>Overview charts</h3>", page.grid(overview, prefix),
     ]
     for group, specs in per_bench.items():
         parts += [f"<h3>{H.e(group)}</h3>", page.grid(specs, prefix)]
-    parts += ["<h3>Provenance</h3>", H.provenance(run, S.facts(run), label), "</section>"]
+    parts += [*[section_html(page, s, prefix) for s in closing_sections(model)],
+              "<h3>Provenance</h3>", H.provenance(run, S.facts(run), label), "</section>"]
     return page.filterable("".join(parts))
 
 

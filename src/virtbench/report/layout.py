@@ -44,7 +44,12 @@ def core_sections(report: Report) -> list[Section]:
     return [results(rows, platforms, baseline, order), lifecycle(rows, platforms), categories(cat, platforms),
             *[best(tables.best_of_kind(cat, infos, kind), kind) for kind in ("vm", "container")],
             availability(tables.availability({label: cat}, {label: infos})),
-            stacks(tables.stack_predictions(rows, infos)), failures(report.failures), statistics(rows)]
+            stacks(tables.stack_predictions(rows, infos))]
+
+
+def closing_sections(report: Report) -> list[Section]:
+    """What follows the run's own sections: the failures, then every statistic."""
+    return [failures(report.failures), statistics(report.rows)]
 
 
 def _own(key: str, title: str, table: Table, notes: Sequence[str] = (), detail: bool = False) -> Section:
@@ -104,9 +109,9 @@ def best(rows: Sequence[tables.BestRow], kind: str) -> Section:
              "container": "Container runtime comparison (Table 6 style): best of the container runtimes per "
                           "category"}.get(kind, kind)
     body = [[b.category, *[b.values.get(n) for n in names], b.best or "tie", b.worst or "-"] for b in rows
-            if b.values] if len(names) >= 2 else []  # a ranking needs two candidates
+            if b.values]
     return _own(f"best_{kind}", f"Best {kind}", Table(title, ["category", *names, "best", "worst"], body, key_columns=1,
-                                                      empty=f"No two {kind} platforms measured directly on the host."))
+                                                      empty=f"No {kind} platforms measured directly on the host."))
 
 
 def availability(avail: Sequence[dict[str, Any]], kinds: Sequence[str] = ("container", "vm")) -> Section:

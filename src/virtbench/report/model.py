@@ -95,11 +95,11 @@ class Report:
 
     def layout(self) -> list[Section]:
         """Everything shown after the headline, in order: the report's own parts as sections
-        (results, lifecycle, categories, stacks, failures, every statistic), then the run's
-        sections. Every renderer (terminal, HTML file, web run page) lays out this list."""
-        from .layout import core_sections
+        (results, lifecycle, categories, stacks), the run's sections, then the failures and
+        every statistic. Every renderer (terminal, HTML file, web run page) lays out this list."""
+        from .layout import closing_sections, core_sections
 
-        return [*core_sections(self), *self.sections]
+        return [*core_sections(self), *self.sections, *closing_sections(self)]
 
     def __iter__(self) -> Any:
         return iter((self.run, self.rows, self.failures))
