@@ -359,6 +359,10 @@ def cleanup(run_id: str | None, wait: bool) -> None:
     from .runner.execute import cleanup as do_cleanup
 
     removed = do_cleanup(_paths(), run_id, wait=wait, log=console.print)
+    if run_id is None:  # the self-test's own cgroups and namespaces (after a crashed selftest)
+        from .selftest.context import cleanup as selftest_leftovers
+
+        removed += [f"selftest: {r}" for r in selftest_leftovers(_paths())]
     for line in removed:
         console.print(f"removed {line}")
     console.print(f"{len(removed)} leftovers removed" if removed else "nothing to clean up")
@@ -469,6 +473,10 @@ def worker(once: bool, poll: float, probe: bool, db_url: str | None) -> None:
 
     worker_main(db_url, once=once, poll_s=poll, probe=probe, after_run=precompute)
 
+
+from .commands.selftest import selftest  # noqa: E402 - commands register after the group exists
+
+cli.add_command(selftest)
 
 def _sigterm_to_interrupt(signum, frame) -> None:  # noqa: ARG001
     raise KeyboardInterrupt(f"signal {signum}")

@@ -51,6 +51,9 @@ except ImportError:  # pragma: no cover - only before #15 landed
 GUEST_PACKAGES = ("openssh-server", "python3", "runc", "iproute2", "kmod", "udev")
 """What makes the guest a host virtbench can run on: sshd, an interpreter for virtbench's
 remote side, runc as a container platform, and what the guest's init uses."""
+VENV_PACKAGES = ("python3-venv",)
+"""For a guest that takes part in a multi-host run: the remote side installs virtbench into a
+virtual environment (python3 -m venv needs Debian's ensurepip)."""
 RECORD_TOOLS = ("p7zip", "botan", "mbw")
 """The studies' board tools beyond the quick suite (7-zip, Botan, mbw), so the outputs recorded
 from this image under qemu-user cover them (tests/data/README.md)."""
@@ -118,6 +121,9 @@ def _start_sshd(host: QemuHost) -> None:
     for key in ("host_key", "client_key"):
         proc.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"virtbench-qemu-{key}",
                   "-f", str(b / key)], timeout=30)
+    # what a systemd host has mounted and the guest's minimal init does not: cgroups (runc), a hostname file
+    host.agent(["sh", "-c", "mountpoint -q /sys/fs/cgroup || mount -t cgroup2 cgroup2 /sys/fs/cgroup; "
+                "hostname > /etc/hostname"])
     host.agent(["mkdir", "-p", "-m", "700", "/root/.ssh"])
     host.agent(["mkdir", "-p", "/run/sshd"])
     host.agent(["dd", "of=/root/.ssh/authorized_keys", "status=none"], stdin=(b / "client_key.pub").read_bytes())

@@ -160,3 +160,26 @@ def test_a_subset_of_jobs_runs_and_parses_only_those():
         FioParams(jobs=["seq_read_bw", "seq_read_bw"])
     with pytest.raises(ValueError):
         FioParams(jobs=[])
+
+
+@pytest.mark.parametrize("recording", ["ext4_64M_runtime1.json", "bullseye_fio_size64M_runtime1_ramp_time0.txt",
+                                       "trixie_fio_size64M_runtime1_ramp_time0.txt"])
+def test_cpu_per_io_from_every_release(recording: str) -> None:
+    """measure: cpu (the quick campaign): (usr_cpu + sys_cpu) % x job_runtime ms / I/Os, in us."""
+    text = (DATA / recording).read_text()
+    b = bench(size="64M", runtime=1, ramp_time=0, jobs=["rand_read_iops"], measure="cpu")
+    result = b.parse(text)
+    assert list(result) == ["rand_read_iops_cpu"] == [m.name for m in b.metrics()]
+    job = next(j for j in json.loads(text[text.index("{"):])["jobs"] if j["jobname"] == "rand_read_iops")
+    expected = (job["usr_cpu"] + job["sys_cpu"]) / 100 * job["job_runtime"] * 1000 / job["read"]["total_ios"]
+    assert result["rand_read_iops_cpu"] == pytest.approx(expected) and 0.1 < expected < 1000
+    both = bench(size="64M", runtime=1, ramp_time=0, jobs=["rand_read_iops"], measure="both").parse(text)
+    assert both == {"rand_read_iops": job["read"]["iops"], "rand_read_iops_cpu": result["rand_read_iops_cpu"]}
+
+
+def test_cpu_per_io_without_cpu_time_fails(ok: str) -> None:
+    doc = json.loads(ok)
+    for j in doc["jobs"]:
+        j["usr_cpu"] = j["sys_cpu"] = 0.0
+    with pytest.raises(ParseError, match="with CPU time"):
+        bench(jobs=["rand_read_iops"], measure="cpu").parse(json.dumps(doc))

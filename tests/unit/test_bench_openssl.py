@@ -144,3 +144,13 @@ def test_metadata() -> None:
     assert OpenSSLSpeed.name == "openssl" and OpenSSLSpeed.packages == ("openssl",)
     assert b.version_command() == ["openssl", "version"]
     assert b.execution_timeout() >= 4 * 3 + 60
+
+
+def test_clock_cpu_is_the_rate_per_cpu_second() -> None:
+    """The quick campaign's form: no -elapsed, a metric of its own name (never mixed with wall-clock rates)."""
+    b = bench(bytes=1024, seconds=2, clock="cpu")
+    assert "-elapsed" not in b.command("/w") and "-elapsed" in bench().command("/w")
+    assert [m.name for m in b.metrics()] == ["throughput_cpu"]
+    text = (DATA / "aes-128-cbc_1024_cpu.txt").read_text()
+    # +R:count:cipher:cpu_seconds -> count x bytes / seconds, as openssl's +F line says
+    assert b.parse(text) == {"throughput_cpu": 1401580579.31} == {"throughput_cpu": pytest.approx(396932 * 1024 / 0.29)}

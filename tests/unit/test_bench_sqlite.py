@@ -1,6 +1,7 @@
 """sqlite phone-call workload: parser and command, against outputs of sqlite3 3.40.1 (Debian 12)."""
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from collections import defaultdict
@@ -147,3 +148,23 @@ def test_real_run(tmp_path: Path) -> None:
     result = b.parse(proc.stdout, proc.stderr, "real run")
     assert set(result) == {m.name for m in b.metrics()}
     assert (tmp_path / "calls.db").exists()
+
+
+def test_phases_off_declares_and_parses_the_total_only() -> None:
+    """The quick campaign's form: one cell per platform instead of six."""
+    b = bench(**SMALL, phases=False)
+    assert [m.name for m in b.metrics()] == ["total_s"]
+    text = (DATA / "calls_20000rows_1repeat.txt").read_text()
+    full = bench(**SMALL).parse(text)
+    assert b.parse(text) == {"total_s": full["total_s"]}
+
+
+def test_clock_cpu_sums_user_and_sys_in_microseconds() -> None:
+    text = (DATA / "calls_20000rows_1repeat.txt").read_text()
+    cpu = bench(**SMALL, clock="cpu", phases=False)
+    assert [m.name for m in cpu.metrics()] == ["total_cpu_s"]
+    expected = sum(float(u) + float(s) for u, s in re.findall(r"user ([0-9.]+) sys ([0-9.]+)", text))
+    assert cpu.parse(text)["total_cpu_s"] == pytest.approx(expected, abs=1e-6)
+    detail = bench(**SMALL, clock="cpu").parse(text)
+    assert set(detail) == {f"{ph}_cpu_s" for ph in PHASES} | {"total_cpu_s"}
+    assert detail["update_cpu_s"] == pytest.approx(0.003457)  # sub-millisecond: 'real 0.005', user 0, sys 0.003457

@@ -7,6 +7,7 @@ import pty
 import subprocess
 import sys
 import tty
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -144,6 +145,32 @@ def test_aarch64():
     assert argv[0] == "qemu-system-aarch64"
     assert opt(argv, "-machine") == ["virt,gic-version=max"]
     assert opt(qemu_argv(spec(arch="aarch64", accel="kvm")), "-machine") == ["virt,gic-version=host"]
+
+
+def test_armhf_boots_qemu_system_arm_virt_on_the_pl011_console():
+    argv = qemu_argv(spec(arch="armv7l"))
+    assert argv[0] == "qemu-system-arm" and opt(argv, "-machine") == ["virt"]
+    assert "console=ttyAMA0" in kernel_cmdline(spec(arch="armv7l"))
+
+
+def test_the_guest_knows_its_accelerator_and_extra_kernel_arguments(tmp_path):
+    assert "vb.accel=tcg" in kernel_cmdline(spec()) and "vb.accel=kvm" in kernel_cmdline(spec(accel="kvm"))
+    line = kernel_cmdline(replace(spec(), kernel_args=("cgroup_disable=memory",)))
+    assert line.endswith(" cgroup_disable=memory")
+
+
+def test_user_network_forwards_a_loopback_port_to_the_guest():
+    argv = qemu_argv(replace(spec(network="user"), forwards=((2222, 22),)))
+    assert opt(argv, "-netdev") == ["user,id=vbnet,restrict=on,hostfwd=tcp:127.0.0.1:2222-:22"]
+
+
+def test_kvm_is_never_tried_for_another_architecture(tmp_path):
+    from virtbench.platforms.base import Paths
+    from virtbench.platforms.qemu import accel
+
+    other = "aarch64" if accel.HOST_ARCH != "aarch64" else "x86_64"
+    verdict = accel.accel_verdict(Paths(tmp_path / "s", tmp_path / "r"), arch=other)
+    assert not verdict.kvm and "own architecture" in verdict.reason
 
 
 def test_paths_with_commas_are_refused():

@@ -25,8 +25,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("registry", "benchmarks", "platforms", "images", "probes", "analysis", "migrate", "hosts"),
     ("experiments", "config"),
     ("runner",),
-    ("report",),
-    ("web", "docs", "cli", "__main__"),
+    ("report", "selftest"),
+    ("web", "docs", "cli", "commands", "__main__"),
 ]
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
 
@@ -154,7 +154,7 @@ def test_only_store_speaks_sql(package):
 
 
 @pytest.mark.parametrize("group,attr", [("virtbench.benchmarks", "name"), ("virtbench.platforms", "type"),
-                                        ("virtbench.experiments", "name")])
+                                        ("virtbench.experiments", "name"), ("virtbench.selftest", "name")])
 def test_entry_point_names_match_their_classes(group, attr):
     eps = entry_points(group=group)
     assert eps, f"no entry points in {group}: reinstall with pip install -e ."

@@ -3,8 +3,8 @@
 `relative` is direction-aware so that 1.0 always means "as the baseline" and 0.5 "half as
 good": mean/baseline_mean for higher-is-better metrics, baseline_mean/mean for lower-is-better.
 Its 95% interval and the verdict (slower, faster, same, inconclusive with its reason) come
-from analysis.verdict: a Welch t interval of the log ratio, which keeps its error rates at 3
-repetitions, where a bootstrap or a rank test cannot.
+from analysis.verdict: a t interval of the log ratio, paired by round where the rounds allow,
+which keeps its error rates at 3 repetitions, where a bootstrap or a rank test cannot.
 
 Beyond the descriptive fields each row carries bootstrap intervals of mean, median and ratio
 (seeded, so a report is reproducible), a Mann-Whitney test against the baseline with Holm's
@@ -161,6 +161,7 @@ def summarize_grouped(grouped: Group, warm: Group, meta: dict[tuple[str, str], t
             meta.setdefault((bench, metric), (unit, hib, category))
     keys = sorted(meta.items())
     base_of = {bm: [v for _, v in grouped.get((*bm, baseline), [])] for bm, _ in keys}
+    base_rounds = {bm: [r for r, _ in grouped.get((*bm, baseline), [])] for bm, _ in keys}
     rows: list[Row] = []
     for (bench, metric), (unit, hib, category) in keys:
         for platform in platforms:
@@ -187,7 +188,8 @@ def summarize_grouped(grouped: Group, warm: Group, meta: dict[tuple[str, str], t
     for row in rows:
         if row.category != "lifecycle" and row.platform != baseline:
             v = vd.decide(row.values, base_of[(row.benchmark, row.metric)], row.higher_is_better,
-                          min_effect=min_effect)
+                          min_effect=min_effect, rounds=row.rounds,
+                          base_rounds=base_rounds[(row.benchmark, row.metric)])
             row.verdict, row.verdict_reason, row.repetitions_needed = v.verdict, v.reason, v.needed
             if row.failed and not row.values:
                 row.verdict_reason = f"no values: all {row.failed} executions failed (see the failures)"

@@ -1,8 +1,19 @@
 """The verdict of one comparison: slower, faster, same or inconclusive, each with its number.
 
-The rule (README, "Reading the verdicts"): the direction-aware ratio of means (1.0 = as the
-baseline) gets a 95 % Welch t interval on the log scale (delta method: the variance of the
-log of a mean is CV^2 / n; Welch-Satterthwaite degrees of freedom). Then, in this order:
+The rule (README, "Reading the verdicts"): the direction-aware ratio (1.0 = as the baseline)
+gets a 95 % t interval on the log scale:
+
+- **paired by round** when the rounds are known and at least MIN_PAIRS rounds measured both
+  the platform and the baseline: the log of each round's ratio, then a one-sample t interval
+  of their mean (k - 1 degrees of freedom), centred on the geometric mean of the per-round
+  ratios. Every round runs every platform in a fresh random order, so load that drifts from
+  round to round (other work on the machine, thermal state) moves both sides of a round's
+  ratio alike and cancels, where an unpaired test counts it as noise;
+- **unpaired** otherwise (rounds unknown, or too few common rounds): the ratio of means with
+  a Welch t interval (delta method: the variance of the log of a mean is CV^2 / n;
+  Welch-Satterthwaite degrees of freedom).
+
+Then, in this order:
 
 - **same** when the whole interval lies inside 1 +- min_effect (default 2 %): an
   equivalence verdict, the two one-sided tests (TOST) at the 2.5 % level each;
@@ -15,7 +26,8 @@ Why not a rank test: with 3 against 3 repetitions an exact Mann-Whitney test can
 p = 0.1, so a quick comparison could never say anything. Why not the bootstrap interval: with
 3 values it is far too narrow (it ignores that the spread itself is estimated), and identical
 platforms would be called different about a third of the time. The error rates of this rule
-were measured by simulation (`analysis/verdict_sim.py`, figures in the README).
+were measured by simulation (`benchmarks/verdict_rates.py`, figures in the README), with
+and without a shared round effect and with the quick campaign's adaptive rounds.
 """
 from __future__ import annotations
 
@@ -28,6 +40,8 @@ import numpy as np
 from .stats import MIN_EFFECT, t_quantile
 
 CONFIDENCE = 0.95
+MIN_PAIRS = 3
+"""Fewer common rounds than this: the unpaired interval (a paired one on 2 pairs has 1 degree of freedom)."""
 MAX_ADVICE = 100
 """Beyond this many repetitions per side the advice is 'the noise dominates', not a number."""
 VERDICTS = ("slower", "faster", "same", "inconclusive")
@@ -77,6 +91,53 @@ def log_ratio_interval(values: Sequence[float], base: Sequence[float], higher_is
     return math.exp(log_r), math.exp(log_r - half), math.exp(log_r + half), half
 
 
+def per_round(values: Sequence[float], rounds: Sequence[int]) -> dict[int, float]:
+    """Round -> the mean of the round's values (one value per round but for multi-instance reruns)."""
+    acc: dict[int, list[float]] = {}
+    for r, v in zip(rounds, values):
+        acc.setdefault(int(r), []).append(float(v))
+    return {r: sum(vs) / len(vs) for r, vs in acc.items()}
+
+
+def paired_log_ratios(values: Sequence[float], rounds: Sequence[int] | None, base: Sequence[float],
+                      base_rounds: Sequence[int] | None, higher_is_better: bool) -> list[float] | None:
+    """The direction-aware log ratio of every round that measured both sides, in round order.
+
+    None when the rounds are unknown, do not match the values, fewer than MIN_PAIRS rounds are
+    common, or a value is not positive (a log ratio needs both positive).
+    """
+    if rounds is None or base_rounds is None or len(rounds) != len(values) or len(base_rounds) != len(base):
+        return None
+    mine, theirs = per_round(values, rounds), per_round(base, base_rounds)
+    common = sorted(set(mine) & set(theirs))
+    if len(common) < MIN_PAIRS or any(mine[r] <= 0 or theirs[r] <= 0 for r in common):
+        return None
+    sign = 1.0 if higher_is_better else -1.0
+    return [sign * math.log(mine[r] / theirs[r]) for r in common]
+
+
+def paired_interval(logs: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float, float, float]:
+    """(ratio, low, high, half-width on the log scale) from per-round log ratios: a t interval
+    of their mean with len(logs) - 1 degrees of freedom."""
+    k, m, sd = _moments(logs)
+    if sd == 0:
+        r = math.exp(m)
+        return r, r, r, 0.0
+    half = _t(k - 1, confidence) * sd / math.sqrt(k)
+    return math.exp(m), math.exp(m - half), math.exp(m + half), half
+
+
+def paired_repetitions_needed(logs: Sequence[float], target: float, confidence: float = CONFIDENCE) -> int | None:
+    """Rounds for a paired half-width below target at the spread of the round ratios seen so far."""
+    k, _, sd = _moments(logs)
+    if target <= 0 or k < 2:
+        return None
+    for n in range(max(k, 2), MAX_ADVICE + 1):
+        if _t(n - 1, confidence) * sd / math.sqrt(n) < target:
+            return n
+    return None
+
+
 def _pct(x: float) -> str:
     return f"{abs(x) * 100:.1f} %"
 
@@ -99,8 +160,12 @@ def repetitions_needed(values: Sequence[float], base: Sequence[float], target: f
 
 
 def decide(values: Sequence[float], base: Sequence[float], higher_is_better: bool, *,
-           min_effect: float = MIN_EFFECT, confidence: float = CONFIDENCE) -> Verdict:
-    """The verdict of a platform's values against the baseline's (see the module's rule)."""
+           min_effect: float = MIN_EFFECT, confidence: float = CONFIDENCE,
+           rounds: Sequence[int] | None = None, base_rounds: Sequence[int] | None = None) -> Verdict:
+    """The verdict of a platform's values against the baseline's (see the module's rule).
+
+    rounds/base_rounds: the round of each value; given both, the interval is paired by round
+    where enough rounds are common (the reason then says "k rounds paired")."""
     if not len(values):
         return Verdict("inconclusive", "no values: every execution failed or none ran")
     if not len(base):
@@ -108,11 +173,14 @@ def decide(values: Sequence[float], base: Sequence[float], higher_is_better: boo
     if len(values) < 2 or len(base) < 2:
         return Verdict("inconclusive", f"{min(len(values), len(base))} repetition on one side: "
                        "an interval needs at least 2, better 3")
-    iv = log_ratio_interval(values, base, higher_is_better, confidence)
+    logs = paired_log_ratios(values, rounds, base, base_rounds, higher_is_better)
+    iv = paired_interval(logs, confidence) if logs is not None else log_ratio_interval(
+        values, base, higher_is_better, confidence)
     if iv is None:
         return Verdict("inconclusive", "a mean is zero or negative: the ratio is undefined")
     ratio, lo, hi, half = iv
-    span = f"[{(lo - 1) * 100:+.1f} to {(hi - 1) * 100:+.1f} %]"
+    paired = f", {len(logs)} rounds paired" if logs is not None else ""
+    span = f"[{(lo - 1) * 100:+.1f} to {(hi - 1) * 100:+.1f} %{paired}]"
     margin = math.log1p(min_effect)
     if lo >= 1 / (1 + min_effect) and hi <= 1 + min_effect:
         return Verdict("same", f"same within +-{min_effect:.0%}: {(ratio - 1) * 100:+.1f} % {span}", (lo, hi))
@@ -123,8 +191,10 @@ def decide(values: Sequence[float], base: Sequence[float], higher_is_better: boo
     effect = abs(math.log(ratio))
     # Deciding needs the interval off 1 (a real difference) or inside the margin (the same).
     target = effect if effect >= margin else margin - effect
-    needed = repetitions_needed(values, base, target, confidence)
-    n = min(len(values), len(base))
+    if logs is not None:
+        needed, n = paired_repetitions_needed(logs, target, confidence), len(logs)
+    else:
+        needed, n = repetitions_needed(values, base, target, confidence), min(len(values), len(base))
     advice = (f"needs about {needed} repetitions" if needed is not None and needed > n
               else f"more than {MAX_ADVICE} repetitions at this noise: the noise dominates" if needed is None
               else "one more repetition may decide it")

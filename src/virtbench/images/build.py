@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .. import proc
 from ..errors import InputError, UnavailableError
+from .arch import MACHINE_TO_DEB as _MACHINE_TO_DEB  # noqa: F401 - the old name, kept for callers
 from .arch import check_release_arch, host_arch, require_buildable
 from .image import Image
 

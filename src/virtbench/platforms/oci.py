@@ -15,11 +15,13 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pydantic import Field, model_validator
+
 from .. import proc
-from ..errors import CommandError, UnavailableError, VirtbenchError
+from ..errors import CommandError, InputError, UnavailableError, VirtbenchError
 from ..images.image import Image
-from . import bridge, cgroups, iptables, mounts
-from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions, probe_dir
+from . import bridge, cgroups, iptables, mounts, throttle
+from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions, Size, probe_dir
 
 CFS_PERIOD = 100_000
 CAPABILITIES = ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD",
@@ -29,8 +31,25 @@ CAPABILITIES = ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CA
 HYBRID = "cgroups in hybrid mode not supported"
 
 
-def oci_resources(options: PlatformOptions) -> dict[str, Any]:
-    """linux.resources; the runtime maps these onto cgroup v1 or v2 files itself."""
+class OCIOptions(PlatformOptions):
+    """runc and crun: the common options plus an I/O throttle the OCI spec carries."""
+
+    device_read_iops: int | None = Field(None, ge=1, description=(
+        "read operations per second allowed on the block device holding the instance's storage "
+        "(cgroup v1 blkio.throttle.read_iops_device, v2 io.max riops)"))
+    swap: Size | None = Field(None, description=(
+        "swap allowed on top of memory (the memory+swap limit); 0 forbids swapping; needs memory"))
+
+    @model_validator(mode="after")
+    def _swap_needs_memory(self) -> OCIOptions:
+        if self.swap is not None and self.memory is None:
+            raise ValueError("swap needs memory (the limit is memory+swap); set memory too")
+        return self
+
+
+def oci_resources(options: PlatformOptions, device: tuple[int, int] | None = None) -> dict[str, Any]:
+    """linux.resources; the runtime maps these onto cgroup v1 or v2 files itself. `device`:
+    (major, minor) of the whole disk under the instance's storage, for an I/O throttle."""
     res: dict[str, Any] = {"devices": [{"allow": False, "access": "rwm"}]}
     cpu: dict[str, Any] = {}
     if options.cpus is not None:
@@ -41,13 +60,22 @@ def oci_resources(options: PlatformOptions) -> dict[str, Any]:
         res["cpu"] = cpu
     if options.memory is not None:
         res["memory"] = {"limit": int(options.memory)}
+        if (swap := getattr(options, "swap", None)) is not None:
+            res["memory"]["swap"] = int(options.memory) + int(swap)
+    if (iops := getattr(options, "device_read_iops", None)) is not None:
+        if device is None:
+            raise VirtbenchError("device_read_iops needs the block device under the instance's storage")
+        res["blockIO"] = {"throttleReadIOPSDevice": [{"major": device[0], "minor": device[1], "rate": iops}]}
     return res
 
 
 def build_oci_config(*, name: str, run_id: str, rootfs: str, options: PlatformOptions,
                      args: list[str] | None = None, env: dict[str, str] | None = None,
-                     binds: Sequence[str] = ()) -> dict[str, Any]:
-    """config.json from `runc spec` defaults plus virtbench's process, limits and network."""
+                     binds: Sequence[str] = (), cgroup: str | None = None,
+                     device: tuple[int, int] | None = None) -> dict[str, Any]:
+    """config.json from `runc spec` defaults plus virtbench's process, limits and network.
+
+    cgroup: the container's cgroup path relative to the hierarchy root (default virtbench/NAME)."""
     namespaces = ["pid", "ipc", "uts", "mount"] + ([] if options.network == "host" else ["network"])
     ro = ["nosuid", "noexec", "nodev", "ro"]
     mounts_ = [
@@ -79,8 +107,8 @@ def build_oci_config(*, name: str, run_id: str, rootfs: str, options: PlatformOp
         "mounts": mounts_,
         "annotations": {LABEL: run_id},
         "linux": {
-            "cgroupsPath": f"/virtbench/{name}",
-            "resources": oci_resources(options),
+            "cgroupsPath": "/" + (cgroup or f"virtbench/{name}").strip("/"),
+            "resources": oci_resources(options, device),
             "namespaces": [{"type": t} for t in namespaces],
             "maskedPaths": ["/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys",
                             "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
@@ -93,11 +121,15 @@ def build_oci_config(*, name: str, run_id: str, rootfs: str, options: PlatformOp
 class _OCIRuntime(Platform):
     needs_root = True
     runtime: ClassVar[str]
+    confinable = True
 
     def __init__(self, name: str, options: PlatformOptions, paths: Paths,
                  executor: Executor | None = None) -> None:
         super().__init__(name, options, paths, executor)
         cgroups.check_limits(options, name)
+        if getattr(options, "swap", None) is not None and not cgroups.swap_accounting():
+            raise InputError(f"{name}: swap needs the kernel's swap accounting (cgroup v1 memory.memsw.*)",
+                             "boot with swapaccount=1, or drop swap")
 
     def _rt(self) -> list[str]:
         return [*_rt(self.runtime, self.paths), *self.runtime_flags()]
@@ -143,8 +175,10 @@ class _OCIRuntime(Platform):
         return out
 
     def describe(self) -> dict[str, Any]:
+        device = (throttle.whole_disk(self.paths.instances) if getattr(self.options, "device_read_iops", None)
+                  is not None else None)
         return {**super().describe(), "runtime": self.runtime, "rootfs": "overlayfs",
-                "cgroup": cgroups.cgroup_mode(), "resources": oci_resources(self.options),
+                "cgroup": cgroups.cgroup_mode(), "resources": oci_resources(self.options, device),
                 "capabilities": "docker default set", "seccomp": None}
 
     def create(self, image: Image, name: str, run_id: str) -> Instance:
@@ -152,11 +186,15 @@ class _OCIRuntime(Platform):
         d = self.paths.instances / name
         if d.exists():
             raise VirtbenchError(f"instance directory {d} already exists", "run virtbench cleanup")
-        meta = {"platform": self.type, "run_id": run_id, "name": name, "lower": str(image.rootfs)}
+        cgroup = f"{self.cgroup_parent.strip('/')}/{name}" if self.cgroup_parent else f"virtbench/{name}"
+        meta = {"platform": self.type, "run_id": run_id, "name": name, "lower": str(image.rootfs), "cgroup": cgroup}
         mounts.write_meta(d, meta)
         try:
             rootfs = mounts.mount_overlay(image.rootfs, d)
-            config = build_oci_config(name=name, run_id=run_id, rootfs=str(rootfs), options=self.options)
+            device = (throttle.whole_disk(d) if getattr(self.options, "device_read_iops", None) is not None
+                      else None)
+            config = build_oci_config(name=name, run_id=run_id, rootfs=str(rootfs), options=self.options,
+                                      cgroup=cgroup, device=device)
             (d / "config.json").write_text(json.dumps(config, indent=1))
             self.host.run([*self._rt(), "create", "--bundle", str(d), name], timeout=120,
                           detached_children=True)
@@ -172,6 +210,16 @@ class _OCIRuntime(Platform):
         """Host pid of the container's init (for network setup and reading its cgroups)."""
         name = instance if isinstance(instance, str) else instance.name
         return int(json.loads(self.host.run([*self._rt(), "state", name], timeout=30).stdout)["pid"])
+
+    def host_pid(self, instance: Instance) -> int | None:
+        try:
+            return self.init_pid(instance)
+        except CommandError:
+            return None
+
+    def memory_cgroup(self, instance: Instance) -> str | None:
+        """The cgroup the bundle names (the same path in every v1 hierarchy): no runtime call."""
+        return instance.data.get("cgroup") or f"virtbench/{instance.name}"
 
     def start(self, instance: Instance) -> None:
         self.host.run([*self._rt(), "start", instance.name], timeout=60)
@@ -279,7 +327,7 @@ def _teardown(runtime: str, paths: Paths, d: Path, name: str) -> list[str]:
     if bridge.delete_link(bridge.veth_name(name)):
         done.append(f"veth {bridge.veth_name(name)}")
     done += [f"lease {a}" for a in bridge.release_addresses(paths.runtime, name)]
-    done += cgroups.remove_cgroups(f"virtbench/{name}")
+    done += cgroups.remove_cgroups((mounts.read_meta(d) or {}).get("cgroup") or f"virtbench/{name}")
     if d.exists():
         done += [f"unmounted {m}" for m in mounts.teardown_dir(d)]
         done.append(f"bundle {d}")
@@ -307,6 +355,7 @@ def _attach_bridge(paths: Paths, name: str, pid: int) -> dict[str, str]:
 class Runc(_OCIRuntime):
     type = "runc"
     runtime = "runc"
+    Options = OCIOptions
     binaries = ("runc", "ip", "nsenter")
     packages = ("runc", "iproute2", "util-linux")
     description = "runc driven directly: OCI bundle on an overlay of the image, no engine"
@@ -315,6 +364,7 @@ class Runc(_OCIRuntime):
 class Crun(_OCIRuntime):
     type = "crun"
     runtime = "crun"
+    Options = OCIOptions
     binaries = ("crun", "ip", "nsenter")
     packages = ("crun", "iproute2", "util-linux")
     description = "crun (the C OCI runtime) driven directly, same bundle as runc"

@@ -46,19 +46,20 @@ def throttled(store: Store, run: Run) -> list[dict[str, Any]]:
     for a in atts:
         e = execs.get(a.execution_id)
         if e is not None:
-            out.append({"platform": e.platform, "benchmark": e.benchmark, "round": e.round, "warmup": e.warmup,
+            out.append({"host": getattr(e, "host", None) or "local", "platform": e.platform,
+                        "benchmark": e.benchmark, "round": e.round, "warmup": e.warmup,
                         "why": list(a.json().get("why", []))})
     return out
 
 
 def flag_rows(rows: Sequence[Row], events: Sequence[dict[str, Any]]) -> None:
     """A 'throttle' quality warning on every result whose samples include a throttled one."""
-    by_cell: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    by_cell: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for ev in events:
         if not ev["warmup"]:
-            by_cell[(ev["platform"], ev["benchmark"])].append(ev)
-    for r in rows:
-        evs = by_cell.get((r.platform, r.benchmark))
+            by_cell[(ev.get("host") or "local", ev["platform"], ev["benchmark"])].append(ev)
+    for r in rows:  # rows of a multi-host run carry their host
+        evs = by_cell.get((getattr(r, "host", None) or "local", r.platform, r.benchmark))
         if evs:
             why = sorted({w for ev in evs for w in ev["why"]})
             rounds = ", ".join(str(ev["round"]) for ev in evs[:8])
@@ -67,21 +68,32 @@ def flag_rows(rows: Sequence[Row], events: Sequence[dict[str, Any]]) -> None:
                                          f"{'; '.join(why)}; they measured its cooling or power supply"})
 
 
-def build(store: Store, run: Run) -> Section | None:
+def host_facts(run: Run) -> list[tuple[str, dict[str, Any]]]:
+    """(host name, facts) of every host of the run: each host's own facts as its agent read
+    them in a multi-host run (provenance.hosts), else this run's host."""
     from .summary import facts
 
-    hw = hardware(facts(run))
+    info = (run.provenance or {}).get("hosts") or {}
+    out = [(name, (h or {}).get("facts") or {}) for name, h in info.items()]
+    out = [(name, f or (facts(run) if name == "local" else {})) for name, f in out]
+    return out or [(str(facts(run).get("hostname") or "local"), facts(run))]
+
+
+def build(store: Store, run: Run) -> Section | None:
+    hosts = {name: hardware(f) for name, f in host_facts(run)}
     events = throttled(store, run)
-    crypto = ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in hw["crypto"].items())
-    row = [hw["hostname"], hw["arch"], hw["cpu"], "yes" if hw["aes"] else "no", crypto, hw["board"] or "-",
-           hw["storage"] or "-", ("emulated (QEMU TCG)" if hw["emulated"] else hw["virtualized"])]
-    notes = []
-    if hw["emulated"]:
-        notes.append(f"{hw['hostname']} is an emulated {hw['arch']} machine (QEMU without KVM): its numbers "
-                     "measure the emulator on the host's CPU, not a real board")
+    rows, notes = [], []
+    for name, hw in hosts.items():
+        crypto = ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in hw["crypto"].items())
+        rows.append([name, hw["arch"] or "?", hw["cpu"] or "?", "yes" if hw["aes"] else "no", crypto,
+                     hw["board"] or "-", hw["storage"] or "-",
+                     "emulated (QEMU TCG)" if hw["emulated"] else hw["virtualized"]])
+        if hw["emulated"]:
+            notes.append(f"{name} is an emulated {hw['arch']} machine (QEMU without KVM): its numbers measure "
+                         "the emulator on its host's CPU, not a real board")
     if events:
         notes.append(f"{len(events)} execution(s) ran while the board throttled; their results carry a "
                      "'throttle' warning")
-    table = Table("Host hardware", ["host", "arch", "CPU", "AES", "crypto extensions", "board", "scratch storage",
-                                    "virtualized"], [row])
-    return Section("hardware", "Host hardware", {**hw, "throttled": events}, [table], notes=notes)
+    table = Table("what each host measured on", ["host", "arch", "CPU", "AES", "crypto extensions", "board",
+                                                 "scratch storage", "virtualized"], rows)
+    return Section("hardware", "Host hardware", {"hosts": hosts, "throttled": events}, [table], notes=notes)

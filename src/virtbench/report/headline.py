@@ -10,6 +10,10 @@ headline can never say more than the cells behind it:
   occur, **inconclusive** when no cell is decided; its number is the geometric mean of the
   category's ratios;
 - the biggest cost is the decided "slower" cell with the lowest ratio.
+
+A category's cell in the terminal says its verdict with its size, never a signed change that
+can contradict the arrow: "▼7%" is 7 % slower (the geometric mean of the category's slower
+cells), "▲3%" 3 % faster, "▼7% ▲3%" mixed, "=" the same, "?" undecided (`cell_text`).
 """
 from __future__ import annotations
 
@@ -38,6 +42,10 @@ class CategoryVerdict:
     """Geometric mean of the category's ratios (lifecycle: median start time in seconds)."""
     cells: dict[str, int] = field(default_factory=dict)
     """How many cells of each verdict went in."""
+    slower_by: float | None = None
+    """Slower or mixed: how much slower its slower cells are (geometric mean; 0.07 = 7 %)."""
+    faster_by: float | None = None
+    """Faster or mixed: how much faster its faster cells are (geometric mean; 0.03 = 3 %)."""
 
 
 @dataclass
@@ -80,7 +88,26 @@ def _category(cat: str, rows: Sequence[Row]) -> CategoryVerdict | None:
         verdict = "same"
     else:
         verdict = "inconclusive"
-    return CategoryVerdict(cat, verdict, ratio, counts)
+    slow = geomean(r.relative for r in rows if r.verdict == "slower" and r.relative)
+    fast = geomean(r.relative for r in rows if r.verdict == "faster" and r.relative)
+    return CategoryVerdict(cat, verdict, ratio, counts, None if slow is None else 1 - slow,
+                           None if fast is None else fast - 1)
+
+
+def _size(x: float) -> str:
+    return "<1%" if abs(x) < 0.005 else f"{abs(x) * 100:.0f}%"
+
+
+def cell_text(cv: CategoryVerdict) -> str:
+    """The category's verdict with its size, unsigned: the arrow says the direction."""
+    if cv.category == "lifecycle":
+        return f"{cv.ratio:.2f} s" if cv.ratio is not None else "-"
+    parts = []
+    if cv.slower_by is not None:
+        parts.append("▼" + _size(cv.slower_by))
+    if cv.faster_by is not None:
+        parts.append("▲" + _size(cv.faster_by))
+    return " ".join(parts) or {"same": "=", "inconclusive": "?"}.get(cv.verdict, "?")
 
 
 def headline(platforms: Sequence[tuple[str, str, Mapping[str, Any]]], rows: Sequence[Row],

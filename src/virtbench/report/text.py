@@ -209,12 +209,9 @@ def render_headline(run: Run, rows: Sequence[Row], console: Console) -> None:
 def _headline_cell(cv: H.CategoryVerdict | None) -> str:
     if cv is None:
         return "[dim]-[/dim]"
-    if cv.category == "lifecycle":
-        return f"{cv.ratio:.2f} s" if cv.ratio is not None else "-"
-    sym = SYMBOL.get(cv.verdict, "?")
-    if cv.verdict in ("slower", "faster", "mixed") and cv.ratio is not None:
-        return f"{sym}{(cv.ratio - 1) * 100:+.0f}%"
-    return sym
+    colour = {"slower": "red", "faster": "green", "same": "dim", "mixed": "yellow", "inconclusive": "yellow"}
+    text = escape(H.cell_text(cv))
+    return f"[{colour[cv.verdict]}]{text}[/]" if cv.verdict in colour else text
 
 
 def render_merged(doc: dict[str, Any], console: Console) -> None:

@@ -31,6 +31,7 @@ from ..registry import PLATFORMS
 from ..store.db import Store, now
 from . import adaptive, hostlock, probing
 from .multi import combine, run_instances
+from .oomwatch import OomWatch
 from .pair import run_pair
 from .plan import Unit, extra_round, schedule
 from .session import Session, build_objects, outer_of, platform_rows, prepare, tool_versions
@@ -78,11 +79,14 @@ def new_run_id() -> str:
 
 def start(store: Store, campaign: Campaign, paths: Paths, *, source: str = "",
           reporter: Reporter | None = None, run_id: str | None = None,
-          stop_requested: StopCheck | None = None, left_out: list[dict[str, str]] | None = None) -> Outcome:
+          stop_requested: StopCheck | None = None, left_out: list[dict[str, str]] | None = None,
+          cgroup_parent: str | None = None) -> Outcome:
     """Validate, probe, build, record the run, then execute it.
 
     left_out: platforms a generated campaign (the quick one) did not include, each with the
-    reason and the fix, stored in the run's provenance so reports can say why they are missing."""
+    reason and the fix, stored in the run's provenance so reports can say why they are missing.
+    cgroup_parent: a cgroup every instance of a confinable platform is placed under (the
+    self-test's CPU priority parent); the others run where virtbench runs."""
     remote = [h.name for h in campaign.hosts if not h.is_local]
     if remote:  # the multi-host runner lands next (issue #15); refuse rather than run on one host only
         raise InputError(f"campaign hosts: {', '.join(remote)} would run over SSH, which this version cannot yet",
@@ -96,6 +100,8 @@ def start(store: Store, campaign: Campaign, paths: Paths, *, source: str = "",
                                 stop_requested=stop_requested)
     reporter = reporter or QuietReporter()
     session = build_objects(campaign, paths)
+    for platform in session.platforms.values():
+        platform.cgroup_parent = cgroup_parent if platform.confinable else None
     prepare(session, log=reporter.log)
     seed = campaign.seed if campaign.seed is not None else random.SystemRandom().randrange(2**31)
     details = _run_details(store, session)
@@ -351,6 +357,7 @@ def _run_benchmark(store: Store, session: Session, platform: Platform, instance:
     stdout = stderr = ""
     exit_code: int | None = None
     attachments: list[dict[str, Any]] = []
+    oom = OomWatch(platform, instance)
     board_before = boards.throttle_state()
     try:
         result = None
@@ -399,6 +406,8 @@ def _run_benchmark(store: Store, session: Session, platform: Platform, instance:
             platform.exec(instance, ["rm", "-rf", workdir], timeout=300, check=False)
         except Exception:  # noqa: BLE001 - scratch goes with the instance anyway
             pass
+    if (killed := oom.kills()) is not None:  # whatever the tool printed, its numbers are not a result
+        status, error, samples = "failed", f"{killed}; {error}" if error else killed, []
     attachments += boards.throttle_attachment(board_before, boards.throttle_state())
     store.record(run_id=run_id, round=unit.round, warmup=unit.warmup, platform=unit.platform, benchmark=key,
                  status=status, started_at=started, finished_at=now(), duration_s=time.perf_counter() - t0,

@@ -160,6 +160,9 @@ def accel_verdict(paths: Paths, kernel: Path | None = None, arch: str = HOST_ARC
 
 def _decide(paths: Paths, kernel: Path | None, arch: str) -> tuple[AccelVerdict, str]:
     nested = " (nested virtualization: this host is itself a VM?)" if _host_is_vm() else ""
+    if arch != HOST_ARCH:
+        return AccelVerdict(False, f"KVM runs only guests of this host's own architecture ({HOST_ARCH}): "
+                                   f"an {arch} guest runs under TCG emulation", "none"), "key"
     if not Path("/dev/kvm").exists():
         return AccelVerdict(False, "no /dev/kvm (no virtualization extensions, kvm module not "
                                    f"loaded, or a VM without nested virtualization){nested}", "none"), "any"

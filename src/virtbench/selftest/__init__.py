@@ -1,0 +1,1 @@
+"""`virtbench selftest`: known-answer checks of the measuring chain on the user's host."""

@@ -1,0 +1,69 @@
+"""An allocation above a memory limit must come out as an OOM kill, not as a result.
+
+A runc container limited to 64 MiB (and no swap, where the host swaps) runs sysbench memory
+with one 256 MiB block: sysbench allocates and writes the whole block, so the kernel's OOM
+killer must stop it. The runner must store a failed execution that names the OOM kill (from
+the cgroup's own counters, runner.oomwatch), and no sample: numbers from a killed tool are
+not a measurement.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ..platforms import cgroups
+from .base import Check, Judgement, Skip
+from .context import Context
+
+LIMIT_MIB = 64
+ALLOCATION_MIB = 256
+BENCHMARK: dict[str, Any] = {"name": "sysbench-memory", "block_size": f"{ALLOCATION_MIB}M", "oper": "write",
+                             "time": 1}
+MARK = "out of memory"
+"""What the runner's failure reason says for an OOM kill (runner.oomwatch)."""
+
+
+def judge(errors: list[str], values: int) -> Judgement:
+    """Every execution failed with an OOM reason, and no value was stored."""
+    if values:
+        return Judgement(False, f"{values} value(s) stored", "the allocation above the limit was recorded as a result")
+    if not errors:
+        return Judgement(False, "no execution", "nothing ran")
+    oom = [e for e in errors if MARK in e]
+    shown = f"{len(oom)} of {len(errors)} executions failed as OOM kills"
+    if len(oom) == len(errors):
+        return Judgement(True, shown)
+    other = next(e for e in errors if MARK not in e)
+    return Judgement(False, shown, f"a failure without the OOM reason: {other[:200]}")
+
+
+def host_swaps(meminfo: Path = Path("/proc/meminfo")) -> bool:
+    for line in meminfo.read_text().splitlines():
+        if line.startswith("SwapTotal:"):
+            return int(line.split()[1]) > 0
+    return False
+
+
+class Oom(Check):
+    name: ClassVar[str] = "oom"
+    title: ClassVar[str] = "an allocation above the memory limit is a failed sample naming the OOM kill"
+
+    def expected(self) -> str:
+        return (f"an OOM kill, stored as a failed sample with its reason (runc, memory: {LIMIT_MIB}M, "
+                f"sysbench memory writing {ALLOCATION_MIB} MiB)")
+
+    def measure(self, ctx: Context) -> tuple[Judgement, dict[str, Any]]:
+        ctx.require_platform("runc")
+        platform: dict[str, Any] = {"name": "limited", "type": "runc", "memory": f"{LIMIT_MIB}M"}
+        if host_swaps():
+            if not cgroups.swap_accounting():
+                raise Skip("this host swaps and its kernel cannot limit a container's swap (no swap accounting): "
+                           "the allocation would swap instead of being killed", "boot with swapaccount=1")
+            platform["swap"] = 0
+        m = ctx.run({"name": "selftest-oom", "baseline": "limited", "repetitions": 1, "warmups": 0,
+                     "platforms": [platform], "benchmarks": [BENCHMARK]})
+        values = sum(r.n for r in m.rows if r.platform == "limited" and r.category != "lifecycle")
+        errors = [f["error"] for f in m.failures if f["benchmark"] == "sysbench-memory"]
+        j = judge(errors, values)
+        shown = j.measured + (f": {errors[0].split(';')[0]}" if j.passed and errors else "")
+        return Judgement(j.passed, shown, j.reason), {"run": m.run_id, "errors": errors, "values": values}

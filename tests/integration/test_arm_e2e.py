@@ -1,0 +1,64 @@
+"""#20's done-when: one command on this machine runs a campaign on `local` and an emulated arm64
+board (tests/hostsupport/qemu_host.py), native and runc on both, and reports them side by
+side with each host's architecture, CPU and AES support, saying the arm64 host is emulated.
+
+The arm64 host gets its image of its own architecture (cross-built here with `image build
+--arch arm64`, then shipped by the several-hosts machinery) and virtbench itself. Everything
+on that host runs under TCG on a loaded 2-core machine: minutes. integration + slow.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from hostsupport.qemu_host import VENV_PACKAGES, qemu_host
+from virtbench import proc
+from virtbench.images.arch import emulation
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+def _cli(env, *args, timeout=3600):
+    return subprocess.run([sys.executable, "-m", "virtbench", *args], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_local_and_an_emulated_arm64_host_side_by_side(env, tmp_path):
+    if not proc.which("qemu-system-aarch64") or not emulation("arm64").ok:
+        pytest.skip("needs qemu-system-arm and qemu-user through binfmt_misc (tools/prepare-tests)")
+    pytest.importorskip("virtbench.runner.hosts", reason="the several-hosts run (#15) is not on this branch")
+    t0 = time.monotonic()
+    built = _cli(env, "image", "build", "--arch", "arm64")  # the campaign's (quick) image for the board
+    assert built.returncode == 0, built.stdout + built.stderr
+    t_image = time.monotonic() - t0
+    with qemu_host("arm64", memory="2G", extra_packages=VENV_PACKAGES) as arm:
+        name = arm.spec.name
+        campaign = {"name": "arm-e2e", "repetitions": 2, "warmups": 0,
+                    "hosts": ["local", arm.spec.model_dump(exclude_none=True)],
+                    "platforms": ["native", "runc"],
+                    "benchmarks": [{"name": "openssl", "seconds": 1}, {"name": "sysbench-cpu", "time": 1}]}
+        path = tmp_path / "campaign.yaml"
+        path.write_text(yaml.safe_dump(campaign))
+        t1 = time.monotonic()
+        res = _cli(env, "run", str(path), "--no-report")
+        t_run = time.monotonic() - t1
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+        report = json.loads(_cli(env, "report", "latest", "--json").stdout)
+    print(f"arm64 e2e: image {t_image:.0f} s, guest {arm.timings}, run {t_run:.0f} s")
+    hw = report["hardware"]["hosts"]
+    assert hw["local"]["arch"] == "x86_64" and hw[name]["arch"] == "aarch64"
+    assert hw[name]["emulated"] is True and hw["local"]["emulated"] is False
+    assert hw[name]["cpu"].startswith("2x ") and hw["local"]["cpu"]
+    assert isinstance(hw[name]["aes"], bool) and isinstance(hw["local"]["aes"], bool)
+    rows = report["results"]
+    for host in ("local", name):
+        for platform in ("native", "runc"):
+            assert any(r.get("host") == host and r["platform"] == platform and r["benchmark"] == "openssl"
+                       and r["n"] == 2 for r in rows), (host, platform)
+    shipped = report["hosts"]["hosts"][name]["shipped"]
+    assert shipped and shipped["bytes"] > 0

@@ -1,0 +1,160 @@
+"""The self-test's judging on known numbers (a check that must fail does fail), its result
+shape, its registry and the pieces it added to platforms and the runner."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from virtbench.errors import InputError, UnavailableError
+from virtbench.platforms import throttle
+from virtbench.platforms.oci import OCIOptions, oci_resources
+from virtbench.runner.oomwatch import describe_kills
+from virtbench.selftest import aa, cpu_quota, io_throttle, netem, oom, overhead, suite
+from virtbench.selftest.base import CHECKS, Check, CheckResult, Judgement, Skip
+
+
+@pytest.mark.parametrize("ratio,passed", [(0.50, True), (0.47, True), (0.53, True), (0.535, False),
+                                          (0.46, False), (0.98, False), (None, False)])
+def test_cpu_quota_judge(ratio, passed):
+    j = cpu_quota.judge(ratio, [0.49, 0.51] if ratio else None)
+    assert j.passed is passed
+    if not passed and ratio and ratio > 0.5:
+        assert "not enforced" in j.reason
+
+
+@pytest.mark.parametrize("iops,passed", [(200, True), (190.5, True), (209.9, True), (211, False), (185, False),
+                                         (70000, False), (None, False)])
+def test_io_throttle_judge(iops, passed):
+    assert io_throttle.judge(iops).passed is passed
+
+
+def test_io_throttle_needs_a_disk_faster_than_the_throttle():
+    assert io_throttle.headroom_gap(70000) is None
+    assert "150" in io_throttle.headroom_gap(150)
+    assert io_throttle.headroom_gap(None) is not None
+
+
+def test_netem_judge():
+    base = [0.052, 0.048, 0.050, 0.061]
+    assert netem.judge(base, [1.05, 1.052, 1.049, 1.07]).passed
+    assert netem.judge(base, [1.16, 1.17, 1.18, 1.2]).passed is False  # over 0.1 ms too much
+    assert netem.judge(base, base).passed is False  # the delay did not show at all
+    assert netem.judge([], [1.0]).passed is False
+
+
+def test_oom_judge():
+    assert oom.judge(["out of memory: the kernel's OOM killer killed 1 process (...); exited 137"], 0).passed
+    assert oom.judge(["command exited with status 137"], 0).passed is False  # killed, but not called an OOM kill
+    assert oom.judge([], 1).passed is False  # the allocation became a result
+    assert oom.judge([], 0).passed is False
+
+
+def test_oom_knows_whether_the_host_swaps(tmp_path):
+    (tmp_path / "mi").write_text("MemTotal: 100 kB\nSwapTotal:       0 kB\n")
+    assert oom.host_swaps(tmp_path / "mi") is False
+    (tmp_path / "mi").write_text("SwapTotal:  1024 kB\n")
+    assert oom.host_swaps(tmp_path / "mi") is True
+
+
+def test_overhead_judge():
+    direct = [1400.0, 1402.0, 1398.0, 1401.0, 1399.0, 1400.0]
+    assert overhead.judge([v * 1.003 for v in direct], direct).passed
+    far = overhead.judge([v * 1.03 for v in direct], direct)
+    assert far.passed is False and "+3.00 %" in far.reason
+    assert overhead.judge([1400.0], direct).passed is False
+
+
+def test_overhead_fails_when_the_verdict_rule_sees_a_difference():
+    """Medians within 1 %, but the interval of the ratio reaches beyond -1 % and excludes 1."""
+    direct = [1000.0, 1005.0, 995.0, 1003.0, 997.0, 1000.0]
+    shifts = [0.985, 0.999, 0.988, 0.996, 0.990, 0.994]  # about -0.8 % per pair, with some spread
+    j = overhead.judge([v * f for v, f in zip(direct, shifts)], direct)
+    assert j.passed is False and "slower" in j.reason
+
+
+def test_aa_judge():
+    assert aa.judge("same", "same within +-2%: +0.3 %").passed
+    assert aa.judge("slower", "slower by 3 %").passed is False
+    assert aa.judge("faster", "faster by 3 %").passed is False
+    assert aa.judge("inconclusive", "noise +-4 %").passed is False
+
+
+class _Fixed(Check):
+    name = "fixed"
+    title = "test"
+
+    def __init__(self, outcome):
+        self.outcome = outcome
+
+    def expected(self) -> str:
+        return "42"
+
+    def measure(self, ctx):
+        if isinstance(self.outcome, BaseException):
+            raise self.outcome
+        return self.outcome, {"n": 1}
+
+
+def test_a_check_result_for_pass_skip_and_error():
+    ok = _Fixed(Judgement(True, "42")).run(None)
+    assert (ok.passed, ok.skipped, ok.measured) == (True, False, "42")
+    skipped = _Fixed(Skip("no netem here", "modprobe sch_netem")).run(None)
+    assert skipped.skipped and skipped.passed is None and "fix: modprobe sch_netem" in skipped.reason
+    broken = _Fixed(RuntimeError("runc exploded")).run(None)
+    assert broken.passed is False and not broken.skipped and "runc exploded" in broken.reason
+    assert set(ok.public()) >= {"name", "expected", "measured", "passed", "skipped", "reason"}
+
+
+def test_outcome_passes_only_when_every_check_that_ran_passed():
+    passed = CheckResult("a", "e", "m", True, False, "")
+    skipped = CheckResult("b", "e", "-", None, True, "no netem")
+    failed = CheckResult("c", "e", "m", False, False, "off")
+    assert suite.Outcome([passed, skipped], [0, 0, 0], [0, 0, 0], 1.0).passed
+    out = suite.Outcome([passed, skipped, failed], [0, 0, 0], [0, 0, 0], 1.0)
+    assert out.passed is False and out.public()["passed"] is False
+    assert [c["name"] for c in out.public()["checks"]] == ["a", "b", "c"]
+
+
+def test_every_check_is_registered_in_the_issue_order():
+    assert suite.names()[:6] == list(suite.ORDER)
+    assert all(issubclass(cls, Check) and cls.name == name for name, cls in CHECKS.items())
+    assert suite.select(["oom", "aa"]) == ["oom", "aa"]
+    with pytest.raises(InputError, match="unknown selftest check 'oomm'.*did you mean 'oom'"):
+        suite.select(["oomm"])
+
+
+def test_oom_reason():
+    assert describe_kills(0, "virtbench/x", 64 << 20) is None
+    text = describe_kills(1, "virtbench/x", 64 << 20)
+    assert text.startswith(oom.MARK) and "limit 64 MiB" in text and "virtbench/x" in text
+
+
+def test_oci_throttle_and_swap():
+    opts = OCIOptions(memory="64M", swap=0, device_read_iops=200)
+    res = oci_resources(opts, (254, 0))
+    assert res["blockIO"] == {"throttleReadIOPSDevice": [{"major": 254, "minor": 0, "rate": 200}]}
+    assert res["memory"] == {"limit": 64 << 20, "swap": 64 << 20}
+    with pytest.raises(ValueError, match="swap needs memory"):
+        OCIOptions(swap=0)
+
+
+def test_whole_disk_maps_a_partition_to_its_disk(tmp_path):
+    dev = os.stat(tmp_path).st_dev
+    disk = tmp_path / "devices" / "vda"
+    (disk / "vda1").mkdir(parents=True)
+    (disk / "vda1" / "partition").write_text("1\n")
+    (disk / "dev").write_text("254:0\n")
+    block = tmp_path / "block"
+    block.mkdir()
+    (block / f"{os.major(dev)}:{os.minor(dev)}").symlink_to(disk / "vda1")
+    assert throttle.whole_disk(tmp_path / "not" / "yet", block) == (254, 0)
+    (block / f"{os.major(dev)}:{os.minor(dev)}").unlink()
+    with pytest.raises(UnavailableError, match="no I/O throttle"):
+        throttle.whole_disk(tmp_path, block)
+
+
+def test_whole_disk_of_this_hosts_root():
+    major, minor = throttle.whole_disk(Path("/"))
+    assert Path(f"/sys/dev/block/{major}:{minor}").exists() or major == 0
