@@ -150,7 +150,10 @@ class Priority:
     def __enter__(self) -> Priority:
         record(self.paths, "cgroup", self.relative)
         v2 = cgroups.is_v2()
-        self._dir().mkdir(exist_ok=True)
+        try:
+            self._dir().mkdir(exist_ok=True)
+        except OSError:  # not root, or no CPU controller: measure at the normal priority
+            return self
         if v2:
             _write(cgroups.root() / "cgroup.subtree_control", "+cpu")
             _write(self._dir("cgroup.subtree_control"), "+cpu +memory +io +pids")
