@@ -312,6 +312,13 @@ def _print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool, min_
     report = summary.build(store, run_ref, min_effect=min_effect)
     if as_json:
         click.echo(json.dumps(summary.report_json(report, min_effect=min_effect), indent=2, default=str))
+    elif summary.run_hosts(report.run):  # one host at a time, then the hosts side by side
+        for host, rows, failures in summary.per_host(report):
+            console.rule(f"host {host}")
+            text.render(report.run, rows, failures, console, detail=detail, wide=wide)
+        from .report.sections import render_text
+
+        render_text(list(report.sections), console)
     else:
         text.render(report.run, report.rows, report.failures, console, detail=detail, wide=wide,
                     sections=report.sections)
@@ -347,25 +354,6 @@ def show(run_ref: str, failed: bool, platform: str | None, benchmark: str | None
         console.print(ex.stdout, markup=False)
         if ex.stderr:
             console.print(f"stderr:\n{ex.stderr}", markup=False)
-
-
-@cli.command()
-@click.option("--run", "run_id", default=None, help="Only what this run left (default: everything).")
-@click.option("--wait", is_flag=True, help="If a run is measuring on this host, wait for it instead of refusing.")
-def cleanup(run_id: str | None, wait: bool) -> None:
-    """Remove every container, mount and instance directory virtbench left behind.
-
-    Never while a run measures on this host (its instances would go): refused, or --wait."""
-    from .runner.execute import cleanup as do_cleanup
-
-    removed = do_cleanup(_paths(), run_id, wait=wait, log=console.print)
-    if run_id is None:  # the self-test's own cgroups and namespaces (after a crashed selftest)
-        from .selftest.context import cleanup as selftest_leftovers
-
-        removed += [f"selftest: {r}" for r in selftest_leftovers(_paths())]
-    for line in removed:
-        console.print(f"removed {line}")
-    console.print(f"{len(removed)} leftovers removed" if removed else "nothing to clean up")
 
 
 @cli.group("list")
@@ -474,8 +462,12 @@ def worker(once: bool, poll: float, probe: bool, db_url: str | None) -> None:
     worker_main(db_url, once=once, poll_s=poll, probe=probe, after_run=precompute)
 
 
-from .commands.selftest import selftest  # noqa: E402 - commands register after the group exists
+from .commands.agent import agent  # noqa: E402 - commands register after the group exists
+from .commands.cleanup import cleanup  # noqa: E402
+from .commands.selftest import selftest  # noqa: E402
 
+cli.add_command(cleanup)
+cli.add_command(agent)
 cli.add_command(selftest)
 
 def _sigterm_to_interrupt(signum, frame) -> None:  # noqa: ARG001

@@ -25,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-from .benchmarks.base import PairBenchmark
+from .benchmarks.base import OnHost, PairBenchmark
 from .errors import InputError
 from .experiments.registry import DEFAULT as DEFAULT_EXPERIMENT
 from .experiments.registry import EXPERIMENTS
@@ -274,7 +274,14 @@ class Campaign(BaseModel):
 
     def model_post_init(self, _: Any) -> None:
         names = [p.name for p in self.platforms]
-        EXPERIMENTS.get(self.experiment).validate_campaign(self)
+        kind = EXPERIMENTS.get(self.experiment)
+        own = next((i for i, p in enumerate(self.platforms) if p.image is not None), None)
+        if own is not None and not kind.uses_platform_images:
+            raise InputError(f"platforms[{own}].image: experiment {self.experiment!r} runs every platform on the "
+                             "campaign's one image (the same binaries everywhere)",
+                             "remove the platform's image: and set the campaign's image: {release: ...}, "
+                             "or compare images with experiment: density")
+        kind.validate_campaign(self)
         for i, p in enumerate(self.platforms):
             if p.inside is None:
                 continue
@@ -290,6 +297,7 @@ class Campaign(BaseModel):
             if p.type not in PLATFORMS.names() or PLATFORMS.get(p.type).kind != "container":
                 raise InputError(f"{where}: only container platforms run inside a VM (got {p.type})")
         _check_network(self)
+        _check_cross_host(self)
         if self.baseline in names and self.platform(self.baseline).inside is not None:
             raise InputError(f"baseline {self.baseline!r} is stacked; the baseline must be bare metal or a single layer")
         if self.baseline not in names and not (self.baseline == "" and EXPERIMENTS.get(self.experiment).default_baseline == ""):
@@ -350,6 +358,47 @@ def _check_network(campaign: Campaign) -> None:
                     raise InputError(f"{where}: {why}, but {p.name} has {gap}",
                                      f"set network: {fix} on platform {p.name!r}, or use server: instance "
                                      "(client and server in one instance, over loopback)")
+
+
+def cross_host(campaign: Campaign) -> dict[str, OnHost]:
+    """Benchmark key -> where its server runs, for the pairs measured across hosts."""
+    out = {}
+    for b in campaign.benchmarks:
+        cls = BENCHMARKS.get(b.name)
+        if issubclass(cls, PairBenchmark):
+            server = getattr(cls.Params(**b.params), "server", None)
+            if isinstance(server, OnHost):
+                out[b.key] = server
+    return out
+
+
+def _check_cross_host(campaign: Campaign) -> None:
+    """`server: {host: NAME}`: the host exists, the client end has a host, and every platform's
+    instances use their host's own address (host networking), which the other host can reach."""
+    names = [h.name for h in campaign.hosts]
+    for key, server in cross_host(campaign).items():
+        where = f"benchmark {key!r} (server: {{host: {server.host}}})"
+        if server.host not in names:
+            raise InputError(f"{where}: no host {server.host!r} in the campaign's hosts",
+                             f"add it to hosts:, or use one of {', '.join(names)}" if names else
+                             "list the hosts under hosts: (e.g. hosts: [local, NAME])")
+        clients = [n for n in names if n != server.host]
+        if clients != ["local"]:
+            raise InputError(f"{where}: the client end of a cross-host pair runs on the controller (local); "
+                             f"hosts {', '.join(clients) or 'none'} cannot be its client",
+                             "list local and the server's host under hosts:")
+        entry = next(b for b in campaign.benchmarks if b.key == key)
+        if getattr(BENCHMARKS.get(entry.name).Params(**entry.params), "client", "instance") != "instance":
+            raise InputError(f"{where}: client: host with the server on another host", "remove client: host")
+        for p in campaign.platforms:
+            if p.type not in PLATFORMS.names():
+                continue
+            net = getattr(PLATFORMS.get(p.type).Options(**p.options), "network", "host")
+            if p.inside is not None or net != "host":
+                raise InputError(f"{where}: platform {p.name!r} has network {net if p.inside is None else 'inside a VM'}: "
+                                 "the other host cannot reach its instance",
+                                 f"set network: host on platform {p.name!r} (cross-host pairs use the hosts' own "
+                                 "addresses, no published ports)")
 
 
 def _as_mapping(value: Any, where: str, expected: str) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from .errors import CommandError
@@ -121,6 +121,15 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
         pass
 
 
+def _wait_or_kill(process: subprocess.Popen[str], grace: float) -> None:
+    """Give a signalled process `grace` seconds to exit, then SIGKILL its group."""
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        _kill_group(process)
+        process.wait()
+
+
 def which(name: str) -> str | None:
     """Path of an executable on PATH (shutil.which, re-exported so callers import one module)."""
     import shutil
@@ -160,11 +169,7 @@ class Background:
                 os.killpg(self.process.pid, sig)
             except (ProcessLookupError, PermissionError):
                 pass
-            try:
-                self.process.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                _kill_group(self.process)
-                self.process.wait()
+            _wait_or_kill(self.process, grace)
         stdout, stderr = self.output()
         self._out.close()
         self._err.close()
@@ -174,3 +179,56 @@ class Background:
 def spawn(argv: Sequence[str]) -> Background:
     """Start argv in the background (its own process group); the caller must stop() it."""
     return Background(argv)
+
+
+class Stream:
+    """A process spoken to line by line: stdin written by the caller, stdout read as it comes
+    (a remote agent's results, one JSON line each), stderr kept in a temporary file. Its own
+    process group, like every command here; close() ends it."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        import tempfile
+
+        self.argv = [str(a) for a in argv]
+        self._err = tempfile.TemporaryFile("w+")
+        try:
+            self.process = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                            stderr=self._err, text=True, errors="replace", bufsize=1,
+                                            start_new_session=True)
+        except FileNotFoundError as exc:
+            raise CommandError(self.argv, 127, "", f"{self.argv[0]}: command not found ({exc})") from None
+
+    def send(self, line: str) -> bool:
+        """Write one line to its stdin; False if it is gone."""
+        try:
+            assert self.process.stdin is not None
+            self.process.stdin.write(line.rstrip("\n") + "\n")
+            self.process.stdin.flush()
+            return True
+        except (BrokenPipeError, OSError, ValueError):
+            return False
+
+    def lines(self) -> Iterator[str]:
+        """Its stdout, line by line, until it closes."""
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            yield line.rstrip("\n")
+
+    def stderr(self) -> str:
+        self._err.seek(0)
+        return self._err.read()
+
+    def close(self, grace: float = 10.0) -> int:
+        """Close its stdin (the agent's signal to finish or clean up), wait, then kill; its exit status."""
+        try:
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+        except OSError:
+            pass
+        _wait_or_kill(self.process, grace)
+        return self.process.returncode
+
+
+def stream(argv: Sequence[str]) -> Stream:
+    """Start argv with a stdin to write to and a stdout to read line by line."""
+    return Stream(argv)

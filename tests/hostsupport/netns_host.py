@@ -53,6 +53,8 @@ class NetnsHost:
                      ["ip", "-n", self.ns, "link", "set", "lo", "up"]):
             proc.run(argv, timeout=30)
         for key in ("host_key", "client_key"):
+            for old in (self.base / key, self.base / f"{key}.pub"):  # a previous test's keys
+                old.unlink(missing_ok=True)
             proc.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"virtbench-test-{key}",
                       "-f", str(self.base / key)], timeout=30)
         (self.base / "authorized_keys").write_text((self.base / "client_key.pub").read_text())
@@ -63,12 +65,15 @@ class NetnsHost:
             f"PidFile {self.base / 'sshd.pid'}", f"AuthorizedKeysFile {self.base / 'authorized_keys'}",
             "PermitRootLogin prohibit-password", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
             "UsePAM no", "StrictModes no", "MaxSessions 64", "MaxStartups 64", "ClientAliveInterval 5",
-            "ClientAliveCountMax 3", "", ""]))
+            "ClientAliveCountMax 3", "Subsystem sftp /usr/lib/openssh/sftp-server", "", ""]))
         Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege-separation directory
         self.start_sshd()
 
     def start_sshd(self) -> None:
-        self.sshd = proc.spawn(["ip", "netns", "exec", self.ns, SSHD, "-D", "-e", "-f", str(self.base / "sshd_config")])
+        # nsenter --net (not `ip netns exec`, which remounts /sys and hides the cgroup mounts that
+        # runtimes need): only the network is the namespace's, the rest is this machine's.
+        self.sshd = proc.spawn(["nsenter", f"--net=/run/netns/{self.ns}", SSHD, "-D", "-e",
+                                "-f", str(self.base / "sshd_config")])
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
             res = proc.run(["ip", "netns", "exec", self.ns, "ss", "-H", "-l", "-n", "-t", "sport", "=", ":22"],

@@ -210,12 +210,17 @@ density:
     assert lxc["max_count"] == 3 and lxc["stop_reason"] == "max_reached"
     assert [p["count"] for p in lxc["points"]] == [1, 2, 3] and all(p["ok"] for p in lxc["points"])
     assert len(lxc["points"][2]["per_instance"]) == 3
+    # the workload started at one time inside the instances, and the overlap was measured
+    assert all(p["overlap"] is not None and p["overlap"] >= 0.5 for p in lxc["points"]), lxc["points"]
+    assert lxc["points"][2]["start_spread_s"] < 1.0
+    assert doc["results"] == []  # the density section is the result: no empty rows against a baseline
     assert lxc["memory_per_instance_bytes"] > 0 and lxc["confined"] and lxc["host_memory"] == 256 << 20
     assert entries["native"]["max_count"] == 1 and not entries["native"]["confined"]
     assert "OpenSSL 1.1.1" in entries["lxc-bullseye"]["image"]["tool_version"]
     assert "OpenSSL 3." in lxc["image"]["tool_version"]
     text = vb(env, "report").stdout
     assert "Density: maximum count per platform" in text and "cgroup-confined host" in text
+    assert "density[count=" not in text and "Performance relative to" not in text and "no data" not in text
     figs = tmp_path / "figs"
     assert vb(env, "report", "--figures", str(figs)).returncode == 0
     assert (figs / "density-per-instance.png").is_file() and (figs / "density-aggregate.svg").is_file()
@@ -316,4 +321,53 @@ density:
     assert leftovers(env), "SIGKILL gives no chance to clean up"
     res = vb(env, "cleanup")
     assert res.returncode == 0, res.stderr
+    assert leftovers(env) == []
+
+
+def test_resume_goes_on_where_the_search_stopped(env, tmp_path):
+    """SIGTERM after two counts were measured; --resume measures only the counts after them
+    (in later probes), never the stored ones again, and finishes the platform's summary."""
+    camp = _campaign(tmp_path, f"""
+name: density-resume
+experiment: density
+platforms: [{{name: lxc, type: lxc, memory: 64M}}]
+density:
+  workload: {WORKLOAD}
+  counts: [1, 2, 3, 4]
+  host_memory: 256M
+  settle: 0
+  collapse: 0
+  starved: 0
+""")
+    db = env["VIRTBENCH_DB"].removeprefix("sqlite:///")
+
+    def counts() -> list[tuple[int, str]]:
+        if not Path(db).exists():
+            return []
+        with sqlite3.connect(db) as conn:
+            try:
+                return conn.execute("select round, benchmark from executions order by id").fetchall()
+            except sqlite3.OperationalError:
+                return []
+
+    p = subprocess.Popen([sys.executable, "-m", "virtbench", "run", str(camp), "--no-report"], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and len(counts()) < 2:
+        time.sleep(0.1)
+    os.killpg(p.pid, signal.SIGTERM)
+    p.wait(timeout=120)
+    before = counts()
+    assert len(before) in (2, 3) and all(r == 1 for r, _ in before), before
+    with sqlite3.connect(db) as conn:
+        run_id = conn.execute("select id from runs").fetchone()[0]
+    res = vb(env, "run", "--resume", run_id, "--no-report")
+    assert res.returncode == 0, res.stderr
+    after = counts()
+    assert after[:len(before)] == before
+    measured = [b for _, b in after if b.startswith("density[")]
+    assert sorted(measured) == sorted(f"density[count={c}]" for c in (1, 2, 3, 4)), after  # each once
+    assert all(r == 2 for r, b in after[len(before):] if b.startswith("density["))  # a new probe
+    entry = json.loads(vb(env, "report", "--json").stdout)["density"][0]
+    assert entry["max_count"] == 4 and entry["stop_reason"] == "counts_done"
     assert leftovers(env) == []

@@ -67,3 +67,26 @@ def test_unreachable_and_lost_hosts(nshost, tmp_path):
     finally:
         ex.close()
         nshost.start_sshd()
+
+
+def test_a_host_that_cannot_take_part_refuses_the_campaign(nshost, env, tmp_path):
+    """Unreachable (wrong port) or unknown host key: one line naming the host, exit 2, no run stored."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    for change, words in (({"port": 2}, "unreachable"), ({"known_hosts": str(empty)}, "host key is not in")):
+        spec = nshost.spec.model_copy(update=change).model_dump(exclude_none=True)
+        path = tmp_path / "c.yaml"
+        path.write_text(yaml.safe_dump({"name": "refused", "hosts": ["local", spec], "platforms": ["native"],
+                                        "benchmarks": ["openssl"]}))
+        res = subprocess.run([sys.executable, "-m", "virtbench", "run", str(path)], env=env, capture_output=True,
+                             text=True, timeout=300)
+        assert res.returncode == 2, res.stdout + res.stderr
+        first = res.stderr.strip().splitlines()[0]
+        assert first.startswith(f"error: host {nshost.spec.name} (") and words in first, res.stderr
+        runs = subprocess.run([sys.executable, "-m", "virtbench", "runs"], env=env, capture_output=True, text=True)
+        assert "refused" not in runs.stdout

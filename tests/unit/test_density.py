@@ -10,7 +10,7 @@ from virtbench.config import parse_campaign
 from virtbench.errors import InputError
 from virtbench.experiments.density import DensitySection, Until
 from virtbench.experiments.density_fleet import classify_failure, next_instance_blocked
-from virtbench.experiments.density_guard import Guard, GuardSettings, Pressure, read_host
+from virtbench.experiments.density_guard import Guard, GuardSettings, ParentPressure, Pressure, read_host
 from virtbench.platforms import cgroups
 from virtbench.platforms.lxc import LXCOptions, build_lxc_config, lxc_cgroup_lines
 from virtbench.probes.hostpressure import PressureReader
@@ -208,3 +208,131 @@ def test_confining_parents_belong_to_one_state_directory():
     assert a != b and not a.startswith(b) and not b.startswith(a)
     assert a == parent_prefix(Paths(state=Path("/var/lib/virtbench")))
     assert a.startswith("virtbench-density-") and a.endswith("-")
+
+
+# -- the guard with a confining parent (host_memory) ----------------------------------------------
+def parent(usage_mib: int, *, failcnt: int | None = 0, some: float | None = None,
+           full: float | None = None) -> ParentPressure:
+    return ParentPressure(usage=usage_mib * MIB, limit=1024 * MIB, psi_some_avg10=some, psi_full_avg10=full,
+                          failcnt=failcnt)
+
+
+@pytest.mark.parametrize("host, par, trips", [
+    # v1 (no per-cgroup PSI): the parent at its limit explains a host-wide stall; the host is fine
+    (reading(4000, full=30.0, some=80.0), parent(1000), None),
+    # ...but not when the host's own MemAvailable is low (then it trips on that)
+    (reading(700, full=30.0), parent(1000), "MemAvailable"),
+    # ...nor with the parent far from its limit: the stall is outside it
+    (reading(4000, full=30.0), parent(100), "full"),
+    # v2: the parent's own memory.pressure is subtracted from the host's
+    (reading(4000, full=30.0, some=50.0), parent(1000, full=28.0, some=45.0), None),
+    (reading(4000, full=30.0), parent(1000, full=5.0, some=5.0), "full"),
+])
+def test_confined_guard_judges_the_host_outside_the_parent(host, par, trips):
+    guard = Guard(GuardSettings(), read=lambda: host, parent=lambda: par)
+    trip = guard.check("workload")
+    assert (trip is None) if trips is None else (trips in trip.reason), trip
+    assert guard.series[-1]["parent"]["usage"] == par.usage
+    unconfined = Guard(GuardSettings(), read=lambda: host).check("workload")
+    assert unconfined is not None or host.psi_full_avg10 is None  # the old guard tripped on every one of these
+
+
+def test_confined_guard_v1_remembers_a_recent_limit_hit():
+    """PSI avg10 lingers after the parent was reclaimed or OOM-killed: a limit hit within the last
+    RECENT seconds still explains it; the first reading's old hits do not (safe side)."""
+    pars = iter([parent(100, failcnt=5), parent(100, failcnt=9), parent(100, failcnt=9)])
+    guard = Guard(GuardSettings(), read=lambda: reading(4000, full=30.0), parent=lambda: next(pars))
+    assert guard.check("first") is not None            # hits of unknown age: trip
+    assert guard.check("after a hit") is None          # the counter rose just now
+    assert guard.check("still recent") is None
+    guard._parent_hits = (9, guard._parent_hits[1] - 31)
+    guard.parent = lambda: parent(100, failcnt=9)
+    assert guard.check("long after") is not None
+
+
+def test_a_density_run_has_no_main_table_rows():
+    """The density section is the result: its per-count executions are not rows against a baseline."""
+    from types import SimpleNamespace
+
+    from virtbench.report.sections import in_main_table
+
+    assert not in_main_table(SimpleNamespace(campaign={"experiment": "density"}))
+    assert in_main_table(SimpleNamespace(campaign={"name": "x"}))                # benchmarks
+    assert in_main_table(SimpleNamespace(campaign={"experiment": "not-installed-here"}))
+
+
+@pytest.mark.parametrize("kind", ["benchmarks", "migration"])
+def test_a_platform_image_outside_density_is_refused(kind):
+    """Only density gives each platform its own image; elsewhere it was silently ignored."""
+    c = {"name": "b", "platforms": [{"name": "native", "type": "native"},
+                                    {"name": "lxc", "type": "lxc", "image": {"release": "bullseye"}}],
+         "benchmarks": ["openssl"]}
+    if kind != "benchmarks":
+        c = {"name": "m", "experiment": kind, "platforms": c["platforms"][1:], "migration": {"counts": [1], "mode": "lifecycle"}}
+    with pytest.raises(InputError) as err:
+        parse_campaign(c, "c.yaml")
+    assert err.value.exit_code == 2 and "\n" not in err.value.message
+    assert "platforms[" in err.value.message and "image" in err.value.message and "density" in err.value.fix
+
+
+# -- resume: an unfinished platform's search goes on where it stopped ------------------------------
+def _stored(count: int, rnd: int, ok: bool, total: float | None = None, eid: int = 0):
+    from types import SimpleNamespace
+
+    e = SimpleNamespace(id=eid or count * 10 + rnd, platform="lxc", benchmark=f"density[count={count}]",
+                        round=rnd, status="ok" if ok else "failed",
+                        error="" if ok else f"oom: OOM kill during the workload at {count} instances")
+    samples = [] if total is None else [
+        SimpleNamespace(execution_id=e.id, instance=0, metric="throughput_total", value=total),
+        SimpleNamespace(execution_id=e.id, instance=0, metric="memory_per_instance", value=5e6),
+        SimpleNamespace(execution_id=e.id, instance=1, metric="throughput", value=total / count)]
+    return e, samples
+
+
+def _prober(calls: list[list[int]], fail_from: int):
+    from virtbench.experiments.density_probe import Prober, Stop
+
+    prober = Prober(ctx=None, platform=None, image=None, section=None, guard=None, parent=None, bench=None)
+
+    def probe(counts, probes):
+        calls.append(list(counts))
+        prober.probe_no += 1
+        good = 0
+        for c in counts:
+            if c >= fail_from:
+                return good, Stop("oom", "x", c)
+            good = c
+        return good, None
+
+    prober.probe = probe
+    return prober
+
+
+def test_a_resumed_ramp_goes_on_after_the_last_good_count():
+    from virtbench.experiments.density_probe import resumed
+
+    stored = [_stored(1, 1, True, 10.0), _stored(2, 1, True, 19.0), _stored(4, 1, True, 30.0)]
+    state = resumed([e for e, _ in stored], [s for _, ss in stored for s in ss], "lxc", "throughput")
+    assert (state.probe_no, state.good, state.failing, state.stop) == (1, 4, None, None)
+    assert state.totals == {1: 10.0, 2: 19.0, 4: 30.0} and state.points[4]["memory_per_instance"] == 5e6
+    calls: list[list[int]] = []
+    prober = _prober(calls, fail_from=11)
+    result = prober.search([1, 2, 4, 8, 16, 32], bisect=True, resume=state)
+    assert calls[0] == [8, 16, 32]                 # not 1, 2, 4 again
+    assert calls[1:] == [[12], [10], [11]]       # then the bisection between 8 and 16
+    assert result.max_count == 10 and result.stop.count == 11
+    assert prober.best_total[4] == 30.0 and prober.probe_no == 1 + len(calls)   # rounds go on, never reused
+
+
+def test_a_resumed_bisection_goes_on_between_good_and_failing():
+    from virtbench.experiments.density_probe import resumed
+
+    stored = [_stored(8, 1, True, 50.0), _stored(16, 1, False), _stored(12, 2, True, 55.0)]
+    state = resumed([e for e, _ in stored], [s for _, ss in stored for s in ss], "lxc", "throughput")
+    assert (state.probe_no, state.good, state.failing) == (2, 12, 16) and state.stop.reason == "oom"
+    calls: list[list[int]] = []
+    result = _prober(calls, fail_from=15).search([1, 2, 4, 8, 16, 32], bisect=True, resume=state)
+    assert calls == [[14], [15]] and result.max_count == 14 and result.stop.count == 15
+    done = resumed([e for e, _ in stored[:1]] + [_stored(9, 3, False)[0]], [], "lxc", "throughput")
+    calls.clear()
+    assert _prober(calls, 9).search([1, 2, 4, 8, 16], bisect=True, resume=done).max_count == 8 and calls == []

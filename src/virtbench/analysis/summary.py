@@ -44,7 +44,8 @@ class Row:
     ci95: list[float] | None = None
     relative: float | None = None
     relative_ci95: list[float] | None = None
-    """The interval the verdict is read from: 95 % Welch t interval of the log ratio (analysis.verdict)."""
+    """The interval the verdict is read from: 95 % t interval of the log ratio, paired by round where the
+    rounds allow, else Welch (analysis.verdict)."""
     values: list[float] = field(default_factory=list, repr=False)
     rounds: list[int] = field(default_factory=list, repr=False)
     warmup_values: list[float] = field(default_factory=list, repr=False)
@@ -68,10 +69,15 @@ class Row:
     relative_boot_ci95: list[float] | None = None
     """Percentile bootstrap interval of the ratio (too narrow for a verdict below ~10 repetitions)."""
     quality: list[dict] = field(default_factory=list)
+    host: str = ""
+    """Inventory name of the host that measured, in a multi-host run ('' otherwise, and not in the JSON)."""
 
     def public(self) -> dict:
         """The JSON fields: everything but the raw values (asdict would deep-copy them first)."""
-        return {name: getattr(self, name) for name in _PUBLIC}
+        out = {name: getattr(self, name) for name in _PUBLIC}
+        if not self.host:
+            del out["host"]
+        return out
 
 
 _PUBLIC = tuple(f.name for f in fields(Row) if f.name not in ("values", "category", "rounds", "warmup_values",

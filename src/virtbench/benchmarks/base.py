@@ -83,6 +83,16 @@ def search(pattern: str, text: str, tool: str, source: str, flags: int = 0) -> r
     return match
 
 
+class OnHost(BaseModel):
+    """`server: {host: NAME}`: the server end on another host of the campaign."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    host: str
+    max_clock_error: float = 0.1
+    """A figure timed on two clocks is refused when the hosts' clock offset (plus its
+    uncertainty) exceeds this fraction of it; round-trip figures are always valid."""
+
+
 class PairParams(Params):
     """Where the two ends of a client-server benchmark run.
 
@@ -94,7 +104,9 @@ class PairParams(Params):
     """
 
     client: Literal["instance", "host"] = "instance"
-    server: Literal["peer", "host", "instance"] = "peer"
+    server: Literal["peer", "host", "instance"] | OnHost = "peer"
+    """... or `{host: NAME}`: the server in an instance of the same platform on another host of a
+    multi-host campaign, the client on each other host (runner/crosspair.py)."""
 
 
 BaseParams = Params
@@ -106,6 +118,10 @@ class PairBenchmark(Benchmark):
     waits until it listens on `port`, runs the client, and tears the server down."""
 
     protocol: ClassVar[Literal["tcp", "udp"]] = "tcp"
+    two_clock_metrics: ClassVar[tuple[str, ...]] = ()
+    """Metrics timed with the server's clock against the client's (a true one-way delay): across
+    hosts they stand only while the clocks agree. iperf3 and sockperf have none (sockperf's
+    latency is RTT/2 on the client's clock)."""
     listen_timeout: ClassVar[float] = 30.0
     """How long the server may take to listen (a database initialising under emulation: more)."""
 

@@ -56,9 +56,16 @@ class Experiment(ABC):
     uses_probes: ClassVar[bool] = False
     """Whether the kind runs the campaign's `probes:` beside its executions; a kind that does
     not is refused a `probes:` list rather than silently measuring without them."""
+    uses_platform_images: ClassVar[bool] = False
+    """Whether the kind gives each platform its own `image:` (density compares guest OS images);
+    a kind that does not is refused a per-platform image rather than silently using the campaign's."""
     node_types: ClassVar[tuple[str, ...]] = ()
     """Platform types the kind understands beyond the platform plugins (e.g. `netns`)."""
     default_baseline: ClassVar[str] = "native"
+    main_table: ClassVar[bool] = True
+    """Whether the kind's executions are rows of the report's table relative to the baseline;
+    False when its own report section is the result (density: per-count executions are points
+    of a curve, not benchmarks to compare), so the main table shows no empty rows for them."""
 
     def __init__(self, campaign: Campaign, paths: Paths) -> None:
         self.campaign = campaign

@@ -40,8 +40,8 @@ from ..platforms.base import Paths, Platform, Size
 from ..registry import BENCHMARKS, PLATFORMS
 from ..store.db import now
 from .base import Experiment, ExperimentContext
-from .density_guard import Guard, GuardSettings
-from .density_probe import Prober, Stop
+from .density_guard import Guard, GuardSettings, ParentPressure, read_parent
+from .density_probe import Prober, Stop, resumed
 
 PARENT_PREFIX = "virtbench-density-"
 
@@ -87,6 +87,10 @@ class DensitySection(BaseModel):
     collapse: float = Field(0.25, ge=0, lt=1, description=(
         "aggregate throughput below this x the median of the lower counts' is a collapse (0: off)"))
     starved: float = Field(0.1, ge=0, lt=1, description="one instance below this x the median: collapse")
+    min_overlap: float = Field(0.5, ge=0, le=1, description=(
+        "share of a count's window every instance must run together; below it the count is flagged "
+        "(its aggregate is not a concurrent measurement). Under CPU oversubscription the tools' own "
+        "start-up spreads the starts (N instances share the CPUs), so 1.0 is out of reach at high counts"))
     settle: float = Field(1.0, ge=0, le=600, description="seconds to wait after the last start before measuring")
 
     @field_validator("workload", mode="before")
@@ -141,6 +145,8 @@ class Density(Experiment):
                                   "collapse, kernel limit, host guard); throughput per count")
     Section = DensitySection
     default_baseline: ClassVar[str] = ""
+    main_table: ClassVar[bool] = False
+    uses_platform_images: ClassVar[bool] = True
     """None by default: a native platform, when listed and named as baseline, runs once at count 1."""
 
     def __init__(self, campaign: Any, paths: Paths) -> None:
@@ -237,27 +243,40 @@ class Density(Experiment):
                     f"({section.host_memory >> 20} MiB memory, no swap)")
         try:
             done = {platform for _, platform, key in ctx.done() if key == STOP_KEY}
+            executions = ctx.store.executions(ctx.run_id)  # a resumed run: what was measured before
+            samples = ctx.store.samples(ctx.run_id, per_instance=True) if executions else []
             for name, plat in self.platforms.items():
                 if ctx.stop_requested():
                     raise KeyboardInterrupt
                 if name in done:  # resumed: this platform's search finished before the interruption
                     continue
                 plat.cgroup_parent = parent.relative if parent else None
-                guard = Guard(section.guard)
+                guard = Guard(section.guard, parent=self._parent_reader(parent) if plat.confinable else None)
                 prober = Prober(ctx=ctx, platform=plat, image=self.images[name], section=section, guard=guard,
                                 parent=parent.relative if parent else None, bench=section.benchmark(),
                                 baseline=name == self.baseline)
                 started = time.time()
+                state = resumed(executions, samples, name, prober.metric.name) if executions else None
+                if state is not None and (state.probe_no or state.stop):
+                    ctx.log(f"{name}: resuming the search after probe {state.probe_no}: last good count "
+                            f"{state.good}" + (f", {state.failing} failed" if state.failing else ""))
                 if name == self.baseline:
-                    result = prober.search([1], bisect=False)
+                    result = prober.search([1], bisect=False, resume=state)
                 else:
                     bisect = isinstance(section.counts, Until)
                     counts = section.counts.ramp() if isinstance(section.counts, Until) else section.counts
-                    result = prober.search(counts, bisect=bisect)
+                    result = prober.search(counts, bisect=bisect, resume=state)
                 self._record_stop(ctx, name, plat, result, prober, guard, parent, time.time() - started)
         finally:
             if parent is not None:
                 parent.remove()
+
+    @staticmethod
+    def _parent_reader(parent: cgroups.Confinement | None) -> Callable[[], ParentPressure] | None:
+        """The guard's view of the confining parent (its own stalls are not the host's)."""
+        if parent is None:
+            return None
+        return lambda: read_parent(parent.relative, parent.memory)
 
     def _record_stop(self, ctx: ExperimentContext, name: str, plat: Platform, result: Any, prober: Prober,
                      guard: Guard, parent: cgroups.Confinement | None, seconds: float) -> None:
@@ -269,7 +288,8 @@ class Density(Experiment):
             "mem_available_drop_per_instance_bytes": prober.available_drop_per_instance(result.max_count),
             "confined": parent is not None and plat.confinable, "host_memory": parent.memory if parent else None,
             "mem_total": cgroups.host_memory_total(), "guard_thresholds": guard.thresholds(cgroups.host_memory_total()),
-            "guard_series": guard.series[-400:], "probes": result.probes, "duration_s": round(seconds, 1),
+            "guard_series": guard.series[-400:], "min_overlap": self.section.min_overlap, "probes": result.probes,
+            "duration_s": round(seconds, 1),
             "image": {"name": guest.describe(self.images[name]), "release": self.images[name].release,
                       "short": self.images[name].short, "tool_version": self.tool_versions.get(name)},
         }

@@ -1,27 +1,29 @@
 """The instances of one density probe: started one by one, kept running, measured together.
 
 A `Fleet` grows by one instance at a time (the guard and the kernel limits are checked
-before each), runs the workload in all of them at once behind a barrier (so per-instance
-and aggregate throughput are real concurrent measurements), and reads the evidence of what
+before each), runs the workload in all of them from one start time shared inside the
+instances (density_sync: per-instance and aggregate throughput are real concurrent
+measurements, and the overlap says how far), and reads the evidence of what
 went wrong from the kernel itself: OOM counters of every instance's memory cgroup and of
 the confining parent (an instance's own cgroup may vanish with it), the kernel log, the
 runtime's error text. `close()` stops and removes every instance, whatever happened.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from threading import Barrier, BrokenBarrierError
 
 from .. import proc
 from ..benchmarks.base import Benchmark
 from ..images.image import Image
 from ..platforms import cgroups
 from ..platforms.base import Instance, Platform
+from . import density_sync
 from .density_guard import Guard, Trip, read_host
 
 SCRATCH = "/var/tmp/virtbench"
@@ -123,6 +125,8 @@ class Outcome:
     trip: Trip | None
     memory_usage: list[int | None]
     mem_available_before: int
+    sync: density_sync.Overlap | None = None
+    """Start spread and overlap of the instances' workloads (None: not measured)."""
 
     def oom_kills(self) -> dict[str, int]:
         """New OOM kills per cgroup during the window (instances and the confining parent)."""
@@ -167,57 +171,111 @@ class Fleet:
     def memory_usage(self) -> list[int | None]:
         return [cgroups.memory_usage(m.cgroup) if m.cgroup else None for m in self.members]
 
-    def run_workload(self, bench: Benchmark, workdir_key: str) -> Outcome:
-        """All instances start the workload together; the guard watches throughout and, on a
-        trip, the instances are killed at once (which ends every workload)."""
+    def run_workload(self, bench: Benchmark, workdir_key: str, min_overlap: float = 0.5) -> Outcome:
+        """Every instance starts the workload at one shared start time, inside the instance
+        (density_sync); the guard watches throughout and, on a trip, the instances are
+        killed at once (which ends every workload). When the instances did not run together
+        because some arrived after the start time, the count is run once more with a longer
+        lead; what was measured is kept with the outcome either way."""
         count = len(self.members)
         workdir = f"{SCRATCH}/{workdir_key}"
-        for m in self.members:
-            self.platform.exec(m.instance, ["mkdir", "-p", workdir], timeout=120)
         usage = self.memory_usage()
         mem_before = read_host().mem_available
         oom_before = self.oom_counters()
         mark = cgroups.kernel_log_mark()
-        barrier = Barrier(count)
         argv = bench.command(workdir)
-        timeout = bench.execution_timeout() + 2.0 * count
-
-        def one(member: Member) -> proc.Result:
-            try:
-                barrier.wait(timeout=120)
-            except BrokenBarrierError:
-                return proc.Result(argv, 1, "", "barrier broken: another instance could not start the workload",
-                                   0.0)
-            return self.platform.host.run(self.platform.exec_argv(member.instance, argv), timeout=timeout,
-                                          check=False)
-
         tripped: list[Trip] = []
         t0 = time.time()
         self.guard.watch(tripped.append, f"workload at {count}")
         try:
-            with ThreadPoolExecutor(max_workers=count) as pool:
-                futures = [pool.submit(one, m) for m in self.members]
-                while True:
-                    _, pending = wait(futures, timeout=0.2)
-                    if not pending:
-                        break
-                    if tripped:  # stop the workload: kill every instance now
-                        self.kill()
-                        wait(futures)
-                        break
-                results = []
-                for m, f in zip(self.members, futures):
-                    try:
-                        results.append((m, f.result()))
-                    except Exception as exc:  # noqa: BLE001 - a timeout or a dead instance: a failed run
-                        results.append((m, proc.Result(argv, 1, "", f"{type(exc).__name__}: {exc}", 0.0)))
+            clocks, failed, launch_s = self._rehearse(workdir)
+            lead = max(1.0, 1.5 * launch_s + 0.5)
+            for attempt in (1, 2):
+                results, sync = self._launch(argv, clocks, failed, lead, bench.execution_timeout(), tripped)
+                sync.attempts = attempt
+                if tripped or sync.ok(min_overlap) or not sync.late or attempt == 2:
+                    break
+                lead = 2 * lead + (sync.spread_s or 0.0)
         finally:
             self.guard.stop_watching()
-        duration = time.time() - t0
-        return Outcome(count=count, results=results, started_at=t0, duration_s=duration,
+        if sync.reported and not sync.ok(min_overlap):  # none reported: the count failed, and says why
+            sync.warnings.append(
+                f"the {count} instances did not run together: {sync.reported} reported, start spread "
+                f"{sync.spread_s} s, all running for {sync.overlap} of the window (wanted >= {min_overlap:g}), "
+                f"{sync.late} arrived after the start time; the aggregate is not a concurrent measurement")
+        return Outcome(count=count, results=results, started_at=t0, duration_s=time.time() - t0,
                        oom_before=oom_before, oom_after=self.oom_counters(),
                        kernel_log=cgroups.kernel_log_since(mark), trip=tripped[0] if tripped else None,
-                       memory_usage=usage, mem_available_before=mem_before)
+                       memory_usage=usage, mem_available_before=mem_before, sync=sync)
+
+    def _parallel(self, job, items: list, tripped: list[Trip]) -> list[proc.Result]:
+        """job(item) for every item at once; a guard trip kills the instances (ending them)."""
+        with ThreadPoolExecutor(max_workers=max(1, len(items))) as pool:
+            futures = [pool.submit(job, x) for x in items]
+            while True:
+                _, pending = wait(futures, timeout=0.2)
+                if not pending:
+                    break
+                if tripped:
+                    self.kill()
+                    wait(futures)
+                    break
+            out = []
+            for f in futures:
+                try:
+                    out.append(f.result())
+                except Exception as exc:  # noqa: BLE001 - a timeout or a dead instance: a failed run
+                    out.append(proc.Result([], 1, "", f"{type(exc).__name__}: {exc}", 0.0))
+            return out
+
+    def _rehearse(self, workdir: str) -> tuple[list[density_sync.Clock | None], dict[int, proc.Result], float]:
+        """Launch a trivial command in every instance at once (it makes the work directory and
+        reads the instance's clock): how long a launch of all takes, and each one's clock."""
+        shared = self.platform.kind != "vm"
+
+        def one(m: Member) -> tuple[proc.Result, int, int]:
+            a = time.time_ns()
+            r = self.platform.host.run(self.platform.exec_argv(m.instance, density_sync.rehearsal(workdir)),
+                                       timeout=120, check=False)
+            return r, a, time.time_ns()
+
+        started = time.monotonic()
+        with ThreadPoolExecutor(max_workers=max(1, len(self.members))) as pool:
+            rows = list(pool.map(one, self.members))
+        launch_s = time.monotonic() - started
+        clocks: list[density_sync.Clock | None] = []
+        failed: dict[int, proc.Result] = {}
+        for i, (r, a, b) in enumerate(rows):
+            try:
+                if r.returncode != 0:
+                    raise ValueError(f"exit {r.returncode}")
+                clocks.append(density_sync.read_clock(r.stdout, a, b, shared_kernel=shared))
+            except ValueError as exc:
+                clocks.append(None)
+                failed[i] = proc.Result(r.argv, r.returncode or 1, r.stdout,
+                                        f"could not prepare the workload (work directory, clock): {exc}\n{r.stderr}",
+                                        r.seconds)
+        return clocks, failed, launch_s
+
+    def _launch(self, argv: list[str], clocks: list[density_sync.Clock | None], failed: dict[int, proc.Result],
+                lead: float, timeout: float, tripped: list[Trip]) -> tuple[list[tuple[Member, proc.Result]],
+                                                                      density_sync.Overlap]:
+        deadline = time.time_ns() + int(lead * 1e9)
+
+        def one(i: int) -> proc.Result:
+            clock = clocks[i]
+            if clock is None:
+                return failed[i]
+            wrapped = density_sync.wrap(argv, deadline + clock.offset_ns)
+            return self.platform.host.run(self.platform.exec_argv(self.members[i].instance, wrapped),
+                                          timeout=timeout + lead + 2.0 * len(self.members), check=False)
+
+        raw = self._parallel(one, list(range(len(self.members))), tripped)
+        markers = [density_sync.parse_marker(r.stderr) if clocks[i] else None for i, r in enumerate(raw)]
+        sync = density_sync.overlap(markers, [c.offset_ns if c else 0 for c in clocks], lead)
+        results = [(m, dataclasses.replace(r, argv=argv, stderr=density_sync.strip_marker(r.stderr)))
+                   for m, r in zip(self.members, raw)]
+        return results, sync
 
     def kill(self) -> None:
         for inst in self.created:

@@ -10,6 +10,15 @@ stop reason. Defaults are safe on a 2 GB board and a 24 GB server alike:
 - min_available: max(256 MiB, 10 % of MemTotal), and never below 128 MiB;
 - max_psi_some: 40 (% of the last 10 s some task waited for memory);
 - max_psi_full: 10 (% of the last 10 s all non-idle tasks waited: the host is thrashing).
+
+With `host_memory:` the instances live in a confining parent cgroup whose own memory stalls
+are the experiment (they lead to the OOM kill it is meant to find), yet host-wide PSI counts
+them too. So a confined guard judges PSI of the host *outside* the parent: on cgroup v2 the
+host's avg10 minus the parent's own `memory.pressure`; on cgroup v1 (no per-cgroup PSI) a
+host-wide stall is put down to the parent when the parent is near its limit (usage at least
+`NEAR_LIMIT` of it) or hit it within the last `RECENT` seconds (PSI avg10 decays over about
+that long), while the host's MemAvailable is still at least twice the floor. The
+MemAvailable floor itself is judged as before: the host stays protected.
 """
 from __future__ import annotations
 
@@ -17,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -24,6 +34,10 @@ from ..platforms.base import Size
 from ..probes.hostpressure import PressureReader
 
 MIB = 1 << 20
+NEAR_LIMIT = 0.9
+"""A confined parent using this share of its limit is pressed by its own limit (cgroup v1)."""
+RECENT = 30.0
+"""Seconds after the parent last hit its limit during which a host-wide stall is its doing (v1)."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +62,42 @@ def read_host(reader: PressureReader | None = None) -> Pressure:
     psi = reader.psi("memory")
     return Pressure(time=time.time(), mem_total=mem["MemTotal"], mem_available=mem["MemAvailable"],
                     psi_some_avg10=psi.some_avg10 if psi else None, psi_full_avg10=psi.full_avg10 if psi else None)
+
+
+@dataclass(frozen=True)
+class ParentPressure:
+    """The confining parent's memory: usage and limit, and its own PSI where the kernel has it (v2)."""
+
+    usage: int | None
+    limit: int
+    psi_some_avg10: float | None = None
+    psi_full_avg10: float | None = None
+    failcnt: int | None = None
+    """How often the parent hit its limit (v1 memory.failcnt, v2 memory.events `max`)."""
+
+    @property
+    def near_limit(self) -> bool:
+        return self.usage is not None and self.usage >= NEAR_LIMIT * self.limit
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        return {"usage": self.usage, "limit": self.limit, "psi_some_avg10": self.psi_some_avg10,
+                "psi_full_avg10": self.psi_full_avg10, "failcnt": self.failcnt}
+
+
+def read_parent(relative: str, limit: int) -> ParentPressure:
+    """A confining parent's usage and (cgroup v2) its own memory.pressure."""
+    from ..platforms import cgroups
+    from ..probes.hostpressure import parse_psi
+
+    psi = None
+    if cgroups.is_v2():
+        try:
+            psi = parse_psi((cgroups.memory_dir(relative) / "memory.pressure").read_text())
+        except (OSError, ValueError):
+            psi = None
+    counters = cgroups.oom_counters(relative)
+    return ParentPressure(cgroups.memory_usage(relative), limit, psi.some_avg10 if psi else None,
+                          psi.full_avg10 if psi else None, counters.get("failcnt", counters.get("max")))
 
 
 class GuardSettings(BaseModel):
@@ -75,8 +125,12 @@ class Trip:
 class Guard:
     settings: GuardSettings
     read: Callable[[], Pressure] = read_host
+    parent: Callable[[], ParentPressure] | None = None
+    """The confining parent's reader (host_memory): its own stalls are not the host's."""
     series: list[dict] = field(default_factory=list)
     trip: Trip | None = None
+    _parent_hits: tuple[int, float] | None = None
+    """The parent's last limit-hit count and when it last rose (monotonic seconds)."""
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -94,21 +148,58 @@ class Guard:
         if not self.settings.enabled:
             return None
         r = self.read()
-        reading = {**r.as_dict(), "when": when}
+        reading: dict[str, Any] = {**r.as_dict(), "when": when}
         self.series.append(reading)
+        p = self.parent() if self.parent is not None else None
+        if p is not None:
+            reading["parent"] = p.as_dict()
+            reading["parent_hit_recently"] = self._hit_recently(p)
         limits = self.thresholds(r.mem_total)
         why = None
         if r.mem_available < limits["min_available"]:
             why = (f"MemAvailable {r.mem_available / MIB:.0f} MiB below {limits['min_available'] / MIB:.0f} MiB "
                    f"({when})")
-        elif r.psi_full_avg10 is not None and r.psi_full_avg10 > self.settings.max_psi_full:
-            why = f"PSI memory full avg10 {r.psi_full_avg10:.1f}% above {self.settings.max_psi_full:g}% ({when})"
-        elif r.psi_some_avg10 is not None and r.psi_some_avg10 > self.settings.max_psi_some:
-            why = f"PSI memory some avg10 {r.psi_some_avg10:.1f}% above {self.settings.max_psi_some:g}% ({when})"
+        else:
+            some, full = self._outside(r, p, limits["min_available"], reading)
+            if full is not None and full > self.settings.max_psi_full:
+                why = f"PSI memory full avg10 {full:.1f}% above {self.settings.max_psi_full:g}% ({when})"
+            elif some is not None and some > self.settings.max_psi_some:
+                why = f"PSI memory some avg10 {some:.1f}% above {self.settings.max_psi_some:g}% ({when})"
         if why is None:
             return None
         self.trip = Trip(why, reading, limits)  # the latest: a later probe must not see an old trip
         return self.trip
+
+    def _outside(self, r: Pressure, p: ParentPressure | None, floor: int,
+                 reading: dict) -> tuple[float | None, float | None]:
+        """PSI (some, full) the guard judges: the host's, or with a confining parent the
+        host's outside it (see the module's docstring); the reasoning goes into `reading`."""
+        some, full = r.psi_some_avg10, r.psi_full_avg10
+        pressed = ((full is not None and full > self.settings.max_psi_full)
+                   or (some is not None and some > self.settings.max_psi_some))
+        if p is None or not pressed:
+            return some, full
+        if p.psi_some_avg10 is not None:  # v2: subtract the parent's own stalls
+            some = max(0.0, (some or 0.0) - p.psi_some_avg10)
+            full = None if full is None else max(0.0, full - (p.psi_full_avg10 or 0.0))
+            reading["psi_outside_parent"] = {"some_avg10": some, "full_avg10": full}
+            return some, full
+        if reading["parent_hit_recently"] and r.mem_available >= 2 * floor:
+            reading["psi_attributed"] = (f"confined parent at {(p.usage or 0) / p.limit:.0%} of its limit (limit hit "
+                                         f"{p.failcnt} times) and host MemAvailable {r.mem_available / MIB:.0f} MiB: "
+                                         "the stall is the parent's")
+            return None, None
+        return some, full
+
+    def _hit_recently(self, p: ParentPressure) -> bool:
+        """Near its limit now, or its limit-hit counter rose within RECENT seconds."""
+        now = time.monotonic()
+        if p.failcnt is not None:
+            if self._parent_hits is None or p.failcnt > self._parent_hits[0]:
+                # the first reading cannot tell when earlier hits were: not recent (the safe side)
+                self._parent_hits = (p.failcnt, now if self._parent_hits is not None else float("-inf"))
+        recent = self._parent_hits is not None and now - self._parent_hits[1] <= RECENT
+        return p.near_limit or recent
 
     def wait_calm(self, seconds: float = 120.0, sleep: float = 2.0) -> bool:
         """Before a fresh probe: wait until no threshold is crossed (PSI averages decay over

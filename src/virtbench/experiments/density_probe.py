@@ -9,6 +9,8 @@ mean per instance (instance 0), `throughput_total`, and the memory each instance
 """
 from __future__ import annotations
 
+import json
+import re
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -36,6 +38,54 @@ class Stop:
     count: int | None = None
     """The count that failed (None: nothing failed, e.g. the list of counts was done)."""
     evidence: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Resumed:
+    """What an interrupted run had measured of one platform's search (read from the store)."""
+
+    probe_no: int = 0
+    good: int = 0
+    """The highest healthy count."""
+    failing: int | None = None
+    """The lowest failing count above `good` (None: none failed yet)."""
+    stop: Stop | None = None
+    totals: dict[int, float] = field(default_factory=dict)
+    points: dict[int, dict] = field(default_factory=dict)
+
+
+def resumed(executions: list[Any], samples: list[Any], platform: str, metric: str) -> Resumed:
+    """The search state of `platform` from its stored `density[count=N]` executions: healthy
+    counts (with their aggregate and memory, for the collapse reference and the summary) and
+    the lowest failing count above them, with the stored error as its stop."""
+    out = Resumed()
+    mine = [(int(m.group(1)), e) for e in executions if e.platform == platform
+            and (m := re.match(r"^density\[count=(\d+)\]$", e.benchmark))]
+    by_exec: dict[int, dict[str, float]] = {}
+    per_instance: dict[int, list[float]] = {}
+    for smp in samples:
+        if smp.instance == 0:
+            by_exec.setdefault(smp.execution_id, {})[smp.metric] = smp.value
+        elif smp.metric == metric:
+            per_instance.setdefault(smp.execution_id, []).append(smp.value)
+    for count, e in mine:
+        out.probe_no = max(out.probe_no, e.round)
+        if e.status == "ok" and not e.error:
+            values = by_exec.get(e.id, {})
+            out.good = max(out.good, count)
+            if f"{metric}_total" in values:
+                out.totals[count] = values[f"{metric}_total"]
+            out.points[count] = {"per_instance": per_instance.get(e.id, []),
+                                 "memory_per_instance": values.get("memory_per_instance"),
+                                 "available_drop_per_instance": values.get("mem_available_drop_per_instance")}
+    for count, e in sorted(mine, key=lambda ce: ce[0]):
+        if count > out.good and not (e.status == "ok" and not e.error):
+            reason, _, detail = (e.error or "workload_failure: failed").partition(": ")
+            out.failing = count
+            out.stop = Stop(reason if reason in STOP_REASONS else "workload_failure", detail or e.error, count,
+                            {"resumed": "read back from the stored execution", "error": e.error})
+            break
+    return out
 
 
 @dataclass
@@ -81,9 +131,22 @@ class Prober:
         return self.bench.metrics()[0]
 
     # -- the search ----------------------------------------------------------------------
-    def search(self, counts: list[int], *, bisect: bool) -> SearchResult:
+    def search(self, counts: list[int], *, bisect: bool, resume: Resumed | None = None) -> SearchResult:
+        """Ramp through `counts`, then (bisect) narrow down between the last good and the first
+        failing count. A resumed search starts where the stored one stopped: after its highest
+        healthy count, or straight into the bisection when a count above it already failed."""
         probes: list[dict] = []
-        good, stop = self.probe(counts, probes)
+        good, stop = 0, None
+        if resume is not None:
+            self.probe_no = resume.probe_no
+            self.best_total.update(resume.totals)
+            self.points.update(resume.points)
+            good, stop = resume.good, resume.stop
+        if stop is None:
+            todo = [c for c in counts if c > good]
+            if todo:
+                ok, stop = self.probe(todo, probes)
+                good = max(good, ok)
         if stop is None:
             reason = "max_reached" if bisect else "counts_done"
             return SearchResult(good, Stop(reason, f"every count up to {good} ran correctly"), probes)
@@ -121,7 +184,10 @@ class Prober:
                 if self.section.settle:
                     time.sleep(self.section.settle)
                 self.ctx.step(f"{self.platform.name}: probe {self.probe_no}, {count} instances running the workload")
-                outcome = fleet.run_workload(self.bench, f"density-{self.probe_no}-{count}")
+                outcome = fleet.run_workload(self.bench, f"density-{self.probe_no}-{count}",
+                                             self.section.min_overlap)
+                for warning in outcome.sync.warnings if outcome.sync else []:
+                    self.ctx.log(f"{self.platform.name}: warning at {count}: {warning}")
                 stop = self._judge(outcome, available_at_start)
                 if stop is not None:
                     break
@@ -250,7 +316,14 @@ class Prober:
         if not self.baseline:
             samples.append({"metric": "mem_available_drop_per_instance", "value": float(drop), "instance": 0,
                             **mem_base})
-        stdout = "".join(f"### instance {i} ({m.instance.name}) exit {r.returncode}\n{r.stdout}\n"
+        sync = outcome.sync
+        if sync is not None and sync.spread_s is not None and sync.overlap is not None:
+            samples += [{"metric": "start_spread", "value": float(sync.spread_s), "instance": 0, "unit": "s",
+                         "higher_is_better": False, "category": "sync"},
+                        {"metric": "overlap", "value": float(sync.overlap), "instance": 0, "unit": "ratio",
+                         "higher_is_better": True, "category": "sync"}]
+        stdout = (f"### sync {json.dumps(sync.as_dict())}\n" if sync else "")
+        stdout += "".join(f"### instance {i} ({m.instance.name}) exit {r.returncode}\n{r.stdout}\n"
                          for i, (m, r) in enumerate(outcome.results, 1))
         stderr = "".join(f"### instance {i}\n{r.stderr}\n" for i, (m, r) in enumerate(outcome.results, 1) if r.stderr)
         started = datetime.fromtimestamp(outcome.started_at, UTC).replace(tzinfo=None)

@@ -48,13 +48,14 @@ class SSHExecutor:
 
     # -- the argv of one ssh invocation ------------------------------------------------------
     def options(self) -> list[str]:
-        """ssh options shared by every call (also what scp/rsync of a shipment use)."""
+        """`-o`/`-i` options shared by every ssh call and by scp (which spells port and user its own way)."""
         s = self.spec
         known = s.known_hosts or str(Path("~/.ssh/known_hosts").expanduser())
         opts = ["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={known}",
                 "-o", "GlobalKnownHostsFile=/dev/null", "-o", f"ConnectTimeout={CONNECT_TIMEOUT}",
                 "-o", f"ServerAliveInterval={ALIVE_INTERVAL}", "-o", f"ServerAliveCountMax={ALIVE_COUNT}",
-                "-o", f"ControlPath={self.control}", "-o", "LogLevel=ERROR", "-p", str(s.port), "-l", s.user]
+                "-o", f"ControlPath={self.control}", "-o", "LogLevel=ERROR", "-o", f"Port={s.port}",
+                "-o", f"User={s.user}"]
         if s.key:
             opts += ["-i", str(Path(s.key).expanduser()), "-o", "IdentitiesOnly=yes"]
         return opts

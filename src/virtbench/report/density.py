@@ -20,6 +20,8 @@ from .model import Section, Table
 
 STOP_KEY = "density-stop"
 _COUNT = re.compile(r"^density\[count=(\d+)\]$")
+_NOT_WORKLOAD = ("memory", "sync")
+"""Sample categories of a count that are not the workload's throughput."""
 
 REASONS = {
     "start_failure": "an instance did not start",
@@ -54,12 +56,13 @@ def density_data(store: Store, run: Run) -> list[dict[str, Any]]:
             continue
         count = int(m.group(1))
         samples = by_exec.get(e.id, [])
-        per = sorted((s.instance, s.value) for s in samples if s.instance > 0 and not s.metric.endswith("_total")
-                     and s.category != "memory")
-        mean = next((s.value for s in samples if s.instance == 0 and s.category != "memory"
-                     and not s.metric.endswith("_total")), None)
-        total = next((s.value for s in samples if s.metric.endswith("_total")), None)
-        unit = next((s.unit for s in samples if s.category != "memory"), "")
+        work = [s for s in samples if s.category not in _NOT_WORKLOAD]
+        per = sorted((s.instance, s.value) for s in work if s.instance > 0 and not s.metric.endswith("_total"))
+        mean = next((s.value for s in work if s.instance == 0 and not s.metric.endswith("_total")), None)
+        total = next((s.value for s in work if s.metric.endswith("_total")), None)
+        unit = next((s.unit for s in work), "")
+        spread = next((s.value for s in samples if s.metric == "start_spread" and s.category == "sync"), None)
+        overlap = next((s.value for s in samples if s.metric == "overlap" and s.category == "sync"), None)
         memory = next((s.value for s in samples if s.metric == "memory_per_instance"), None)
         drop = next((s.value for s in samples if s.metric == "mem_available_drop_per_instance"), None)
         healthy = e.status == "ok" and not e.error
@@ -70,6 +73,7 @@ def density_data(store: Store, run: Run) -> list[dict[str, Any]]:
             "count": count, "ok": healthy, "probe": e.round, "per_instance_mean": mean, "aggregate": total,
             "unit": unit, "per_instance": [v for _, v in per], "memory_per_instance_bytes": memory,
             "mem_available_drop_per_instance_bytes": drop, "error": e.error or None,
+            "start_spread_s": spread, "overlap": overlap,
             "duration_s": round(e.duration_s, 2)}
     out = []
     for name, summary in summaries.items():
@@ -89,6 +93,7 @@ def density_data(store: Store, run: Run) -> list[dict[str, Any]]:
             "confined": summary.get("confined", False), "host_memory": summary.get("host_memory"),
             "mem_total": summary.get("mem_total"), "guard_thresholds": summary.get("guard_thresholds"),
             "duration_s": summary.get("duration_s"), "probes": summary.get("probes", []), "points": pts,
+            "min_overlap": summary.get("min_overlap"),
         })
     return out
 
@@ -128,13 +133,22 @@ def table(entries: list[dict[str, Any]]) -> Table:
                   f"at 1 [{unit}]", f"at max [{unit}]"], rows)
 
 
+def _num(v: float | None, fmt: str = ".4g") -> str:
+    return "-" if v is None else format(v, fmt)
+
+
 def points_table(entries: list[dict[str, Any]]) -> Table:
-    rows = [[e["platform"], p["count"], "ok" if p["ok"] else "failed",
-             "-" if p["per_instance_mean"] is None else f"{p['per_instance_mean']:.4g}",
-             "-" if p["aggregate"] is None else f"{p['aggregate']:.4g}", _mib(p["memory_per_instance_bytes"])]
+    rows = [[e["platform"], p["count"], "ok" if p["ok"] else "failed", _num(p["per_instance_mean"]),
+             _num(p["aggregate"]), _mib(p["memory_per_instance_bytes"]), _num(p.get("start_spread_s"), ".3g"),
+             _num(p.get("overlap"), ".2f") + (" !" if _unsynchronized(e, p) else "")]
             for e in entries for p in e["points"]]
     return Table("Density: every measured count", ["platform", "count", "health", "per instance", "aggregate",
-                                                   "cgroup mem/inst"], rows)
+                                                   "cgroup mem/inst", "start spread s", "overlap"], rows)
+
+
+def _unsynchronized(entry: dict[str, Any], point: dict[str, Any]) -> bool:
+    """A count whose instances did not run together long enough (its aggregate is not concurrent)."""
+    return point.get("overlap") is not None and point["overlap"] < (entry.get("min_overlap") or 0.5)
 
 
 def notes(entries: list[dict[str, Any]]) -> list[str]:
@@ -152,7 +166,16 @@ def notes(entries: list[dict[str, Any]]) -> list[str]:
                "instance's or the parent's memory cgroup, aggregate throughput not below the collapse threshold, "
                "host guard (MemAvailable, PSI memory) not tripped. Until-failure searches bisect between the last "
                "good and the failing count with fresh instances per probe.")
+    for e in entries:
+        bad = [p["count"] for p in e["points"] if _unsynchronized(e, p)]
+        if bad:
+            out.append(f"{e['platform']}: warning: at counts {', '.join(map(str, bad))} the instances did not run "
+                       f"together for {e.get('min_overlap') or 0.5:g} of the window (overlap marked !): their "
+                       "aggregate is not a concurrent measurement.")
     if entries:
+        out.append("Synchronised start: every instance sleeps until one start time inside the instance, then runs "
+                   "the workload; start spread = last start minus first, overlap = share of the window "
+                   "[first start, last end] during which all instances ran.")
         out.append("Memory per instance: mean cgroup usage of the instances at idle (before the workload); "
                    "MemAvailable drop: the host's MemAvailable before the first instance minus at that count, "
                    "divided by the count (other work on the host disturbs it).")

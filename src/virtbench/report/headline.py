@@ -29,6 +29,8 @@ from ..analysis.tables import geomean
 
 CATEGORIES = ("cpu", "memory", "storage", "network", "application", "lifecycle", "kernel")
 """The headline's categories, in order ('storage' is shown as disk)."""
+LEGEND = "▼7% = 7 % slower, ▲ faster, = the same within the margin, ? undecided"
+"""How to read the category cells (`cell_text`)."""
 SHORT = {"cpu": "cpu", "memory": "mem", "storage": "disk", "network": "net", "application": "app",
          "lifecycle": "start", "kernel": "kern"}
 

@@ -35,6 +35,8 @@ def core_sections(report: Report) -> list[Section]:
     from . import summary
 
     run, rows = report.run, report.rows
+    if not rows:
+        return []  # an experiment whose section is the result (density) has no rows here
     baseline = run.baseline
     infos = summary.platform_infos(run)
     cat = tables.category_table(rows)
@@ -79,7 +81,7 @@ def results(rows: Sequence[Row], platforms: Sequence[str], baseline: str, order:
                      base.mean if base and base.mean is not None else "no data",
                      *[Comparison.of(per[p]) if p in per else None for p in others]])
     table = Table(f"Performance relative to {baseline}", ["benchmark / metric", "unit", f"{baseline} mean", *others],
-                  body, key_columns=3, empty="No results yet.", main=True)
+                  body, key_columns=3, main=True)  # none: an experiment whose section is the result (density)
     return _own("results", "Relative performance", table, [VERDICT_NOTE])
 
 

@@ -37,6 +37,15 @@ def experiment_of(run: Run) -> str:
     return str((run.campaign or {}).get("experiment") or "benchmarks")
 
 
+def in_main_table(run: Run) -> bool:
+    """Whether the run's executions belong in the table relative to the baseline (see
+    `Experiment.main_table`); an unknown kind (a plugin not installed here) keeps them."""
+    from ..experiments.registry import EXPERIMENTS
+
+    kind = experiment_of(run)
+    return kind not in EXPERIMENTS.known() or EXPERIMENTS.get(kind).main_table
+
+
 def sections(store: Store, run: Run) -> list[ReportSection]:
     """The run's sections: its experiment kind's, then those of report parts for every run.
 

@@ -18,11 +18,12 @@ from ..store.db import Store
 from ..store.models import Run
 from . import boards, cache, headline
 from .model import FORMAT_VERSION, Report, Section
-from .sections import add_to_json
+from .sections import add_to_json, in_main_table
 from .sections import sections as build_sections
 
 OUTPUT_TAIL = 400
-VERDICT_RULE = ("Verdicts read the 95 % Welch t interval of the ratio of means (log scale): slower or faster "
+VERDICT_RULE = ("Verdicts read a 95 % t interval of the ratio on the log scale, paired by round where at least 3 "
+                "rounds measured both sides (else the Welch t interval of the ratio of means): slower or faster "
                 "when it excludes 1.0, same when it lies within the minimum effect (an equivalence test), "
                 "otherwise inconclusive with the noise and the repetitions that would decide it.")
 
@@ -66,18 +67,39 @@ def build(store: Store, run_ref: str = "latest", *, alpha: float = stats.ALPHA,
 def compute(store: Store, run: Run, *, alpha: float = stats.ALPHA, min_effect: float = stats.MIN_EFFECT
             ) -> tuple[list[Row], list[dict[str, Any]]]:
     """The run's rows (statistics and verdicts per cell) and failed executions, computed now."""
-    samples = results.samples(store, run.id)
     failed_execs = [e for e in store.executions(run.id, status="failed") if not e.warmup]
-    failures = Counter((e.platform, e.benchmark) for e in failed_execs)
     baseline = run.baseline
     platforms = [p.name for p in run.platforms]
-    rows = summarize(samples, dict(failures), platforms, baseline, declared_metrics(run),
-                     alpha=alpha, min_effect=min_effect)
+    rows: list[Row] = []
+    hosts: list[str | None] = list(run_hosts(run))
+    for host in (hosts or [None]) if in_main_table(run) else []:  # several hosts: each against its own baseline
+        failures = Counter((e.platform, e.benchmark) for e in failed_execs if host is None or e.host == host)
+        part = summarize(results.samples(store, run.id, host), dict(failures), platforms, baseline,
+                         declared_metrics(run), alpha=alpha, min_effect=min_effect)
+        if host is not None:  # only what this host measured (a cross-host pair is its client's)
+            executed = {b for _, _, b in store.done_units(run.id, host)}
+            part = [r for r in part if r.benchmark in executed]
+        for r in part:
+            r.host = host or ""
+        rows += part
     boards.flag_rows(rows, boards.throttled(store, run))
     failures_list = [{"platform": e.platform, "benchmark": e.benchmark, "round": e.round,
                       "error": e.error, "exit_code": e.exit_code, "argv": e.argv,
-                      "output_tail": (e.stderr or e.stdout)[-OUTPUT_TAIL:]} for e in failed_execs]
+                      "output_tail": (e.stderr or e.stdout)[-OUTPUT_TAIL:], **({"host": e.host} if hosts else {})}
+                     for e in failed_execs]
     return rows, failures_list
+
+
+def run_hosts(run: Run) -> list[str]:
+    """Inventory names of a multi-host run's hosts, in campaign order ([] for a one-host run)."""
+    return [str(h["name"]) for h in (run.campaign or {}).get("hosts", []) if isinstance(h, dict)]
+
+
+def per_host(report: Report) -> list[tuple[str, list[Row], list[dict[str, Any]]]]:
+    """A multi-host report taken apart: (host, its rows, its failures) per host, for renderers
+    that lay out one host at a time."""
+    return [(h, [r for r in report.rows if r.host == h], [f for f in report.failures if f.get("host") == h])
+            for h in run_hosts(report.run)]
 
 
 def facts(run: Run) -> dict[str, Any]:
@@ -125,7 +147,8 @@ def power_note(rows: Sequence[Row]) -> dict[str, Any] | None:
 
 
 def statistics_json(rows: Sequence[Row], alpha: float, min_effect: float) -> dict[str, Any]:
-    return {"verdict": VERDICT_RULE, "verdict_interval": "Welch t, 95 %, log ratio of means (delta method)",
+    return {"verdict": VERDICT_RULE, "verdict_interval": "t, 95 %, mean of the rounds' log ratios (paired by round, >= 3 "
+            "common rounds; the reason says 'k rounds paired'), else Welch t of the log ratio of means (delta method)",
             "test": "Mann-Whitney U, two-sided, against the baseline (information only)", "correction": "holm",
             "alpha": alpha, "min_effect": min_effect,
             "comparisons": sum(r.p_value is not None for r in rows),
@@ -133,7 +156,7 @@ def statistics_json(rows: Sequence[Row], alpha: float, min_effect: float) -> dic
                           "seed": stats.BOOTSTRAP_SEED},
             "ci95": "Student t interval of the mean", "mean_boot_ci95": "bootstrap interval of the mean",
             "median_ci95": "bootstrap interval of the median",
-            "relative_ci95": "Welch t interval of the ratio of means on the log scale: the verdict's interval",
+            "relative_ci95": "the verdict's interval: paired t by round, else Welch t, on the log scale",
             "relative_boot_ci95": "bootstrap interval of the ratio of means (independent resampling)"}
 
 

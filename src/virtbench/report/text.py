@@ -177,11 +177,11 @@ def render_headline(run: Run, rows: Sequence[Row], console: Console) -> None:
     """Per platform: kind, verdict per category, then the biggest costs and the host facts."""
     baseline = run.baseline
     lines = H.headline([(p.name, p.type, p.config or {}) for p in run.platforms], rows, baseline)
-    if not lines:
+    if not lines or not rows:
         return
     cats = [c for c in H.CATEGORIES if any(cv.category == c for line in lines for cv in line.categories)]
     cats += sorted({cv.category for line in lines for cv in line.categories} - set(cats))
-    console.print(f"[bold]Against {escape(baseline)}[/bold] ({LEGEND.removesuffix(', ⚑ quality warning')}):")
+    console.print(f"[bold]Against {escape(baseline)}[/bold] ({H.LEGEND}):")
     t = Table(box=None, show_header=True, pad_edge=False, header_style="dim")
     t.add_column("platform")
     t.add_column("kind")

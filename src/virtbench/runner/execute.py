@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from .. import __version__, boards
+from .. import __version__, boards, proc
 from .. import host as hostfacts
 from ..benchmarks.base import Benchmark, PairBenchmark
 from ..config import Campaign, parse_campaign
@@ -87,11 +87,12 @@ def start(store: Store, campaign: Campaign, paths: Paths, *, source: str = "",
     reason and the fix, stored in the run's provenance so reports can say why they are missing.
     cgroup_parent: a cgroup every instance of a confinable platform is placed under (the
     self-test's CPU priority parent); the others run where virtbench runs."""
-    remote = [h.name for h in campaign.hosts if not h.is_local]
-    if remote:  # the multi-host runner lands next (issue #15); refuse rather than run on one host only
-        raise InputError(f"campaign hosts: {', '.join(remote)} would run over SSH, which this version cannot yet",
-                         "remove the hosts: key (or keep only local)")
     run_id = run_id or new_run_id()
+    if campaign.hosts:
+        from . import hosts
+
+        return hosts.start(store, campaign, paths, source=source, reporter=reporter or QuietReporter(),
+                           run_id=run_id)
     hostlock.announce_run(paths, run_id)
     if not EXPERIMENTS.get(campaign.experiment).uses_benchmarks:
         from . import experiment
@@ -133,6 +134,10 @@ def run_queued(store: Store, run_id: str, paths: Paths, *, reporter: Reporter | 
         raise InputError(f"run {run.id} is {run.status}, not queued")
     hostlock.announce_run(paths, run.id)
     campaign = parse_campaign(run.campaign, f"run {run.id}")
+    if campaign.hosts:
+        store.set_status(run.id, "failed", "a campaign with hosts: runs from `virtbench run` on the controller")
+        raise InputError(f"run {run.id} lists hosts: the queue runs single-host campaigns",
+                         "start it with `virtbench run CAMPAIGN` on the controller")
     if not EXPERIMENTS.get(campaign.experiment).uses_benchmarks:
         from . import experiment
 
@@ -149,10 +154,14 @@ def run_queued(store: Store, run_id: str, paths: Paths, *, reporter: Reporter | 
 
 
 def _run_details(store: Store, session: Session) -> dict[str, Any]:
+    return {"host_id": store.upsert_host(hostfacts.stable_facts()), **session_details(session)}
+
+
+def session_details(session: Session) -> dict[str, Any]:
+    """What a run records about the host that measures it (a remote agent sends its own)."""
     assert session.image is not None
     versions = tool_versions(session)
     return {
-        "host_id": store.upsert_host(hostfacts.stable_facts()),
         "host_facts": hostfacts.facts(session.paths.state),
         "image": session.image.provenance(),
         "provenance": {"virtbench": __version__, "tools": versions,
@@ -176,6 +185,10 @@ def resume(store: Store, run_ref: str, paths: Paths, *, reporter: Reporter | Non
         raise InputError(f"run {run.id} is already finished", "start a new run instead")
     hostlock.announce_run(paths, run.id)
     campaign = parse_campaign(run.campaign, f"run {run.id}")
+    if campaign.hosts:
+        from . import hosts
+
+        return hosts.resume(store, run, campaign, paths, reporter=reporter)
     if not EXPERIMENTS.get(campaign.experiment).uses_benchmarks:
         from . import experiment
 
@@ -389,11 +402,7 @@ def _run_benchmark(store: Store, session: Session, platform: Platform, instance:
             assert result is not None
             if result.returncode != 0:
                 raise CommandError(argv, result.returncode, result.stdout, result.stderr)
-            values = bench.parse(result.stdout, result.stderr, source=source)
-            metrics = {m.name: m for m in bench.metrics()}
-            samples = [{"metric": n, "value": float(v), "unit": metrics[n].unit,
-                        "higher_is_better": metrics[n].higher_is_better, "category": metrics[n].category}
-                       for n, v in values.items()]
+            samples = parsed_samples(bench, result, source)
     except (KeyboardInterrupt, Interrupted):
         raise
     except Exception as exc:  # noqa: BLE001 - a failed sample, kept with its raw output
@@ -414,6 +423,15 @@ def _run_benchmark(store: Store, session: Session, platform: Platform, instance:
                  instance=instance.name, argv=argv, exit_code=exit_code, stdout=stdout, stderr=stderr,
                  error=error, samples=samples, attachments=attachments)
     return status == "ok"
+
+
+def parsed_samples(bench: Benchmark, result: proc.Result, source: str) -> list[dict[str, Any]]:
+    """The samples of a successful tool run, each with its metric's unit, direction and category."""
+    values = bench.parse(result.stdout, result.stderr, source=source)
+    metrics = {m.name: m for m in bench.metrics()}
+    return [{"metric": n, "value": float(v), "unit": metrics[n].unit,
+             "higher_is_better": metrics[n].higher_is_better, "category": metrics[n].category}
+            for n, v in values.items()]
 
 
 def _target(platform: Platform, instance: Instance, run_id: str, unit: Unit, key: str) -> Target:

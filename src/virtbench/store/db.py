@@ -220,31 +220,43 @@ class Store:
             return list(s.scalars(select(Run).order_by(Run.created_at.desc()).limit(limit)))
 
     # -- measurements ----------------------------------------------------------------
-    def done_units(self, run_id: str) -> set[tuple[int, str, str]]:
-        """(round, platform, benchmark) of every execution already recorded."""
+    def done_units(self, run_id: str, host: str | None = None) -> set[tuple[int, str, str]]:
+        """(round, platform, benchmark) of every execution already recorded (on one host)."""
         with self.session() as s:
-            rows = s.execute(select(Execution.round, Execution.platform, Execution.benchmark)
-                             .where(Execution.run_id == run_id))
-            return {(r, p, b) for r, p, b in rows}
+            q = select(Execution.round, Execution.platform, Execution.benchmark).where(Execution.run_id == run_id)
+            if host is not None:
+                q = q.where(Execution.host == host)
+            return {(r, p, b) for r, p, b in s.execute(q)}
+
+    def forget_unreached(self, run_id: str, host: str, marker: str) -> int:
+        """Delete a host's executions recorded as never reached (their error starts with marker):
+        placeholders of a host that was lost, to be measured now by a resume."""
+        with self.session.begin() as s:
+            found = list(s.scalars(select(Execution).where(Execution.run_id == run_id, Execution.host == host,
+                                                           Execution.status == "failed",
+                                                           Execution.error.startswith(marker))))
+            for ex in found:
+                s.delete(ex)
+            return len(found)
 
     def record(self, *, run_id: str, round: int, warmup: bool, platform: str, benchmark: str,
                status: str, started_at: datetime, finished_at: datetime, duration_s: float,
                instance: str = "", argv: Sequence[str] = (), exit_code: int | None = None,
                stdout: str = "", stderr: str = "", error: str = "",
                samples: Iterable[dict[str, Any]] = (),
-               attachments: Iterable[dict[str, Any]] = ()) -> int:
+               attachments: Iterable[dict[str, Any]] = (), host: str = "") -> int:
         """One execution, its samples and its attachments (keyword arguments of
         `add_attachment` without execution_id), in one transaction; returns the execution id."""
         with self.session.begin() as s:
             ex = Execution(run_id=run_id, round=round, warmup=warmup, platform=platform, benchmark=benchmark,
                            instance=instance, status=status, argv=list(argv), exit_code=exit_code,
                            stdout=stdout, stderr=stderr, error=error, started_at=started_at,
-                           finished_at=finished_at, duration_s=duration_s)
+                           finished_at=finished_at, duration_s=duration_s, host=host)
             s.add(ex)
             s.flush()
             for sample in samples:
                 s.add(Sample(execution_id=ex.id, run_id=run_id, round=round, warmup=warmup,
-                             platform=platform, benchmark=benchmark, **sample))
+                             platform=platform, benchmark=benchmark, host=host, **sample))
             for att in attachments:
                 s.add(_attachment(ex.id, run_id, **att))
             return ex.id

@@ -116,7 +116,7 @@ class RunBenchmark(Base):
 
 class Execution(Base):
     __tablename__ = "executions"
-    __table_args__ = (UniqueConstraint("run_id", "round", "platform", "benchmark"),
+    __table_args__ = (UniqueConstraint("run_id", "round", "platform", "benchmark", "host", name="uq_executions_point"),
                       Index("ix_executions_run_status", "run_id", "status"))
     """ix_executions_run_status (migration 0002): execution counts per run and status from the index alone."""
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -135,12 +135,14 @@ class Execution(Base):
     started_at: Mapped[datetime] = mapped_column(DateTime)
     finished_at: Mapped[datetime] = mapped_column(DateTime)
     duration_s: Mapped[float] = mapped_column(Float)
+    host: Mapped[str] = mapped_column(String(63), default="", server_default="")
+    """Inventory name of the host that measured; '' for the machine the run started on (0007)."""
 
 
 class Sample(Base):
     __tablename__ = "samples"
     __table_args__ = (
-        UniqueConstraint("run_id", "round", "platform", "benchmark", "metric", "instance",
+        UniqueConstraint("run_id", "round", "platform", "benchmark", "metric", "instance", "host",
                          name="uq_samples_point"),
         Index("ix_samples_lookup", "run_id", "benchmark", "metric", "platform"),
         Index("ix_samples_run_id", "run_id"),
@@ -161,6 +163,8 @@ class Sample(Base):
     instance: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     """0: the value of the execution (for several instances at once: the mean per instance,
     and `<metric>_total` the sum); 1..N: each instance's own value (migration 0003)."""
+    host: Mapped[str] = mapped_column(String(63), default="", server_default="")
+    """As Execution.host (migration 0007)."""
 
 
 class Worker(Base):

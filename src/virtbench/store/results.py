@@ -23,20 +23,24 @@ _COLUMNS = (Sample.benchmark, Sample.metric, Sample.platform, Sample.value, Samp
             Sample.category, Sample.round, Sample.warmup)
 
 
-def samples(store: Store, run_id: str) -> list[SampleTuple]:
-    """Measured and warm-up values of the run's executions (instance 0), in the order stored."""
+def samples(store: Store, run_id: str, host: str | None = None) -> list[SampleTuple]:
+    """Measured and warm-up values of the run's executions (instance 0), in the order stored;
+    host: only those one host of a multi-host run measured."""
     if store.engine.dialect.name == "sqlite":
         raw = store.engine.raw_connection()
         try:
             cur = raw.cursor()
+            where, args = ("AND host = ? ", (run_id, host)) if host is not None else ("", (run_id,))
             cur.execute("SELECT benchmark, metric, platform, value, unit, higher_is_better, category, round, warmup "
-                        "FROM samples WHERE run_id = ? AND instance = 0 ORDER BY id", (run_id,))
+                        f"FROM samples WHERE run_id = ? AND instance = 0 {where}ORDER BY id", args)
             return list(cur.fetchall())  # booleans as SQLite stores them (0/1): converting 100,000 costs 0.2 s
         finally:
             raw.close()
     with store.engine.connect() as conn:
-        result = conn.execute(select(*_COLUMNS).where(Sample.run_id == run_id, Sample.instance == 0)
-                              .order_by(Sample.id))
+        q = select(*_COLUMNS).where(Sample.run_id == run_id, Sample.instance == 0)
+        if host is not None:
+            q = q.where(Sample.host == host)
+        result = conn.execute(q.order_by(Sample.id))
         return [tuple(row) for row in result]  # type: ignore[misc]
 
 

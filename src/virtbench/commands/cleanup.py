@@ -1,0 +1,37 @@
+"""`virtbench cleanup`: remove what virtbench left behind, here or on another host."""
+from __future__ import annotations
+
+import click
+from rich.console import Console
+
+
+@click.command()
+@click.option("--run", "run_id", default=None, help="Only what this run left (default: everything).")
+@click.option("--wait", is_flag=True, help="If a run is measuring on this host, wait for it instead of refusing.")
+@click.option("--host", "host", default=None, metavar="NAME",
+              help="Clean up on that host of a multi-host campaign (reached over SSH as the newest run "
+                   "listing it describes), not here.")
+@click.option("--db", "db_url", envvar="VIRTBENCH_DB", default=None, help="Results store (to look the host up).")
+def cleanup(run_id: str | None, wait: bool, host: str | None, db_url: str | None) -> None:
+    """Remove every container, mount and instance directory virtbench left behind.
+
+    Never while a run measures on this host (its instances would go): refused, or --wait."""
+    from ..platforms.base import Paths
+
+    console = Console(highlight=False)
+    if host is not None and host != "local":
+        from ..runner.hosts import cleanup_host
+        from ..store.db import Store
+
+        removed = cleanup_host(Store(db_url), host, Paths.from_env(), run_id)
+    else:
+        from ..runner.execute import cleanup as do_cleanup
+
+        removed = do_cleanup(Paths.from_env(), run_id, wait=wait, log=console.print)
+        if run_id is None:  # the self-test's own cgroups and namespaces (after a crashed selftest)
+            from ..selftest.context import cleanup as selftest_leftovers
+
+            removed += [f"selftest: {r}" for r in selftest_leftovers(Paths.from_env())]
+    for line in removed:
+        console.print(f"removed {line}", markup=False)
+    console.print(f"{len(removed)} leftovers removed" if removed else "nothing to clean up")

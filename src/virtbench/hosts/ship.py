@@ -1,0 +1,198 @@
+"""What a host needs before it can take part, sent once: virtbench itself and the guest image.
+
+Everything is content-addressed, so a host that has it is not sent it again:
+- virtbench: a wheel of this installation's source (named by the hash of its files) and the
+  wheels of exactly the pinned versions of its runtime dependencies (from the package index,
+  for the host's architecture and Python), installed into a virtual environment under the
+  host's work_dir named by the hash of all of them;
+- the guest image: the cached image's root filesystem archive and manifest (named by the
+  recipe hash, checked against the manifest's sha256 there), for that host's architecture.
+Transfers use scp over the host's shared SSH connection; nothing is installed system-wide.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata as md
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import proc
+from ..errors import InputError
+from .ssh import SSHExecutor
+
+SHIP_CACHE = Path("/var/cache/virtbench/ship")
+
+
+@dataclass
+class Shipment:
+    """What went to one host (reported with the run)."""
+
+    sent: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def bytes(self) -> int:
+        return sum(int(s["bytes"]) for s in self.sent)
+
+    def public(self) -> dict[str, Any]:
+        return {"bytes": self.bytes, "sent": self.sent, "skipped": self.skipped}
+
+
+# -- virtbench and its dependencies ------------------------------------------------------------
+def source_dir() -> Path:
+    """The checkout virtbench runs from (an editable install); shipping builds its wheel."""
+    here = Path(__file__).resolve().parents[3]
+    if not (here / "pyproject.toml").is_file():
+        raise InputError("running on other hosts needs virtbench installed from its source checkout "
+                         "(pip install -e .)", "install virtbench from a checkout on the controller")
+    return here
+
+
+def source_hash(src: Path) -> str:
+    """Hash of the files a wheel is built from (wheels themselves are not byte-reproducible)."""
+    h = hashlib.sha256()
+    files = [src / "pyproject.toml", *sorted((src / "src" / "virtbench").rglob("*"))]
+    for f in files:
+        if f.is_file() and "__pycache__" not in f.parts:
+            h.update(str(f.relative_to(src)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def runtime_requirements() -> list[str]:
+    """name==version of every installed distribution virtbench needs at run time (its core
+    dependencies and theirs, no extras): exactly what runs here, pinned."""
+    seen: dict[str, str] = {}
+    todo = [r for r in (md.requires("virtbench") or []) if "extra ==" not in r]
+    while todo:
+        req = todo.pop()
+        name = re.split(r"[\s<>=!~;\[(]", req, maxsplit=1)[0]
+        marker = req.split(";", 1)[1] if ";" in req else ""
+        if "extra ==" in marker or _marker_false(marker):
+            continue
+        key = name.lower().replace("_", "-")
+        if key in seen:
+            continue
+        try:
+            seen[key] = f"{md.metadata(name)['Name']}=={md.version(name)}"
+        except md.PackageNotFoundError:
+            continue
+        todo += md.requires(name) or []
+    return sorted(seen.values())
+
+
+def _marker_false(marker: str) -> bool:
+    if not marker.strip():
+        return False
+    try:
+        from packaging.markers import Marker
+
+        return not Marker(marker).evaluate()
+    except Exception:  # noqa: BLE001 - packaging absent or an odd marker: keep the requirement
+        return False
+
+
+def wheels(arch: str, python: str, log: Any = print) -> tuple[Path, list[Path]]:
+    """The virtbench wheel and the dependency wheels for a host (cached here by content)."""
+    src = source_dir()
+    digest = source_hash(src)
+    own = SHIP_CACHE / f"virtbench-{digest}"
+    if not list(own.glob("*.whl")):
+        log(f"building the virtbench wheel ({digest})")
+        own.mkdir(parents=True, exist_ok=True)
+        proc.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                  "-w", str(own), str(src)], timeout=600)
+    house = SHIP_CACHE / f"wheels-cp{python.replace('.', '')}-{arch}"
+    house.mkdir(parents=True, exist_ok=True)
+    reqs = runtime_requirements()
+    wanted = {_norm(r.split("==")[0]): r for r in reqs}
+    have = {_norm(p.name.split("-")[0]): p for p in house.glob("*.whl")}
+    missing = [r for k, r in wanted.items() if k not in have]
+    if missing:
+        log(f"fetching {len(missing)} dependency wheels for {arch}, Python {python}")
+        res = proc.run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
+                        "--no-deps", "--only-binary=:all:", "--platform", f"manylinux2014_{arch}",
+                        "--platform", f"manylinux_2_28_{arch}", "--platform", f"manylinux_2_17_{arch}",
+                        "--platform", "any", "--python-version", python, "-d", str(house), *missing],
+                       timeout=1200, check=False)
+        if not res.ok:
+            raise InputError(f"could not fetch the dependency wheels for {arch}/Python {python}: "
+                             f"{' '.join(res.stderr.split())[-200:]}",
+                             "give the controller access to the package index, or install virtbench on the host")
+        have = {_norm(p.name.split("-")[0]): p for p in house.glob("*.whl")}
+    return next(own.glob("*.whl")), sorted(have[k] for k in wanted if k in have)
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def send(ex: SSHExecutor, files: list[Path], remote_dir: str, shipment: Shipment, what: str) -> None:
+    """Copy the files the host does not have yet (by name, which carries their hash) into remote_dir."""
+    ex.run(["mkdir", "-p", remote_dir], timeout=60)
+    present = set(ex.run(["ls", "-1", remote_dir], timeout=60).stdout.split())
+    todo = [f for f in files if f.name not in present]
+    shipment.skipped += [f"{what}: {f.name}" for f in files if f.name in present]
+    if not todo:
+        return
+    s = ex.spec
+    proc.run(["scp", "-q", *ex.options(), *map(str, todo), f"{s.user}@{_scp_host(s.address)}:{remote_dir}/"],
+             timeout=3600)
+    shipment.sent += [{"what": what, "file": f.name, "bytes": f.stat().st_size} for f in todo]
+
+
+def _scp_host(address: str) -> str:
+    return f"[{address}]" if ":" in address else address
+
+
+def ensure_virtbench(ex: SSHExecutor, arch: str, python: str, shipment: Shipment, log: Any = print) -> str:
+    """A virtual environment with this virtbench on the host; returns its virtbench command."""
+    own, deps = wheels(arch, python, log)
+    # the wheel's directory carries the source hash (its file name is the same for every build)
+    ident = hashlib.sha256("\n".join([own.parent.name, *(p.name for p in deps)]).encode()).hexdigest()[:16]
+    work = ex.spec.work_dir
+    venv = f"{work}/venv-{ident}"
+    exe = f"{venv}/bin/virtbench"
+    if ex.run(["test", "-f", f"{venv}/.installed"], timeout=60, check=False).ok:
+        shipment.skipped.append(f"virtbench environment venv-{ident}")
+        return exe
+    send(ex, deps, f"{work}/ship/wheels", shipment, "dependency wheel")
+    send(ex, [own], f"{work}/ship/{own.parent.name}", shipment, "virtbench wheel")
+    log(f"{ex.spec.name}: installing virtbench into {venv}")
+    ex.run(["rm", "-rf", venv], timeout=120)
+    ex.run(["python3", "-m", "venv", venv], timeout=300)
+    ex.run([f"{venv}/bin/pip", "install", "-q", "--disable-pip-version-check", "--no-index",
+            "--find-links", f"{work}/ship/wheels", f"{work}/ship/{own.parent.name}/{own.name}"], timeout=1800)
+    ex.run(["touch", f"{venv}/.installed"], timeout=60)
+    return exe
+
+
+# -- the guest image ---------------------------------------------------------------------------
+def ensure_image(ex: SSHExecutor, image_root: Path, remote_cache: str, shipment: Shipment,
+                 log: Any = print) -> None:
+    """The cached image at image_root, present in the host's image cache under the same name."""
+    name = image_root.name
+    target = f"{remote_cache}/{name}"
+    if ex.run(["test", "-f", f"{target}/manifest.json"], timeout=60, check=False).ok:
+        shipment.skipped.append(f"image {name}")
+        return
+    tar, manifest = image_root / "rootfs.tar", image_root / "manifest.json"
+    if not tar.is_file():
+        raise InputError(f"image {name} has no rootfs.tar to send", "rebuild it: virtbench image build --force")
+    incoming = f"{remote_cache}/.{name}.incoming"
+    ex.run(["rm", "-rf", incoming], timeout=300)
+    log(f"{ex.spec.name}: sending image {name} ({tar.stat().st_size / 2**20:.0f} MiB)")
+    send(ex, [tar, manifest], incoming, shipment, f"image {name}")
+    import json
+
+    want = json.loads(manifest.read_text())["tar_sha256"]
+    got = ex.run(["sha256sum", f"{incoming}/rootfs.tar"], timeout=600).stdout.split()[0]
+    if got != want:
+        raise InputError(f"host {ex.spec.name}: image {name} arrived damaged (sha256 {got[:12]} != {want[:12]})",
+                         "run the campaign again")
+    ex.run(["mkdir", "-p", f"{incoming}/rootfs"], timeout=60)
+    ex.run(["tar", "--numeric-owner", "-xpf", f"{incoming}/rootfs.tar", "-C", f"{incoming}/rootfs"], timeout=1800)
+    ex.run(["mkdir", "-p", f"{incoming}/rootfs/var/tmp/virtbench"], timeout=60)
+    ex.run(["mv", "-T", incoming, target], timeout=60)

@@ -1,0 +1,251 @@
+"""The remote side of a multi-host run: `virtbench agent`, started over SSH by the controller.
+
+It reads one job (JSON) from stdin, runs its host's part of the run with the same runner as a
+single-host run (same schedule code, same failure handling), and writes one JSON line per
+finished execution to stdout, which the controller commits to its store as it arrives. The
+host's results never wait in a local database: what the controller has is what was measured.
+
+When the SSH session dies (stdin closes, SIGHUP) or the controller stops it, the unit in
+progress is stopped and its instances removed like on Ctrl-C, then everything labelled with
+this run's id is cleaned up: nothing is left running on the host.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..config import parse_campaign
+from ..errors import VirtbenchError
+from ..platforms.base import Paths
+from . import hostlock
+from .execute import Interrupted, cleanup, execute, session_details
+from .session import build_objects, prepare
+
+
+class Emitter:
+    """One JSON object per line on stdout; a vanished controller is noticed, never fatal."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out, self.lock, self.broken = out, threading.Lock(), False
+
+    def __call__(self, event: str, **data: Any) -> None:
+        line = json.dumps({"event": event, **data}, default=_json_default)
+        with self.lock:
+            if self.broken:
+                return
+            try:
+                self.out.write(line + "\n")
+                self.out.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                self.broken = True
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return {"__datetime__": value.isoformat()}
+    if isinstance(value, bytes):
+        return {"__b64__": base64.b64encode(value).decode()}
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def decode(obj: Any) -> Any:
+    """The controller's inverse of the agent's encoding (datetimes and bytes)."""
+    if isinstance(obj, dict):
+        if set(obj) == {"__datetime__"}:
+            return datetime.fromisoformat(obj["__datetime__"])
+        if set(obj) == {"__b64__"}:
+            return base64.b64decode(obj["__b64__"])
+        return {k: decode(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [decode(v) for v in obj]
+    return obj
+
+
+class StreamStore:
+    """The part of the store the runner writes to, sent to the controller instead."""
+
+    def __init__(self, emit: Emitter, done: set[tuple[int, str, str]]) -> None:
+        self.emit, self.done = emit, done
+        self.status = ""
+
+    def done_units(self, run_id: str) -> set[tuple[int, str, str]]:  # noqa: ARG002
+        return set(self.done)
+
+    def record(self, **fields: Any) -> int:
+        self.done.add((fields["round"], fields["platform"], fields["benchmark"]))
+        self.emit("record", record=fields)
+        return 0
+
+    def executions(self, run_id: str, *, status: str | None = None) -> list[Any]:  # noqa: ARG002
+        return []
+
+    def set_status(self, run_id: str, status: str, error: str = "") -> None:  # noqa: ARG002
+        self.status = status
+        self.emit("status", status=status, error=error)
+
+
+class EmitReporter:
+    def __init__(self, emit: Emitter) -> None:
+        self.emit = emit
+
+    def begin(self, total: int, done: int) -> None:
+        self.emit("begin", total=total, done=done)
+
+    def step(self, description: str) -> None:
+        self.emit("step", message=description)
+
+    def advance(self, n: int = 1) -> None: ...
+
+    def log(self, message: str) -> None:
+        self.emit("log", message=message)
+
+    def end(self) -> None: ...
+
+
+def main(stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> int:
+    """Run one job; the exit status is 0 when the part finished, 1 otherwise."""
+    emit = Emitter(stdout)
+    try:
+        job = json.loads(stdin.readline())
+    except json.JSONDecodeError as exc:
+        emit("error", message=f"bad job: {exc}", fix="the agent is started by the controller", exit_code=2)
+        return 2
+    paths = Paths.from_env()
+    mode = job.get("mode", "run")
+    try:
+        if mode == "cleanup":
+            removed = cleanup(paths, job.get("run_id"))
+            emit("end", status="cleaned", removed=removed)
+            return 0
+        campaign = parse_campaign(job["campaign"], f"run {job['run_id']}")
+        session = build_objects(campaign, paths)
+        prepare(session, cache=Path(job["image_cache"]), log=lambda m: emit("log", message=m))
+        emit("hello", details=session_details(session))
+        if mode == "check":
+            emit("end", status="checked")
+            return 0
+        if mode == "pair-server":
+            return _serve_pairs(job, session, paths, emit, stdin)
+        return _run(job, session, paths, emit, stdin)
+    except VirtbenchError as exc:
+        emit("error", message=exc.message, fix=exc.fix or "", exit_code=exc.exit_code)
+        return exc.exit_code
+    except Exception as exc:  # noqa: BLE001 - reported to the controller, which names the host
+        emit("error", message=f"{type(exc).__name__}: {exc}", fix="", exit_code=1)
+        return 1
+
+
+def _run(job: dict[str, Any], session: Any, paths: Paths, emit: Emitter, stdin: TextIO) -> int:
+    run_id = job["instance_run_id"]
+    session.campaign = without(session.campaign, set(job.get("skip", [])))
+    store = StreamStore(emit, {tuple(k) for k in job.get("done", [])})
+    gone = threading.Event()
+    _watch_stdin(stdin, gone)
+    previous = signal.signal(signal.SIGHUP, _raise_interrupted)
+    try:
+        with hostlock.hold(paths, f"a part of run {job['run_id']} for its controller", wait=True,
+                           log=lambda m: emit("log", message=m)):
+            hostlock.announce_run(paths, run_id)
+            outcome = execute(store, session, run_id, int(job["seed"]), EmitReporter(emit),  # type: ignore[arg-type]
+                              stop_requested=gone.is_set)
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+        for line in cleanup(paths, run_id):  # the backstop: nothing labelled with this run stays
+            emit("log", message=f"removed leftover: {line}")
+    emit("end", status="interrupted" if outcome.interrupted else "finished")
+    return 1 if outcome.interrupted else 0
+
+
+def without(campaign: Any, keys: set[str]) -> Any:
+    """The campaign's own part for one host: without the pairs measured across hosts (the
+    controller runs those); the image stays the full campaign's, the same on every host."""
+    if not keys:
+        return campaign
+    return campaign.model_copy(update={"benchmarks": [b for b in campaign.benchmarks if b.key not in keys]})
+
+
+def _raise_interrupted(signum: int, frame: Any) -> None:  # noqa: ARG001
+    raise Interrupted(f"signal {signum}: the SSH session ended")
+
+
+def _watch_stdin(stdin: TextIO, gone: threading.Event, kill: Callable[[], None] | None = None) -> None:
+    """The controller keeps stdin open for the whole part; EOF means it (or the link) is gone:
+    stop now (SIGTERM to ourselves, which the runner turns into a clean interrupt)."""
+    import os
+
+    def watch() -> None:
+        try:
+            while stdin.readline():
+                pass
+        except (OSError, ValueError):
+            pass
+        gone.set()
+        (kill or (lambda: os.kill(os.getpid(), signal.SIGTERM)))()
+
+    threading.Thread(target=watch, name="agent-stdin", daemon=True).start()
+
+
+def _serve_pairs(job: dict[str, Any], session: Any, paths: Paths, emit: Emitter, stdin: TextIO) -> int:
+    """Server ends of cross-host pairs, one at a time: `serve` brings an instance up and starts
+    the server in it, answered by `listening` once it listens; `stop` ends it and answers with
+    its output. EOF (the controller or the link gone) removes whatever is up."""
+    from ..platforms import naming
+    from .pair import _wait_listening
+
+    run_id = job["instance_run_id"]
+    up: list[Any] = []  # [platform, instance, background] of the pair being served
+    previous = signal.signal(signal.SIGHUP, _raise_interrupted)
+
+    def down() -> dict[str, Any]:
+        if not up:
+            return {}
+        platform, instance, background = up
+        up.clear()
+        res = background.stop() if background is not None else None
+        platform.discard(instance)
+        return {} if res is None else {"returncode": res.returncode, "stdout": res.stdout, "stderr": res.stderr}
+
+    try:
+        for line in stdin:
+            try:
+                req = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if req.get("op") == "stop":
+                emit("server", **down())
+                continue
+            if req.get("op") != "serve":
+                continue
+            down()
+            try:
+                platform = session.platforms[req["platform"]]
+                bench = session.benchmarks[req["benchmark"]]
+                name = naming.derived(naming.unit_name(run_id, req["platform"], int(req["round"])), "-s")
+                workdir = f"/var/tmp/virtbench/{name}"
+                instance = platform.create(session.image, name, run_id)
+                up[:] = [platform, instance, None]
+                platform.start(instance)
+                platform.exec(instance, ["mkdir", "-p", workdir], timeout=60)
+                up[2] = platform.host.spawn(platform.exec_argv(instance, bench.server_command(workdir)))
+                _wait_listening(platform, instance, bench, up[2])
+                emit("listening")
+            except Exception as exc:  # noqa: BLE001 - the controller records the pair as failed
+                emit("error", message=f"{type(exc).__name__}: {exc}" if not isinstance(exc, VirtbenchError)
+                     else exc.message)
+                down()
+    except Interrupted:
+        pass
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+        down()
+        for line in cleanup(paths, run_id):
+            emit("log", message=f"removed leftover: {line}")
+    emit("end", status="finished")
+    return 0

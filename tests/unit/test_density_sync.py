@@ -1,0 +1,83 @@
+"""The shared start time inside the instances (density_sync): the wrapper really waits for one
+absolute time under dash and busybox sh, passes the tool's output and exit status through, and
+the start spread and overlap are computed from its markers."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from virtbench.experiments import density_sync as ds
+
+SHELLS = [["sh"]] + ([["busybox", "sh"]] if shutil.which("busybox") else [])
+
+
+def _run(shell: list[str], argv: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(shell + argv[1:], capture_output=True, text=True, timeout=30)
+
+
+@pytest.mark.parametrize("shell", SHELLS, ids=lambda s: " ".join(s))
+def test_staggered_launches_start_together(shell, tmp_path):
+    """Launched 0.25 s apart (0.75 s from first to last, as execs into many instances are), the
+    tools start together (within 0.3 s even on this loaded shared host; about 10 ms when quiet)."""
+    t0, t1 = time.time_ns(), 0
+    r = _run(shell, ds.rehearsal(str(tmp_path / "work")))
+    t1 = time.time_ns()
+    clock = ds.read_clock(r.stdout, t0, t1, shared_kernel=True)
+    assert (tmp_path / "work").is_dir() and clock.kind in ("realtime", "uptime")
+    deadline = time.time_ns() + 1_500_000_000
+
+    def one(i: int) -> subprocess.CompletedProcess:
+        time.sleep(0.25 * i)
+        return _run(shell, ds.wrap(["sh", "-c", f"echo out{i}; echo err{i} >&2; exit {i}"],
+                                   deadline + clock.offset_ns))
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(one, range(4)))
+    assert [r.returncode for r in results] == [0, 1, 2, 3]
+    assert [r.stdout for r in results] == [f"out{i}\n" for i in range(4)]
+    assert [ds.strip_marker(r.stderr) for r in results] == [f"err{i}\n" for i in range(4)]
+    markers = [ds.parse_marker(r.stderr) for r in results]
+    assert all(m is not None and not m.late for m in markers)
+    starts = [(m.start - clock.offset_ns - deadline) / 1e9 for m in markers]
+    assert all(-0.011 <= s < 0.5 for s in starts), starts   # none before (uptime: 10 ms ticks), none long after
+    sync = ds.overlap(markers, [clock.offset_ns] * 4)
+    assert sync.spread_s is not None and sync.spread_s < 0.3, sync
+
+
+def test_a_late_arrival_is_flagged_and_runs_at_once():
+    r = _run(["sh"], ds.wrap(["true"], time.time_ns() - 1_000_000_000))
+    marker = ds.parse_marker(r.stderr)
+    assert r.returncode == 0 and marker is not None and marker.late
+
+
+def test_a_deadline_in_another_clock_never_sleeps_forever():
+    """A wrong offset (hours away) must not hang the instance: it starts at once instead."""
+    start = time.monotonic()
+    r = _run(["sh"], ds.wrap(["true"], time.time_ns() + 3600 * 10**9))
+    assert r.returncode == 0 and time.monotonic() - start < 5
+
+
+def test_overlap_of_constructed_spans():
+    s = 10**9
+    m = [ds.Marker(0, 0, 10 * s, 0), ds.Marker(0, 2 * s, 12 * s, 0), None]
+    o = ds.overlap(m, [0, 0, 0], lead_s=1.0)
+    assert (o.instances, o.reported, o.spread_s, o.overlap) == (3, 2, 2.0, round(8 / 12, 4))
+    assert not o.ok(0.5)  # one instance did not report
+    disjoint = ds.overlap([ds.Marker(0, 0, s, 0), ds.Marker(0, 2 * s, 3 * s, 0)], [0, 0])
+    assert disjoint.overlap == 0 and not disjoint.ok(0.1)
+    shifted = ds.overlap([ds.Marker(0, 5 * s, 6 * s, 0), ds.Marker(0, 0, s, 0)], [5 * s, 0])  # a VM's clock
+    assert shifted.spread_s == 0 and shifted.overlap == 1.0
+
+
+def test_clock_readings():
+    assert ds.read_clock("realtime 123\n", 100, 200, shared_kernel=True) == ds.Clock("realtime", 0)
+    assert ds.read_clock("realtime 1150\n", 100, 200, shared_kernel=False) == ds.Clock("realtime", 1000)
+    assert ds.read_clock("uptime 50\n", 100, 200, shared_kernel=True) == ds.Clock("uptime", -100)
+    with pytest.raises(ValueError):
+        ds.read_clock("sh: date: not found\n", 0, 1, shared_kernel=True)
+    assert ds.parse_marker("noise\nVBSYNC clock=realtime arrived=1 start=2 end=3 deadline=1\n") == ds.Marker(1, 2, 3, 1)
+    assert ds.parse_marker("VBSYNC clock=realtime arrived=1\n") is None

@@ -1,0 +1,89 @@
+"""Multi-host runs without hosts: cross-host validation, the agent's wire format, seeds, clocks."""
+from __future__ import annotations
+
+from datetime import datetime
+from types import SimpleNamespace
+
+import pytest
+
+from virtbench.config import cross_host, parse_campaign
+from virtbench.errors import InputError
+from virtbench.report.hosts import cross_pairs
+from virtbench.runner import agent, crosspair
+from virtbench.runner.hosts import host_seed, instance_run_id
+
+BASE = {"name": "t", "hosts": ["local", {"name": "b", "address": "192.0.2.2"}],
+        "platforms": ["native", {"name": "runc", "network": "host"}]}
+
+
+def campaign(**kw):
+    return parse_campaign({**BASE, "benchmarks": [{"name": "openssl"}], **kw})
+
+
+def test_cross_host_pairs_validated():
+    c = campaign(benchmarks=["openssl", {"name": "iperf3", "server": {"host": "b"}}])
+    assert set(cross_host(c)) == {"iperf3"}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"benchmarks": [{"name": "iperf3", "server": {"host": "c"}}]}, "no host 'c' in the campaign's hosts"),
+    ({"benchmarks": [{"name": "iperf3", "server": {"host": "b"}}], "platforms": ["native", "runc"]},
+     "platform 'runc' has network none"),
+    ({"benchmarks": [{"name": "sockperf", "server": {"host": "local"}}]}, "cannot be its client"),
+    ({"benchmarks": [{"name": "iperf3", "server": {"host": "b"}}], "hosts": None}, "no host 'b'"),
+    ({"benchmarks": [{"name": "iperf3", "server": {"hots": "b"}}]}, "server"),
+])
+def test_bad_cross_host_pairs_refused(change, message):
+    data = {**BASE, **change}
+    if data.get("hosts") is None:
+        data.pop("hosts")
+    with pytest.raises(InputError) as exc:
+        parse_campaign(data)
+    assert message in exc.value.message
+
+
+def test_agent_wire_format_round_trips_datetimes_and_bytes(capsys):
+    import io
+    import json
+
+    out = io.StringIO()
+    emit = agent.Emitter(out)
+    t = datetime(2026, 1, 2, 3, 4, 5, 6)
+    emit("record", record={"started_at": t, "attachments": [{"data": b"\x00\xff"}], "round": 1})
+    msg = agent.decode(json.loads(out.getvalue()))
+    assert msg["record"]["started_at"] == t and msg["record"]["attachments"][0]["data"] == b"\x00\xff"
+
+
+def test_each_host_its_own_order_and_labels():
+    assert host_seed(7, "local") != host_seed(7, "b") and host_seed(7, "b") == host_seed(7, "b")
+    assert instance_run_id("r1", "b") != instance_run_id("r1", "c")
+
+
+def test_cross_plan_interleaves_every_round_and_platform():
+    c = campaign(benchmarks=["openssl", {"name": "iperf3", "server": {"host": "b"}}], repetitions=3, warmups=1)
+    plan = crosspair.plan(c, 5)
+    assert len(plan) == 4 * 2 and {p for _, _, p, _ in plan} == {"native", "runc"}
+    assert [w for _, w, _, _ in plan].count(True) == 2
+
+
+def _run(limit=0.1):
+    return SimpleNamespace(campaign={"benchmarks": [
+        {"key": "sockperf", "name": "sockperf", "params": {"server": {"host": "b", "max_clock_error": limit}}}]})
+
+
+def _row(metric, mean, unit="us"):
+    return SimpleNamespace(benchmark="sockperf", metric=metric, platform="native", host="local", mean=mean,
+                           unit=unit, n=3)
+
+
+def test_two_clock_figures_refused_when_clocks_differ(monkeypatch):
+    from virtbench.registry import BENCHMARKS
+
+    monkeypatch.setattr(BENCHMARKS.get("sockperf"), "two_clock_metrics", ("avg",))
+    hosts = {"b": {"clock": {"offset_s": 0.002, "uncertainty_s": 0.0001}}}
+    rows = [_row("avg", 10.0), _row("p50", 10.0)]
+    pairs = {p["metric"]: p for p in cross_pairs(_run(), rows, hosts)}
+    assert not pairs["avg"]["valid"] and "clocks differ by 2.100 ms" in pairs["avg"]["why"]
+    assert pairs["p50"]["valid"] and pairs["p50"]["timing"] == "one clock"  # a round trip: always valid
+    close = {"b": {"clock": {"offset_s": 0.0000005, "uncertainty_s": 0.0000001}}}
+    assert cross_pairs(_run(), [_row("avg", 10.0)], close)[0]["valid"]  # 0.6 us < 10 % of 10 us
