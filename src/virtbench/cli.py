@@ -8,18 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.markup import escape
 
 from . import __version__
+from .commands.shared import console, db_option, errconsole
 from .errors import InputError, VirtbenchError
 from .extras import require
-
-# Piped output (make run | tee, CI logs) gets wide tables instead of 80-column wrapping.
-console = Console(stderr=False, highlight=False, width=None if sys.stdout.isatty() else 200)
-errconsole = Console(stderr=True, highlight=False)
-db_option = click.option("--db", "db_url", envvar="VIRTBENCH_DB", default=None,
-                         help="SQLAlchemy URL of the results store (default: SQLite under /var/lib/virtbench).")
 
 
 def _paths() -> Any:
@@ -465,10 +459,13 @@ def worker(once: bool, poll: float, probe: bool, db_url: str | None) -> None:
 from .commands.agent import agent  # noqa: E402 - commands register after the group exists
 from .commands.cleanup import cleanup  # noqa: E402
 from .commands.selftest import selftest  # noqa: E402
+from .commands.study import study  # noqa: E402
 
 cli.add_command(cleanup)
 cli.add_command(agent)
 cli.add_command(selftest)
+cli.add_command(study)
+
 
 def _sigterm_to_interrupt(signum, frame) -> None:  # noqa: ARG001
     raise KeyboardInterrupt(f"signal {signum}")

@@ -26,6 +26,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("experiments", "config"),
     ("runner",),
     ("report", "selftest"),
+    ("studies",),
     ("web", "docs", "cli", "commands", "__main__"),
 ]
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}

@@ -35,6 +35,22 @@ from .base import Metric, PairBenchmark, PairParams, Params, search
 
 SERVER_SCRIPT = r"""set -eu
 dir=$1 port=$2 pool_mb=$3
+# A fresh server and database every execution. An instance serves several executions, and
+# stopping a server started with `docker exec` stops the exec client, not mariadbd inside the
+# container: the last execution's server would still hold the port (and its tables). Its pid
+# is kept per port in /tmp; it is stopped here first (at most 30 s, then killed), only if that
+# pid is still a mariadbd (never another process that reused the number).
+pidfile=/tmp/virtbench-mariadbd-$port.pid
+if [ -s "$pidfile" ]; then
+    old=$(cat "$pidfile")
+    if [ "$(cat "/proc/$old/comm" 2>/dev/null)" = mariadbd ]; then
+        kill "$old" 2>/dev/null || true
+        i=0
+        while kill -0 "$old" 2>/dev/null && [ "$i" -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+        kill -9 "$old" 2>/dev/null || true
+    fi
+fi
+rm -rf "$dir/data"
 mkdir -p "$dir/data"
 # --force: skip the host name lookup, which fails where there is no /etc/hosts (a bare chroot).
 if ! mariadb-install-db --no-defaults --datadir="$dir/data" --user=root --skip-test-db --force \
@@ -44,7 +60,7 @@ if ! mariadb-install-db --no-defaults --datadir="$dir/data" --user=root --skip-t
 fi
 printf 'CREATE DATABASE IF NOT EXISTS sbtest;\n' > "$dir/init.sql"
 exec mariadbd --no-defaults --user=root --datadir="$dir/data" --socket=mysqld.sock \
-    --pid-file=mariadbd.pid --bind-address=0.0.0.0 --port="$port" --skip-grant-tables \
+    --pid-file="$pidfile" --bind-address=0.0.0.0 --port="$port" --skip-grant-tables \
     --skip-name-resolve --init-file="$dir/init.sql" --innodb-buffer-pool-size="${pool_mb}M"
 """
 
@@ -53,8 +69,15 @@ host=$1 port=$2 tables=$3 rows=$4 threads=$5 seconds=$6
 set -- oltp_read_write --db-driver=mysql --mysql-host="$host" --mysql-port="$port" \
     --mysql-user=root --mysql-db=sbtest --tables="$tables" --table-size="$rows"
 # sysbench 1.0.20 prepare with --threads > 1 exits 0 even when it could not connect: look for FATAL.
-status=0
-out=$(sysbench "$@" --threads="$threads" prepare 2>&1) || status=$?
+# Refused connections (error 2002) are retried for up to 60 s: the port can have been open
+# for a moment on the previous execution's server, which the new server's start stops.
+tries=0
+while :; do
+    status=0
+    out=$(sysbench "$@" --threads="$threads" prepare 2>&1) || status=$?
+    case $out in *"error 2002"*) if [ "$tries" -lt 60 ]; then tries=$((tries + 1)); sleep 1; continue; fi ;; esac
+    break
+done
 printf '%s\n' "$out" >&2
 case $out in *FATAL:*) status=1 ;; esac
 if [ "$status" -ne 0 ]; then

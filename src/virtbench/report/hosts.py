@@ -28,12 +28,12 @@ def build(store: Store, run: Run) -> Section | None:
         facts = h.get("facts", {})
         hosts[name] = {"address": h.get("address", ""), "hostname": facts.get("hostname"), "arch": facts.get("arch"),
                        "cpus": facts.get("cpus"), "kernel": facts.get("kernel"), "clock": h.get("clock", {}),
-                       "shipped": h.get("shipped"),
+                       "shipped": h.get("shipped"), "shipments": h.get("shipments", []),
                        "executions": sum(r.n for r in rows_of.get(name, [])),
                        "failed": sum(r.failed for r in rows_of.get(name, []))}
     host_table = Table("Machines", ["host", "address", "arch", "CPUs", "kernel", "clock offset", "shipped"], [
         [n, h["address"] or "(controller)", h["arch"] or "?", h["cpus"] or "?", h["kernel"] or "?",
-         _offset(h["clock"]), _shipped(h["shipped"])] for n, h in hosts.items()])
+         _offset(h["clock"]), _shipped(h["shipped"], h["shipments"])] for n, h in hosts.items()])
     side = Table("Hosts side by side (each against its own baseline; relative, verdict)",
                  ["benchmark", "metric", "platform", *names], [
                      [m["benchmark"], m["metric"], m["platform"],
@@ -102,10 +102,13 @@ def _offset(clock: dict[str, Any]) -> str:
     return f"{clock['offset_s'] * 1e3:+.3f} ms" + (f" ±{unc * 1e3:.3f}" if unc else "")
 
 
-def _shipped(shipped: dict[str, Any] | None) -> str:
-    if shipped is None:
+def _shipped(shipped: dict[str, Any] | None, shipments: list[dict[str, Any]] | None = None) -> str:
+    """What the host was sent at each start of the run (the first, then each resume)."""
+    every = shipments or ([shipped] if shipped else [])
+    if not every:
         return "-"
-    return f"{shipped.get('bytes', 0) / 2**20:.1f} MiB sent, {len(shipped.get('skipped', []))} present"
+    return "; then ".join(f"{s.get('bytes', 0) / 2**20:.1f} MiB sent, {len(s.get('skipped', []))} present"
+                          for s in every)
 
 
 def _cell(cell: dict[str, Any] | None) -> str:

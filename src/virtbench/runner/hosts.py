@@ -237,7 +237,13 @@ def resume(store: Store, run: Run, campaign: Campaign, paths: Paths, *, reporter
             if n:
                 reporter.log(f"{part.name}: {n} executions it never reached are measured now")
         hosts = (run.provenance or {}).get("hosts", {})
-        store.update_run(run.id, provenance={**(run.provenance or {}), "hosts": {**hosts, **_provenance(parts, session)}})
+        now_ = _provenance(parts, session)
+        for name, entry in now_.items():  # every start's shipment is kept: the first, then each resume's
+            before = hosts.get(name, {})
+            if "shipped" in entry:
+                entry["shipments"] = [*before.get("shipments", [before["shipped"]] if "shipped" in before else []),
+                                      entry["shipped"]]
+        store.update_run(run.id, provenance={**(run.provenance or {}), "hosts": {**hosts, **now_}})
         store.set_status(run.id, "running")
         return _run_parts(store, run.id, campaign, session, parts, reporter)
     finally:
@@ -266,7 +272,7 @@ def _provenance(parts: list[Part], session: Session | None) -> dict[str, Any]:
             out[part.name] = {"address": part.spec.address, "facts": d.get("host_facts", {}),
                               "image": d.get("image", {}), "platforms": d.get("platforms", []),
                               "tools": d.get("provenance", {}).get("tools", {}), "clock": part.clock,
-                              "shipped": part.shipped.public()}
+                              "shipped": part.shipped.public(), "shipments": [part.shipped.public()]}
     return out
 
 

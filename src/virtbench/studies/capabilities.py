@@ -1,0 +1,91 @@
+"""What this host can run of a study: the same checks `doctor`, the quick campaign and the
+probes use, asked once per capability and cached for one command.
+
+- kvm: a KVM guest boots here (runner.quick.kvm_guest: decided by booting, never assumed);
+- second_host: several hosts were given (`--hosts`) and this version can drive them;
+- pmu: perf reads hardware counters (the perf probe's own check);
+- meter: an energy source works here (the energy probe's own check: RAPL or IPMI);
+- platform types: each plugin's probe (platforms.availability.probe_types).
+"""
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ..errors import InputError
+from ..platforms.availability import probe_types
+from ..platforms.base import Availability, Paths
+from ..registry import PLATFORMS, PROBES
+
+MULTI_HOST_FIX = "several hosts arrive with `virtbench` multi-host support (issue #15); run this part there"
+
+
+def hosts_supported() -> bool:
+    """Whether this version has the several-hosts support (`virtbench.hosts`) at all."""
+    return importlib.util.find_spec("virtbench.hosts") is not None
+
+
+def parse_host_names(values: Sequence[str]) -> list[str]:
+    """`--hosts` values checked by the campaign's own host rules (one line, exit 2, if bad)."""
+    if not values:
+        return []
+    if not hosts_supported():
+        raise InputError("--hosts: this version of virtbench runs on one host only", MULTI_HOST_FIX)
+    from ..hosts.inventory import parse_hosts
+
+    try:
+        return [h.name for h in parse_hosts(list(values))]
+    except ValueError as exc:
+        raise InputError(f"--hosts: {exc}", "give host names or addresses, e.g. --hosts pi5-b") from None
+
+
+@dataclass
+class Capabilities:
+    paths: Paths
+    hosts: Sequence[str] = ()
+    log: Callable[[str], None] = lambda _m: None
+    _cache: dict[str, Availability] = field(default_factory=dict)
+
+    def check(self, name: str) -> Availability:
+        if name not in self._cache:
+            self._cache[name] = getattr(self, f"_{name}")()
+        return self._cache[name]
+
+    def platforms(self, types: Sequence[str]) -> dict[str, Availability]:
+        """Each platform type's verdict, probing only types not asked yet."""
+        todo = [t for t in dict.fromkeys(types) if f"platform:{t}" not in self._cache and t in PLATFORMS.names()]
+        for t, verdict in probe_types(todo, self.paths, self.log).items():
+            self._cache[f"platform:{t}"] = verdict
+        return {t: self._cache[f"platform:{t}"] for t in types if f"platform:{t}" in self._cache}
+
+    def _kvm(self) -> Availability:
+        from ..runner.quick import kvm_guest
+
+        guest, why = kvm_guest(self.paths)
+        if guest:
+            return Availability(True, "a KVM guest boots here")
+        assert why is not None
+        return Availability(False, why["reason"].removeprefix("no VM: "), why["fix"])
+
+    def _second_host(self) -> Availability:
+        if not hosts_supported():
+            return Availability(False, "this version of virtbench runs on one host only", MULTI_HOST_FIX)
+        remote = [h for h in self.hosts if h not in ("local", "localhost")]
+        if not remote:
+            return Availability(False, "none given", "give one with --hosts NAME (its address or inventory name)")
+        return Availability(True, f"second host {remote[0]}")
+
+    def _pmu(self) -> Availability:
+        perf = PROBES.get("perf").available()
+        if perf.available and perf.reason.startswith("hardware"):
+            return Availability(True, "perf reads hardware counters")
+        reason = perf.reason.split("; ", 1)[-1] if perf.available else perf.reason
+        return Availability(False, reason, perf.fix or "run on bare metal or a VM with a virtual PMU")
+
+    def _meter(self) -> Availability:
+        energy = PROBES.get("energy").available()
+        if energy.available:
+            return Availability(True, energy.reason)
+        return Availability(False, f"no power meter here ({energy.reason})",
+                            "give a meter in the part's campaign: probes: [{name: energy, meter: [CMD, ...]}]")

@@ -1,0 +1,160 @@
+"""The five studies of `seeds/` as data: what each measures, and its parts as shipped campaigns.
+
+A part is one or more campaign files in `virtbench/campaigns/` (one run each: a campaign has
+one experiment kind, and the parts of a study are of different kinds), named
+`study<ID>-<part>[-<variant>]-<scale>.yaml`. `quick` keeps the paper's shape (the same
+series, axes and sweeps) at the smallest settings that still measure something; `paper` uses
+the paper's durations, sizes and repetition counts. What a part needs beyond the platforms
+its campaign names (KVM, a second host, a PMU, a meter) is listed in `needs`: the
+capability checks (studies/capabilities.py) decide it, and a part that cannot run is
+skipped with the reason, never silently. `degrades` lists what runs but is missing a
+measurement without the capability (dTLB misses without a PMU).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..config import SHIPPED
+from ..errors import InputError
+
+SCALES = ("quick", "paper")
+
+
+@dataclass(frozen=True)
+class Part:
+    name: str
+    title: str
+    """What the part measures, with the paper's figure or table it reproduces."""
+    variants: tuple[str, ...] = ("",)
+    """Campaign files of the part: one per variant (e.g. host RAM sizes), each one run."""
+    needs: tuple[str, ...] = ()
+    """Capabilities without which the part cannot run (capabilities.CHECKS names)."""
+    degrades: tuple[str, ...] = ()
+    """Capabilities without which the part runs but lacks a measurement."""
+    differs: str = ""
+    """How the part differs from the paper here (a substitute tool, images not in Debian)."""
+
+    def campaign_stems(self, study: str, scale: str) -> list[str]:
+        return [f"study{study}-{self.name}{'-' + v if v else ''}-{scale}" for v in self.variants]
+
+
+@dataclass(frozen=True)
+class Study:
+    id: str
+    title: str
+    measures: str
+    seed: str
+    """Seed file name prefix (`seeds/<id>_*.txt`)."""
+    parts: tuple[Part, ...] = field(default_factory=tuple)
+
+    def part(self, name: str) -> Part:
+        for p in self.parts:
+            if p.name == name:
+                return p
+        raise InputError(f"study {self.id} has no part {name!r}",
+                         f"use one of {', '.join(p.name for p in self.parts)} (`virtbench study list`)")
+
+    def campaign_files(self, scale: str) -> list[Path]:
+        return [SHIPPED / f"{stem}.yaml" for p in self.parts for stem in p.campaign_stems(self.id, scale)]
+
+
+STUDIES: tuple[Study, ...] = (
+    Study(
+        "000", "LXC containers on Raspberry Pi 4B/5 under Proxmox",
+        "how many containers run at once (by OS image, container RAM, host RAM) with openssl speed "
+        "in each; offline migration of 1..8 containers; TCP throughput (iperf3 -l sweep) and one-way "
+        "delay (sockperf -m sweep) between two containers on the same node and on different nodes",
+        "000",
+        (
+            Part("density-os-3des", "maximum containers and per-container 3DES throughput by OS image (Figs. 4, 5)",
+                 differs="Debian bookworm/trixie/bullseye images (no registry here: Fedora, Alpine and Ubuntu "
+                         "need a brought `rootfs:` archive); bullseye's OpenSSL 1.1.1 plays Debian 10's part"),
+            Part("density-os-aes", "maximum containers and per-container AES-128-CBC throughput by OS image "
+                                   "(Figs. 6, 7)", differs="as density-os-3des"),
+            Part("density-ram", "maximum containers with 128/256/512 MB each (Figs. 8, 9)"),
+            Part("density-hostram", "maximum containers under 2/4/8 GB of host RAM (Figs. 10, 11)",
+                 variants=("2g", "4g", "8g"),
+                 differs="the host's RAM is a confining memory cgroup (`host_memory:`), not a board with less RAM"),
+            Part("migration", "offline migration time of 1, 2, 4 and 8 containers at once (Fig. 12)",
+                 differs="to another directory of this host (no second node): storage-bound, not network-bound"),
+            Part("network-same", "iperf3 TCP throughput by -l size and sockperf TCP one-way delay by -m size, "
+                                 "two containers on one node (Figs. 14, 15, 17, 18)"),
+            Part("network-different", "the same sweeps between containers on two nodes (Figs. 14, 15, 17, 18)",
+                 variants=(), needs=("second_host",),
+                 differs="its campaigns come with the multi-host runner (a server on the second host); "
+                         "until then run study000-network-same on each pair of nodes yourself"),
+        ),
+    ),
+    Study(
+        "001", "Docker on a Raspberry Pi 2",
+        "native against Docker: sysbench CPU, mbw memcpy/dumb/mcblock, sysbench random disk I/O, iperf TCP "
+        "and UDP (80/100 Mbit/s) as client and as server, MySQL OLTP (1M/2M rows, thread sweep), a web server "
+        "under 100/200/300 clients; power per test from an external meter; 15 runs, % difference to native",
+        "001",
+        (
+            Part("suite", "Table I (performance) and Figs. 2, 3 (OLTP by threads, web server by clients)",
+                 differs="nginx with wrk stands in for Apache with ab (wrk is duration-based: the 5k/25k/100k "
+                         "request counts become durations); MariaDB stands in for MySQL"),
+            Part("power", "Table I power columns: watts per test from a meter", needs=("meter",)),
+        ),
+    ),
+    Study(
+        "002", "KVM virtual machines on ARM single-board computers",
+        "1, 2 and 4 VMs at once with 192/256/512 MB and 1/2/4 vCPUs: 7-zip compression rating, dd direct "
+        "read/write, CPU and memory marks (open equivalents of PassMark), a timed parallel build, Botan "
+        "Blowfish and AES-256; AES support from the CPU flags",
+        "002",
+        (
+            Part("vm-memory", "7-zip with 1 and 2 threads in 1 and 2 VMs of 192 and 256 MB (Figs. 2-5)",
+                 needs=("kvm",)),
+            Part("vm-suite", "1, 2 and 4 VMs of 512 MB with 1/2/4 vCPUs: dd, CPU (sysbench), memory (mbw), "
+                             "build, Botan (Figs. 7-21)", needs=("kvm",),
+                 differs="sysbench cpu and mbw replace the proprietary PassMark marks; uClibc-ng replaces httpd"),
+        ),
+    ),
+    Study(
+        "003", "Performance losses with virtualization (LSBS)",
+        "the 20-component LSBS suite (HPCC, fio x 8, ping, iperf3 TCP/reverse/UDP, Blender, SQLite, GAN "
+        "training, REST server) on bare metal, containers (Docker; containerd as k0s uses), VMs and "
+        "containers in VMs, normalized to bare metal: Tables 5, 6, 7 and Fig. 4",
+        "003",
+        (
+            Part("lsbs", "the suite on native, Docker and containerd (Tables 6, 7; Fig. 3)",
+                 differs="k0s/Kubernetes cannot run here: containerd (the runtime k0s uses) stands in; nginx "
+                         "with wrk is the REST server; a generated Blender scene and generated GAN images"),
+            Part("lsbs-vm", "the suite in a KVM VM and in Docker inside it (Tables 5, 7; Fig. 4)",
+                 needs=("kvm",),
+                 differs="QEMU/KVM is the one hypervisor here (Proxmox's); VMware, Hyper-V and XCP-ng are not "
+                         "open to automation"),
+        ),
+    ),
+    Study(
+        "004", "Latency through lines of containers",
+        "a line of 1..64 containers forwarding 64 B UDP in the kernel: the packet rate before loss, the "
+        "latency distribution to p99.999 (HDR), worst-case latencies over time, IRQ pinning none / per "
+        "NUMA node / per core, dTLB misses",
+        "004",
+        (
+            Part("line", "NDR/PDR and HDR latency per line length and pinning (Figs. 3-8)",
+                 degrades=("pmu",),
+                 differs="veth pairs between namespaces/containers instead of SR-IOV VFs through two NICs, and "
+                         "iperf 2 timestamps instead of a hardware timestamper"),
+        ),
+    ),
+)
+
+
+def study(sid: str) -> Study:
+    """The study with this id; unknown: one line with the ids that exist (exit 2)."""
+    for s in STUDIES:
+        if s.id == sid or s.id == sid.zfill(3):
+            return s
+    raise InputError(f"unknown study {sid!r}", f"use one of {', '.join(s.id for s in STUDIES)} "
+                     "(`virtbench study list`)")
+
+
+def check_scale(scale: str) -> str:
+    if scale not in SCALES:
+        raise InputError(f"unknown scale {scale!r}", f"use --scale {' or --scale '.join(SCALES)}")
+    return scale

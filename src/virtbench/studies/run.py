@@ -1,0 +1,169 @@
+"""Run a study: its parts' shipped campaigns through the ordinary runner, one run each.
+
+One run per campaign file, not one grouped run: a campaign has one experiment kind and the
+parts of a study are of different kinds (density, migration, benchmarks), and separate runs
+keep each part resumable (`virtbench run --resume`) and reportable on its own. The study
+report takes the runs back (`virtbench study report ID RUN...`) and knows each run's part
+by its campaign name (`study<ID>-<part>-<scale>`).
+
+Nothing is skipped silently: a part whose capability is missing (KVM, a second host, a
+meter), a platform this host cannot run (left out of the campaign, recorded with the run like
+the quick campaign's), a baseline that cannot run, and a host check of the experiment kind
+that refuses (its one line) are each logged and returned with the reason and the fix. A part
+asked for by name (`--part`) that cannot run is an error instead: one line, exit 2.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..config import Campaign, load_yaml, parse_campaign
+from ..errors import InputError
+from ..experiments.registry import DEFAULT as DEFAULT_EXPERIMENT
+from ..experiments.registry import EXPERIMENTS
+from ..registry import PLATFORMS
+from .capabilities import Capabilities
+from .registry import SHIPPED, Part, Study
+
+
+@dataclass
+class Planned:
+    """One campaign of a part: ready to run, or skipped with its reason."""
+
+    part: str
+    stem: str
+    path: Path
+    campaign: Campaign | None = None
+    source: str = ""
+    left_out: list[dict[str, str]] = field(default_factory=list)
+    skipped: str = ""
+    fix: str = ""
+
+
+@dataclass
+class Done:
+    part: str
+    campaign: str
+    run_id: str | None = None
+    seconds: float = 0.0
+    executions: int = 0
+    failed: int = 0
+    skipped: str = ""
+    fix: str = ""
+    left_out: list[dict[str, str]] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"part": self.part, "campaign": self.campaign, "run_id": self.run_id, "seconds": round(self.seconds, 1),
+                "executions": self.executions, "failed": self.failed, "skipped": self.skipped or None,
+                "fix": self.fix or None, "left_out": self.left_out}
+
+
+def _entry(raw: Any) -> tuple[str, str, dict[str, Any]]:
+    """(name, type, mapping) of a platform as written in a campaign file."""
+    data = {"name": raw} if isinstance(raw, str) else dict(raw)
+    return str(data["name"]), str(data.get("type", data["name"])), data
+
+
+def available_platforms(data: dict[str, Any], caps: Capabilities) -> tuple[list[Any], list[dict[str, str]]]:
+    """The campaign's platforms this host runs, and each one left out with reason and fix.
+
+    A VM that would use KVM runs only where a KVM guest boots (under TCG it would measure an
+    emulator); a platform stacked inside a left-out VM goes with it."""
+    kind = EXPERIMENTS.get(data.get("experiment", DEFAULT_EXPERIMENT))
+    entries = [_entry(p) for p in data.get("platforms") or []]
+    verdicts = caps.platforms([t for _, t, _ in entries if t in PLATFORMS.names() and t not in kind.node_types])
+    keep, left_out, gone = [], [], set()
+    for (name, ptype, spec), raw in zip(entries, data.get("platforms") or []):
+        why = None
+        if spec.get("inside") in gone:
+            why = {"reason": f"runs inside {spec['inside']}, which is left out", "fix": ""}
+        elif ptype in verdicts and not verdicts[ptype].available:
+            why = {"reason": verdicts[ptype].reason, "fix": verdicts[ptype].fix}
+        elif ptype == "qemu" and spec.get("accel", "auto") in ("kvm", "auto") and not caps.check("kvm").available:
+            kvm = caps.check("kvm")
+            why = {"reason": f"KVM does not work here ({kvm.reason})", "fix": kvm.fix}
+        if why:
+            gone.add(name)
+            left_out.append({"platform": name, **why})
+        else:
+            keep.append(raw)
+    return keep, left_out
+
+
+def plan(study: Study, scale: str, caps: Capabilities, parts: Sequence[str] = ()) -> list[Planned]:
+    """What runs and what is skipped (and why), before anything starts."""
+    chosen: list[Part] = [study.part(p) for p in parts] if parts else list(study.parts)
+    out: list[Planned] = []
+    for part in chosen:
+        stems = part.campaign_stems(study.id, scale)
+        if not stems:
+            none = "no campaign for this part in this version" + (
+                f" (it needs {', '.join(part.needs).replace('_', ' ')})" if part.needs else "")
+            if parts:
+                raise InputError(f"study {study.id} part {part.name}: {none}", part.differs or None)
+            out.append(Planned(part.name, f"study{study.id}-{part.name}", SHIPPED, skipped=none, fix=part.differs))
+            continue
+        missing = [(c, caps.check(c)) for c in part.needs if not caps.check(c).available]
+        if missing:
+            cap, verdict = missing[0]
+            if parts:
+                raise InputError(f"study {study.id} part {part.name} needs {cap.replace('_', ' ')}: {verdict.reason}",
+                                 verdict.fix or "run it on a host that has it")
+            out += [Planned(part.name, s, SHIPPED / f"{s}.yaml", skipped=f"needs {cap.replace('_', ' ')}: "
+                            f"{verdict.reason}", fix=verdict.fix) for s in stems]
+            continue
+        for stem in stems:
+            path = SHIPPED / f"{stem}.yaml"
+            source = path.read_text()
+            data = load_yaml(source, str(path))
+            keep, left_out = available_platforms(data, caps)
+            planned = Planned(part.name, stem, path, source=source, left_out=left_out)
+            baseline = data.get("baseline", EXPERIMENTS.get(data.get("experiment", DEFAULT_EXPERIMENT)).default_baseline)
+            base_out = next((x for x in left_out if x["platform"] == baseline), None)
+            if base_out or not keep:
+                why = base_out or (left_out[0] if left_out else {"platform": "-", "reason": "no platform", "fix": ""})
+                planned.skipped = f"platform {why['platform']} cannot run here: {why['reason']}"
+                planned.fix = why["fix"]
+            elif baseline and all(_entry(p)[0] == baseline for p in keep):
+                planned.skipped = "nothing to compare with the baseline: " + "; ".join(
+                    f"{x['platform']}: {x['reason']}" for x in left_out)
+                planned.fix = next((x["fix"] for x in left_out if x["fix"]), "")
+            else:
+                planned.campaign = parse_campaign({**data, "platforms": keep}, str(path))
+            if planned.skipped and parts:
+                raise InputError(f"study {study.id} part {part.name}: {planned.skipped}", planned.fix or None)
+            out.append(planned)
+    return out
+
+
+def run(store: Any, planned: Sequence[Planned], paths: Any, reporter: Any,
+        log: Callable[[str], None]) -> list[Done]:
+    """Run every planned campaign in order; the skipped ones are logged with their reason."""
+    from ..runner import execute
+
+    done: list[Done] = []
+    for p in planned:
+        for x in p.left_out:
+            log(f"{p.stem}: leaving out {x['platform']}: {x['reason']}" + (f" (fix: {x['fix']})" if x["fix"] else ""))
+        if p.skipped or p.campaign is None:
+            log(f"skipping {p.stem}: {p.skipped}" + (f" (fix: {p.fix})" if p.fix else ""))
+            done.append(Done(p.part, p.stem, skipped=p.skipped, fix=p.fix, left_out=p.left_out))
+            continue
+        log(f"part {p.part}: campaign {p.stem} ({p.path})")
+        t0 = time.monotonic()
+        try:
+            outcome = execute.start(store, p.campaign, paths, source=p.source, reporter=reporter,
+                                    left_out=p.left_out or None)
+        except InputError as exc:  # a host check of the kind refused: this host cannot run the part
+            log(f"skipping {p.stem}: {exc.message}" + (f" (fix: {exc.fix})" if exc.fix else ""))
+            done.append(Done(p.part, p.stem, seconds=time.monotonic() - t0, skipped=exc.message, fix=exc.fix or "",
+                             left_out=p.left_out))
+            continue
+        done.append(Done(p.part, p.stem, outcome.run_id, time.monotonic() - t0, outcome.executions, outcome.failed,
+                         left_out=p.left_out))
+        if outcome.interrupted:
+            break
+    return done

@@ -1,0 +1,245 @@
+"""The five studies: shipped campaigns validate, paper values load with their sources, the
+plan skips or refuses what this host lacks, and the comparison judges what it should."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from virtbench.config import SHIPPED, load_campaign, load_yaml
+from virtbench.errors import InputError
+from virtbench.platforms.base import Availability, Paths
+from virtbench.studies import compare as C
+from virtbench.studies import paper as P
+from virtbench.studies import run as srun
+from virtbench.studies.capabilities import Capabilities
+from virtbench.studies.registry import SCALES, STUDIES, check_scale, study
+
+STUDY_FILES = sorted(SHIPPED.glob("study*.yaml"))
+
+
+def test_every_study_has_its_seed_and_parts():
+    assert [s.id for s in STUDIES] == ["000", "001", "002", "003", "004"]
+    for s in STUDIES:
+        assert s.parts and s.title and s.measures
+        for scale in SCALES:
+            for path in s.campaign_files(scale):
+                assert path.is_file(), f"study {s.id}: {path.name} is missing"
+
+
+@pytest.mark.parametrize("path", STUDY_FILES, ids=[p.stem for p in STUDY_FILES])
+def test_shipped_study_campaign_validates(path):
+    """Parsed exactly as a user's file: every benchmark, platform and option exists."""
+    campaign = load_campaign(path)
+    assert campaign.name == path.stem  # `virtbench run NAME` and the report's part lookup rely on it
+    assert path.read_text().startswith("# Study "), "a shipped example says what it reproduces"
+
+
+def test_no_orphan_study_campaign():
+    known = {p for s in STUDIES for scale in SCALES for p in s.campaign_files(scale)}
+    assert set(STUDY_FILES) == known
+
+
+@pytest.mark.parametrize("s", STUDIES, ids=[s.id for s in STUDIES])
+def test_quick_keeps_the_papers_shape(s):
+    """quick and paper: the same kind, platforms, benchmarks and swept parameters."""
+    for quick, full in zip(s.campaign_files("quick"), s.campaign_files("paper")):
+        q, p = load_campaign(quick), load_campaign(full)
+        assert q.experiment == p.experiment
+        assert [x.name for x in q.platforms] == [x.name for x in p.platforms]
+        assert {b.name for b in q.benchmarks} <= {b.name for b in p.benchmarks}
+        assert {k for b in q.benchmarks for k in b.sweep} <= {k for b in p.benchmarks for k in b.sweep}
+        assert q.repetitions <= p.repetitions
+
+
+@pytest.mark.parametrize("s", STUDIES, ids=[s.id for s in STUDIES])
+def test_paper_values_load_with_sources(s):
+    pv = P.load(s.id)
+    assert pv.study == s.id and pv.values
+    parts = {p.name for p in s.parts}
+    ids = [v.id for v in pv.values]
+    assert len(ids) == len(set(ids))
+    for v in pv.values:
+        assert v.where and v.section
+        if v.kind == "relative":
+            assert {"baseline", "value"} <= set(v.paper)
+        if v.kind == "range":
+            assert v.paper["low"] <= v.paper["high"] and v.category in pv.categories
+        if v.kind == "claim":
+            assert v.claim
+        if v.yours and v.yours.part:
+            assert v.yours.part.split("-")[0] and any(v.yours.part.startswith(p) for p in parts), v.id
+
+
+def test_paper_values_transcribed():
+    """Spot checks against the seed texts (a typo here would be a wrong 'differs')."""
+    v001 = {v.id: v for v in P.load("001").values}
+    assert v001["cpu-time"].paper == {"baseline": 434.074, "value": 446}
+    assert v001["mbw-memcpy"].paper == {"baseline": 598.22, "value": 562.05}
+    assert v001["disk-read"].paper == {"baseline": 123.25, "value": 107.062}
+    v003 = {v.id: v for v in P.load("003").values}
+    assert v003["t7-storage-vm"].paper == {"low": 0.93, "high": 1.97}
+    assert v003["t6-db"].paper["best"] == "Containerd"
+    v000 = {v.id: v for v in P.load("000").values}
+    assert v000["aes-one-rpi5"].paper["value"] == 2693.7 and v000["hostram-2g-rpi4"].paper["value"] == 6
+    v004 = {v.id: v for v in P.load("004").values}
+    assert v004["ndr-8"].paper["value"] == 477000 and v004["p-tail-4-node"].paper["value"] == 678
+
+
+def test_bad_study_and_scale_are_one_line():
+    with pytest.raises(InputError) as err:
+        study("9")
+    assert "unknown study" in err.value.message and "000" in (err.value.fix or "")
+    assert study("1").id == "001"
+    with pytest.raises(InputError):
+        check_scale("huge")
+    with pytest.raises(InputError) as err:
+        study("000").part("nope")
+    assert "density-ram" in (err.value.fix or "")
+
+
+class FixedCapabilities(Capabilities):
+    """This host's answers replaced by fixed ones: the plan's logic, not the host, is tested."""
+
+    def __init__(self, have: set[str], platforms_ok: set[str]) -> None:
+        super().__init__(Paths())
+        self.have, self.ok = have, platforms_ok
+
+    def check(self, name: str) -> Availability:
+        return Availability(name in self.have, f"no {name} (test)", f"get {name}")
+
+    def platforms(self, types):
+        return {t: Availability(t in self.ok, f"{t} missing (test)", f"install {t}") for t in types}
+
+
+def test_plan_skips_with_reason_and_refuses_when_asked():
+    caps = FixedCapabilities(have=set(), platforms_ok={"native", "docker", "containerd"})
+    planned = srun.plan(study("003"), "quick", caps)
+    by = {p.stem: p for p in planned}
+    assert by["study003-lsbs-quick"].campaign is not None and not by["study003-lsbs-quick"].skipped
+    assert by["study003-lsbs-vm-quick"].skipped.startswith("needs kvm: no kvm")
+    assert by["study003-lsbs-vm-quick"].fix == "get kvm"
+    with pytest.raises(InputError) as err:
+        srun.plan(study("003"), "quick", caps, ["lsbs-vm"])
+    assert err.value.message.startswith("study 003 part lsbs-vm needs kvm") and err.value.fix == "get kvm"
+
+
+def test_plan_leaves_out_missing_platforms_and_skips_without_comparison():
+    caps = FixedCapabilities(have={"kvm"}, platforms_ok={"native", "docker"})
+    by = {p.stem: p for p in srun.plan(study("003"), "quick", caps)}
+    lsbs = by["study003-lsbs-quick"]
+    assert [p.name for p in lsbs.campaign.platforms] == ["native", "docker"]
+    assert lsbs.left_out == [{"platform": "containerd", "reason": "containerd missing (test)", "fix": "install containerd"}]
+    caps = FixedCapabilities(have=set(), platforms_ok={"native"})
+    with pytest.raises(InputError) as err:
+        srun.plan(study("001"), "quick", caps, ["suite"])
+    assert "nothing to compare" in err.value.message and err.value.fix == "install docker"
+    skipped = srun.plan(study("001"), "quick", caps)
+    assert all(p.skipped for p in skipped)
+
+
+def test_part_without_campaign_is_skipped_not_silent():
+    caps = FixedCapabilities(have={"second_host"}, platforms_ok={"native", "lxc"})
+    by = {p.part: p for p in srun.plan(study("000"), "quick", caps) if p.part == "network-different"}
+    assert by["network-different"].skipped
+
+
+def row(platform: str, rel: float, ci: list[float] | None = None, bench: str = "mbw", metric: str = "memcpy"):
+    from virtbench.analysis.summary import Row
+
+    return Row(bench, metric, "MiB/s", True, "memory", platform, 3, 0, mean=1.0, relative=rel, relative_ci95=ci)
+
+
+class StubMatcher(C.Matcher):
+    def __init__(self, rows):
+        super().__init__([])
+        self._rows = rows
+
+    def rows(self, y):
+        return [r for r in self._rows if r.metric == y.metric and r.platform == y.platform]
+
+
+def test_judge_relative_agrees_differs_and_undecided():
+    value = next(v for v in P.load("001").values if v.id == "mbw-memcpy")  # paper 0.940
+    assert C.judge(value, StubMatcher([row("docker", 0.95, [0.94, 0.96])]), {}, {})["verdict"] == "agrees"
+    out = C.judge(value, StubMatcher([row("docker", 0.70, [0.68, 0.72])]), {}, {})
+    assert out["verdict"] == "differs" and out["yours"] == pytest.approx(0.70)
+    assert C.judge(value, StubMatcher([row("docker", 1.5, [0.3, 7.8])]), {}, {})["verdict"] == "inconclusive"
+    assert C.judge(value, StubMatcher([]), {}, {})["verdict"] == "not measured here"
+
+
+def test_reasons_name_what_differs_from_the_papers_machine():
+    value = next(v for v in P.load("000").values if v.id == "aes-one-rpi4")
+    host = P.load("000").host
+    facts = {"aes": True, "cpus": 2, "memory_bytes": 24 << 30, "virtualization": {"vm": "kvm"}}
+    assert any("AES instructions: yes here" in r for r in C.reasons(value, facts, host, quick=False))
+    facts["aes"] = False
+    assert C.reasons(value, facts, host, quick=False) == ["different hardware and software versions"]
+    mem = next(v for v in P.load("000").values if v.id == "ram-max-128-rpi4")
+    text = C.reasons(mem, {"memory_bytes": 24 << 30}, host, quick=True)
+    assert any(r.startswith("memory: 24 GiB here") for r in text) and any("quick scale" in r for r in text)
+
+
+def test_part_of_reads_the_campaign_name():
+    s = study("000")
+    assert C.part_of(s, "study000-density-hostram-2g-quick") == ("density-hostram-2g", "quick")
+    assert C.part_of(s, "my-campaign") == ("my-campaign", "")
+
+
+@pytest.mark.parametrize("argv, text", [
+    (["run", "009"], "unknown study '009'"),
+    (["run", "001", "--scale", "huge"], "unknown scale 'huge'"),
+])
+def test_cli_bad_input_is_one_line_exit_2(tmp_path, argv, text):
+    r = subprocess.run([sys.executable, "-m", "virtbench", "study", *argv, "--db", f"sqlite:///{tmp_path / 'db'}"],
+                       capture_output=True, text=True, timeout=120,
+                       env={"PATH": "/usr/bin:/bin", "VIRTBENCH_STATE_DIR": str(tmp_path / "state"),
+                            "VIRTBENCH_RUNTIME_DIR": str(tmp_path / "run")})
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.splitlines()[0] == f"error: {text}" and r.stderr.splitlines()[1].startswith("  fix: ")
+    assert not (tmp_path / "db").exists() and not (tmp_path / "state").exists()
+
+
+def test_yaml_of_shipped_campaigns_is_plain():
+    """Readable examples: no anchors or tags a user would have to understand."""
+    for path in STUDY_FILES:
+        text = path.read_text()
+        assert "&" not in text.replace("&&", "") and "!!" not in text, path.name
+        assert isinstance(load_yaml(text, path.name), dict)
+
+
+def test_matcher_walks_section_data():
+    sec = SimpleNamespace(key="line", data=[{"platform": "lxc", "length": 8, "pinning": "node", "ndr_pps": 100.0,
+                                             "latency": [{"rate": "1ndr", "p50": 35.0, "p99.999": 90.0}]}])
+    run = SimpleNamespace(benchmarks=[])
+    pr = C.PartRun("line", "quick", SimpleNamespace(run=run, rows=[], sections=[sec]))
+    m = C.Matcher([pr])
+    y = P.Yours(section="line", where={"platform": "lxc", "length": 8, "pinning": "node"}, field="latency/1ndr/p50")
+    assert m.section_value(y, y.where)[0] == 35.0
+    y = P.Yours(section="line", where={"platform": "lxc", "length": 8}, field="latency/1ndr/p99.999")
+    assert m.section_value(y, y.where)[0] == 90.0
+
+
+def test_report_of_a_stored_run(tmp_path):
+    """A stored run of another campaign is refused as a study's run; a study section builds from
+    it (nothing matched: 'not measured here', never a made-up number) and renders into HTML."""
+    import shutil
+    from pathlib import Path
+
+    from virtbench.report import summary
+    from virtbench.store.db import Store
+    from virtbench.studies import report as sreport
+
+    db = tmp_path / "old.sqlite"
+    shutil.copy(Path(__file__).parents[1] / "data" / "report" / "store-0003.sqlite", db)
+    rep = summary.build(Store(f"sqlite:///{db}"), "fixture-0003")
+    with pytest.raises(InputError) as err:
+        sreport.part_runs(study("001"), [rep])
+    assert "not a part of study 001" in err.value.message
+    section = sreport.build(study("001"), [C.PartRun("suite", "quick", rep)])
+    assert section.key == "study" and section.data["summary"] == {"not measured here": len(P.load("001").values)}
+    assert all(c["yours"] is None for c in section.data["comparisons"])
+    page = sreport.write_html(tmp_path / "s.html", section, [rep]).read_text()
+    assert "Study 001: the paper beside this host" in page and "Table I" in page
