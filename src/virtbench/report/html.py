@@ -125,6 +125,11 @@ def section_html(page: Page, s: ReportSection, prefix: str) -> str:
     return f'<h3 id="{H.e(prefix)}{H.e(s.key)}">{H.e(s.title)}</h3>{body}'
 
 
+def experiment_html(page: Page, secs: Sequence[ReportSection], prefix: str) -> str:
+    """Sections outside a run's layout (a study's section above its runs), laid out the same way."""
+    return "".join(section_html(page, s, prefix) for s in secs)
+
+
 def run_section(page: Page, report: Report, label: str, prefix: str = "", *, alpha: float = stats.ALPHA,
                 min_effect: float = stats.MIN_EFFECT, secs: Sequence[ReportSection] = ()) -> str:
     run, rows, failures = report
