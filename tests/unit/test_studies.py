@@ -140,10 +140,15 @@ def test_plan_leaves_out_missing_platforms_and_skips_without_comparison():
     assert all(p.skipped for p in skipped)
 
 
-def test_part_without_campaign_is_skipped_not_silent():
+def test_second_host_takes_the_placeholders_place():
     caps = FixedCapabilities(have={"second_host"}, platforms_ok={"native", "lxc"})
-    by = {p.part: p for p in srun.plan(study("000"), "quick", caps) if p.part == "network-different"}
-    assert by["network-different"].skipped
+    caps.hosts = ("local", "pi5-b")
+    planned = srun.plan(study("000"), "quick", caps, ["network-different"])[0]
+    assert [h.name for h in planned.campaign.hosts] == ["local", "pi5-b"]
+    assert {b.params["server"]["host"] for b in planned.campaign.benchmarks} == {"pi5-b"}
+    caps = FixedCapabilities(have=set(), platforms_ok={"native", "lxc"})
+    by = {p.part: p for p in srun.plan(study("000"), "quick", caps)}
+    assert by["network-different"].skipped.startswith("needs second host")
 
 
 def row(platform: str, rel: float, ci: list[float] | None = None, bench: str = "mbw", metric: str = "memcpy"):
@@ -212,12 +217,14 @@ def test_yaml_of_shipped_campaigns_is_plain():
 
 def test_matcher_walks_section_data():
     sec = SimpleNamespace(key="line", data=[{"platform": "lxc", "length": 8, "pinning": "node", "ndr_pps": 100.0,
-                                             "latency": [{"rate": "max", "p50": 35.0}]}])
+                                             "latency": [{"rate": "1ndr", "p50": 35.0, "p99.999": 90.0}]}])
     run = SimpleNamespace(benchmarks=[])
     pr = C.PartRun("line", "quick", SimpleNamespace(run=run, rows=[], sections=[sec]))
     m = C.Matcher([pr])
-    y = P.Yours(section="line", where={"platform": "lxc", "length": 8, "pinning": "node"}, field="latency.max.p50")
+    y = P.Yours(section="line", where={"platform": "lxc", "length": 8, "pinning": "node"}, field="latency/1ndr/p50")
     assert m.section_value(y, y.where)[0] == 35.0
+    y = P.Yours(section="line", where={"platform": "lxc", "length": 8}, field="latency/1ndr/p99.999")
+    assert m.section_value(y, y.where)[0] == 90.0
 
 
 def test_report_of_a_stored_run(tmp_path):

@@ -39,8 +39,9 @@ def part_of(study: Study, name: str) -> tuple[str, str]:
 
 
 def _walk(data: Any, path: str) -> Any:
-    """a.b.c through mappings; in a list, the item any of whose values equals the step."""
-    for step in path.split("."):
+    """a/b/c through mappings; in a list, the item any of whose values equals the step
+    (`/`, not `.`: keys such as p99.999 hold dots)."""
+    for step in path.split("/"):
         if isinstance(data, dict):
             data = data.get(step)
         elif isinstance(data, list):

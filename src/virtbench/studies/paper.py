@@ -39,7 +39,7 @@ class Yours(Strict):
     platform: str | None = None
     section: str | None = Field(None, description="a report section's key (density, line, migration)")
     where: dict[str, Any] = Field(default_factory=dict, description="the section entry to take")
-    field: str | None = Field(None, description="the entry's field; a.b.c walks nested data, a list by an item's value")
+    field: str | None = Field(None, description="the entry's field; a/b/c walks nested data, a list by an item's value")
     baseline: dict[str, Any] | None = Field(None, description="section entry the value is relative to")
     factor: float = Field(1.0, description="unit conversion to the paper's unit")
     overall: Literal["container", "vm"] | None = Field(None, description="geomean of all rows, best platform of a kind")
