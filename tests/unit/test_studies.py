@@ -140,10 +140,15 @@ def test_plan_leaves_out_missing_platforms_and_skips_without_comparison():
     assert all(p.skipped for p in skipped)
 
 
-def test_part_without_campaign_is_skipped_not_silent():
+def test_second_host_takes_the_placeholders_place():
     caps = FixedCapabilities(have={"second_host"}, platforms_ok={"native", "lxc"})
-    by = {p.part: p for p in srun.plan(study("000"), "quick", caps) if p.part == "network-different"}
-    assert by["network-different"].skipped
+    caps.hosts = ("local", "pi5-b")
+    planned = srun.plan(study("000"), "quick", caps, ["network-different"])[0]
+    assert [h.name for h in planned.campaign.hosts] == ["local", "pi5-b"]
+    assert {b.params["server"]["host"] for b in planned.campaign.benchmarks} == {"pi5-b"}
+    caps = FixedCapabilities(have=set(), platforms_ok={"native", "lxc"})
+    by = {p.part: p for p in srun.plan(study("000"), "quick", caps)}
+    assert by["network-different"].skipped.startswith("needs second host")
 
 
 def row(platform: str, rel: float, ci: list[float] | None = None, bench: str = "mbw", metric: str = "memcpy"):

@@ -81,9 +81,8 @@ STUDIES: tuple[Study, ...] = (
             Part("network-same", "iperf3 TCP throughput by -l size and sockperf TCP one-way delay by -m size, "
                                  "two containers on one node (Figs. 14, 15, 17, 18)"),
             Part("network-different", "the same sweeps between containers on two nodes (Figs. 14, 15, 17, 18)",
-                 variants=(), needs=("second_host",),
-                 differs="its campaigns come with the multi-host runner (a server on the second host); "
-                         "until then run study000-network-same on each pair of nodes yourself"),
+                 needs=("second_host",),
+                 differs="give the second node with --hosts NAME (SSH as root, host key known)"),
         ),
     ),
     Study(

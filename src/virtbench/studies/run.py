@@ -93,6 +93,25 @@ def available_platforms(data: dict[str, Any], caps: Capabilities) -> tuple[list[
     return keep, left_out
 
 
+SECOND_HOST = "node2"
+"""The name shipped campaigns give the second host; `--hosts NAME` takes its place."""
+
+
+def with_second_host(data: Any, name: str) -> Any:
+    """The campaign with the placeholder second host replaced by the user's, in `hosts:` and in
+    every `server: {host: ...}`."""
+    if isinstance(data, dict):
+        out = {k: with_second_host(v, name) for k, v in data.items()}
+        if out.get("host") == SECOND_HOST:
+            out["host"] = name
+        if isinstance(out.get("hosts"), list):
+            out["hosts"] = [name if h == SECOND_HOST else h for h in out["hosts"]]
+        return out
+    if isinstance(data, list):
+        return [with_second_host(v, name) for v in data]
+    return data
+
+
 def plan(study: Study, scale: str, caps: Capabilities, parts: Sequence[str] = ()) -> list[Planned]:
     """What runs and what is skipped (and why), before anything starts."""
     chosen: list[Part] = [study.part(p) for p in parts] if parts else list(study.parts)
@@ -119,6 +138,8 @@ def plan(study: Study, scale: str, caps: Capabilities, parts: Sequence[str] = ()
             path = SHIPPED / f"{stem}.yaml"
             source = path.read_text()
             data = load_yaml(source, str(path))
+            if "hosts" in data and caps.hosts:
+                data = with_second_host(data, next(h for h in caps.hosts if h not in ("local", "localhost")))
             keep, left_out = available_platforms(data, caps)
             planned = Planned(part.name, stem, path, source=source, left_out=left_out)
             baseline = data.get("baseline", EXPERIMENTS.get(data.get("experiment", DEFAULT_EXPERIMENT)).default_baseline)
