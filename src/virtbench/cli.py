@@ -109,11 +109,12 @@ def image() -> None:
 @click.option("--release", default="bookworm", show_default=True, help="Debian release.")
 @click.option("--arch", default=None, metavar="ARCH",
               help="Debian architecture (arm64, armhf, ...; default: this host's), another one through qemu-user.")
+@click.option("--mirror", "mirrors", multiple=True, metavar="LINE", help="apt source line instead of the default ones.")
 @click.option("--force", is_flag=True, help="Rebuild even if cached.")
-def image_build(profile: str, release: str, arch: str | None, force: bool) -> None:
+def image_build(profile: str, release: str, arch: str | None, mirrors: tuple[str, ...], force: bool) -> None:
     from .images.build import build, recipe_for
 
-    img = build(recipe_for(profile, release, arch), force=force, log=console.print)
+    img = build(recipe_for(profile, release, arch, mirrors=mirrors), force=force, log=console.print)
     console.print(f"image {img.recipe_hash[:12]} at {img.root}")
     console.print(f"  {img.release}/{img.arch}, profile {img.profile}, archive sha256 {img.tar_sha256[:16]}…, "
                   f"{len(img.manifest.get('installed', {}))} packages")

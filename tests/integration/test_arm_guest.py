@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hostsupport.qemu_host import qemu_host
+from hostsupport.qemu_host import qemu_host, skip_unless_affordable
 from virtbench import proc
 from virtbench.hosts.ssh import SSHExecutor
 from virtbench.images.arch import emulation
@@ -35,6 +35,7 @@ def _needs(arch: str) -> None:
     emu = emulation(arch)
     if not emu.ok:
         pytest.skip(f"cannot cross-build {arch}: {emu.reason} ({emu.fix})")
+    skip_unless_affordable(arch)
 
 
 def ship_reader(ex: SSHExecutor, dest: str = "/var/lib/virtbench-remote/lib") -> str:

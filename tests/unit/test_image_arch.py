@@ -69,3 +69,31 @@ def test_this_hosts_binfmt_registration_is_reported_by_doctor_for_each_board_arc
     assert {r["arch"] for r in report} == set(arch.BOARD_ARCHES) - {arch.host_arch()}
     for r in report:
         assert r["ok"] or r["fix"]
+
+
+def test_apt_sources_are_part_of_the_recipe_hash_only_when_given() -> None:
+    plain = recipe_for("quick", "bookworm", "armhf")
+    own = recipe_for("quick", "bookworm", "armhf", mirrors=["deb http://deb.debian.org/debian bookworm main"])
+    assert plain.hash() != own.hash() and own.mirrors
+    assert plain == recipe_for("quick", "bookworm", "armhf") and not plain.mirrors
+
+
+def test_a_mirror_mid_sync_is_one_line_naming_the_way_around() -> None:
+    from virtbench.images.build import _mirror_mid_sync
+
+    out = ("Err:5 http://security.debian.org/debian-security bookworm-security/main armhf Packages\n"
+           "  File has unexpected size (334084 != 350380). Mirror sync in progress? [IP: 203.0.113.80 80]\n")
+    with pytest.raises(InputError) as err:
+        _mirror_mid_sync(out, recipe_for("quick", "bookworm", "armhf"))
+    assert "mid-sync for armhf" in err.value.message and "--mirror" in err.value.fix
+    _mirror_mid_sync("E: something else", recipe_for("quick", "bookworm", "armhf"))  # not this case: no error
+
+
+def test_a_failed_build_leaves_nothing_mounted_under_its_chroot(tmp_path: Path) -> None:
+    from virtbench.images.build import _unmount_under
+
+    work = tmp_path / "work"
+    (work / "chroot/proc").mkdir(parents=True)
+    proc.run(["mount", "-t", "tmpfs", "tmpfs", str(work / "chroot/proc")], timeout=30)
+    _unmount_under(work)
+    assert str(work) not in Path("/proc/self/mountinfo").read_text() and not work.exists()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import os
 import shutil
 import time
 from collections.abc import Iterable
@@ -16,13 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import proc
-from ..errors import InputError, UnavailableError
-from .arch import MACHINE_TO_DEB as _MACHINE_TO_DEB  # noqa: F401 - the old name, kept for callers
+from ..errors import CommandError, InputError, UnavailableError
 from .arch import check_release_arch, host_arch, require_buildable
 from .image import Image
 
 DEFAULT_CACHE = Path("/var/cache/virtbench/images")
 RELEASES = ("bookworm", "trixie", "bullseye")
+BUILD_TIMEOUT = 1800
+EMULATED_BUILD_TIMEOUT = 4 * 3600
+"""Every maintainer script of another architecture runs under qemu-user: a kernel's initramfs
+alone took over 15 minutes on a loaded 2-core x86 host."""
 BASE_PACKAGES = ("ca-certificates", "procps", "iproute2")
 """In every image: tools the harness itself uses inside instances (ps, ip/ss for addresses and ports)."""
 
@@ -47,7 +51,7 @@ class Recipe:
 
 
 def recipe_for(profile: str, release: str = "bookworm", arch: str | None = None,
-               extra_packages: Iterable[str] = ()) -> Recipe:
+               extra_packages: Iterable[str] = (), mirrors: Iterable[str] = ()) -> Recipe:
     """The recipe of a profile: the packages of its benchmarks plus the harness's own."""
     from .profiles import profile_packages
 
@@ -56,7 +60,7 @@ def recipe_for(profile: str, release: str = "bookworm", arch: str | None = None,
     packages = sorted(set(BASE_PACKAGES) | set(profile_packages(profile)) | set(extra_packages))
     arch = arch or host_arch()
     check_release_arch(release, arch)
-    return Recipe(release=release, arch=arch, profile=profile, packages=tuple(packages))
+    return Recipe(release=release, arch=arch, profile=profile, packages=tuple(packages), mirrors=tuple(mirrors))
 
 
 def cached(recipe: Recipe, cache: Path = DEFAULT_CACHE) -> Image | None:
@@ -92,7 +96,19 @@ def build(recipe: Recipe, cache: Path = DEFAULT_CACHE, *, force: bool = False,
         argv = ["mmdebstrap", f"--variant={recipe.variant}", f"--architectures={recipe.arch}",
                 f"--include={','.join(recipe.packages)}", "--quiet", recipe.release, str(tmp / "rootfs.tar"),
                 *recipe.mirrors]
-        proc.run(argv, timeout=1800)
+        work = tmp / "work"  # mmdebstrap's chroot goes here (TMPDIR), so a killed build's mounts are found
+        work.mkdir()
+        try:
+            proc.run(argv, timeout=BUILD_TIMEOUT if emulated.native else EMULATED_BUILD_TIMEOUT,
+                     env={**os.environ, "TMPDIR": str(work)})
+        except CommandError as exc:
+            if "apt-get update" in exc.stderr:  # --quiet hid apt's reason: ask again, verbosely and quickly
+                again = proc.run([a for a in argv if a != "--quiet"] + ["--simulate"], timeout=600, check=False,
+                                 env={**os.environ, "TMPDIR": str(work)})
+                _mirror_mid_sync(f"{again.stderr}\n{again.stdout}", recipe)
+            raise
+        finally:
+            _unmount_under(work)
         proc.run(["tar", "--numeric-owner", "-xpf", str(tmp / "rootfs.tar"), "-C", str(tmp / "rootfs")],
                  timeout=600)
         (tmp / "rootfs/var/tmp/virtbench").mkdir(parents=True, exist_ok=True)  # scratch mount point
@@ -119,6 +135,27 @@ def build(recipe: Recipe, cache: Path = DEFAULT_CACHE, *, force: bool = False,
         tmp.rename(root)
         log(f"image {digest[:12]} built in {manifest['build_seconds']} s")
         return Image.load(root)
+
+
+def _mirror_mid_sync(output: str, recipe: Recipe) -> None:
+    """A mirror serving an index of another size than its Release file says (apt: "Mirror sync
+    in progress?") is not the user's fault and not virtbench's: say so, with the way around it."""
+    line = next((ln.strip() for ln in output.splitlines() if "Mirror sync in progress" in ln), "")
+    if line:
+        r = recipe.release
+        raise InputError(f"the Debian mirror is mid-sync for {recipe.arch}: {line[:160]}",
+                         f"retry later, or build without the failing suite: --mirror 'deb http://deb.debian.org/"
+                         f"debian {r} main' --mirror 'deb http://deb.debian.org/debian {r}-updates main'") from None
+
+
+def _unmount_under(path: Path) -> None:
+    """Unmount what a killed mmdebstrap left mounted in its chroot (/proc, /sys, /dev/pts...),
+    deepest first, then remove the chroot: nothing stays mounted after a failed build."""
+    text = Path("/proc/self/mountinfo").read_text()
+    points = [line.split()[4] for line in text.splitlines() if line.split()[4].startswith(f"{path}/")]
+    for mp in sorted(points, key=len, reverse=True):
+        proc.run(["umount", "-l", mp], timeout=60, check=False)
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def mounts_using(root: Path) -> list[str]:
