@@ -256,6 +256,17 @@ def test_confined_guard_v1_remembers_a_recent_limit_hit():
     assert guard.check("long after") is not None
 
 
+def test_confined_guard_v1_remembers_seeing_the_parent_at_its_limit():
+    """This kernel's v1 failcnt stays 0 at the limit: the parent seen at its limit a moment ago
+    (its page cache reclaimed since) still explains a stall for RECENT seconds."""
+    pars = iter([parent(1020, failcnt=0), parent(600, failcnt=0), parent(600, failcnt=0)])
+    guard = Guard(GuardSettings(), read=lambda: reading(4000, full=30.0), parent=lambda: next(pars))
+    assert guard.check("at the limit") is None
+    assert guard.check("reclaimed a moment later") is None
+    guard._near_seen -= 31
+    assert guard.check("long after") is not None
+
+
 def test_a_density_run_has_no_main_table_rows():
     """The density section is the result: its per-count executions are not rows against a baseline."""
     from types import SimpleNamespace

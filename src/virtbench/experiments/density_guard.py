@@ -132,6 +132,8 @@ class Guard:
     """The confining parent's reader (host_memory): its own stalls are not the host's."""
     series: list[dict] = field(default_factory=list)
     trip: Trip | None = None
+    _near_seen: float = float("-inf")
+    """When the guard last saw the parent near its limit (monotonic seconds)."""
     _parent_hits: tuple[int, float] | None = None
     """The parent's last limit-hit count and when it last rose (monotonic seconds)."""
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -201,14 +203,18 @@ class Guard:
         return None, full
 
     def _hit_recently(self, p: ParentPressure) -> bool:
-        """Near its limit now, or its limit-hit counter rose within RECENT seconds."""
+        """Near its limit now, or seen near it / its limit-hit counter rose within RECENT
+        seconds. The guard's own sightings matter: this kernel's v1 memory.failcnt stayed 0
+        while the parent sat at its limit (memory.max_usage_in_bytes equal to the limit)."""
         now = time.monotonic()
         if p.failcnt is not None:
             if self._parent_hits is None or p.failcnt > self._parent_hits[0]:
                 # the first reading cannot tell when earlier hits were: not recent (the safe side)
                 self._parent_hits = (p.failcnt, now if self._parent_hits is not None else float("-inf"))
+        if p.near_limit:
+            self._near_seen = now
         recent = self._parent_hits is not None and now - self._parent_hits[1] <= RECENT
-        return p.near_limit or recent
+        return p.near_limit or recent or now - self._near_seen <= RECENT
 
     def wait_calm(self, seconds: float = 120.0, sleep: float = 2.0) -> bool:
         """Before a fresh probe: wait until no threshold is crossed (PSI averages decay over
