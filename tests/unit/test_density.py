@@ -164,11 +164,15 @@ def test_oom_counters_v1_and_v2(tmp_path: Path, monkeypatch):
     assert cgroups.oom_counters("/p/c") == {"failcnt": 17, "memsw_failcnt": 3, "under_oom": 0, "oom_kill": 2}
     assert cgroups.memory_usage("p/c") == 1 << 20
     assert cgroups.oom_counters("/gone") == {}
+    (tmp_path / "memory" / "p" / "memory.failcnt").write_text("0\n")  # the parent never hit its own limit...
+    assert cgroups.limit_hits("p") == 17  # ...but an instance below it hit its own: a stall inside the parent
+    assert cgroups.limit_hits("gone") is None
     monkeypatch.setattr(cgroups, "cgroup_mode", lambda entries=None: "v2")
     v2 = tmp_path / "q"
     v2.mkdir()
     (v2 / "memory.events").write_text("low 0\nhigh 0\nmax 40\noom 2\noom_kill 1\noom_group_kill 0\n")
     assert cgroups.oom_kills(cgroups.oom_counters("q")) == 1
+    assert cgroups.limit_hits("q") == 40  # v2 memory.events is hierarchical
 
 
 def test_memory_cgroup_of_a_process(tmp_path: Path):
@@ -222,8 +226,10 @@ def parent(usage_mib: int, *, failcnt: int | None = 0, some: float | None = None
     (reading(4000, full=30.0, some=80.0), parent(1000), None),
     # ...but not when the host's own MemAvailable is low (then it trips on that)
     (reading(700, full=30.0), parent(1000), "MemAvailable"),
-    # ...nor with the parent far from its limit: the stall is outside it
+    # ...nor with the parent far from its limit: 'full' (nothing progressed) is judged, 'some' is not
     (reading(4000, full=30.0), parent(100), "full"),
+    (reading(4000, some=80.0, full=2.0), parent(100), None),
+    (reading(1500, some=80.0, full=2.0), parent(100), "some"),     # MemAvailable below twice the floor
     # v2: the parent's own memory.pressure is subtracted from the host's
     (reading(4000, full=30.0, some=50.0), parent(1000, full=28.0, some=45.0), None),
     (reading(4000, full=30.0), parent(1000, full=5.0, some=5.0), "full"),

@@ -182,6 +182,8 @@ def test_reasons_name_what_differs_from_the_papers_machine():
     assert any("AES instructions: yes here" in r for r in C.reasons(value, facts, host, quick=False))
     facts["aes"] = False
     assert C.reasons(value, facts, host, quick=False) == ["different hardware and software versions"]
+    rpi5 = next(v for v in P.load("000").values if v.id == "aes-one-rpi5")  # the RPi 5 has AES instructions
+    assert any("AES instructions: none here, yes on" in r for r in C.reasons(rpi5, facts, host, quick=False))
     mem = next(v for v in P.load("000").values if v.id == "ram-max-128-rpi4")
     text = C.reasons(mem, {"memory_bytes": 24 << 30}, host, quick=True)
     assert any(r.startswith("memory: 24 GiB here") for r in text) and any("quick scale" in r for r in text)

@@ -16,8 +16,11 @@ are the experiment (they lead to the OOM kill it is meant to find), yet host-wid
 them too. So a confined guard judges PSI of the host *outside* the parent: on cgroup v2 the
 host's avg10 minus the parent's own `memory.pressure`; on cgroup v1 (no per-cgroup PSI) a
 host-wide stall is put down to the parent when the parent is near its limit (usage at least
-`NEAR_LIMIT` of it) or hit it within the last `RECENT` seconds (PSI avg10 decays over about
-that long), while the host's MemAvailable is still at least twice the floor. The
+`NEAR_LIMIT` of it) or a memory limit in its subtree (its own, or an instance's own limit) was
+hit within the last `RECENT` seconds (PSI avg10 decays over about that long), while the
+host's MemAvailable is still at least twice the floor; otherwise, with that much MemAvailable,
+only PSI `full` is judged (`some` cannot be attributed on v1: refaults of pages a reclaim of
+the parent evicted count as stalls too; `full` means nothing on the host progressed). The
 MemAvailable floor itself is judged as before: the host stays protected.
 """
 from __future__ import annotations
@@ -73,7 +76,8 @@ class ParentPressure:
     psi_some_avg10: float | None = None
     psi_full_avg10: float | None = None
     failcnt: int | None = None
-    """How often the parent hit its limit (v1 memory.failcnt, v2 memory.events `max`)."""
+    """How often a memory limit was hit in the parent's subtree: its own or an instance's
+    (v1 memory.failcnt summed, v2 memory.events `max`): either stalls the experiment's tasks."""
 
     @property
     def near_limit(self) -> bool:
@@ -95,9 +99,8 @@ def read_parent(relative: str, limit: int) -> ParentPressure:
             psi = parse_psi((cgroups.memory_dir(relative) / "memory.pressure").read_text())
         except (OSError, ValueError):
             psi = None
-    counters = cgroups.oom_counters(relative)
     return ParentPressure(cgroups.memory_usage(relative), limit, psi.some_avg10 if psi else None,
-                          psi.full_avg10 if psi else None, counters.get("failcnt", counters.get("max")))
+                          psi.full_avg10 if psi else None, cgroups.limit_hits(relative))
 
 
 class GuardSettings(BaseModel):
@@ -184,12 +187,18 @@ class Guard:
             full = None if full is None else max(0.0, full - (p.psi_full_avg10 or 0.0))
             reading["psi_outside_parent"] = {"some_avg10": some, "full_avg10": full}
             return some, full
-        if reading["parent_hit_recently"] and r.mem_available >= 2 * floor:
-            reading["psi_attributed"] = (f"confined parent at {(p.usage or 0) / p.limit:.0%} of its limit (limit hit "
-                                         f"{p.failcnt} times) and host MemAvailable {r.mem_available / MIB:.0f} MiB: "
-                                         "the stall is the parent's")
+        if r.mem_available < 2 * floor:
+            return some, full
+        if reading["parent_hit_recently"]:
+            reading["psi_attributed"] = (f"confined parent at {(p.usage or 0) / p.limit:.0%} of its limit, memory "
+                                         f"limits in it hit {p.failcnt} times, host MemAvailable "
+                                         f"{r.mem_available / MIB:.0f} MiB: the stall is the confined instances'")
             return None, None
-        return some, full
+        # v1 cannot tell whose stall 'some' is (refaults of pages a reclaim of the parent evicted
+        # count too); with ample MemAvailable only 'full' (nothing on the host progressed) is harm
+        reading["psi_attributed"] = (f"PSI some not judged: cgroup v1 cannot attribute it and host MemAvailable is "
+                                     f"{r.mem_available / MIB:.0f} MiB; PSI full judged")
+        return None, full
 
     def _hit_recently(self, p: ParentPressure) -> bool:
         """Near its limit now, or its limit-hit counter rose within RECENT seconds."""

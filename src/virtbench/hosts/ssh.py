@@ -25,6 +25,8 @@ CONNECT_TIMEOUT = 10
 ALIVE_INTERVAL = 5
 ALIVE_COUNT = 3
 """A dead host is noticed within about ALIVE_INTERVAL * ALIVE_COUNT seconds."""
+PERSIST = 120
+"""Seconds the shared connection outlives its last session."""
 UNREACHABLE = 255
 """ssh's own exit status when the connection failed or broke (the remote command's is passed on)."""
 
@@ -98,7 +100,9 @@ class SSHExecutor:
         if self._open:
             return
         self.control.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        master = [SSH, *self.options(), "-o", "ControlMaster=yes", "-o", "ControlPersist=yes",
+        # ControlPersist bounded: if the controller dies (kill -9) the shared connection ends on
+        # its own once no session uses it, and the host's sshd with it
+        master = [SSH, *self.options(), "-o", "ControlMaster=yes", "-o", f"ControlPersist={PERSIST}",
                   "-f", "-N", self.spec.address]
         res = proc.run(master, timeout=CONNECT_TIMEOUT + 20, check=False, detached_children=True)
         if not res.ok:

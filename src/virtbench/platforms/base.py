@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import builtins
 import copy
+import os
 import re
+import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Self
@@ -21,7 +25,7 @@ from typing import Annotated, Any, ClassVar, Literal, Self
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from .. import proc
-from ..errors import InputError, UnavailableError
+from ..errors import InputError, UnavailableError, VirtbenchError
 from ..executor import Executor, HostExecutor
 from ..images.image import Image
 
@@ -140,6 +144,22 @@ class Instance:
     data: dict[str, Any] = field(default_factory=dict)
 
 
+@contextmanager
+def probe_dir(paths: Paths, name: str) -> Iterator[Path]:
+    """A scratch directory for a probe's tiny instance, torn down after it (mounts included)
+    whatever happened; a failure to clean up never changes the probe's answer."""
+    from . import mounts
+
+    d = paths.runtime / "probe" / f"{name}-{uuid.uuid4().hex[:8]}"
+    try:
+        yield d
+    finally:
+        try:
+            mounts.teardown_dir(d)
+        except Exception:  # noqa: BLE001 - best effort: `cleanup` removes what is left
+            pass
+
+
 class Platform(ABC):
     """One way of running the guest image (native chroot, a container runtime, a VM)."""
 
@@ -179,10 +199,39 @@ class Platform(ABC):
         return clone
 
     # -- discovery -------------------------------------------------------------------
+    needs_root: ClassVar[bool] = False
+    """Whether the platform's probe (and runs) need root here."""
+
     @classmethod
-    @abstractmethod
     def probe(cls, paths: Paths) -> Availability:
-        """Decide by trying (run a tiny instance), not by the presence of a binary."""
+        """Decide by trying (run a tiny instance), not by the presence of a binary.
+
+        The checks every platform shares come first (root where needed, its binaries), then
+        its own try_instance; what that raises is the reason with its fix: a probe reports,
+        never raises."""
+        fix = "apt-get install " + " ".join(cls.packages or cls.binaries)
+        if cls.needs_root and os.geteuid() != 0:
+            return Availability(False, f"{cls.type} needs root here", "run as root")
+        for b in cls.binaries:
+            if proc.which(b) is None:
+                return Availability(False, f"{b} is not installed", fix)
+        try:
+            return cls.try_instance(paths)
+        except Exception as exc:  # noqa: BLE001 - probe reports, never raises
+            return cls.probe_failed(exc, fix)
+
+    @classmethod
+    def try_instance(cls, paths: Paths) -> Availability:
+        """The platform's own test: start a tiny instance (or say why there is none to start).
+        Every platform overrides this (or, like a platform written before it, probe itself)."""
+        raise NotImplementedError(f"{cls.__name__} says neither how to try an instance nor how to probe")
+
+    @classmethod
+    def probe_failed(cls, exc: Exception, fix: str) -> Availability:
+        """The reason try_instance raised: an error of ours says it with its fix."""
+        if isinstance(exc, VirtbenchError):
+            return Availability(False, exc.message, exc.fix or fix)
+        return Availability(False, f"{cls.type} test failed: {type(exc).__name__}: {exc}", fix)
 
     @abstractmethod
     def versions(self) -> dict[str, str]:

@@ -151,6 +151,18 @@ def oom_kills(counters: dict[str, int]) -> int:
     return counters.get("oom_kill", 0)
 
 
+def limit_hits(relative: str) -> int | None:
+    """How often a memory limit was hit anywhere in a subtree: the cgroup's own and every
+    descendant's (an instance at its own limit stalls inside the subtree too). v2 memory.events
+    `max` is hierarchical already; v1 sums `memory.failcnt` over the subtree. None: gone."""
+    d = memory_dir(relative)
+    if is_v2():
+        return oom_counters(relative).get("max")
+    if not d.is_dir():
+        return None
+    return sum(_int(f) or 0 for f in d.rglob("memory.failcnt"))
+
+
 def memory_usage(relative: str) -> int | None:
     """Bytes charged to the cgroup now (v2 memory.current, v1 memory.usage_in_bytes)."""
     d = memory_dir(relative)

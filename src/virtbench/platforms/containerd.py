@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from .. import proc, services
-from ..errors import CommandError, InputError, VirtbenchError
+from ..errors import CommandError, InputError
 from ..images.image import Image
 from ..images.oci import oci_archive
 from . import sandboxes
@@ -116,26 +116,16 @@ class Containerd(Platform):
         services.ensure_containerd()
 
     @classmethod
-    def probe(cls, paths: Paths) -> Availability:
+    def try_instance(cls, paths: Paths) -> Availability:
         """Start containerd and run `true` in an imported virtbench image if there is one."""
-        fix = "apt-get install containerd runc"
-        try:
-            if proc.which("ctr") is None:
-                return Availability(False, "ctr is not installed", fix)
-            cls.ensure_engine(paths)
-            images = proc.run([*CTR, "images", "ls", "-q", 'name~="^localhost/virtbench:"'],
-                              timeout=30).stdout.split()
-            if not images:
-                return Availability(True, "containerd answers (no virtbench image imported yet "
-                                          "to run a test container)")
-            name = f"{INSTANCE_PREFIX}probe-{uuid.uuid4().hex[:8]}"
-            proc.run([*CTR, "run", "--rm", "--null-io", "--label", f"{LABEL}=probe", "--label",
-                      f"{STATE_LABEL}={paths.state}", images[0], name, "true"], timeout=120)
-            return Availability(True, f"ctr ran a container of {images[0]}")
-        except VirtbenchError as exc:
-            return Availability(False, exc.message, exc.fix or fix)
-        except Exception as exc:  # noqa: BLE001 - probe reports, never raises
-            return Availability(False, f"{type(exc).__name__}: {exc}", fix)
+        cls.ensure_engine(paths)
+        images = proc.run([*CTR, "images", "ls", "-q", 'name~="^localhost/virtbench:"'], timeout=30).stdout.split()
+        if not images:
+            return Availability(True, "containerd answers (no virtbench image imported yet to run a test container)")
+        name = f"{INSTANCE_PREFIX}probe-{uuid.uuid4().hex[:8]}"
+        proc.run([*CTR, "run", "--rm", "--null-io", "--label", f"{LABEL}=probe", "--label",
+                  f"{STATE_LABEL}={paths.state}", images[0], name, "true"], timeout=120)
+        return Availability(True, f"ctr ran a container of {images[0]}")
 
     # -- lifecycle -----------------------------------------------------------------------
     def prepare(self, image: Image) -> None:

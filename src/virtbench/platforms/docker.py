@@ -132,29 +132,21 @@ class EngineCLI(Platform):
         return services.answers(services.DOCKERD)
 
     @classmethod
-    def probe(cls, paths: Paths) -> Availability:
+    def try_instance(cls, paths: Paths) -> Availability:
         """Start the engine, ask it for its info, and run `true` in an already imported
         virtbench image when there is one (probing has no image of its own to import)."""
-        fix = f"apt-get install {cls.engine_package}"
-        try:
-            if proc.which(cls.cli) is None:
-                return Availability(False, f"{cls.cli} is not installed", fix)
-            cls.ensure_engine(paths)
-            proc.run([*cls.base_argv(), "info"], timeout=30)
-            listed = proc.run([*cls.base_argv(), "images", "--format", "{{.Repository}}:{{.Tag}}",
-                               "--filter", f"reference={IMAGE_REPO}"], timeout=30).stdout.split()
-            if not listed:
-                return Availability(True, f"{cls.cli} engine answers (no virtbench image imported yet "
-                                          "to run a test container)")
-            name = f"vb-probe-{uuid.uuid4().hex[:8]}"
-            labels = [a for label in owner_labels(paths, "probe") for a in ("--label", label)]
-            proc.run([*cls.base_argv(), "run", "--rm", "--name", name, *labels,
-                      "--network", "none", *cls.run_flags(), listed[0], "true"], timeout=120)
-            return Availability(True, f"{cls.cli} ran a container of {listed[0]}")
-        except VirtbenchError as exc:
-            return Availability(False, exc.message, exc.fix or fix)
-        except Exception as exc:  # noqa: BLE001 - probe reports, never raises
-            return Availability(False, f"{type(exc).__name__}: {exc}", fix)
+        cls.ensure_engine(paths)
+        proc.run([*cls.base_argv(), "info"], timeout=30)
+        listed = proc.run([*cls.base_argv(), "images", "--format", "{{.Repository}}:{{.Tag}}",
+                           "--filter", f"reference={IMAGE_REPO}"], timeout=30).stdout.split()
+        if not listed:
+            return Availability(True, f"{cls.cli} engine answers (no virtbench image imported yet "
+                                      "to run a test container)")
+        name = f"vb-probe-{uuid.uuid4().hex[:8]}"
+        labels = [a for label in owner_labels(paths, "probe") for a in ("--label", label)]
+        proc.run([*cls.base_argv(), "run", "--rm", "--name", name, *labels,
+                  "--network", "none", *cls.run_flags(), listed[0], "true"], timeout=120)
+        return Availability(True, f"{cls.cli} ran a container of {listed[0]}")
 
     # -- lifecycle -----------------------------------------------------------------------
     def prepare(self, image: Image) -> None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import re
 import time
-import uuid
 from collections.abc import Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,7 +20,7 @@ from .. import proc
 from ..errors import CommandError, InputError, VirtbenchError
 from ..images.image import Image
 from . import bridge, cgroups, iptables, mounts
-from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions, Size
+from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions, Size, probe_dir
 
 LOCKS = Path("/run/lxc/lock")
 """LXC (as root) keeps a lock file per container here, under the lxcpath's own path."""
@@ -126,6 +126,7 @@ def build_lxc_config(*, name: str, run_id: str, rootfs: str, options: PlatformOp
 class LXC(Platform):
     confinable = True
     type = "lxc"
+    needs_root = True
     Options = LXCOptions
     options: LXCOptions
     binaries = ("lxc-start", "lxc-attach", "lxc-stop", "lxc-info")
@@ -159,32 +160,27 @@ class LXC(Platform):
         return _lxcpath(self.paths)
 
     @classmethod
-    def probe(cls, paths: Paths) -> Availability:
-        if os.geteuid() != 0:
-            return Availability(False, "lxc needs root here (privileged containers)", "run as root")
-        if not all(proc.which(b) for b in cls.binaries):
-            return Availability(False, "lxc is not installed", "apt-get install lxc")
-        lxcpath = paths.runtime / "probe" / f"lxc-{uuid.uuid4().hex[:8]}"
+    def try_instance(cls, paths: Paths) -> Availability:
         name = "vb-probe"
-        try:
-            binds = mounts.skeleton_rootfs(lxcpath / name / "rootfs")
-            (lxcpath / name / "config").write_text(build_lxc_config(
-                name=name, run_id="probe", rootfs=f"dir:{lxcpath / name / 'rootfs'}",
-                options=PlatformOptions(), cgroup_mode=cgroups.cgroup_mode(),
-                apparmor=apparmor_usable(), include=None, init="/usr/bin/sleep infinity",
-                binds=binds))
-            _start(lxcpath, name)
-            proc.run(["lxc-attach", "-P", str(lxcpath), "-n", name, "--", "true"], timeout=30)
-            return Availability(True, "lxc started a container and attached to it")
-        except Exception as exc:  # noqa: BLE001 - probe reports, never raises
-            return Availability(False, f"lxc could not start a container: {exc}",
-                                "see the LXC log above; `lxc-checkconfig` lists missing kernel features")
-        finally:
+        with probe_dir(paths, "lxc") as lxcpath:
             try:
-                _teardown(paths, lxcpath / name, name, lxcpath)
-                mounts.safe_rmtree(lxcpath)
-            except Exception:  # noqa: BLE001
-                pass
+                binds = mounts.skeleton_rootfs(lxcpath / name / "rootfs")
+                (lxcpath / name / "config").write_text(build_lxc_config(
+                    name=name, run_id="probe", rootfs=f"dir:{lxcpath / name / 'rootfs'}",
+                    options=PlatformOptions(), cgroup_mode=cgroups.cgroup_mode(),
+                    apparmor=apparmor_usable(), include=None, init="/usr/bin/sleep infinity",
+                    binds=binds))
+                _start(lxcpath, name)
+                proc.run(["lxc-attach", "-P", str(lxcpath), "-n", name, "--", "true"], timeout=30)
+                return Availability(True, "lxc started a container and attached to it")
+            finally:
+                with suppress(Exception):  # best effort: `cleanup` removes what is left
+                    _teardown(paths, lxcpath / name, name, lxcpath)
+
+    @classmethod
+    def probe_failed(cls, exc: Exception, fix: str) -> Availability:
+        return Availability(False, f"lxc could not start a container: {exc}",
+                            "see the LXC log above; `lxc-checkconfig` lists missing kernel features")
 
     def versions(self) -> dict[str, str]:
         r = self.host.run(["lxc-start", "--version"], timeout=10, check=False)

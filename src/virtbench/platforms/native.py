@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import signal
 import time
-import uuid
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,7 +19,7 @@ from .. import proc
 from ..errors import InputError, VirtbenchError
 from ..images.image import Image
 from . import mounts
-from .base import EXEC_ENV, Availability, Executor, Instance, Paths, Platform, PlatformOptions
+from .base import EXEC_ENV, Availability, Executor, Instance, Paths, Platform, PlatformOptions, probe_dir
 
 SCRATCH = Path("var/tmp/virtbench")
 """Inside the rootfs: where the runner puts scratch files. For native it is a bind mount of a
@@ -61,6 +60,7 @@ def _remove_scratch(rootfs: Path, name: str) -> list[str]:
 
 class Native(Platform):
     type = "native"
+    needs_root = True
     kind = "baseline"
     Options = NativeOptions
     binaries = ("chroot", "mount", "umount")
@@ -77,28 +77,18 @@ class Native(Platform):
                              "remove them or use a container platform")
 
     @classmethod
-    def probe(cls, paths: Paths) -> Availability:
-        if os.geteuid() != 0:
-            return Availability(False, "native needs root (bind mounts and chroot)", "run as root")
-        for b in cls.binaries:
-            if not proc.which(b):
-                return Availability(False, f"{b} is not installed", "apt-get install coreutils mount")
-        probe_dir = paths.runtime / "probe" / f"native-{uuid.uuid4().hex[:8]}"
-        try:
-            root = probe_dir / "root"
-            for d in mounts.skeleton_rootfs(root):
-                mounts.bind(d, root / d.lstrip("/"), readonly=True)
-                mounts.make_private(root / d.lstrip("/"))
+    def try_instance(cls, paths: Paths) -> Availability:
+        with probe_dir(paths, "native") as d:
+            root = d / "root"
+            for b in mounts.skeleton_rootfs(root):
+                mounts.bind(b, root / b.lstrip("/"), readonly=True)
+                mounts.make_private(root / b.lstrip("/"))
             proc.run(["chroot", str(root), "true"], timeout=30)
             return Availability(True, "chroot with bind mounts works")
-        except Exception as exc:  # noqa: BLE001 - probe reports, never raises
-            return Availability(False, f"chroot test failed: {exc}",
-                                "run as root on a host that allows bind mounts")
-        finally:
-            try:
-                mounts.teardown_dir(probe_dir)
-            except Exception:  # noqa: BLE001
-                pass
+
+    @classmethod
+    def probe_failed(cls, exc: Exception, fix: str) -> Availability:
+        return Availability(False, f"chroot test failed: {exc}", "run as root on a host that allows bind mounts")
 
     def versions(self) -> dict[str, str]:
         r = self.host.run(["chroot", "--version"], timeout=10, check=False)

@@ -8,10 +8,10 @@ and every runtime call uses a private state root so cleanup sees only virtbench'
 from __future__ import annotations
 
 import json
-import os
 import time
 import uuid
 from collections.abc import Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -21,7 +21,7 @@ from .. import proc
 from ..errors import CommandError, InputError, UnavailableError, VirtbenchError
 from ..images.image import Image
 from . import bridge, cgroups, iptables, mounts, throttle
-from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions, Size
+from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions, Size, probe_dir
 
 CFS_PERIOD = 100_000
 CAPABILITIES = ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD",
@@ -119,6 +119,7 @@ def build_oci_config(*, name: str, run_id: str, rootfs: str, options: PlatformOp
 
 
 class _OCIRuntime(Platform):
+    needs_root = True
     runtime: ClassVar[str]
     confinable = True
 
@@ -138,36 +139,30 @@ class _OCIRuntime(Platform):
         return []
 
     @classmethod
-    def probe(cls, paths: Paths) -> Availability:
-        if os.geteuid() != 0:
-            return Availability(False, f"{cls.runtime} needs root here", "run as root")
-        if not proc.which(cls.runtime):
-            return Availability(False, f"{cls.runtime} is not installed", f"apt-get install {cls.runtime}")
+    def try_instance(cls, paths: Paths) -> Availability:
         name = f"vb-probe-{uuid.uuid4().hex[:8]}"
-        bundle = paths.runtime / "probe" / f"{cls.runtime}-{name}"
         rt = _rt(cls.runtime, paths)
-        try:
-            binds = mounts.skeleton_rootfs(bundle / "rootfs")
-            config = build_oci_config(name=name, run_id="probe", rootfs=str(bundle / "rootfs"),
-                                      options=PlatformOptions(), args=["true"], binds=binds)
-            (bundle / "config.json").write_text(json.dumps(config))
-            proc.run([*rt, "run", "--bundle", str(bundle), name], timeout=60, detached_children=True)
-            return Availability(True, f"{cls.runtime} ran a container")
-        except Exception as exc:  # noqa: BLE001 - probe reports, never raises
-            said = (getattr(exc, "stderr", "") or str(exc)).strip().splitlines() or [str(exc)]
-            if HYBRID in said[-1]:
-                return Availability(False, f"{cls.runtime}: {said[-1].strip()} (hybrid host: cgroup v1 "
-                                    f"controllers, and cgroup2 holds: {_v2_controllers() or 'none'})",
-                                    "boot with systemd.unified_cgroup_hierarchy=1 (pure cgroup v2), "
-                                    "or use the runc platform")
-            return Availability(False, f"{cls.runtime} could not run a container: {exc}",
-                                f"check `{cls.runtime} run` as root")
-        finally:
+        with probe_dir(paths, cls.runtime) as bundle:
             try:
-                proc.run([*rt, "delete", "--force", name], timeout=30, check=False)
-                mounts.safe_rmtree(bundle)
-            except Exception:  # noqa: BLE001
-                pass
+                binds = mounts.skeleton_rootfs(bundle / "rootfs")
+                config = build_oci_config(name=name, run_id="probe", rootfs=str(bundle / "rootfs"),
+                                          options=PlatformOptions(), args=["true"], binds=binds)
+                (bundle / "config.json").write_text(json.dumps(config))
+                proc.run([*rt, "run", "--bundle", str(bundle), name], timeout=60, detached_children=True)
+                return Availability(True, f"{cls.runtime} ran a container")
+            finally:
+                with suppress(Exception):  # best effort: `cleanup` removes what is left
+                    proc.run([*rt, "delete", "--force", name], timeout=30, check=False)
+
+    @classmethod
+    def probe_failed(cls, exc: Exception, fix: str) -> Availability:
+        said = (getattr(exc, "stderr", "") or str(exc)).strip().splitlines() or [str(exc)]
+        if HYBRID in said[-1]:
+            return Availability(False, f"{cls.runtime}: {said[-1].strip()} (hybrid host: cgroup v1 "
+                                f"controllers, and cgroup2 holds: {_v2_controllers() or 'none'})",
+                                "boot with systemd.unified_cgroup_hierarchy=1 (pure cgroup v2), "
+                                "or use the runc platform")
+        return Availability(False, f"{cls.runtime} could not run a container: {exc}", f"check `{cls.runtime} run` as root")
 
     def versions(self) -> dict[str, str]:
         r = self.host.run([self.runtime, "--version"], timeout=10, check=False)

@@ -98,6 +98,7 @@ class Runsc(_OCIRuntime):
     """gVisor's runsc on the OCI bundle: a user-space kernel between workload and host."""
 
     type = "runsc"
+    needs_root = True
     runtime = "runsc"
     kind = "sandbox"
     Options = RunscOptions
@@ -124,13 +125,7 @@ class Runsc(_OCIRuntime):
         return [f"--platform={self.mode}", f"--network={self.options.network}"]
 
     @classmethod
-    def probe(cls, paths: Paths) -> Availability:
-        import os
-
-        if os.geteuid() != 0:
-            return Availability(False, "runsc needs root here", "run as root")
-        if proc.which("runsc") is None:
-            return Availability(False, "runsc (gVisor) is not installed", "apt-get install runsc")
+    def try_instance(cls, paths: Paths) -> Availability:
         return try_mode(paths, installed_modes()[1])
 
     def versions(self) -> dict[str, str]:

@@ -21,8 +21,9 @@ from ..store.models import Run
 from . import figures as F
 from . import html_parts as H
 from . import interactive as I
-from . import sections as sec
 from . import summary as S
+from .layout import closing_sections
+from .model import Report as Model
 from .sections import ReportSection
 
 Report = tuple[Run, list[Row], list[dict[str, Any]]]
@@ -103,17 +104,30 @@ class Page:
         return "".join(out)
 
 
+CLOSING = ("failures", "statistics")
+"""The layout's closing sections (report/layout.py): the interactive charts go before them."""
+
+
+def section_html(page: Page, s: ReportSection, prefix: str) -> str:
+    """Any section of the report's layout: its tables, figures and notes, one way for all."""
+    parts = [f'<p class="note">{H.e(n)}</p>' for n in s.notes]
+    for t in s.tables:
+        if not t.rows:
+            parts.append(f"<p>{H.e(t.empty)}</p>" if t.empty else "")
+            continue
+        cls = "filterable main" if t.main else "filterable" if len(t.rows) > 15 else ""
+        parts.append(H.table(t.columns, [[H.cell(v) for v in row] for row in t.rows], cls, t.title))
+    if s.figures:
+        parts.append(page.grid(s.figures, prefix))
+    body = "".join(parts)
+    if s.detail:
+        return f'<details id="{H.e(prefix)}{H.e(s.key)}"><summary>{H.e(s.title)}</summary>{body}</details>'
+    return f'<h3 id="{H.e(prefix)}{H.e(s.key)}">{H.e(s.title)}</h3>{body}'
+
+
 def experiment_html(page: Page, secs: Sequence[ReportSection], prefix: str) -> str:
-    """An experiment kind's own part: its tables, figures and notes (report/sections.py)."""
-    parts = []
-    for s in secs:
-        parts.append(f'<h3 id="{H.e(prefix)}{H.e(s.key)}">{H.e(s.title)}</h3>')
-        parts += [f'<p class="note">{H.e(n)}</p>' for n in s.notes]
-        for t in s.tables:
-            parts.append(H.table(t.columns, [[H.e(sec.cell(v)) for v in row] for row in t.rows], caption=t.title))
-        if s.figures:
-            parts.append(page.grid(s.figures, prefix))
-    return "".join(parts)
+    """Sections outside a run's layout (a study's section above its runs), laid out the same way."""
+    return "".join(section_html(page, s, prefix) for s in secs)
 
 
 def run_section(page: Page, report: Report, label: str, prefix: str = "", *, alpha: float = stats.ALPHA,
@@ -121,11 +135,10 @@ def run_section(page: Page, report: Report, label: str, prefix: str = "", *, alp
     run, rows, failures = report
     baseline = run.baseline
     platforms = [p.name for p in run.platforms]
+    model = Model(run, rows, failures, list(secs))
     infos = S.platform_infos(run)
-    cat = tables.category_table(rows)
-    stacks = tables.stack_predictions(rows, infos)
-    warnings = S.warnings(run, rows)
-    figs = F.all_figures(rows, baseline, F.bench_points(run), cat, stacks)
+    figs = F.all_figures(rows, baseline, F.bench_points(run), tables.category_table(rows),
+                         tables.stack_predictions(rows, infos))
     counts: dict[str, int] = {}
     for r in rows:
         if r.verdict and r.verdict != "baseline":
@@ -141,23 +154,13 @@ def run_section(page: Page, report: Report, label: str, prefix: str = "", *, alp
         f"<p>{len(platforms)} platforms, {len(run.benchmarks)} benchmarks, baseline <b>{H.e(baseline)}</b>. "
         f"Comparisons with the baseline: {verdicts or 'none'} ({H.e(S.VERDICT_RULE)} Minimum effect "
         f"{min_effect:.0%}.)</p>",
-        experiment_html(page, secs, prefix),
-        "<h3>Warnings</h3>", H.warnings_html(warnings),
-        *([  # an experiment whose section is the result (density) has no rows here
-            "<h3>Relative performance</h3>", H.relative_table(rows, platforms, baseline,
-                                                                [b.key for b in run.benchmarks]),
-            "<h3>Per category</h3>", H.category_html(cat, platforms),
-            H.best_html(tables.best_of_kind(cat, infos, "vm"), "vm"),
-            H.best_html(tables.best_of_kind(cat, infos, "container"), "container"),
-            H.availability_html(tables.availability({label: cat}, {label: infos})),
-            "<h3>Stacked platforms</h3>", H.stacks_html(stacks),
-            "<h3>Lifecycle</h3>", H.lifecycle_html(rows, platforms),
-            "<h3>Overview charts</h3>", page.grid(overview, prefix)] if rows else []),
+        "<h3>Warnings</h3>", H.warnings_html(S.warnings(run, rows)),
+        *[section_html(page, s, prefix) for s in model.layout() if s.key not in CLOSING],
+        "<h3>Overview charts</h3>", page.grid(overview, prefix),
     ]
     for group, specs in per_bench.items():
         parts += [f"<h3>{H.e(group)}</h3>", page.grid(specs, prefix)]
-    parts += ["<h3>Failures</h3>", H.failures_html(failures),
-              "<details><summary>Every statistic</summary>", H.detail_table(rows), "</details>",
+    parts += [*[section_html(page, s, prefix) for s in closing_sections(model)],
               "<h3>Provenance</h3>", H.provenance(run, S.facts(run), label), "</section>"]
     return page.filterable("".join(parts))
 

@@ -8,9 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
-from ..analysis.summary import Row
-from ..analysis.tables import BestRow, CategoryCell, StackRow
-from ..constants import LIFECYCLE, LIFECYCLE_STEPS
+from .model import Comparison
 
 BADGE = {"faster": ("good", "faster"), "slower": ("bad", "slower"), "same": ("same", "same"),
          "inconclusive": ("ns", "inconclusive"), "baseline": ("base", "baseline"), "unit changed": ("ns", "unit changed")}
@@ -48,7 +46,7 @@ def badge(verdict: str | None, reason: str | None = None) -> str:
         return ""
     cls, text = BADGE.get(verdict, ("ns", verdict))
     title = f' title="{e(reason)}"' if reason else ""
-    return f'<span class="badge {cls}"{title}>{e(text)}</span>'
+    return f'<span class="badge {cls} v-{e(verdict.replace(" ", "-"))}"{title}>{e(text)}</span>'
 
 
 def kv(pairs: Iterable[tuple[str, Any]]) -> str:
@@ -120,79 +118,27 @@ def warnings_html(warnings: Sequence[Mapping[str, Any]]) -> str:
     return out
 
 
-def _rel_cell(r: Row | None) -> str:
-    if r is None:
+def comparison(c: Comparison) -> str:
+    """A cell comparing a platform with the baseline: ratio, interval, verdict badge, flags."""
+    if c.relative is None:
+        return f'<span class="bad">failed ×{c.failed}</span>' if c.failed else badge(c.verdict, c.reason) or "–"
+    ci = f' <span class="ci">[{c.ci[0]:.3f}–{c.ci[1]:.3f}]</span>' if c.ci else ""
+    p = f' <span class="ci">{e(c.reason)}</span>' if c.reason and c.verdict == "inconclusive" else ""
+    flags = f' <span class="flags" title="{e("; ".join(c.warnings))}">⚑{len(c.warnings)}</span>' if c.warnings else ""
+    failed = f' <span class="bad">({c.failed} failed)</span>' if c.failed else ""
+    return f"<b>{c.relative:.3f}</b>{ci} {badge(c.verdict, c.reason)}{p}{flags}{failed}"
+
+
+def cell(v: Any) -> str:
+    """Any cell of a model table as escaped HTML (the HTML file and the web pages)."""
+    if isinstance(v, Comparison):
+        return comparison(v)
+    if v is None:
         return "–"
-    if r.relative is None:
-        return f'<span class="bad">failed ×{r.failed}</span>' if r.failed else badge(r.verdict, r.verdict_reason) or "–"
-    ci = f' <span class="ci">[{r.relative_ci95[0]:.3f}–{r.relative_ci95[1]:.3f}]</span>' if r.relative_ci95 else ""
-    p = f' <span class="ci">{e(r.verdict_reason)}</span>' if r.verdict_reason and r.verdict == "inconclusive" else ""
-    flags = f' <span class="flags" title="{e("; ".join(f["message"] for f in r.quality))}">⚑{len(r.quality)}</span>' \
-        if any(f["severity"] == "warn" for f in r.quality) else ""
-    failed = f' <span class="bad">({r.failed} failed)</span>' if r.failed else ""
-    return f"<b>{r.relative:.3f}</b>{ci} {badge(r.verdict, r.verdict_reason)}{p}{flags}{failed}"
-
-
-def relative_table(rows: Sequence[Row], platforms: Sequence[str], baseline: str,
-                   order: Sequence[str] = ()) -> str:
-    """Relative performance per benchmark metric and platform, with verdict after Holm's correction.
-
-    order: benchmark keys in the campaign's order (a sweep reads 64, 1024, 16384, not 1024, 16384, 64).
-    """
-    pos = {k: i for i, k in enumerate(order)}
-    by: dict[tuple[str, str], dict[str, Row]] = {}
-    for r in sorted(rows, key=lambda r: pos.get(r.benchmark, len(pos))):
-        if r.benchmark != LIFECYCLE:
-            by.setdefault((r.benchmark, r.metric), {})[r.platform] = r
-    others = [p for p in platforms if p != baseline]
-    body = []
-    for (bench, metric), per in by.items():
-        any_row = next(iter(per.values()))
-        base = per.get(baseline)
-        arrow = "↑" if any_row.higher_is_better else "↓"
-        body.append([f"{e(bench)} <b>{e(metric)}</b> {arrow}", e(any_row.unit),
-                     e(fmt(base.mean)) if base and base.mean is not None else '<span class="bad">no data</span>',
-                     *[_rel_cell(per.get(p)) for p in others]])
-    return table(["benchmark / metric", "unit", f"{baseline} mean", *others], body, "filterable main",
-                 f"Performance relative to {baseline}: 1.0 = same, above = better; [95% interval of the ratio]; "
-                 "verdict: slower/faster when the interval excludes 1, same when it lies within the minimum "
-                 "effect, otherwise inconclusive with what would decide it; ⚑ = quality warnings")
-
-
-def detail_table(rows: Sequence[Row]) -> str:
-    body = ([e(r.benchmark), e(r.metric), e(r.unit), e(r.platform), str(r.n), str(r.failed), e(fmt(r.mean)),
-             e(f"{fmt(r.mean_boot_ci95[0])}–{fmt(r.mean_boot_ci95[1])}" if r.mean_boot_ci95 else "–"),
-             e(fmt(r.median)), e(f"{fmt(r.median_ci95[0])}–{fmt(r.median_ci95[1])}" if r.median_ci95 else "–"),
-             e(fmt(r.stdev)), e(pct(r.cv) if r.cv is None else f"{r.cv:.1%}"), e(fmt(r.relative)),
-             e(fmt(r.p_value, 2)), e(fmt(r.p_holm, 2)), e(fmt(r.effect_size, 2)), badge(r.verdict, r.verdict_reason),
-             e(r.verdict_reason or "")] for r in rows)
-    return table(["benchmark", "metric", "unit", "platform", "n", "failed", "mean", "mean 95% CI", "median",
-                  "median 95% CI", "stdev", "CV", "relative", "p", "p (Holm)", "rank-biserial", "verdict", "reason"],
-                 body, "filterable small")
-
-
-def category_html(cat: Mapping[str, Mapping[str, CategoryCell]], platforms: Sequence[str]) -> str:
-    cols = [p for p in platforms if any(p in cells for cells in cat.values())]
-    body = ([e(c), *[f"{cells[p].geomean:.3f} <span class='ci'>({cells[p].metrics})</span>" if p in cells else "–"
-                     for p in cols]] for c, cells in cat.items())
-    return table(["category", *cols], body, "", "Geometric mean of relative performance per category "
-                 "(number of metrics in brackets)")
-
-
-def best_html(best: Sequence[BestRow], kind: str) -> str:
-    names = list(dict.fromkeys(n for b in best for n in b.values))
-    if len(names) < 1:
-        return f"<p>No {e(kind)} platforms measured directly on the host.</p>"
-
-    def cell(b: BestRow, n: str) -> str:
-        if n not in b.values:
-            return "–"
-        v = f"{b.values[n]:.3f}"
-        return f"<b>{v}</b>" if n == b.best else f"<i>{v}</i>" if n == b.worst else v
-    body = ([e(b.category), *[cell(b, n) for n in names], e(b.best or "--")] for b in best)
-    title = {"vm": "Hypervisor comparison (Table 5 style)", "container": "Container runtime comparison "
-             "(Table 6 style)"}.get(kind, kind)
-    return table(["category", *names, "best"], body, "", f"{title}: bold best, italic worst")
+    if isinstance(v, float):
+        return e(fmt(v))
+    text = str(v)
+    return f"<pre>{e(text)}</pre>" if "\n" in text else e(text)
 
 
 def availability_html(avail: Sequence[Mapping[str, Any]], kinds: Sequence[str] = ("container", "vm")) -> str:
@@ -203,36 +149,6 @@ def availability_html(avail: Sequence[Mapping[str, Any]], kinds: Sequence[str] =
     body = ([e(a["category"]), "100%", *[e(rng(a.get(k))) for k in kinds]] for a in avail)
     return table(["category", "bare metal", *kinds], body, "", "Performance availability (Table 7 style): best "
                  "platform of each kind per category, range over hosts")
-
-
-def stacks_html(stacks: Sequence[StackRow]) -> str:
-    if not stacks:
-        return "<p>No stacked platforms (a platform with <code>inside:</code>) in this run.</p>"
-    body = ([e(s.platform), e(f"{s.outer} × {s.inner}"), e(f"{s.benchmark} {s.metric}"), f"{s.outer_relative:.3f}",
-             f"{s.inner_relative:.3f}", f"<b>{s.predicted:.3f}</b>", f"<b>{s.measured:.3f}</b>",
-             f"{s.error:+.1%}"] for s in stacks)
-    return table(["stack", "layers", "benchmark metric", "outer", "inner", "predicted", "measured", "error"], body,
-                 "filterable", "Stack prediction (Fig. 4 style): product of the layers' relative performances")
-
-
-def lifecycle_html(rows: Sequence[Row], platforms: Sequence[str]) -> str:
-    life = [r for r in rows if r.benchmark == LIFECYCLE]
-    if not life:
-        return ""
-    known = [f"{s}_s" for s in LIFECYCLE_STEPS]
-    steps = sorted(dict.fromkeys(r.metric for r in life), key=lambda m: known.index(m) if m in known else 99)
-    per = {(r.platform, r.metric): r for r in life}
-    body = ([e(p), *[e(fmt(per[(p, s)].median, 3)) if (p, s) in per and per[(p, s)].median is not None else "–"
-                     for s in steps]] for p in platforms)
-    return table(["platform", *[s.removesuffix("_s") for s in steps]], body, "", "Lifecycle: median seconds")
-
-
-def failures_html(failures: Sequence[Mapping[str, Any]]) -> str:
-    if not failures:
-        return '<p class="ok">No failed executions.</p>'
-    body = ([str(f["round"]), e(f["platform"]), e(f["benchmark"]), e(f.get("exit_code")), e(f["error"]),
-             f"<pre>{e(f.get('output_tail', ''))}</pre>"] for f in failures)
-    return table(["round", "platform", "benchmark", "exit", "error", "output (tail)"], body, "filterable")
 
 
 def hosts_html(matrix: Sequence[Mapping[str, Any]], hosts: Sequence[str]) -> str:

@@ -28,11 +28,40 @@ sections as top-level keys, samples of several instances summarized per round.""
 
 @dataclass
 class Table:
-    """A table as data: each renderer lays it out (the terminal keeps to 100 columns)."""
+    """A table as data: each renderer lays it out (the terminal keeps to 100 columns).
+
+    A cell is a plain value (text, number, None) or a `Comparison`; every renderer knows how
+    to show both, so a new table or column needs no renderer code."""
 
     title: str
     columns: list[str]
     rows: list[list[Any]]
+    key_columns: int = 0
+    """Leading columns that name a row: a table too wide for the terminal is split into parts
+    by the columns after them, each part repeating these."""
+    empty: str = ""
+    """What to say instead of an empty table ('' leaves it out)."""
+    main: bool = False
+    """The report's principal table (HTML gives it a search box)."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A cell that compares a platform with the baseline: its ratio, the verdict read from the
+    interval, the reason, quality warnings and failed executions."""
+
+    relative: float | None
+    verdict: str | None
+    reason: str | None = None
+    ci: tuple[float, float] | None = None
+    warnings: tuple[str, ...] = ()
+    failed: int = 0
+
+    @classmethod
+    def of(cls, row: Row) -> Comparison:
+        return cls(row.relative, row.verdict, row.verdict_reason,
+                   tuple(row.relative_ci95) if row.relative_ci95 else None,  # type: ignore[arg-type]
+                   tuple(f["message"] for f in row.quality if f.get("severity") == "warn"), row.failed)
 
 
 @dataclass
@@ -48,6 +77,10 @@ class Section:
     figures: list[FigureSpec] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     """Sentences for the reader: method and caveats."""
+    in_json: bool = True
+    """False for the report's own parts (report/layout.py): their data is in the document already."""
+    detail: bool = False
+    """Shown on request: the terminal's --detail, a folded part of the HTML file."""
 
 
 @dataclass
@@ -59,6 +92,14 @@ class Report:
     rows: list[Row]
     failures: list[dict[str, Any]]
     sections: list[Section] = field(default_factory=list)
+
+    def layout(self) -> list[Section]:
+        """Everything shown after the headline, in order: the report's own parts as sections
+        (results, lifecycle, categories, stacks), the run's sections, then the failures and
+        every statistic. Every renderer (terminal, HTML file, web run page) lays out this list."""
+        from .layout import closing_sections, core_sections
+
+        return [*core_sections(self), *self.sections, *closing_sections(self)]
 
     def __iter__(self) -> Any:
         return iter((self.run, self.rows, self.failures))

@@ -18,8 +18,6 @@ from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from ..registry import Registry
 from ..store.db import Store
@@ -92,14 +90,7 @@ def cell(v: Any) -> str:
 
 
 def render_text(secs: list[ReportSection], console: Console) -> None:
-    for s in secs:
-        for t in s.tables:
-            console.print(escape(f"{s.title}: {t.title}"))  # a table's own title wraps to its width
-            table = Table()
-            for c in t.columns:
-                table.add_column(escape(c))
-            for row in t.rows:
-                table.add_row(*[escape(cell(v)) for v in row])
-            console.print(table)
-        for note in s.notes:
-            console.print(f"[dim]note: {escape(note)}[/dim]")
+    """The sections in the terminal, laid out like every part of the report (report/text.py)."""
+    from .text import render_sections
+
+    render_sections(secs, console)

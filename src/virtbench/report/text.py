@@ -13,12 +13,10 @@ from rich.text import Text
 from ..analysis import quality
 from ..analysis.compare import CompareRow
 from ..analysis.summary import Row
-from ..constants import LIFECYCLE
 from ..store.models import Run
 from . import headline as H
-from .model import Section
-from .sections import render_text as render_sections
-from .text_tables import render_tables
+from .model import Comparison, Report, Section
+from .model import Table as ModelTable
 
 
 def _fmt(x: float | None, digits: int = 4) -> str:
@@ -41,19 +39,31 @@ WIDTH = 100
 LEGEND = "▼ slower, ▲ faster, = same within the margin, ? inconclusive, ~ mixed, ⚑ quality warning"
 
 
-def _rel(row: Row, ci: bool = True) -> str:
-    if row.relative is None:
-        return "[dim]-[/dim]" if not row.failed else f"[red]failed x{row.failed}[/red]"
-    colour = {"slower": "red", "faster": "green"}.get(row.verdict or "", "default")
-    text = f"[{colour}]{row.relative:.3f}[/{colour}]"
-    if ci and row.relative_ci95:
-        text += f" [dim][{row.relative_ci95[0]:.2f}-{row.relative_ci95[1]:.2f}][/dim]"
-    text += MARK.get(row.verdict or "", "")
-    if any(f["severity"] == "warn" for f in row.quality):
+def _rel(row: Row | Comparison, ci: bool = True) -> str:
+    c = row if isinstance(row, Comparison) else Comparison.of(row)
+    if c.relative is None:
+        return "[dim]-[/dim]" if not c.failed else f"[red]failed x{c.failed}[/red]"
+    colour = {"slower": "red", "faster": "green"}.get(c.verdict or "", "default")
+    text = f"[{colour}]{c.relative:.3f}[/{colour}]"
+    if ci and c.ci:
+        text += f" [dim][{c.ci[0]:.2f}-{c.ci[1]:.2f}][/dim]"
+    text += MARK.get(c.verdict or "", "")
+    if c.warnings:
         text += " [yellow]⚑[/yellow]"
-    if row.failed:
-        text += f" [red]({row.failed} failed)[/red]"
+    if c.failed:
+        text += f" [red]({c.failed} failed)[/red]"
     return text
+
+
+def cell(v: Any, wide: bool = False) -> str:
+    """Any cell of a model table as terminal markup."""
+    if isinstance(v, Comparison):
+        return _rel(v, ci=wide)
+    if v is None:
+        return "[dim]-[/dim]"
+    if isinstance(v, float):
+        return _fmt(v)
+    return escape(str(v))
 
 
 def _facts(run: Run) -> dict[str, Any]:
@@ -62,22 +72,21 @@ def _facts(run: Run) -> dict[str, Any]:
 
 def render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: Console,
            detail: bool = False, wide: bool = False, sections: Sequence[Section] = ()) -> None:
-    """Headline first, then the details and the experiment sections; at most WIDTH columns
-    unless wide (the old layout)."""
+    """Headline first, then the report's layout (report/layout.py: results, lifecycle,
+    categories, stacks, failures, then the run's sections); at most WIDTH columns unless wide
+    (the old layout)."""
     width = console.width
     if not wide:
         console.width = min(width, WIDTH)
     try:
-        _render(run, rows, failures, console, detail, wide)
-        render_sections(list(sections), console)
+        _intro(run, rows, console)
+        render_sections(Report(run, rows, failures, list(sections)).layout(), console, detail=detail, wide=wide)
     finally:
         console.width = width
 
 
-def _render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: Console, detail: bool,
-            wide: bool) -> None:
+def _intro(run: Run, rows: list[Row], console: Console) -> None:
     facts = _facts(run)
-    baseline = run.baseline
     console.print(f"[bold]virtbench run {run.id}[/bold] ({run.name}, {run.status})")
     render_headline(run, rows, console)
     console.print()
@@ -87,80 +96,55 @@ def _render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: 
     console.print(f"image {run.image.get('recipe_hash', '?')[:12]} ({run.image.get('release')}/{run.image.get('arch')}), "
                   f"same binaries on every platform; {run.campaign.get('repetitions')} repetitions after "
                   f"{run.campaign.get('warmups')} warm-up, randomized order (seed {run.seed})")
-    platforms = [p.name for p in run.platforms]
     for flag in quality.host_conditions(facts) + quality.run_checks(run.campaign):
         colour = "yellow" if flag.severity == "warn" else "dim"
         console.print(f"[{colour}]{flag.check}:[/{colour}] {escape(flag.message)}")
-    by_key: dict[tuple[str, str], dict[str, Row]] = {}
-    for r in rows:
-        if r.benchmark != LIFECYCLE:
-            by_key.setdefault((r.benchmark, r.metric), {})[r.platform] = r
-    others = [p for p in platforms if p != baseline]
-    title = (f"Performance relative to {baseline} (1.0 = same, higher = better; "
-             + ("95% interval; " if wide else "") + LEGEND + ")")
-    chunks = _chunks(console, others, lambda ps: _relative_table(by_key, baseline, ps, wide, ""), wide,
-                     lambda p: [_rel(per[p], ci=wide) if p in per else "-" for per in by_key.values()])
-    if by_key:  # an experiment whose section is the result (density) has no main table
-        console.print(escape(title))
-    for i, chunk in enumerate(chunks if by_key else [], 1):
+    console.print(f"[dim]{escape(LEGEND)}[/dim]")
+
+
+def render_sections(secs: Sequence[Section], console: Console, *, detail: bool = False, wide: bool = False) -> None:
+    """Every section the same way: its tables (split by columns to fit the width), then its notes."""
+    for s in secs:
+        if s.detail and not detail:
+            continue
+        for t in s.tables:
+            if not t.rows:
+                if t.empty:
+                    console.print(f"[dim]{escape(t.empty)}[/dim]")
+                continue
+            _table(t, console, wide, f"{s.title}: {t.title}" if s.in_json else t.title)
+        for note in s.notes:
+            console.print(f"[dim]note: {escape(note)}[/dim]")
+
+
+def _table(t: ModelTable, console: Console, wide: bool, title: str) -> None:
+    """A model table in parts that fit the width; the report's own parts are named by their
+    table's title, a run's sections by their kind's title too."""
+    k = t.key_columns
+    rows = [[cell(v, wide) for v in row] for row in t.rows]
+    numeric = [all(isinstance(r[i], int | float | Comparison) or r[i] is None for r in t.rows)
+               for i in range(len(t.columns))]
+
+    def build(cols: Sequence[int]) -> Table:
+        table = Table(title_justify="left")
+        for i in [*range(k), *cols]:
+            table.add_column(escape(t.columns[i]), justify="right" if numeric[i] and not wide else "left")
+        for row in rows:
+            table.add_row(*[row[i] for i in [*range(k), *cols]])
+        return table
+
+    rest = list(range(k, len(t.columns)))
+    chunks = _chunks(console, rest, build, wide, lambda i: [r[i] for r in rows],
+                     label=lambda i: t.columns[i]) if k else [rest]
+    console.print(escape(title))  # a table's own title wraps to its width
+    for n, chunk in enumerate(chunks, 1):
         if len(chunks) > 1:
-            console.print(escape(f"part {i} of {len(chunks)}: {', '.join(chunk)}"))
-        console.print(_relative_table(by_key, baseline, chunk, wide, ""))
-
-    life = [r for r in rows if r.benchmark == LIFECYCLE]
-    if life:
-        lt = Table(title="Lifecycle (median seconds, lower is better)", title_justify="left")
-        lt.add_column("platform")
-        steps = sorted({r.metric for r in life}, key=["create_s", "start_s", "stop_s", "remove_s"].index)
-        for s in steps:
-            lt.add_column(s.removesuffix("_s"), justify="right")
-        for p in platforms:
-            per = {r.metric: r for r in life if r.platform == p}
-            lt.add_row(escape(p), *[_fmt(per[s].median, 3) if s in per and per[s].median is not None else "-"
-                                    for s in steps])
-        console.print(lt)
-
-    render_tables(run, rows, console)
-
-    if detail:
-        dt = Table(title="All statistics", title_justify="left")
-        for col in ("benchmark", "metric", "platform", "n", "failed", "mean", "median", "stdev", "95% CI",
-                    "relative", "relative 95% CI", "verdict"):
-            dt.add_column(col)
-        for r in rows:
-            dt.add_row(escape(r.benchmark), escape(f"{r.metric} [{r.unit}]"), escape(r.platform), str(r.n),
-                       str(r.failed), _fmt(r.mean), _fmt(r.median), _fmt(r.stdev),
-                       f"{_fmt(r.ci95[0])}..{_fmt(r.ci95[1])}" if r.ci95 else "-", _fmt(r.relative),
-                       f"{r.relative_ci95[0]:.3f}..{r.relative_ci95[1]:.3f}" if r.relative_ci95 else "-",
-                       escape(r.verdict_reason or r.verdict or "-"))
-        console.print(dt)
-    if failures:
-        console.print(f"[red]{len(failures)} failed executions[/red] (raw output kept: "
-                      f"`virtbench show {run.id} --failed`):")
-        for f in failures[:20]:
-            console.print(f"  round {f['round']} {f['platform']} {f['benchmark']}: {f['error'][:200]}", markup=False)
+            console.print(escape(f"part {n} of {len(chunks)}: {', '.join(t.columns[i] for i in chunk)}"))
+        console.print(build(chunk))
 
 
-def _relative_table(by_key: dict[tuple[str, str], dict[str, Row]], baseline: str, platforms: Sequence[str],
-                    wide: bool, title: str) -> Table:
-    table = Table(title=title or None, title_justify="left")
-    table.add_column("benchmark / metric")
-    table.add_column("unit")
-    table.add_column(f"{baseline} mean", justify="right")
-    for p in platforms:
-        table.add_column(escape(p), justify="left" if wide else "right")
-    for (bench, metric), per in by_key.items():
-        base = per.get(baseline)
-        any_row = next(iter(per.values()))
-        arrow = "↑" if any_row.higher_is_better else "↓"
-        table.add_row(escape(f"{bench} {metric} {arrow}"), escape(any_row.unit),
-                      _fmt(base.mean) if base and base.mean is not None else "[red]no data[/red]",
-                      *[_rel(per[p], ci=wide) if p in per else "-" for p in platforms])
-    return table
-
-
-def _chunks(console: Console, items: Sequence[str], build: Any, wide: bool,
-            cells: Any = None) -> list[list[str]]:
+def _chunks(console: Console, items: Sequence[Any], build: Any, wide: bool,
+            cells: Any = None, label: Any = str) -> list[list[Any]]:
     """Split items (platform columns) so each table built from a chunk fits the console.
 
     cells(item) gives the column's cell texts (markup): its width is then read from them, so
@@ -168,8 +152,9 @@ def _chunks(console: Console, items: Sequence[str], build: Any, wide: bool,
     if wide or not items:
         return [list(items)]
     fixed = _natural_width(console, build([]))
-    need = {i: max(Text.from_markup(c).cell_len for c in [escape(i), *cells(i)]) + 3 for i in items} if cells else {}
-    out: list[list[str]] = []
+    need = {i: max(Text.from_markup(c).cell_len for c in [escape(label(i)), *cells(i)]) + 3 for i in items} \
+        if cells else {}
+    out: list[list[Any]] = []
     rest = list(items)
     while rest:
         k, used = 0, fixed

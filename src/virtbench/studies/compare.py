@@ -123,9 +123,10 @@ def reasons(value: P.PaperValue, facts: dict[str, Any], host: P.PaperHost, quick
     """Likely reasons for a difference: what differs between this host and the paper's."""
     out = []
     for d in value.depends:
-        if d == "aes" and bool(facts.get("aes")) != host.aes:
+        aes = host.aes if value.paper_aes is None else value.paper_aes
+        if d == "aes" and bool(facts.get("aes")) != aes:
             out.append(f"AES instructions: {'yes' if facts.get('aes') else 'none'} here, "
-                       f"{'yes' if host.aes else 'none'} on the paper's machine")
+                       f"{'yes' if aes else 'none'} on the paper's machine")
         elif d == "virtualized" and (facts.get("virtualization") or {}).get("vm", "none") not in ("none", "", None):
             out.append(f"this host is itself a VM ({facts['virtualization']['vm']}): the baseline is virtualized too")
         elif d == "memory" and facts.get("memory_bytes"):

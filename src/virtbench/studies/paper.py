@@ -70,6 +70,8 @@ class PaperValue(Strict):
     needs: Capability | None = None
     depends: tuple[Depends, ...] = ()
     tolerance: float = Field(0.05, description="relative: agreement within this (0.05 = 5 points)")
+    paper_aes: bool | None = Field(None, description="AES instructions on the machine of this value, "
+                                                     "where it is not the paper's main one (RPi 5 vs 4B)")
 
     def label(self) -> str:
         return self.quantity or (f"{self.category} ({self.of})" if self.category else self.id)

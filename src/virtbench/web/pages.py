@@ -13,12 +13,12 @@ from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from markupsafe import Markup
 
 from .. import __version__
 from ..errors import InputError
 from ..report import summary
-from ..store.db import Store
-from ..store.models import Run
+from ..report.model import Report
 from . import api, campaigns, downloads, queries, results, svg
 from .security import LOGIN_COOKIE, SESSION_COOKIE, check_form_write, client_of, cookie_args, require_read
 
@@ -111,18 +111,21 @@ def runs_page(request: Request, status: str | None = Query(None, max_length=16),
                   status=status or "", host=host or "", counts=queries.status_counts(store))
 
 
-def _sections(store: Store, run: Run) -> list[dict[str, Any]]:
-    """An experiment kind's own part (migration times, line rates...): its tables, notes and
-    figures, drawn on the server like every chart here."""
-    from ..report.sections import cell, sections
+def _sections(report: Report) -> list[dict[str, Any]]:
+    """The report's layout as the HTML file shows it (report/layout.py: results, lifecycle,
+    categories, stacks, failures, then the run's own sections), with each section's figures
+    drawn on the server like every chart here; 'every statistic' is left to the downloads."""
+    from ..report.html_parts import cell
 
     out = []
-    for sec in sections(store, run):
+    for sec in report.layout():
+        if sec.detail:
+            continue
         names = [s.name for f in sec.figures for s in f.series]
         colors = svg.Colors(list(dict.fromkeys(names)))
         out.append({"key": sec.key, "title": sec.title, "notes": sec.notes,
-                    "tables": [{"title": t.title, "columns": t.columns, "rows": [[cell(v) for v in r] for r in t.rows]}
-                               for t in sec.tables],
+                    "tables": [{"title": t.title, "columns": t.columns, "empty": t.empty,
+                                "rows": [[Markup(cell(v)) for v in r] for r in t.rows]} for t in sec.tables],  # cell() escapes
                     "charts": [svg.draw(f, colors) for f in sec.figures]})
     return out
 
@@ -135,11 +138,10 @@ def run_page(request: Request, run_id: str = RUN_ID) -> HTMLResponse:
     prog = queries.progress(store, run.id)
     report = None
     if prog["executions"]:
+        from ..report.sections import sections
+
         _, rows, failures = request.app.state.cache.report(store, run.id)
-        benches = list(dict.fromkeys(r.benchmark for r in rows))
-        benches.sort(key=lambda b: b == "lifecycle")  # lifecycle last: the benchmarks are what was asked for
-        report = {"rows": rows, "failures": failures, "benchmarks": benches,
-                  "platforms": [p.name for p in run.platforms], "sections": _sections(store, run)}
+        report = {"sections": _sections(Report(run, rows, failures, sections(store, run)))}
     return render(request, "run.html", title=f"Run {run.name}", run=run, progress=prog, report=report,
                   executions=queries.executions(store, run.id, limit=300), downloads=downloads.available(run.id),
                   active=run.status in queries.ACTIVE)

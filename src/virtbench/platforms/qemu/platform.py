@@ -27,7 +27,6 @@ import hashlib
 import json
 import os
 import sys
-import uuid
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,7 +35,7 @@ from ...errors import CommandError, InputError, UnavailableError, VirtbenchError
 from ...images import vmdisk
 from ...images.image import Image
 from .. import bridge, cgroups, mounts
-from ..base import EXEC_ENV, Availability, Executor, Instance, Paths, Platform, PlatformOptions
+from ..base import EXEC_ENV, Availability, Executor, Instance, Paths, Platform, PlatformOptions, probe_dir
 from . import guest
 from . import stack as qemu_stack
 from .accel import AccelVerdict, accel_verdict, probe_kernel, try_stub
@@ -101,30 +100,18 @@ class Qemu(Platform):
 
     # -- discovery -----------------------------------------------------------------------
     @classmethod
-    def probe(cls, paths: Paths) -> Availability:
-        try:
-            _arch()
-        except UnavailableError as exc:
-            return Availability(False, exc.message, exc.fix or "")
-        fix = "apt-get install " + " ".join(cls.packages)
-        for b in cls.binaries:
-            if not proc.which(b):
-                return Availability(False, f"{b} is not installed", fix)
-        try:
-            verdict = accel_verdict(paths, probe_kernel())
-            if verdict.kvm:
-                return Availability(True, verdict.reason)
-            work = paths.runtime / "qemu" / f"probe-{uuid.uuid4().hex[:8]}"
-            try:
-                why = try_stub(HOST_ARCH, "tcg", work)
-            finally:
-                _rmtree(work)
-            if why is not None:
-                return Availability(False, f"{verdict.reason}; and TCG emulation failed too: {why}", fix)
-            return Availability(True, f"{verdict.reason}; using TCG emulation",
-                                "for KVM: run on bare metal, or enable nested virtualization")
-        except Exception as exc:  # noqa: BLE001 - probe reports, never raises
-            return Availability(False, f"QEMU test failed: {type(exc).__name__}: {exc}", fix)
+    def try_instance(cls, paths: Paths) -> Availability:
+        _arch()
+        verdict = accel_verdict(paths, probe_kernel())
+        if verdict.kvm:
+            return Availability(True, verdict.reason)
+        with probe_dir(paths, "qemu") as work:
+            why = try_stub(HOST_ARCH, "tcg", work)
+        if why is not None:
+            return Availability(False, f"{verdict.reason}; and TCG emulation failed too: {why}",
+                                "apt-get install " + " ".join(cls.packages))
+        return Availability(True, f"{verdict.reason}; using TCG emulation",
+                            "for KVM: run on bare metal, or enable nested virtualization")
 
     def verdict(self, kernel: Path | None = None) -> AccelVerdict:
         if kernel is not None or self._verdict is None:

@@ -1,0 +1,159 @@
+"""The report's own parts as sections of the one model: what every renderer lays out.
+
+The relative-performance table, lifecycle, per-category geometric means, the best of each
+kind, performance availability, stacks, failures and every statistic are `Section`s built
+here from a `Report`'s rows, beside the sections experiment kinds and probes add. The
+terminal, the HTML file and the web run page draw `Report.layout()` with one generic code
+path each (tables of plain values and `Comparison` cells, figures, notes), so a new section,
+a new column or a new row field shows everywhere without renderer code of its own. The JSON
+document carries the same data in its own keys (summary.to_json), so these sections are
+marked `in_json=False`.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any
+
+from ..analysis import tables
+from ..analysis.summary import Row
+from ..constants import LIFECYCLE, LIFECYCLE_STEPS
+from .model import Comparison, Section, Table
+
+if TYPE_CHECKING:
+    from .model import Report
+
+VERDICT_NOTE = ("1.0 = same, above = better whatever the metric's direction; verdicts: slower/faster when the "
+                "95 % interval of the ratio excludes 1, same when it lies within the minimum effect, otherwise "
+                "inconclusive with what would decide it; ⚑ = quality warnings")
+IDENTITY = ("benchmark", "metric", "platform")
+HIDDEN = {f.name for f in fields(Row) if f.name in ("values", "rounds", "warmup_values", "warmup_rounds", "quality")}
+"""Row fields not shown as columns of 'every statistic' (raw values; quality flags are listed apart)."""
+
+
+def core_sections(report: Report) -> list[Section]:
+    from . import summary
+
+    run, rows = report.run, report.rows
+    if not rows:
+        return []  # an experiment whose section is the result (density) has no rows here
+    baseline = run.baseline
+    infos = summary.platform_infos(run)
+    cat = tables.category_table(rows)
+    platforms = [p.name for p in run.platforms]
+    label = summary.host_labels([run])[0]
+    order = [b.key for b in run.benchmarks]
+    return [results(rows, platforms, baseline, order), lifecycle(rows, platforms), categories(cat, platforms),
+            *[best(tables.best_of_kind(cat, infos, kind), kind) for kind in ("vm", "container")],
+            availability(tables.availability({label: cat}, {label: infos})),
+            stacks(tables.stack_predictions(rows, infos))]
+
+
+def closing_sections(report: Report) -> list[Section]:
+    """What follows the run's own sections: the failures, then every statistic."""
+    return [failures(report.failures), statistics(report.rows)]
+
+
+def _own(key: str, title: str, table: Table, notes: Sequence[str] = (), detail: bool = False) -> Section:
+    return Section(key=key, title=title, data=None, tables=[table], notes=list(notes), in_json=False, detail=detail)
+
+
+def row_key(r: Row) -> tuple[str, ...]:
+    """What names a result line: benchmark and metric, and the host where rows carry one."""
+    host = getattr(r, "host", None)
+    return (r.benchmark, r.metric, *([str(host)] if host else []))
+
+
+def results(rows: Sequence[Row], platforms: Sequence[str], baseline: str, order: Sequence[str] = ()) -> Section:
+    """Relative performance per benchmark metric (rows) and platform (columns), with verdicts."""
+    pos = {k: i for i, k in enumerate(order)}
+    by: dict[tuple[str, ...], dict[str, Row]] = {}
+    for r in sorted(rows, key=lambda r: pos.get(r.benchmark, len(pos))):
+        if r.benchmark != LIFECYCLE:
+            by.setdefault(row_key(r), {})[r.platform] = r
+    others = [p for p in platforms if p != baseline]
+    body = []
+    for key, per in by.items():
+        first = next(iter(per.values()))
+        base = per.get(baseline)
+        name = " ".join(key[:2]) + (f" @{key[2]}" if len(key) > 2 else "")
+        body.append([f"{name} {'↑' if first.higher_is_better else '↓'}", first.unit,
+                     base.mean if base and base.mean is not None else "no data",
+                     *[Comparison.of(per[p]) if p in per else None for p in others]])
+    table = Table(f"Performance relative to {baseline}", ["benchmark / metric", "unit", f"{baseline} mean", *others],
+                  body, key_columns=3, main=True)  # none: an experiment whose section is the result (density)
+    return _own("results", "Relative performance", table, [VERDICT_NOTE])
+
+
+def lifecycle(rows: Sequence[Row], platforms: Sequence[str]) -> Section:
+    life = [r for r in rows if r.benchmark == LIFECYCLE]
+    known = [f"{s}_s" for s in LIFECYCLE_STEPS]
+    steps = sorted(dict.fromkeys(r.metric for r in life), key=lambda m: known.index(m) if m in known else 99)
+    per = {(r.platform, r.metric): r.median for r in life}
+    body = [[p, *[per.get((p, s)) for s in steps]] for p in platforms] if life else []
+    return _own("lifecycle", "Lifecycle", Table("Lifecycle (median seconds, lower is better)",
+                                                ["platform", *[s.removesuffix("_s") for s in steps]], body,
+                                                key_columns=1))
+
+
+def categories(cat: dict[str, dict[str, tables.CategoryCell]], platforms: Sequence[str]) -> Section:
+    """Platforms as rows: any number of them fits the width."""
+    body = [[p, *[cells[p].geomean if p in cells else None for cells in cat.values()]]
+            for p in platforms if any(p in cells for cells in cat.values())]
+    return _own("categories", "Per category", Table(
+        "Geometric mean of relative performance per category (1.0 = baseline)", ["platform", *cat], body,
+        key_columns=1))
+
+
+def best(rows: Sequence[tables.BestRow], kind: str) -> Section:
+    names = list(dict.fromkeys(n for b in rows for n in b.values))
+    title = {"vm": "Hypervisor comparison (Table 5 style): best of the hypervisors per category",
+             "container": "Container runtime comparison (Table 6 style): best of the container runtimes per "
+                          "category"}.get(kind, kind)
+    body = [[b.category, *[b.values.get(n) for n in names], b.best or "tie", b.worst or "-"] for b in rows
+            if b.values]
+    return _own(f"best_{kind}", f"Best {kind}", Table(title, ["category", *names, "best", "worst"], body, key_columns=1,
+                                                      empty=f"No {kind} platforms measured directly on the host."))
+
+
+def availability(avail: Sequence[dict[str, Any]], kinds: Sequence[str] = ("container", "vm")) -> Section:
+    def rng(v: dict[str, Any] | None) -> str:
+        if not v:
+            return "-"
+        return f"{v['min']:.0%}" if abs(v["max"] - v["min"]) < 5e-3 else f"{v['min']:.0%}-{v['max']:.0%}"
+    body = [[a["category"], "100%", *[rng(a.get(k)) for k in kinds]] for a in avail]
+    return _own("availability", "Performance availability", Table(
+        "Performance availability (Table 7 style): best platform of each kind per category, range over hosts",
+        ["category", "bare metal", *kinds], body, key_columns=1))
+
+
+def stacks(rows: Sequence[tables.StackRow]) -> Section:
+    body = [[s.platform, f"{s.outer} × {s.inner}", f"{s.benchmark} {s.metric}", s.outer_relative, s.inner_relative,
+             s.predicted, s.measured, f"{s.error:+.1%}"] for s in rows]
+    return _own("stacks", "Stacked platforms", Table(
+        "Stack prediction (Fig. 4 style): measured against the product of the layers' relative performances",
+        ["stack", "layers", "benchmark / metric", "outer", "inner", "predicted", "measured", "error"], body,
+        key_columns=1, empty="No stacked platforms (a platform with inside:) in this run."))
+
+
+def failures(items: Sequence[dict[str, Any]]) -> Section:
+    body = [[f["round"], f["platform"], f["benchmark"], f.get("exit_code"), f["error"], f.get("output_tail", "")]
+            for f in items]
+    return _own("failures", "Failures", Table(f"{len(items)} failed executions (raw output: `virtbench show RUN "
+                                              "--failed`)", ["round", "platform", "benchmark", "exit", "error",
+                                                             "output (tail)"], body, empty="No failed executions."))
+
+
+def statistics(rows: Sequence[Row]) -> Section:
+    """Every public field of every row, in the row's own field order: a field added to Row
+    (a host, a new statistic) becomes a column here without a change."""
+    cols = [k for k in (rows[0].public() if rows else {}) if k not in HIDDEN]
+    cols = [*IDENTITY, *[c for c in cols if c not in IDENTITY]]
+    body = [[_plain(r.public()[c]) for c in cols] for r in rows]
+    return _own("statistics", "Every statistic", Table("All statistics", cols, body, key_columns=3), detail=True)
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, list | tuple) and len(v) == 2 and all(isinstance(x, int | float) for x in v):
+        return f"{v[0]:.4g}..{v[1]:.4g}"
+    return v
