@@ -44,7 +44,10 @@ def leftovers(env) -> list[str]:
     runs = set()
     if Path(db).exists():
         with sqlite3.connect(db) as conn:
-            runs = {r for (r,) in conn.execute("select id from runs")}
+            try:
+                runs = {r for (r,) in conn.execute("select id from runs")}
+            except sqlite3.OperationalError:  # the run is creating the schema right now
+                runs = set()
     prefix = parent_prefix(Paths(state=Path(state)))
     parents = [p for p in cgroups.leftover_parents(prefix) if p.removeprefix(prefix) in runs]  # this test's runs only
     mounts = [ln.split()[4] for ln in Path("/proc/self/mountinfo").read_text().splitlines()
