@@ -18,7 +18,7 @@ from typing import Any
 
 from . import proc
 
-IMPLEMENTERS = {0x41: "ARM", 0x42: "Broadcom", 0x43: "Cavium", 0x46: "Fujitsu", 0x48: "HiSilicon",
+IMPLEMENTERS = {0x00: "software", 0x41: "ARM", 0x42: "Broadcom", 0x43: "Cavium", 0x46: "Fujitsu", 0x48: "HiSilicon",
                 0x4E: "NVIDIA", 0x50: "APM", 0x51: "Qualcomm", 0x56: "Marvell", 0x61: "Apple",
                 0x69: "Intel", 0xC0: "Ampere"}
 PARTS = {
@@ -48,6 +48,7 @@ PARTS = {
     0x61: {0x022: "M1 Icestorm", 0x023: "M1 Firestorm", 0x024: "M1 Pro Icestorm",
            0x025: "M1 Pro Firestorm", 0x032: "M2 Blizzard", 0x033: "M2 Avalanche"},
     0xC0: {0xAC3: "Ampere-1", 0xAC4: "Ampere-1a"},
+    0x00: {0x051: "QEMU max"},  # QEMU's `-cpu max` under TCG (implementer 0: reserved for software)
 }
 """(implementer, part) -> core name, from the vendors' main ID register values."""
 
@@ -109,11 +110,15 @@ def crypto_extensions(flags: set[str]) -> dict[str, bool]:
 
 
 def board_model(root: Path = Path("/")) -> str:
-    """The device tree's model ('Raspberry Pi 4 Model B Rev 1.4'), else DMI's product name."""
+    """The device tree's model ('Raspberry Pi 4 Model B Rev 1.4') or compatible, else DMI's product name."""
     for rel in ("proc/device-tree/model", "sys/firmware/devicetree/base/model"):
         model = _read(root / rel).rstrip("\x00")
         if model:
             return model
+    # no model (QEMU's `virt` booted with -kernel): the first compatible string, "linux,dummy-virt"
+    compatible = _read(root / "proc/device-tree/compatible").split("\x00")[0]
+    if compatible:
+        return compatible
     vendor, product = _read(root / "sys/class/dmi/id/sys_vendor"), _read(root / "sys/class/dmi/id/product_name")
     return " ".join(p for p in (vendor, product) if p)
 

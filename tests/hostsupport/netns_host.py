@@ -14,6 +14,7 @@ other's instances. Traffic stays between this machine and the namespace.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import time
 import uuid
@@ -126,6 +127,7 @@ def netns_host(tag: str | None = None, base: Path | None = None, index: int | No
     """A namespace host named `vbhosts<tag>` (unique per call by default), removed afterwards."""
     tag = tag or uuid.uuid4().hex[:4]
     index = index if index is not None else 1 + int(uuid.uuid4().hex[:4], 16) % 250
+    owned = base is None  # a directory made here goes with the host (its work dir holds ~1 GB once supplied)
     base = base or Path("/var/lib/virtbench-test") / f"hosts-{tag}"
     host = NetnsHost(tag, base, index)
     try:
@@ -133,3 +135,8 @@ def netns_host(tag: str | None = None, base: Path | None = None, index: int | No
         yield host
     finally:
         host.destroy()
+        if owned:
+            from virtbench.images.build import mounts_using
+
+            if not mounts_using(base):
+                shutil.rmtree(base, ignore_errors=True)

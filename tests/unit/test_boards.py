@@ -172,9 +172,9 @@ def test_hardware_section_says_an_emulated_host_is_emulated() -> None:
 
 def test_memory_controller_enabled_here_and_disabled_as_raspberry_pi_os_boots() -> None:
     assert host.memory_controller_problem((DATA / "debian12-amd64.cgroups").read_text()) == ""
+    # recorded in the arm64 test guest booted with cgroup_disable=memory, as Raspberry Pi OS boots
     disabled = DATA / "bookworm-arm64-guest-cgroup_disable_memory.cgroups"
-    if disabled.exists():  # recorded in the arm64 test guest booted with cgroup_disable=memory
-        assert "disabled" in host.memory_controller_problem(disabled.read_text())
+    assert "disabled" in host.memory_controller_problem(disabled.read_text())
     text = "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpu\t0\t1\t1\nmemory\t0\t1\t0\n"
     assert "Raspberry Pi OS" in host.memory_controller_problem(text)
     assert "no cgroup memory" in host.memory_controller_problem("#subsys_name\thierarchy\tnum_cgroups\tenabled\n"
@@ -199,3 +199,17 @@ def test_a_memory_limit_on_a_host_without_the_controller_is_refused_before_any_p
         session_mod.check_available(s)
     assert "cannot limit memory" in err.value.message and "r" in err.value.message
     assert "cgroup_enable=memory" in err.value.fix and probed == []
+
+
+def test_the_emulated_arm64_guest_recorded_over_ssh() -> None:
+    """/proc/cpuinfo of the arm64 test guest (QEMU 7.2 TCG, `-cpu max`, 2 vCPUs)."""
+    facts = cpuinfo("qemu-virt-arm64-tcg.cpuinfo")
+    assert facts["cpu_model"] == "2x QEMU max"
+    assert facts["crypto"] == {"aes": True, "pmull": True, "sha1": True, "sha2": True}
+
+
+def test_qemu_virt_has_no_model_and_is_named_by_its_compatible_string(tmp_path: Path) -> None:
+    dt = tmp_path / "proc/device-tree"
+    dt.mkdir(parents=True)
+    (dt / "compatible").write_bytes(b"linux,dummy-virt\x00")
+    assert boards.board_model(tmp_path) == "linux,dummy-virt"
