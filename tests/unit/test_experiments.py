@@ -163,6 +163,7 @@ def test_cli_report_json_and_text_carry_the_section(tmp_path):
     assert sorted(x["n"] for x in json.loads(r.output)["toy"]) == [1.0, 2.0]
     r = CliRunner().invoke(cli, ["report", out.run_id, "--db", db])
     assert "Toy: points" in r.output
+    assert "None/None" not in r.output and "images named per platform" in r.output  # no image of its own
     html = tmp_path / "r.html"
     r = CliRunner().invoke(cli, ["report", out.run_id, "--html", str(html), "--db", db])
     assert r.exit_code == 0, r.output

@@ -93,8 +93,10 @@ def _intro(run: Run, rows: list[Row], console: Console) -> None:
     console.print(f"host {facts.get('hostname', '?')}: {facts.get('cpu_model', '?')}, {facts.get('cpus', '?')} CPUs, "
                   f"{(facts.get('memory_bytes') or 0) / 2**30:.1f} GiB, kernel {facts.get('kernel', '?')}, "
                   f"governor {facts.get('governor', '?')}, cgroup {facts.get('cgroup', '?')}")
-    console.print(f"image {run.image.get('recipe_hash', '?')[:12]} ({run.image.get('release')}/{run.image.get('arch')}), "
-                  f"same binaries on every platform; {run.campaign.get('repetitions')} repetitions after "
+    image = (f"image {run.image['recipe_hash'][:12]} ({run.image.get('release')}/{run.image.get('arch')}), "
+             "same binaries on every platform" if run.image.get("recipe_hash")
+             else "images named per platform in the sections below")
+    console.print(f"{image}; {run.campaign.get('repetitions')} repetitions after "
                   f"{run.campaign.get('warmups')} warm-up, randomized order (seed {run.seed})")
     for flag in quality.host_conditions(facts) + quality.run_checks(run.campaign):
         colour = "yellow" if flag.severity == "warn" else "dim"
