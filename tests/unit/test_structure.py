@@ -177,3 +177,15 @@ def test_campaign_validators_never_depend_on_a_later_field():
 
     with pytest.raises(TypeError, match="Reordered.platforms is validated with experiment"):
         check_field_order(Reordered, {"platforms": ("experiment",)})
+
+
+def test_test_module_basenames_are_unique():
+    """pytest imports test modules by basename (rootdir-relative, no packages): two files of one
+    name in different test folders break the whole suite's collection."""
+    tests = SRC.parents[1] / "tests"
+    seen: dict[str, Path] = {}
+    for path in sorted(tests.rglob("test_*.py")):
+        if "node_modules" in path.parts:
+            continue
+        assert path.name not in seen, f"{path} and {seen[path.name]}: rename one (test basenames must be unique)"
+        seen[path.name] = path
