@@ -40,7 +40,7 @@ grew=1
 while [ "$grew" = 1 ]; do
     grew=0
     for st in /proc/[0-9]*/stat; do
-        x=$(cat "$st" 2>/dev/null) || continue
+        { read -r x <"$st"; } 2>/dev/null || continue  # a builtin: no fork per process
         pid=${x%% *}
         x=${x##*) }
         set -- $x  # state ppid pgrp ...
@@ -49,21 +49,28 @@ while [ "$grew" = 1 ]; do
         case $pids in *" $2 "*) pids="$pids$pid "; grew=1 ;; esac
     done
 done
-kill -s "$sig" $pids 2>/dev/null
-i=0
-while [ "$i" -lt "$ticks" ]; do
-    live=0
-    for pid in $pids; do  # zombies (reparented to a PID 1 that never reaps) count as gone
-        x=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
+alive() {  # zombies (reparented to a PID 1 that never reaps) count as gone
+    for pid in $pids; do
+        { read -r x <"/proc/$pid/stat"; } 2>/dev/null || continue
         x=${x##*) }
         set -- $x
-        if [ "$1" != Z ]; then live=1; break; fi
+        if [ "$1" != Z ]; then return 0; fi
     done
-    [ "$live" = 0 ] && exit 0
-    sleep 0.1
-    i=$((i + 1))
-done
-kill -s KILL $pids 2>/dev/null || true
+    return 1
+}
+settle() {  # wait up to $1 tenths of a second for them to be gone
+    i=0
+    while [ "$i" -lt "$1" ]; do
+        alive || return 0
+        sleep 0.1
+        i=$((i + 1))
+    done
+    ! alive
+}
+kill -s "$sig" $pids 2>/dev/null
+settle "$ticks" && exit 0
+kill -s KILL $pids 2>/dev/null
+settle 50
 """
 """Fixed script: signal the recorded process and its own, wait up to ticks/10 s, then SIGKILL."""
 
