@@ -62,6 +62,19 @@ class Verdict:
     """Inconclusive: about how many repetitions per side would decide it (None: more than MAX_ADVICE)."""
 
 
+def combine(verdicts: Sequence[str | None]) -> str:
+    """A category's verdict from its metrics' verdicts: slower when one is slower and none
+    faster, faster the other way, mixed for both, same when one is the same and none differs,
+    else inconclusive (the README's rule for the headline)."""
+    seen = {v or "inconclusive" for v in verdicts}
+    if "slower" in seen and "faster" in seen:
+        return "mixed"
+    for v in ("slower", "faster", "same"):
+        if v in seen:
+            return v
+    return "inconclusive"
+
+
 def _t(df: float, confidence: float) -> float:
     return t_quantile(0.5 + confidence / 2, df)
 

@@ -52,6 +52,7 @@ def plan_next(store: Store, campaign: Campaign, run_id: str, next_round: int,
         rounds[(s.platform, s.benchmark, s.metric)].append(s.round)
         direction[(s.benchmark, s.metric)] = s.higher_is_better
     reasons: dict[str, str] = {}
+    cells: dict[str, str] = {}
     worst: dict[str, float] = {}
     undecided: dict[str, set[str]] = defaultdict(set)
     capped = []
@@ -67,6 +68,7 @@ def plan_next(store: Store, campaign: Campaign, run_id: str, next_round: int,
             need = needs_more(vals, base, direction[(bench, metric)], target=rule.target, max_n=rule.max_repetitions)
         if need:
             undecided[platform].add(bench)
+            cells[f"{platform} {bench} {metric}"] = need.reason.removeprefix("undecided: ")
             if (need.precision or 1.0) >= worst.get(platform, 0.0):
                 worst[platform] = need.precision or 1.0
                 reasons[platform] = f"{bench} {metric}: {need.reason}"
@@ -78,12 +80,21 @@ def plan_next(store: Store, campaign: Campaign, run_id: str, next_round: int,
         _append(store, run_id, log, {"stop": stop})
         return None
     entry: dict[str, Any] = {"round": next_round, "platforms": sorted(reasons) + [campaign.baseline],
-                             "reasons": reasons}
+                             "reasons": reasons, "cells": cells}
     if rule.until == "decided":  # run only what is still undecided (the baseline: all of those)
         entry["benchmarks"] = {p: sorted(b) for p, b in undecided.items()}
         entry["benchmarks"][campaign.baseline] = sorted(set().union(*undecided.values()))
     _append(store, run_id, log, entry)
     return entry
+
+
+def progress_lines(entry: dict[str, Any]) -> list[str]:
+    """What an extra round is for, for the terminal: a header, then one line per undecided
+    comparison (an entry stored before cells were recorded: one per platform)."""
+    cells = entry.get("cells") or entry.get("reasons", {})
+    what = "comparison" if "cells" in entry else "platform"
+    return [f"extra round {entry['round'] + 1}: {len(cells)} {what}{'s' if len(cells) != 1 else ''} undecided",
+            *[f"  {cell}: {reason}" for cell, reason in cells.items()]]
 
 
 def needs_decision(values: list[float], base: list[float], higher_is_better: bool, *, target: float,
