@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from .model import Report
 
 VERDICT_NOTE = ("1.0 = same, above = better whatever the metric's direction; verdicts: slower/faster when the "
-                "95 % interval of the ratio excludes 1, same when it lies within the minimum effect, otherwise "
+                "95 % interval of the ratio excludes 1, same when its 90 % interval lies within the minimum effect, "
+                "otherwise "
                 "inconclusive with what would decide it; ⚑ = quality warnings")
 IDENTITY = ("benchmark", "metric", "platform")
 HIDDEN = {f.name for f in fields(Row) if f.name in ("values", "rounds", "warmup_values", "warmup_rounds", "quality")}
