@@ -93,3 +93,29 @@ def test_report_statistics_do_not_import_scipy() -> None:
             "print(sorted(m for m in sys.modules if m.startswith('scipy')))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_per_round_means_are_the_plain_python_ones() -> None:
+    """verdict.per_round in numpy gives exactly the floats of a per-round sum()/len()."""
+    from virtbench.analysis import verdict
+
+    rng = np.random.default_rng(2)
+    values = list(rng.lognormal(3, 1, 500))
+    rounds = [int(r) for r in rng.integers(0, 120, 500)]
+    ref: dict[int, list[float]] = {}
+    for r, v in zip(rounds, values):
+        ref.setdefault(r, []).append(v)
+    assert verdict.per_round(values, rounds) == {r: sum(vs) / len(vs) for r, vs in ref.items()}
+    assert verdict.per_round([], []) == {}
+
+
+def test_rankdata_with_ties_is_scipys() -> None:
+    rng = np.random.default_rng(9)
+    a = np.round(rng.normal(0, 2, (7, 25)))
+    ranks, sizes = special.rankdata(a)
+    np.testing.assert_array_equal(ranks, sst.rankdata(a, axis=1))
+    for row, sz in zip(a, sizes):
+        _, counts = np.unique(row, return_counts=True)
+        assert sorted(sz.tolist()) == sorted(c for c in counts for _ in range(c))
+    one_each = list(range(50))
+    assert verdict.per_round(values[:50], one_each) == dict(zip(one_each, values[:50]))

@@ -68,8 +68,9 @@ def drift_many(items: Sequence[tuple[Sequence[float], Sequence[int]]]) -> list[F
         xm, ym = x - x.mean(axis=1, keepdims=True), y - y.mean(axis=1, keepdims=True)
         with np.errstate(invalid="ignore", divide="ignore"):
             rho = np.clip((xm * ym).sum(axis=1) / np.sqrt((xm * xm).sum(axis=1) * (ym * ym).sum(axis=1)), -1.0, 1.0)
-        for i, r, p in zip(idx, rho, special.pearson_p(rho, n)):
-            out[i] = _drift_flag(float(r), float(p))
+        strong = np.flatnonzero(np.abs(np.nan_to_num(rho)) >= DRIFT_RHO)  # only these can be flagged: p for them
+        for j, p in zip(strong.tolist(), special.pearson_p(rho[strong], n)):
+            out[idx[j]] = _drift_flag(float(rho[j]), float(p))
     return out
 
 

@@ -162,8 +162,8 @@ def _pool(store: Store, cache: ReportCache, runs: Sequence[Run], baseline: str
     blabels, notes = _labels(runs, "benchmarks", "key", "benchmark")
     plabels, pnotes = _labels(runs, "platforms", "name", "platform")
     notes += pnotes
-    grouped: summary_mod.Group = defaultdict(list)
-    warm: summary_mod.Group = defaultdict(list)
+    grouped: summary_mod.Group = defaultdict(summary_mod.new_group)
+    warm: summary_mod.Group = defaultdict(summary_mod.new_group)
     meta: dict[tuple[str, str], tuple[str, bool, str]] = {}
     failures: Counter[tuple[str, str]] = Counter()
     metrics_of: dict[str, list[tuple[str, str, bool, str]]] = {}
@@ -177,7 +177,9 @@ def _pool(store: Store, cache: ReportCache, runs: Sequence[Run], baseline: str
                    plabels.get((run.id, r.platform), r.platform))
             for values, rounds, into in ((r.values, r.rounds, grouped), (r.warmup_values, r.warmup_rounds, warm)):
                 if values:
-                    into[key].extend(zip([rnd + offset for rnd in rounds], values))
+                    g_rounds, g_values = into[key]
+                    g_rounds.extend([rnd + offset for rnd in rounds] if offset else rounds)
+                    g_values.extend(values)
                     last = max(last, max(rounds))
             if r.values or r.warmup_values:
                 meta[key[:2]] = (r.unit, r.higher_is_better, r.category)
