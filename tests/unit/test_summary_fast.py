@@ -64,3 +64,22 @@ def test_report_cache_gives_back_the_very_rows() -> None:
     back, fails = cache.decode(cache.encode(rows, failures))
     assert [asdict(r) for r in back] == [asdict(r) for r in rows] and fails == failures
     assert all(type(v) is float for r in back for v in r.values) and all(type(v) is int for r in back for v in r.rounds)
+
+
+def test_verdicts_only_give_the_same_ratios_and_verdicts() -> None:
+    """summarize_grouped(inference=False), for hosts side by side: the shown fields are the full ones."""
+    grouped: summary.Group = {}
+    warm: summary.Group = {}
+    meta = {}
+    for b, m, p, v, u, hib, c, rnd, w in _samples(6, 8):
+        g = (warm if w else grouped).setdefault((b, m, p), summary.new_group())
+        g[0].append(rnd)
+        g[1].append(v)
+        meta[(b, m)] = (u, hib, c)
+    args = (grouped, warm, meta, {}, ["native", "docker", "kvm"], "native")
+    full = summary.summarize_grouped(*args)
+    light = summary.summarize_grouped(*args, inference=False)
+    shown = ("relative", "relative_ci95", "verdict", "verdict_reason", "mean", "n", "failed", "ci95", "cv")
+    assert [[getattr(r, f) for f in shown] for r in light] == [[getattr(r, f) for f in shown] for r in full]
+    assert all(r.p_value is None and r.mean_boot_ci95 is None and not r.quality for r in light)
+    assert any(r.p_value is not None for r in full)

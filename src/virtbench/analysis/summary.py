@@ -167,9 +167,13 @@ def new_group() -> tuple[list[int], list[float]]:
 def summarize_grouped(grouped: Group, warm: Group, meta: dict[tuple[str, str], tuple[str, bool, str]],
                       failures: dict[tuple[str, str], int], platforms: Sequence[str], baseline: str,
                       metrics_of: dict[str, list[tuple[str, str, bool, str]]] | None = None, *,
-                      alpha: float = ALPHA, min_effect: float = MIN_EFFECT) -> list[Row]:
+                      alpha: float = ALPHA, min_effect: float = MIN_EFFECT, inference: bool = True) -> list[Row]:
     """summarize() of samples already grouped (meta: (benchmark, metric) -> unit, direction,
-    category): pooling reports that are grouped already need not take them apart first."""
+    category): pooling reports that are grouped already need not take them apart first.
+
+    inference=False leaves out what only a full table shows (bootstrap intervals, rank tests
+    and Holm, quality flags: those fields stay None/empty) for views that show the ratio, its
+    verdict interval and the verdict alone, like hosts side by side: half the work."""
     for bench, declared in (metrics_of or {}).items():
         for metric, unit, hib, category in declared:
             meta.setdefault((bench, metric), (unit, hib, category))
@@ -194,7 +198,8 @@ def summarize_grouped(grouped: Group, warm: Group, meta: dict[tuple[str, str], t
                         row.relative_ci95 = [1.0, 1.0] if len(values) > 1 else None
                         row.verdict = "baseline"
             rows.append(row)
-    _infer(rows, base_of, baseline)
+    if inference:
+        _infer(rows, base_of, baseline)
     tested = [r for r in rows if r.p_value is not None]
     for row, adj in zip(tested, st.holm([r.p_value for r in tested])):
         row.p_holm = adj
