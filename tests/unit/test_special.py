@@ -107,6 +107,8 @@ def test_per_round_means_are_the_plain_python_ones() -> None:
         ref.setdefault(r, []).append(v)
     assert verdict.per_round(values, rounds) == {r: sum(vs) / len(vs) for r, vs in ref.items()}
     assert verdict.per_round([], []) == {}
+    one_each = list(range(50))
+    assert verdict.per_round(values[:50], one_each) == dict(zip(one_each, values[:50]))
 
 
 def test_rankdata_with_ties_is_scipys() -> None:
@@ -117,5 +119,3 @@ def test_rankdata_with_ties_is_scipys() -> None:
     for row, sz in zip(a, sizes):
         _, counts = np.unique(row, return_counts=True)
         assert sorted(sz.tolist()) == sorted(c for c in counts for _ in range(c))
-    one_each = list(range(50))
-    assert verdict.per_round(values[:50], one_each) == dict(zip(one_each, values[:50]))
