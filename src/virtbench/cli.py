@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from . import __version__
 from .commands.shared import console, db_option, errconsole
-from .errors import InputError, VirtbenchError
+from .errors import InputError, VirtbenchError, disk_full
 from .extras import require
 
 
@@ -497,3 +497,10 @@ def main() -> None:
     except KeyboardInterrupt:
         errconsole.print("interrupted")
         sys.exit(130)
+    except Exception as exc:
+        full = disk_full(exc)
+        if full is None:
+            raise
+        click.echo(f"error: {full.message}", err=True)  # one line, not a traceback
+        click.echo(f"  fix: {full.fix}", err=True)
+        sys.exit(full.exit_code)

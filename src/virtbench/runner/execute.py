@@ -134,10 +134,14 @@ def run_queued(store: Store, run_id: str, paths: Paths, *, reporter: Reporter | 
         raise InputError(f"run {run.id} is {run.status}, not queued")
     hostlock.announce_run(paths, run.id)
     campaign = parse_campaign(run.campaign, f"run {run.id}")
-    if campaign.hosts:
-        store.set_status(run.id, "failed", "a campaign with hosts: runs from `virtbench run` on the controller")
-        raise InputError(f"run {run.id} lists hosts: the queue runs single-host campaigns",
-                         "start it with `virtbench run CAMPAIGN` on the controller")
+    if campaign.hosts:  # the worker's host is the controller
+        from . import hosts
+
+        try:
+            return hosts.run_queued(store, run, campaign, paths, reporter=reporter)
+        except InputError as exc:  # a host refused in preflight: the queued run says why
+            store.set_status(run.id, "failed", exc.message)
+            raise
     if not EXPERIMENTS.get(campaign.experiment).uses_benchmarks:
         from . import experiment
 
