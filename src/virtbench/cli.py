@@ -253,10 +253,9 @@ def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, h
     if figures_dir:
         require("figures", "--figures")
         from .report import static
-        from .report.figures import for_reports
+        from .report.figures import for_files
 
-        specs, platforms = for_reports(triples)
-        specs += [f for run_secs in secs for s in run_secs for f in s.figures]
+        specs, platforms = for_files(reports)
         written = static.export(specs, figures_dir, platforms=platforms)
         errconsole.print(f"wrote {len(written)} figure files to {figures_dir}")
     if as_json:
