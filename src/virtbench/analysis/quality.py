@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from . import special
+
 DRIFT_MIN_N = 5
 DRIFT_P = 0.01
 DRIFT_RHO = 0.5
@@ -52,11 +54,12 @@ def drift(values: Sequence[float], rounds: Sequence[int]) -> Flag | None:
 
 
 def drift_many(items: Sequence[tuple[Sequence[float], Sequence[int]]]) -> list[Flag | None]:
-    """drift() of many (values, rounds) pairs; pairs of equal length share one scipy call.
+    """drift() of many (values, rounds) pairs; pairs of equal length are computed together.
 
     Spearman's rho is Pearson's r of the ranks, and its p-value (t with n-2 degrees of
-    freedom) equals pearsonr's exact one, so scipy.stats.rankdata and pearsonr along an
-    axis give spearmanr's answer for a whole batch (tests check it against spearmanr).
+    freedom) equals pearsonr's exact one, so average ranks and Pearson's r along an axis
+    give spearmanr's answer for a whole batch (analysis.special, without importing
+    scipy.stats; tests check it against spearmanr).
     """
     out: list[Flag | None] = [None] * len(items)
     by_n: dict[int, list[int]] = {}
@@ -64,14 +67,15 @@ def drift_many(items: Sequence[tuple[Sequence[float], Sequence[int]]]) -> list[F
         if len(values) >= DRIFT_MIN_N and np.ptp(values) > MATERIAL * abs(float(np.median(values))) \
                 and np.ptp(rounds) > 0:
             by_n.setdefault(len(values), []).append(i)
-    from scipy import stats  # imported when statistics are computed, not when a stored report is read
-
-    for idx in by_n.values():
-        x = stats.rankdata(np.asarray([items[i][1] for i in idx], dtype=float), axis=1)
-        y = stats.rankdata(np.asarray([items[i][0] for i in idx], dtype=float), axis=1)
-        res = stats.pearsonr(x, y, axis=1)
-        for i, rho, p in zip(idx, np.atleast_1d(res.statistic), np.atleast_1d(res.pvalue)):
-            out[i] = _drift_flag(float(rho), float(p))
+    for n, idx in by_n.items():
+        x, _ = special.rankdata(np.asarray([items[i][1] for i in idx], dtype=float))
+        y, _ = special.rankdata(np.asarray([items[i][0] for i in idx], dtype=float))
+        xm, ym = x - x.mean(axis=1, keepdims=True), y - y.mean(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rho = np.clip((xm * ym).sum(axis=1) / np.sqrt((xm * xm).sum(axis=1) * (ym * ym).sum(axis=1)), -1.0, 1.0)
+        strong = np.flatnonzero(np.abs(np.nan_to_num(rho)) >= DRIFT_RHO)  # only these can be flagged: p for them
+        for j, p in zip(strong.tolist(), special.pearson_p(rho[strong], n)):
+            out[idx[j]] = _drift_flag(float(rho[j]), float(p))
     return out
 
 

@@ -109,10 +109,14 @@ def log_ratio_interval(values: Sequence[float], base: Sequence[float], higher_is
 
 def per_round(values: Sequence[float], rounds: Sequence[int]) -> dict[int, float]:
     """Round -> the mean of the round's values (one value per round but for multi-instance reruns)."""
-    acc: dict[int, list[float]] = {}
-    for r, v in zip(rounds, values):
-        acc.setdefault(int(r), []).append(float(v))
-    return {r: sum(vs) / len(vs) for r, vs in acc.items()}
+    if not len(values):
+        return {}
+    if len(set(rounds)) == len(rounds):  # one value per round, the usual case: the values themselves
+        return dict(zip(map(int, rounds), map(float, values)))
+    # Sums in the order given, like sum() per round: the same floats, computed in numpy.
+    found, where = np.unique(np.asarray(rounds, dtype=np.int64), return_inverse=True)
+    sums = np.bincount(where, weights=np.asarray(values, dtype=float))
+    return dict(zip(found.tolist(), (sums / np.bincount(where)).tolist()))
 
 
 def paired_log_ratios(values: Sequence[float], rounds: Sequence[int] | None, base: Sequence[float],
