@@ -205,6 +205,10 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
         sys.exit(130)
     if show_report:
         _print_report(store, outcome.run_id, as_json=False, detail=False)
+    else:  # computed and stored now, as the web worker does, so the first `report` reads it
+        from .report import summary
+
+        summary.build(store, outcome.run_id, sections=False)
     if outcome.failed:
         errconsole.print(f"[red]{outcome.failed} executions failed[/red]; raw output: "
                          f"`virtbench show {outcome.run_id} --failed`")
