@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from .model import Report
 
 VERDICT_NOTE = ("1.0 = same, above = better whatever the metric's direction; verdicts: slower/faster when the "
-                "95 % interval of the ratio excludes 1, same when it lies within the minimum effect, otherwise "
+                "95 % interval of the ratio excludes 1, same when its 90 % interval lies within the minimum effect, "
+                "otherwise "
                 "inconclusive with what would decide it; ⚑ = quality warnings")
 IDENTITY = ("benchmark", "metric", "platform")
 HIDDEN = {f.name for f in fields(Row) if f.name in ("values", "rounds", "warmup_values", "warmup_rounds", "quality")}
@@ -141,10 +142,12 @@ def best(rows: Sequence[tables.BestRow], kind: str) -> Section:
     title = {"vm": "Hypervisor comparison (Table 5 style): best of the hypervisors per category",
              "container": "Container runtime comparison (Table 6 style): best of the container runtimes per "
                           "category"}.get(kind, kind)
-    body = [[b.category, *[b.values.get(n) for n in names], b.best or "tie", b.worst or "-"] for b in rows
-            if b.values]
+    body = [[b.category, *[b.values.get(n) for n in names], b.best or ("tie" if b.decided else "?"), b.worst or "-"]
+            for b in rows if b.values]
     return _own(f"best_{kind}", f"Best {kind}", Table(title, ["category", *names, "best", "worst"], body, key_columns=1,
-                                                      empty=f"No {kind} platforms measured directly on the host."))
+                                                      empty=f"No {kind} platforms measured directly on the host."),
+                notes=["best and worst follow the verdicts (faster > same > slower), not the raw ratios: "
+                       "? while a platform's category is undecided"] if body else [])
 
 
 def availability(avail: Sequence[dict[str, Any]], kinds: Sequence[str] = ("container", "vm")) -> Section:
