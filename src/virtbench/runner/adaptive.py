@@ -21,11 +21,11 @@ STOP_CONFIDENCE = 0.99
 more look at the data: stopping at the first 95 % 'slower' lets an A/A comparison wander into
 it at one of the looks (7-8.5 % at 2-5 % noise per sample, 5 to 16 rounds, in
 benchmarks/verdict_rates.py); stopping at 99 % (a Pocock-like constant boundary, calibrated
-by that simulation for these looks) and reporting at 95 % keeps it at 0-3.5 %."""
+by that simulation for these looks) and reporting at 95 % keeps it at 0-4.7 % (3 to 16 rounds)."""
 STOP_EQUIVALENCE = 0.95
 """The interval that stops a comparison's extra rounds on 'same' (the report's is 90 %, TOST at
 5 % each): at 90 % at every look, a platform truly 2 % off was stopped and called the same
-up to 12.7 % of the time; at 95 %, at most 8 %."""
+up to 12.7 % of the time; at 95 %, 5-9 % (README, "Reading the verdicts")."""
 
 
 def log_of(store: Store, run_id: str) -> list[dict[str, Any]]:
