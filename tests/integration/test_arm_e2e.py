@@ -49,7 +49,11 @@ def test_local_and_an_emulated_arm64_host_side_by_side(env, tmp_path):
         t_run = time.monotonic() - t1
         assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
         report = json.loads(_cli(env, "report", "latest", "--json").stdout)
+        text = _cli(env, "report", "latest").stdout
     print(f"arm64 e2e: image {t_image:.0f} s, guest {arm.timings}, run {t_run:.0f} s")
+    for host, entry in report["hosts"]["hosts"].items():  # what each host was sent, for the record
+        print(f"shipped to {host}: {json.dumps(entry.get('shipped'), indent=1)}")
+    print(res.stdout[-4000:], text, sep="\n")
     hw = report["hardware"]["hosts"]
     assert hw["local"]["arch"] == "x86_64" and hw[name]["arch"] == "aarch64"
     assert hw[name]["emulated"] is True and hw["local"]["emulated"] is False
@@ -62,3 +66,6 @@ def test_local_and_an_emulated_arm64_host_side_by_side(env, tmp_path):
                        and r["n"] == 2 for r in rows), (host, platform)
     shipped = report["hosts"]["hosts"][name]["shipped"]
     assert shipped and shipped["bytes"] > 0
+    # hdrhistogram has no aarch64 wheel on the package index: built here from its sdist (#20)
+    assert any(b["requirement"].startswith("hdrhistogram==") for b in shipped["built"]), shipped["built"]
+    assert not report["hosts"]["hosts"]["local"].get("shipped"), "nothing is shipped to the controller"
