@@ -9,24 +9,15 @@ this machine in an emulated armhf chroot. The guest runs under TCG: minutes. int
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 
 import pytest
-import yaml
 
-from hostsupport.qemu_host import MIRRORS, qemu_host, skip_unless_affordable
+from hostsupport.qemu_host import MIRRORS, qemu_host, run_campaign, skip_unless_affordable
 from virtbench import proc
 from virtbench.images.arch import emulation
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-
-def _cli(env, *args, timeout=3600):
-    return subprocess.run([sys.executable, "-m", "virtbench", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout)
-
 
 def test_an_armhf_board_runs_native_through_virtbench(env, tmp_path):
     if not proc.which("qemu-system-arm") or not emulation("armhf").ok:
@@ -44,17 +35,11 @@ def test_an_armhf_board_runs_native_through_virtbench(env, tmp_path):
                     "hosts": [board.spec.model_dump(exclude_none=True)], "platforms": ["native"],
                     "image": {"profile": "quick", "mirrors": mirrors},
                     "benchmarks": [{"name": "openssl", "seconds": 1}, {"name": "sysbench-cpu", "time": 1}]}
-        path = tmp_path / "campaign.yaml"
-        path.write_text(yaml.safe_dump(campaign))
-        t1 = time.monotonic()
-        res = _cli(env, "run", str(path), "--no-report")
-        t_run = time.monotonic() - t1
-        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-        report = json.loads(_cli(env, "report", "latest", "--json").stdout)
-        text = _cli(env, "report", "latest").stdout
+        run = run_campaign(env, tmp_path, campaign)
+    report = run.report
     shipped = report["hosts"]["hosts"][name]["shipped"]
-    print(f"armhf native: guest {board.timings}, apt {t_apt:.0f} s, run {t_run:.0f} s\n"
-          f"shipped: {json.dumps(shipped, indent=1)}\n{res.stdout[-4000:]}\n{text}")
+    print(f"armhf native: guest {board.timings}, apt {t_apt:.0f} s, run {run.seconds:.0f} s\n"
+          f"shipped: {json.dumps(shipped, indent=1)}\n{run.stdout[-4000:]}\n{run.text}")
     hw = report["hardware"]["hosts"][name]
     assert hw["arch"] == "armv7l" and hw["emulated"] is True
     assert set(shipped["system"]) == {"numpy", "scipy"}
