@@ -47,15 +47,29 @@ controller with its own, newer versions (its summary needs scipy 1.13: pearsonr'
 
 BUILD_TIMEOUT = 3 * 3600
 
-SCRIPT = """set -eu
-python3 -m venv /tmp/vb-build/venv
+SCRIPT = """set -u
 mkdir -p /tmp/vb-build/wheels
+exec >/tmp/vb-build/wheels/build.log 2>&1
+# the controller's trusted certificates (a private index's or a proxy's CA); its find-links are its own paths
+# (as the chroot's own bundle too: setuptools' setup_requires fetches run a pip of their own)
+if [ -f /tmp/vb-build/ca.crt ]; then
+  cp /tmp/vb-build/ca.crt /etc/ssl/certs/ca-certificates.crt
+  export PIP_CERT=/etc/ssl/certs/ca-certificates.crt SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
+else
+  unset PIP_CERT
+fi
+unset PIP_FIND_LINKS
+python3 -m venv /tmp/vb-build/venv || exit 0
 for s in /tmp/vb-build/sdists/*; do
   echo "building $s"
-  /tmp/vb-build/venv/bin/pip wheel -q --disable-pip-version-check --no-deps -w /tmp/vb-build/wheels "$s"
+  /tmp/vb-build/venv/bin/pip wheel --disable-pip-version-check --no-deps --use-pep517 -w /tmp/vb-build/wheels "$s" \\
+    || echo "FAILED: $s"
 done
 """
-"""Runs inside the chroot; it interpolates nothing (the sdists are whatever was copied in)."""
+"""Runs inside the chroot; it interpolates nothing (the sdists are whatever was copied in). A
+failure still lets the hooks copy the log out, so the error names its cause."""
+
+CA_BUNDLES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt")
 
 SDIST_NAME = re.compile(r"^[A-Za-z0-9_.-]+\.(tar\.gz|zip)$")
 
@@ -122,11 +136,11 @@ def build_wheels(requirements: Sequence[str], deb_arch: str, python: str, cache:
         log(f"building {', '.join(todo)} from their sdists for {deb_arch}/Python {python} on this controller, "
             f"in a Debian {release}/{deb_arch} chroot {where}")
         started = time.monotonic()
-        out = _build_in_chroot([sources[r] for r in todo], release, deb_arch)
+        out, failure = _build_in_chroot([sources[r] for r in todo], release, deb_arch)
         try:
             seconds = time.monotonic() - started
-            for r in todo:
-                wheel = _wheel_for(out, r)
+            for r in todo:  # the ones that built are kept even when another failed
+                wheel = _wheel_for(out, r, failure)
                 dest = cache_dir(cache / "built", digests[r], deb_arch, python)
                 dest.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(wheel, dest / wheel.name)
@@ -144,20 +158,20 @@ def build_wheels(requirements: Sequence[str], deb_arch: str, python: str, cache:
     return done
 
 
-def _wheel_for(out: Path, requirement: str) -> Path:
+def _wheel_for(out: Path, requirement: str, failure: str | None) -> Path:
     name, version = requirement.split("==")
     norm = re.sub(r"[-_.]+", "_", name).lower()
     for wheel in out.glob("*.whl"):
         if wheel.name.lower().startswith(f"{norm}-{version}-"):
             return wheel
-    raise InputError(f"building {requirement} from its sdist produced no wheel "
-                     f"(got {', '.join(p.name for p in out.glob('*.whl')) or 'nothing'})",
-                     "install virtbench on the host from its package index instead")
+    raise InputError(f"building {requirement} from its sdist produced no wheel: {failure or 'no error reported'}",
+                     "check the controller's access to the package index, or install virtbench on the host")
 
 
-def _build_in_chroot(sdists: Sequence[Path], release: str, deb_arch: str) -> Path:
+def _build_in_chroot(sdists: Sequence[Path], release: str, deb_arch: str) -> tuple[Path, str | None]:
     """One mmdebstrap run: a minimal chroot with a compiler, the sdists copied in, the script
-    above run in it, the wheels copied out; mmdebstrap removes the chroot and its mounts."""
+    above run in it, the wheels copied out; mmdebstrap removes the chroot and its mounts.
+    Returns the directory of the wheels that built, and why others did not."""
     if not proc.which("mmdebstrap"):
         raise InputError("building a wheel for another platform needs mmdebstrap", "apt-get install mmdebstrap")
     work = Path(tempfile.mkdtemp(prefix="vb-wheelbuild-"))
@@ -166,6 +180,10 @@ def _build_in_chroot(sdists: Sequence[Path], release: str, deb_arch: str) -> Pat
     for s in sdists:
         shutil.copy2(s, stage / "sdists" / s.name)
     (stage / "build.sh").write_text(SCRIPT)
+    # the chroot reaches the package index as the controller does: its name resolution (mmdebstrap
+    # copies resolv.conf; /etc/hosts too here) and its trusted certificates
+    if (bundle := _ca_bundle()) is not None:
+        shutil.copy2(bundle, stage / "ca.crt")
     out = work / "out"
     out.mkdir()
     tmp = work / "tmp"  # mmdebstrap's chroot (TMPDIR): removed with the rest
@@ -173,6 +191,7 @@ def _build_in_chroot(sdists: Sequence[Path], release: str, deb_arch: str) -> Pat
     argv = ["mmdebstrap", "--variant=minbase", f"--architectures={deb_arch}", f"--include={','.join(BUILD_PACKAGES)}",
             "--quiet", "--format=null",
             f"--customize-hook=copy-in {stage} /tmp",
+            "--customize-hook=copy-in /etc/hosts /etc",
             "--customize-hook=chroot \"$1\" sh /tmp/vb-build/build.sh",
             f"--customize-hook=copy-out /tmp/vb-build/wheels {out}",
             release, "/dev/null",
@@ -190,9 +209,25 @@ def _build_in_chroot(sdists: Sequence[Path], release: str, deb_arch: str) -> Pat
         result = Path(tempfile.mkdtemp(prefix="vb-wheels-"))
         for wheel in (out / "wheels").glob("*.whl"):
             shutil.move(str(wheel), result / wheel.name)
-        return result
+        log = out / "wheels" / "build.log"
+        text = log.read_text(errors="replace") if log.is_file() else ""
+        if "FAILED: " not in text:
+            return result, None
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        why = [ln for ln in lines if "rror" in ln or ln.startswith("FAILED")][-4:]
+        kept = Path(tempfile.mkdtemp(prefix=f"vb-wheelbuild-{deb_arch}-log-")) / "build.log"  # outlives the build
+        kept.write_text(text)
+        return result, f"{' | '.join(why)[-300:]} (whole log: {kept})"
     finally:
         _cleanup(work)
+
+
+def _ca_bundle() -> Path | None:
+    """The certificates pip trusts here (PIP_CERT, else the system's bundle); None: the chroot's own."""
+    for candidate in (os.environ.get("PIP_CERT", ""), *CA_BUNDLES):
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    return None
 
 
 def _cleanup(work: Path) -> None:
