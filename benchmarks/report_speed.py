@@ -9,7 +9,9 @@ for a stopped run whose report is stored (the runner stores it when the run ends
 first report does) and cold (the stored report removed first: statistics computed, scipy
 imported). Optionally the static figures (PNG+SVG+PDF), which are not part of the target.
 
-    .venv/bin/python benchmarks/report_speed.py [--samples 100000] [--db /tmp/vb-speed.db] [--figures]
+    .venv/bin/python benchmarks/report_speed.py [--samples 100000] [--db /tmp/vb-speed.db | --db URL] [--figures]
+
+--db takes an SQLite file or any store URL (postgresql+psycopg://...).
 
 The store is reused when it already holds the run, so repeated timings skip the fill.
 """
@@ -77,17 +79,18 @@ def main() -> int:
     ap.add_argument("--figures", action="store_true", help="also time the PNG/SVG/PDF export")
     args = ap.parse_args()
 
-    store = Store(f"sqlite:///{args.db}")
-    # Speeds up the fill only (no fsync per execution); reading is unaffected.
-    event.listen(store.engine, "connect", lambda c, _: c.execute("PRAGMA synchronous=OFF"))
-    store.engine.dispose()
+    url = args.db if "://" in args.db else f"sqlite:///{args.db}"
+    store = Store(url)
+    if store.engine.dialect.name == "sqlite":  # speeds up the fill only (no fsync per execution)
+        event.listen(store.engine, "connect", lambda c, _: c.execute("PRAGMA synchronous=OFF"))
+        store.engine.dispose()
     with store.session() as s:
         have = s.scalar(select(func.count()).select_from(Sample).where(Sample.run_id == RUN_ID))
     if not have:
         fill(store, args.samples, args.platforms)
         with store.session() as s:
             have = s.scalar(select(func.count()).select_from(Sample).where(Sample.run_id == RUN_ID))
-    print(f"run {RUN_ID}: {have} samples in {args.db}")
+    print(f"run {RUN_ID}: {have} samples in {store.engine.dialect.name} {store.engine.url.render_as_string()}")
 
     print(f"host load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
     print("stages, in process (imports done):")
@@ -97,12 +100,12 @@ def main() -> int:
     doc, _ = timed("JSON document (report --json)",
                    lambda: json.dumps(summary.to_json(run, rows, failures), default=str))
     timed("terminal report", lambda: text.render(run, rows, failures, Console(file=io.StringIO(), width=200)))
-    out = Path(args.db).with_suffix(".html")
+    out = Path(tempfile.gettempdir()) / f"vb-report-speed-{store.engine.dialect.name}.html"
     timed("HTML file (report --html)", lambda: html.write(out, [report]))
     print(f"  {len(rows)} result rows, {len(doc) / 1e6:.1f} MB JSON, {out.stat().st_size / 1e6:.1f} MB HTML ({out})")
 
     print("end to end, a fresh process each time (interpreter start, imports, store, report, output):")
-    env = dict(os.environ, VIRTBENCH_DB=f"sqlite:///{args.db}")
+    env = dict(os.environ, VIRTBENCH_DB=url)
     for cold in (False, True):
         for argv in (["report", RUN_ID], ["report", RUN_ID, "--json"], ["report", RUN_ID, "--html", str(out)]):
             walls, cpus = [], []
@@ -125,7 +128,7 @@ def main() -> int:
 
         specs, platforms = for_reports([report])
         files, _ = timed(f"static figures ({len(specs)} x png/svg/pdf)",
-                         lambda: static.export(specs, Path(args.db).with_suffix(".figures"), platforms=platforms))
+                         lambda: static.export(specs, out.with_suffix(".figures"), platforms=platforms))
         print(f"  {len(files)} files")
     return 0
 

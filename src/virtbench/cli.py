@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from . import __version__
 from .commands.shared import console, db_option, errconsole
-from .errors import InputError, VirtbenchError
+from .errors import InputError, VirtbenchError, disk_full
 from .extras import require
 
 
@@ -205,6 +205,10 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
         sys.exit(130)
     if show_report:
         _print_report(store, outcome.run_id, as_json=False, detail=False)
+    else:  # computed and stored now, as the web worker does, so the first `report` reads it
+        from .report import summary
+
+        summary.build(store, outcome.run_id, sections=False)
     if outcome.failed:
         errconsole.print(f"[red]{outcome.failed} executions failed[/red]; raw output: "
                          f"`virtbench show {outcome.run_id} --failed`")
@@ -249,10 +253,9 @@ def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, h
     if figures_dir:
         require("figures", "--figures")
         from .report import static
-        from .report.figures import for_reports
+        from .report.figures import for_files
 
-        specs, platforms = for_reports(triples)
-        specs += [f for run_secs in secs for s in run_secs for f in s.figures]
+        specs, platforms = for_files(reports)
         written = static.export(specs, figures_dir, platforms=platforms)
         errconsole.print(f"wrote {len(written)} figure files to {figures_dir}")
     if as_json:
@@ -493,3 +496,10 @@ def main() -> None:
     except KeyboardInterrupt:
         errconsole.print("interrupted")
         sys.exit(130)
+    except Exception as exc:
+        full = disk_full(exc)
+        if full is None:
+            raise
+        click.echo(f"error: {full.message}", err=True)  # one line, not a traceback
+        click.echo(f"  fix: {full.fix}", err=True)
+        sys.exit(full.exit_code)

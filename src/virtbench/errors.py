@@ -72,3 +72,26 @@ class ParseError(VirtbenchError):
 def _short(argv: list[str], limit: int = 120) -> str:
     text = " ".join(argv)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def disk_full(exc: BaseException) -> VirtbenchError | None:
+    """A full disk anywhere in an exception's chain (ENOSPC from the OS, SQLite's "database or
+    disk is full"), as the one line the CLI prints; None when the error is something else."""
+    import errno
+
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno == errno.ENOSPC:
+            where = f" writing {e.filename}" if e.filename else ""
+            return VirtbenchError(f"disk full{where}: no space left on device",
+                                  "free space there, or point VIRTBENCH_STATE_DIR / --db at a larger filesystem; "
+                                  "then virtbench cleanup")
+        if "database or disk is full" in str(e) or "No space left on device" in str(e):
+            return VirtbenchError("disk full: the results store could not be written (database or disk is full)"
+                                  if "database" in str(e) else "disk full: no space left on device",
+                                  "free space on the store's filesystem, or give --db / VIRTBENCH_STATE_DIR on a "
+                                  "larger one; then virtbench cleanup")
+        e = e.__cause__ or e.__context__
+    return None

@@ -17,42 +17,17 @@ from pathlib import Path
 
 import pytest
 
+from hostsupport.density import _campaign, leftovers, vb  # noqa: F401 - shared with test_density_signals
 from virtbench.errors import InputError
-from virtbench.experiments.density import parent_prefix
 from virtbench.images import guest
 from virtbench.images.build import Recipe, build, host_arch
 from virtbench.platforms import cgroups
-from virtbench.platforms.base import Paths
 from virtbench.platforms.lxc import LXC
 
 pytestmark = pytest.mark.integration
 
 WORKLOAD = "{name: openssl, algorithm: des-ede3, bytes: 64, multi: 1, seconds: 1}"
 """multi: 1: until quick's parser fix for OpenSSL 1.1.1's -multi sum ("evp") lands, bullseye needs it."""
-
-
-def vb(env, *args, timeout=1200):
-    return subprocess.run([sys.executable, "-m", "virtbench", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout)
-
-
-def leftovers(env) -> list[str]:
-    """Containers in the private lxcpath, confining parents, and mounts under the state dir."""
-    state = env["VIRTBENCH_STATE_DIR"]
-    lxc = subprocess.run(["lxc-ls", "-P", f"{state}/lxc"], capture_output=True, text=True).stdout.split()
-    db = env["VIRTBENCH_DB"].removeprefix("sqlite:///")
-    runs = set()
-    if Path(db).exists():
-        with sqlite3.connect(db) as conn:
-            try:
-                runs = {r for (r,) in conn.execute("select id from runs")}
-            except sqlite3.OperationalError:  # the run is creating the schema right now
-                runs = set()
-    prefix = parent_prefix(Paths(state=Path(state)))
-    parents = [p for p in cgroups.leftover_parents(prefix) if p.removeprefix(prefix) in runs]  # this test's runs only
-    mounts = [ln.split()[4] for ln in Path("/proc/self/mountinfo").read_text().splitlines()
-              if ln.split()[4].startswith(state)]
-    return [f"lxc:{n}" for n in lxc] + [f"cgroup:{p}" for p in parents] + mounts
 
 
 # -- system containers ---------------------------------------------------------------------------
@@ -181,12 +156,6 @@ def test_releases_busybox_and_brought_archives(tmp_path):
 
 
 # -- the experiment through the CLI ------------------------------------------------------------------
-def _campaign(tmp_path: Path, body: str) -> Path:
-    p = tmp_path / "density.yaml"
-    p.write_text(body)
-    return p
-
-
 def test_until_failure_campaign_report_and_nothing_left(env, tmp_path):
     camp = _campaign(tmp_path, f"""
 name: density-it

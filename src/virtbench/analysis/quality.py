@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from . import special
+
 DRIFT_MIN_N = 5
 DRIFT_P = 0.01
 DRIFT_RHO = 0.5
@@ -23,6 +25,10 @@ OUTLIER_Z = 3.5
 NORMAL_MAD = 0.6744897501960817
 """The MAD of a standard normal (its 75th percentile): MAD / this estimates the standard
 deviation (scipy.stats.median_abs_deviation's scale="normal")."""
+MATERIAL = 0.01
+"""Spreads below 1 % of the median are never flagged as drift or outliers: with CPU-time
+metrics (quick campaign) the values can cluster within 0.3 %, and a MAD that small made a
+value 0.5 % off an 'outlier' and a 0.35 % rise a 'drift' (every openssl cell carried a flag)."""
 CV_WARN = 0.035
 """Phoronix Test Suite adds runs while the relative standard deviation exceeds 3.5%."""
 WARMUP_EFFECT = 0.05
@@ -48,25 +54,28 @@ def drift(values: Sequence[float], rounds: Sequence[int]) -> Flag | None:
 
 
 def drift_many(items: Sequence[tuple[Sequence[float], Sequence[int]]]) -> list[Flag | None]:
-    """drift() of many (values, rounds) pairs; pairs of equal length share one scipy call.
+    """drift() of many (values, rounds) pairs; pairs of equal length are computed together.
 
     Spearman's rho is Pearson's r of the ranks, and its p-value (t with n-2 degrees of
-    freedom) equals pearsonr's exact one, so scipy.stats.rankdata and pearsonr along an
-    axis give spearmanr's answer for a whole batch (tests check it against spearmanr).
+    freedom) equals pearsonr's exact one, so average ranks and Pearson's r along an axis
+    give spearmanr's answer for a whole batch (analysis.special, without importing
+    scipy.stats; tests check it against spearmanr).
     """
     out: list[Flag | None] = [None] * len(items)
     by_n: dict[int, list[int]] = {}
     for i, (values, rounds) in enumerate(items):
-        if len(values) >= DRIFT_MIN_N and np.ptp(values) > 0 and np.ptp(rounds) > 0:
+        if len(values) >= DRIFT_MIN_N and np.ptp(values) > MATERIAL * abs(float(np.median(values))) \
+                and np.ptp(rounds) > 0:
             by_n.setdefault(len(values), []).append(i)
-    from scipy import stats  # imported when statistics are computed, not when a stored report is read
-
-    for idx in by_n.values():
-        x = stats.rankdata(np.asarray([items[i][1] for i in idx], dtype=float), axis=1)
-        y = stats.rankdata(np.asarray([items[i][0] for i in idx], dtype=float), axis=1)
-        res = stats.pearsonr(x, y, axis=1)
-        for i, rho, p in zip(idx, np.atleast_1d(res.statistic), np.atleast_1d(res.pvalue)):
-            out[i] = _drift_flag(float(rho), float(p))
+    for n, idx in by_n.items():
+        x, _ = special.rankdata(np.asarray([items[i][1] for i in idx], dtype=float))
+        y, _ = special.rankdata(np.asarray([items[i][0] for i in idx], dtype=float))
+        xm, ym = x - x.mean(axis=1, keepdims=True), y - y.mean(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rho = np.clip((xm * ym).sum(axis=1) / np.sqrt((xm * xm).sum(axis=1) * (ym * ym).sum(axis=1)), -1.0, 1.0)
+        strong = np.flatnonzero(np.abs(np.nan_to_num(rho)) >= DRIFT_RHO)  # only these can be flagged: p for them
+        for j, p in zip(strong.tolist(), special.pearson_p(rho[strong], n)):
+            out[idx[j]] = _drift_flag(float(rho[j]), float(p))
     return out
 
 
@@ -81,8 +90,8 @@ def _drift_flag(rho: float, p: float) -> Flag | None:
 def outliers(values: Sequence[float], rounds: Sequence[int] | None = None) -> Flag | None:
     """Values far from the median in units of the scaled MAD (modified z-score > 3.5).
 
-    With a MAD of zero (most values identical), a value counts when it differs from the
-    median by more than 1% of it, so integer-valued metrics are not flagged for noise.
+    A value counts only when it also differs from the median by more than 1 % of it (MATERIAL),
+    so integer-valued metrics and tightly clustered CPU times are not flagged for noise.
     """
     return outliers_many([(values, rounds)])[0]
 
@@ -110,13 +119,13 @@ def outlier_mask(values: Sequence[float]) -> list[bool]:
 
 def outlier_masks(arr: np.ndarray) -> np.ndarray:
     """The outlier rule, once: per row of arr, the values whose modified z-score (distance to
-    the median over the MAD scaled to a normal's standard deviation) exceeds OUTLIER_Z; with
-    a MAD of zero, those more than 1 % from the median."""
+    the median over the MAD scaled to a normal's standard deviation) exceeds OUTLIER_Z, and
+    only those more than MATERIAL (1 %) from the median (with a MAD of zero, just that)."""
     med = np.median(arr, axis=1, keepdims=True)
     mad = np.median(np.abs(arr - med), axis=1, keepdims=True) / NORMAL_MAD
     dev = np.abs(arr - med)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(mad > 0, dev / mad > OUTLIER_Z, dev > 0.01 * np.abs(med))
+        return (dev > MATERIAL * np.abs(med)) & np.where(mad > 0, dev / mad > OUTLIER_Z, True)
 
 
 def _outlier_flag(mask: np.ndarray, rounds: Sequence[int] | None) -> Flag | None:

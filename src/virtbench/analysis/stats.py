@@ -22,6 +22,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from . import special
+
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20240611
 CACHE_LIMIT = 4_000_000
@@ -190,15 +192,14 @@ def rank_test(values: Sequence[float], base: Sequence[float]) -> RankTest | None
 
 
 def rank_tests(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> list[RankTest | None]:
-    """rank_test() of many (values, baseline) pairs, batched through scipy where that is exact.
+    """rank_test() of many (values, baseline) pairs, batched where that gives the same p-values.
 
     Pairs with the same baseline object, the same sizes and the same answer to "any ties?"
-    go through one vectorized mannwhitneyu call: scipy picks the exact or the asymptotic
-    method from the sizes and from ties anywhere in the batch, so grouping by ties keeps
-    every p-value what a call per pair would give.
+    go through one vectorized test (analysis.special.mannwhitneyu, scipy's method without
+    importing scipy.stats): the exact or the asymptotic method is chosen from the sizes and
+    from ties anywhere in the batch, so grouping by ties keeps every p-value what a call per
+    pair would give.
     """
-    from scipy import stats  # imported when statistics are computed, not when a stored report is read
-
     out: list[RankTest | None] = [None] * len(pairs)
     groups: dict[tuple[int, int, int, bool], list[int]] = {}
     for i, (x, y) in enumerate(pairs):
@@ -212,10 +213,10 @@ def rank_tests(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> list
         groups.setdefault((id(y), len(x), len(y), ties), []).append(i)
     for idx in groups.values():
         xs = np.asarray([pairs[i][0] for i in idx], dtype=float)
-        ys = np.asarray(pairs[idx[0]][1], dtype=float)[None, :]
-        res = stats.mannwhitneyu(xs, ys, alternative="two-sided", axis=1)
-        for i, u, p in zip(idx, np.atleast_1d(res.statistic), np.atleast_1d(res.pvalue)):
-            effect = 2.0 * float(u) / (xs.shape[1] * ys.shape[1]) - 1.0
+        ys = np.asarray(pairs[idx[0]][1], dtype=float)
+        u1, pvalues = special.mannwhitneyu(xs, ys)
+        for i, u, p in zip(idx, u1, pvalues):
+            effect = 2.0 * float(u) / (xs.shape[1] * ys.size) - 1.0
             out[i] = RankTest(float(p) if math.isfinite(p) else 1.0, effect)
     return out
 
@@ -316,11 +317,7 @@ def needs_more(values: Sequence[float], base_values: Sequence[float], higher_is_
     return Need(False, f"ratio interval +-{p:.1%} within the +-{target:.1%} target", p)
 
 
-@lru_cache(maxsize=1024)
 def t_quantile(q: float, df: float) -> float:
-    """Student's t quantile (what scipy.stats.t.ppf computes, through scipy.special alone, which
-    imports in a fraction of scipy.stats' time), cached: a report asks for the same few degrees
-    of freedom hundreds of times."""
-    from scipy.special import stdtrit
-
-    return float(stdtrit(df, q))
+    """Student's t quantile (scipy.stats.t.ppf), computed without importing scipy and cached
+    (analysis.special): a report asks for the same few degrees of freedom hundreds of times."""
+    return special.t_ppf(float(q), float(df))

@@ -141,43 +141,54 @@ def summarize(samples: Iterable[SampleView | tuple], failures: dict[tuple[str, s
     warmup=True only feed the warm-up check and trend plots. Holm's correction runs over
     every comparison with the baseline in this call, which is the family a report shows.
     """
-    grouped: dict[tuple[str, str, str], list[tuple[int, float]]] = defaultdict(list)
-    warm: dict[tuple[str, str, str], list[tuple[int, float]]] = defaultdict(list)
+    grouped: Group = defaultdict(new_group)
+    warm: Group = defaultdict(new_group)
     meta: dict[tuple[str, str], tuple[str, bool, str]] = {}
     for bench, metric, platform, value, unit, hib, category, rnd, warmup in samples:  # tuples or SampleViews
-        (warm if warmup else grouped)[(bench, metric, platform)].append((rnd, value))
+        rounds, values = (warm if warmup else grouped)[(bench, metric, platform)]
+        rounds.append(rnd)
+        values.append(value)
         if (bench, metric) not in meta:
             meta[(bench, metric)] = (unit, bool(hib), category)
     return summarize_grouped(grouped, warm, meta, failures, platforms, baseline, metrics_of,
                              alpha=alpha, min_effect=min_effect)
 
 
-Group = dict[tuple[str, str, str], list[tuple[int, float]]]
-"""(benchmark, metric, platform) -> [(round, value), ...] in the order measured."""
+Group = dict[tuple[str, str, str], tuple[list[int], list[float]]]
+"""(benchmark, metric, platform) -> (rounds, values), in the order measured: two lists, not a
+list of pairs, so rows and pooled reports take them over without unzipping 100,000 pairs."""
+
+
+def new_group() -> tuple[list[int], list[float]]:
+    """An empty (rounds, values) entry of a Group (the default of a defaultdict)."""
+    return [], []
 
 
 def summarize_grouped(grouped: Group, warm: Group, meta: dict[tuple[str, str], tuple[str, bool, str]],
                       failures: dict[tuple[str, str], int], platforms: Sequence[str], baseline: str,
                       metrics_of: dict[str, list[tuple[str, str, bool, str]]] | None = None, *,
-                      alpha: float = ALPHA, min_effect: float = MIN_EFFECT) -> list[Row]:
+                      alpha: float = ALPHA, min_effect: float = MIN_EFFECT, inference: bool = True) -> list[Row]:
     """summarize() of samples already grouped (meta: (benchmark, metric) -> unit, direction,
-    category): pooling reports that are grouped already need not take them apart first."""
+    category): pooling reports that are grouped already need not take them apart first.
+
+    inference=False leaves out what only a full table shows (bootstrap intervals, rank tests
+    and Holm, quality flags: those fields stay None/empty) for views that show the ratio, its
+    verdict interval and the verdict alone, like hosts side by side: half the work."""
     for bench, declared in (metrics_of or {}).items():
         for metric, unit, hib, category in declared:
             meta.setdefault((bench, metric), (unit, hib, category))
     keys = sorted(meta.items())
-    base_of = {bm: [v for _, v in grouped.get((*bm, baseline), [])] for bm, _ in keys}
-    base_rounds = {bm: [r for r, _ in grouped.get((*bm, baseline), [])] for bm, _ in keys}
+    empty: tuple[list[int], list[float]] = ([], [])
+    base_of = {bm: grouped.get((*bm, baseline), empty)[1] for bm, _ in keys}
+    base_rounds = {bm: grouped.get((*bm, baseline), empty)[0] for bm, _ in keys}
     rows: list[Row] = []
     for (bench, metric), (unit, hib, category) in keys:
         for platform in platforms:
-            pairs = grouped.get((bench, metric, platform), [])
-            wpairs = warm.get((bench, metric, platform), [])
-            values = [v for _, v in pairs]
+            rounds, values = grouped.get((bench, metric, platform), empty)
+            wrounds, wvalues = warm.get((bench, metric, platform), empty)
             row = Row(bench, metric, unit, hib, category, platform, n=len(values),
-                      failed=failures.get((platform, bench), 0), values=values,
-                      rounds=[r for r, _ in pairs], warmup_values=[v for _, v in wpairs],
-                      warmup_rounds=[r for r, _ in wpairs])
+                      failed=failures.get((platform, bench), 0), values=list(values),
+                      rounds=list(rounds), warmup_values=list(wvalues), warmup_rounds=list(wrounds))
             if values:
                 _describe(row)
                 base_values = base_of[(bench, metric)]
@@ -187,7 +198,8 @@ def summarize_grouped(grouped: Group, warm: Group, meta: dict[tuple[str, str], t
                         row.relative_ci95 = [1.0, 1.0] if len(values) > 1 else None
                         row.verdict = "baseline"
             rows.append(row)
-    _infer(rows, base_of, baseline)
+    if inference:
+        _infer(rows, base_of, baseline)
     tested = [r for r in rows if r.p_value is not None]
     for row, adj in zip(tested, st.holm([r.p_value for r in tested])):
         row.p_holm = adj
@@ -206,11 +218,17 @@ def summarize_grouped(grouped: Group, warm: Group, meta: dict[tuple[str, str], t
 def _describe(row: Row) -> None:
     """Descriptive statistics of the row's own values (the batched work is in _infer)."""
     arr = np.asarray(row.values, dtype=float)
-    row.mean = float(arr.mean())
+    n = arr.size
+    row.mean = m = float(arr.mean())
     row.median = float(np.median(arr))
-    row.stdev = float(arr.std(ddof=1)) if arr.size > 1 else None
-    row.ci95 = mean_ci(row.values)
-    row.cv = st.cv(row.values)
+    if n < 2:
+        row.stdev = row.ci95 = row.cv = None
+        return
+    # mean_ci() and stats.cv() of the same array, computed once (the same floats: tests check it)
+    row.stdev = sd = float(arr.std(ddof=1))
+    half = st.t_quantile(0.5 + 0.95 / 2, n - 1) * sd / math.sqrt(n)
+    row.ci95 = [m, m] if sd == 0.0 else [m - half, m + half]
+    row.cv = sd / abs(m) if m else None
 
 
 def _infer(rows: Sequence[Row], base_of: dict[tuple[str, str], list[float]], baseline: str) -> None:

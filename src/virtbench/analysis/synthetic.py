@@ -99,8 +99,12 @@ def host_facts(hostname: str, **overrides: Any) -> dict[str, Any]:
 def fill(store: Store, run_id: str, *, hostname: str = "sim-host", repetitions: int = 10, warmups: int = 1,
          platforms: Sequence[SimPlatform] | None = None, benchmarks: Sequence[SimBenchmark] | None = None,
          seed: int = 0, host_speed: float = 1.0, drift: dict[str, float] | None = None,
-         fail: dict[tuple[str, str], Sequence[int]] | None = None, facts: dict[str, Any] | None = None) -> str:
+         fail: dict[tuple[str, str], Sequence[int]] | None = None, facts: dict[str, Any] | None = None,
+         hosts: Sequence[str] = ()) -> str:
     """Create a finished run and record every execution; returns the run id.
+
+    hosts: a multi-host run (`hosts:` in its campaign), every execution recorded on each host,
+    the i-th host measuring (1 - 0.1 i) as fast.
 
     drift: platform -> relative change per round (0.01 = 1% better each round). fail:
     (platform, benchmark key) -> rounds whose execution fails (an error and raw output kept).
@@ -112,7 +116,7 @@ def fill(store: Store, run_id: str, *, hostname: str = "sim-host", repetitions: 
     store.create_run(
         run_id=run_id, name="synthetic", seed=seed, host_id=store.upsert_host(hf), host_facts=hf, source="",
         campaign={"name": "synthetic", "baseline": platforms[0].name, "repetitions": repetitions,
-                  "warmups": warmups, "shuffle": True},
+                  "warmups": warmups, "shuffle": True, **({"hosts": [{"name": h} for h in hosts]} if hosts else {})},
         image={"recipe_hash": "0" * 64, "tar_sha256": "1" * 64, "release": "bookworm", "arch": "amd64",
                "profile": "quick"},
         provenance={"virtbench": "synthetic"},
@@ -126,27 +130,28 @@ def fill(store: Store, run_id: str, *, hostname: str = "sim-host", repetitions: 
                     for b in benchmarks],
         status="running")
     t = now()
-    for rnd in range(warmups + repetitions):
-        warm = rnd < warmups
-        for pi in rng.permutation(len(platforms)):
-            p = platforms[pi]
-            trend = 1.0 + (drift or {}).get(p.name, 0.0) * (rnd - warmups)
-            for b in benchmarks:
-                failed = rnd in (fail or {}).get((p.name, b.key), ())
-                samples = [] if failed else [_sample(rng, m, p, b, host_speed * trend * (0.9 if warm else 1.0))
-                                             for m in b.metrics]
-                store.record(run_id=run_id, round=rnd, warmup=warm, platform=p.name, benchmark=b.key,
-                             status="failed" if failed else "ok", started_at=t, finished_at=t + timedelta(seconds=1),
-                             duration_s=1.0, argv=[b.name, "--sim"], exit_code=1 if failed else 0,
-                             stdout="" if failed else "sim output", stderr="sim: error: device busy" if failed else "",
-                             error="exit status 1: device busy" if failed else "", samples=samples)
-                t += timedelta(seconds=1)
-            life = [{"metric": f"{step}_s", "value": float(base * (1 + 4 * (p.kind != "baseline"))
-                                                             * rng.lognormal(0, 0.1)),
-                     "unit": "s", "higher_is_better": False, "category": "lifecycle"}
-                    for step, base in (("create", 0.02), ("start", 0.05), ("stop", 0.01), ("remove", 0.01))]
-            store.record(run_id=run_id, round=rnd, warmup=warm, platform=p.name, benchmark="lifecycle", status="ok",
-                         started_at=t, finished_at=t, duration_s=0.1, samples=life)
+    for hi, host in enumerate(hosts or [""]):
+        for rnd in range(warmups + repetitions):
+            warm = rnd < warmups
+            for pi in rng.permutation(len(platforms)):
+                p = platforms[pi]
+                trend = 1.0 + (drift or {}).get(p.name, 0.0) * (rnd - warmups)
+                for b in benchmarks:
+                    failed = rnd in (fail or {}).get((p.name, b.key), ())
+                    speed = host_speed * (1 - 0.1 * hi) * trend * (0.9 if warm else 1.0)
+                    samples = [] if failed else [_sample(rng, m, p, b, speed) for m in b.metrics]
+                    store.record(run_id=run_id, round=rnd, warmup=warm, platform=p.name, benchmark=b.key,
+                                 status="failed" if failed else "ok", started_at=t, finished_at=t + timedelta(seconds=1),
+                                 duration_s=1.0, argv=[b.name, "--sim"], exit_code=1 if failed else 0,
+                                 stdout="" if failed else "sim output", stderr="sim: error: device busy" if failed else "",
+                                 error="exit status 1: device busy" if failed else "", samples=samples, host=host)
+                    t += timedelta(seconds=1)
+                life = [{"metric": f"{step}_s", "value": float(base * (1 + 4 * (p.kind != "baseline"))
+                                                                 * rng.lognormal(0, 0.1)),
+                         "unit": "s", "higher_is_better": False, "category": "lifecycle"}
+                        for step, base in (("create", 0.02), ("start", 0.05), ("stop", 0.01), ("remove", 0.01))]
+                store.record(run_id=run_id, round=rnd, warmup=warm, platform=p.name, benchmark="lifecycle", status="ok",
+                             started_at=t, finished_at=t, duration_s=0.1, samples=life, host=host)
     store.set_status(run_id, "finished")
     return run_id
 

@@ -8,8 +8,6 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from ..platforms.base import Paths
-
 
 @click.command()
 @click.argument("checks", nargs=-1, metavar="[CHECK]...")
@@ -21,6 +19,7 @@ def selftest(checks: tuple[str, ...], as_json: bool, wait: bool) -> None:
     throttle, a netem delay, an OOM kill, the harness's own overhead, an A/A comparison),
     each measured through virtbench and judged. Exit 0 when every check that could run
     passed; checks this host cannot run are skipped with the reason. Run it once on a new host."""
+    from ..platforms.base import Paths  # here: the platforms' import costs every other command 0.1 s
     from ..selftest import suite
 
     out = Console(highlight=False, soft_wrap=not sys.stdout.isatty())

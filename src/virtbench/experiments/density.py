@@ -40,6 +40,7 @@ from ..platforms.base import Paths, Platform, Size
 from ..registry import BENCHMARKS, PLATFORMS
 from ..store.db import now
 from .base import Experiment, ExperimentContext
+from .density_fleet import signals_held
 from .density_guard import Guard, GuardSettings, ParentPressure, read_parent
 from .density_probe import Prober, Stop, resumed
 
@@ -268,8 +269,15 @@ class Density(Experiment):
                     result = prober.search(counts, bisect=bisect, resume=state)
                 self._record_stop(ctx, name, plat, result, prober, guard, parent, time.time() - started)
         finally:
-            if parent is not None:
-                parent.remove()
+            with signals_held():  # a second signal must not cut the removal short
+                for plat in self.platforms.values():  # what a signal mid-create or a failed stop left
+                    try:
+                        for line in type(plat).cleanup(self.paths, ctx.run_id):
+                            ctx.log(f"removed leftover {line}")
+                    except Exception as exc:  # noqa: BLE001 - the parent's removal below says what is left
+                        ctx.log(f"{plat.name}: cleanup: {exc}")
+                if parent is not None:
+                    parent.remove()
 
     @staticmethod
     def _parent_reader(parent: cgroups.Confinement | None) -> Callable[[], ParentPressure] | None:

@@ -13,8 +13,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import signal
+import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,6 +104,31 @@ def next_instance_blocked(before: dict[str, tuple[int, int, str]] | None,
     return None
 
 
+DISK_FULL_FREE = 64 << 20
+"""ENOSPC with less than this free on the state directory's filesystem is a full disk (not
+inotify watches, whose exhaustion also says ENOSPC)."""
+
+
+def disk_full(text: str, where: Path) -> dict | None:
+    """The evidence that an error is the host's disk being full: ENOSPC in the error and
+    little left on the filesystem of `where` (the state directory: instances' layers, the
+    store) or of a path the error names. None otherwise."""
+    if not re.search(r"no space left on device|ENOSPC|errno 28|disk is full", text, re.IGNORECASE):
+        return None
+    for candidate in [where, *(Path(p) for p in re.findall(r"(/[\w.+@-]+(?:/[\w.+@-]+)*)", text))]:
+        while not candidate.exists() and candidate != candidate.parent:
+            candidate = candidate.parent
+        try:
+            st = os.statvfs(candidate)
+        except OSError:
+            continue
+        free, size = st.f_bavail * st.f_frsize, st.f_blocks * st.f_frsize
+        if free <= max(DISK_FULL_FREE, size // 100):
+            return {"path": str(candidate), "free_bytes": free, "size_bytes": size,
+                    "free_inodes": st.f_favail, "error": text[-1500:]}
+    return None
+
+
 class StartFailure(Exception):
     """An additional instance did not start: the runtime's own error text."""
 
@@ -127,12 +156,21 @@ class Outcome:
     mem_available_before: int
     sync: density_sync.Overlap | None = None
     """Start spread and overlap of the instances' workloads (None: not measured)."""
+    parent_memory: dict | None = None
+    """The confining parent's usage, peak during the window, limit and limit hits (None: unconfined)."""
+    log_kills: list[str] = field(default_factory=list)
+    """Kernel log OOM-kill lines of this fleet's cgroups during the window (a victim's cgroup
+    may be gone with its container, so its counter cannot be read any more)."""
 
     def oom_kills(self) -> dict[str, int]:
-        """New OOM kills per cgroup during the window (instances and the confining parent)."""
-        return {k: cgroups.oom_kills(self.oom_after.get(k, {})) - cgroups.oom_kills(v)
-                for k, v in self.oom_before.items()
-                if cgroups.oom_kills(self.oom_after.get(k, {})) > cgroups.oom_kills(v)}
+        """New OOM kills per cgroup during the window (instances and the confining parent,
+        whose count sums its subtree), and the kernel log's lines when no counter moved."""
+        kills = {k: cgroups.oom_kills(self.oom_after.get(k, {})) - cgroups.oom_kills(v)
+                 for k, v in self.oom_before.items()
+                 if cgroups.oom_kills(self.oom_after.get(k, {})) > cgroups.oom_kills(v)}
+        if not kills and self.log_kills:
+            kills["kernel log"] = len(self.log_kills)
+        return kills
 
 
 @dataclass
@@ -145,15 +183,19 @@ class Fleet:
     parent: str | None = None
     members: list[Member] = field(default_factory=list)
     created: list[Instance] = field(default_factory=list)
+    creating: str | None = None
+    """The name being created: a signal during create leaves an instance `created` misses."""
 
     def add(self) -> Member:
         """Create and start one more instance; StartFailure carries the runtime's text."""
         name = f"{self.prefix}-{len(self.members) + 1}"[:63]
+        self.creating = name
         try:
             inst = self.platform.create(self.image, name, self.run_id)
         except Exception as exc:  # noqa: BLE001 - the text is the evidence
             raise StartFailure(f"create {name}: {exc}") from exc
         self.created.append(inst)
+        self.creating = None
         try:
             self.platform.start(inst)
         except Exception as exc:  # noqa: BLE001
@@ -166,7 +208,12 @@ class Fleet:
         return [m.cgroup for m in self.members if m.cgroup] + ([self.parent] if self.parent else [])
 
     def oom_counters(self) -> dict[str, dict[str, int]]:
-        return {cg: cgroups.oom_counters(cg) for cg in self.cgroups()}
+        """Each instance's counters, and the parent's with `oom_kill` summed over its subtree
+        (a kill its limit caused is counted in the victim's cgroup on v1)."""
+        out = {cg: cgroups.oom_counters(cg) for cg in self.cgroups()}
+        if self.parent and (kills := cgroups.subtree_oom_kills(self.parent)) is not None:
+            out[self.parent]["oom_kill"] = kills
+        return out
 
     def memory_usage(self) -> list[int | None]:
         return [cgroups.memory_usage(m.cgroup) if m.cgroup else None for m in self.members]
@@ -182,6 +229,8 @@ class Fleet:
         usage = self.memory_usage()
         mem_before = read_host().mem_available
         oom_before = self.oom_counters()
+        if self.parent:
+            cgroups.reset_peak(self.parent)
         mark = cgroups.kernel_log_mark()
         argv = bench.command(workdir)
         tripped: list[Trip] = []
@@ -203,23 +252,37 @@ class Fleet:
                 f"the {count} instances did not run together: {sync.reported} reported, start spread "
                 f"{sync.spread_s} s, all running for {sync.overlap} of the window (wanted >= {min_overlap:g}), "
                 f"{sync.late} arrived after the start time; the aggregate is not a concurrent measurement")
+        log = cgroups.kernel_log_since(mark)
         return Outcome(count=count, results=results, started_at=t0, duration_s=time.time() - t0,
                        oom_before=oom_before, oom_after=self.oom_counters(),
-                       kernel_log=cgroups.kernel_log_since(mark), trip=tripped[0] if tripped else None,
-                       memory_usage=usage, mem_available_before=mem_before, sync=sync)
+                       kernel_log=log, trip=tripped[0] if tripped else None,
+                       memory_usage=usage, mem_available_before=mem_before, sync=sync,
+                       parent_memory=cgroups.memory_evidence(self.parent) if self.parent else None,
+                       log_kills=self.log_kills(log))
+
+    def log_kills(self, lines: list[str]) -> list[str]:
+        """The kernel log's OOM kills in this fleet's cgroups (the parent's subtree, else each
+        instance's own)."""
+        scopes = [self.parent] if self.parent else [m.cgroup for m in self.members if m.cgroup]
+        return [ln for ln in lines if any(cgroups.log_oom_kills([ln], s) for s in scopes)]
 
     def _parallel(self, job, items: list, tripped: list[Trip]) -> list[proc.Result]:
         """job(item) for every item at once; a guard trip kills the instances (ending them)."""
         with ThreadPoolExecutor(max_workers=max(1, len(items))) as pool:
             futures = [pool.submit(job, x) for x in items]
-            while True:
-                _, pending = wait(futures, timeout=0.2)
-                if not pending:
-                    break
-                if tripped:
+            try:
+                while True:
+                    _, pending = wait(futures, timeout=0.2)
+                    if not pending:
+                        break
+                    if tripped:
+                        self.kill()
+                        wait(futures)
+                        break
+            except BaseException:  # a signal: end the workloads now instead of waiting them out
+                with signals_held():
                     self.kill()
-                    wait(futures)
-                    break
+                raise
             out = []
             for f in futures:
                 try:
@@ -285,14 +348,40 @@ class Fleet:
                 pass
 
     def close(self) -> list[str]:
-        """Stop and remove every instance created (newest first); errors are collected."""
+        """Stop and remove every instance created (newest first); errors are collected. A
+        second signal must not cut this short (SIGTERM and SIGINT wait until it is done), and
+        whatever a step could not remove, or a create cut short by a signal left, is removed
+        through the platform's own cleanup of this run."""
         errors = []
-        for inst in reversed(self.created):
-            for step in (self.platform.stop, self.platform.remove):
+        with signals_held():
+            for inst in reversed(self.created):
+                for step in (self.platform.stop, self.platform.remove):
+                    try:
+                        step(inst)
+                    except Exception as exc:  # noqa: BLE001 - try every instance, then report
+                        errors.append(f"{inst.name}: {step.__name__}: {exc}")
+            if errors or self.creating is not None:
                 try:
-                    step(inst)
-                except Exception as exc:  # noqa: BLE001 - try every instance, then report
-                    errors.append(f"{inst.name}: {step.__name__}: {exc}")
-        self.created.clear()
-        self.members.clear()
+                    type(self.platform).cleanup(self.platform.paths, self.run_id)
+                    errors = [f"{e} (removed by the platform's cleanup afterwards)" for e in errors]
+                except Exception as exc:  # noqa: BLE001
+                    errors.append(f"cleanup of run {self.run_id}: {exc}")
+            self.creating = None
+            self.created.clear()
+            self.members.clear()
         return errors
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """SIGTERM and SIGINT wait (pending) until the block ends: removing instances must finish.
+    Outside the main thread signals are not ours to mask: nothing changes there."""
+    held = {signal.SIGTERM, signal.SIGINT}
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)

@@ -10,6 +10,7 @@ mean per instance (instance 0), `throughput_total`, and the memory each instance
 from __future__ import annotations
 
 import json
+import os
 import re
 import statistics
 import time
@@ -24,11 +25,19 @@ from ..platforms import cgroups
 from ..platforms.base import INSTANCE_PREFIX, Platform
 from ..store.db import now
 from .base import ExperimentContext
-from .density_fleet import Fleet, Outcome, StartFailure, classify_failure, kernel_usage, next_instance_blocked
+from .density_fleet import Fleet, Outcome, StartFailure, classify_failure, disk_full, kernel_usage, next_instance_blocked
 from .density_guard import Guard, read_host
 
-STOP_REASONS = ("start_failure", "oom", "workload_failure", "throughput_collapse", "kernel_limit", "guard",
-                "max_reached", "counts_done", "interrupted")
+STOP_REASONS = ("start_failure", "oom", "workload_failure", "cpu_starvation", "throughput_collapse",
+                "kernel_limit", "disk_full", "guard", "max_reached", "counts_done", "interrupted")
+STARVED_OUTPUT = re.compile(r"(?<![a-z])-?nan(?![a-z])|TimeoutExpired|timed out", re.IGNORECASE)
+"""What a workload starved of CPU prints: openssl speed -multi sums its children's counts over
+their times, and a child that never got the CPU in its window reports 0/0 (`-nan`); at worst
+the tool does not finish before its timeout."""
+RECOVERY_RETRIES = 2
+"""Probes again after a failure below the known-good count, each after waiting for recovery."""
+RECOVERY_TIMEOUT = 180.0
+"""Seconds to wait for the host's memory to come back before such a retry."""
 
 
 @dataclass
@@ -124,6 +133,9 @@ class Prober:
     best_total: dict[int, float] = field(default_factory=dict)
     _usage_before_last: dict | None = None
     """Kernel limit use before the last instance started: what one instance costs."""
+    _start_state: tuple[int | None, int] | None = None
+    """The parent's usage and the host's MemAvailable when the first probe started: what a
+    recovered host returns to."""
 
     @property
     def metric(self):
@@ -151,16 +163,59 @@ class Prober:
             reason = "max_reached" if bisect else "counts_done"
             return SearchResult(good, Stop(reason, f"every count up to {good} ran correctly"), probes)
         failing = stop.count if stop.count is not None else good + 1
+        retries = 0
         while bisect and failing - good > 1:
             mid = (good + failing) // 2
             ok, s = self.probe([mid], probes)
             if s is None:
                 good = max(good, ok)
+            elif s.reason != "interrupted" and s.count is not None and s.count <= good:
+                # a count that ran correctly before failed now: the previous failure's leftovers
+                # (memory not yet given back, dying instances), not this count's. Wait for the
+                # host to recover and probe again; never lower the maximum on that evidence.
+                retries += 1
+                seen = {"count": s.count, "reason": s.reason, "detail": s.detail, "probe": self.probe_no}
+                if retries > RECOVERY_RETRIES:
+                    stop = Stop(stop.reason, stop.detail, stop.count, {
+                        **stop.evidence, "bisection_stopped": (
+                            f"count {s.count} failed in probe {self.probe_no} ({s.reason}) although {good} ran "
+                            f"correctly: the host did not recover after {RECOVERY_RETRIES} waits, so the "
+                            f"bisection stopped between {good} and {failing}"), "not_recovered": seen})
+                    break
+                recovery = self.await_recovery()
+                probes[-1]["host_not_recovered"] = {**seen, "recovery": recovery}
+                self.ctx.log(f"{self.platform.name}: count {s.count} failed though {good} ran correctly: the host "
+                             f"had not recovered; waited {recovery.get('waited_s')} s, probing {mid} again")
             else:
-                failing, stop = mid, s  # the probed count failed (the stop says at which instance)
+                # the probed count failed; the stop says at which instance (a start may fail below mid)
+                failing = s.count if s.count is not None and good < s.count < mid else mid
+                stop = s
                 if s.reason == "interrupted":
                     break
         return SearchResult(good, stop, probes)
+
+    def await_recovery(self, timeout: float = RECOVERY_TIMEOUT, sleep: float = 2.0) -> dict[str, Any]:
+        """After a probe failed below the known-good count: wait until the memory the failed
+        probe held has come back (the confining parent's usage near where the first probe
+        started it, the host's MemAvailable within 5 % of where it was) and the guard is calm,
+        at most `timeout` seconds. Returns the readings (evidence of the retry)."""
+        start = time.monotonic()
+        reading: dict[str, Any] = {}
+        while True:
+            if self.parent:
+                cgroups.reclaim(self.parent)
+            host = read_host()
+            usage = cgroups.memory_usage(self.parent) if self.parent else None
+            base_usage, base_avail = self._start_state or (usage, host.mem_available)
+            reading = {"parent_usage": usage, "parent_usage_at_start": base_usage,
+                       "mem_available": host.mem_available, "mem_available_at_start": base_avail}
+            memory_back = ((usage is None or base_usage is None or usage <= base_usage + 32 * 2**20)
+                           and host.mem_available >= 0.95 * base_avail)
+            calm = self.guard.check("waiting for the host to recover") is None
+            if (memory_back and calm) or time.monotonic() - start > timeout:
+                reading |= {"recovered": memory_back and calm, "waited_s": round(time.monotonic() - start, 1)}
+                return reading
+            time.sleep(sleep)
 
     def probe(self, counts: list[int], probes: list[dict]) -> tuple[int, Stop | None]:
         """Fresh instances up to each count in turn; returns (last good count, stop or None)."""
@@ -176,6 +231,8 @@ class Prober:
                 cgroups.reclaim(self.parent)
             self.guard.wait_calm()  # the previous probe may have left PSI high: let it decay first
         available_at_start = read_host().mem_available
+        if self._start_state is None:
+            self._start_state = (cgroups.memory_usage(self.parent) if self.parent else None, available_at_start)
         try:
             for count in counts:
                 stop = self._grow(fleet, count)
@@ -227,6 +284,9 @@ class Prober:
                 fleet.add()
             except StartFailure as exc:
                 text = str(exc)
+                if (disk := disk_full(text, self.platform.paths.state)) is not None:
+                    return Stop("disk_full", f"host disk full: instance {n} could not be created or started, "
+                                f"{disk['free_bytes'] >> 20} MiB free on {disk['path']}", n, disk)
                 limit_name = classify_failure(text)
                 oom = {cg: c for cg, c in fleet.oom_counters().items() if c.get("oom_kill", 0) >
                        before.get(cg, {}).get("oom_kill", 0)}
@@ -249,10 +309,13 @@ class Prober:
         count = outcome.count
         per_instance: list[float | None] = []
         failures: list[str] = []
+        failed_output: list[str] = []
+        """Each failed instance's own output with its failure: what tells starvation apart."""
         for i, (member, r) in enumerate(outcome.results, 1):
             if r.returncode != 0:
                 failures.append(f"instance {i} ({member.instance.name}) exit {r.returncode}: "
                                 f"{_tail(r.stderr.strip() or r.stdout.strip(), 300)}")
+                failed_output.append(f"{failures[-1]}\n{r.stdout}\n{r.stderr}")
                 per_instance.append(None)
                 continue
             try:
@@ -260,6 +323,7 @@ class Prober:
                 per_instance.append(parsed[self.metric.name])
             except VirtbenchError as exc:
                 failures.append(f"instance {i}: {exc}")
+                failed_output.append(f"{failures[-1]}\n{r.stdout}\n{r.stderr}")
                 per_instance.append(None)
         ok_values = [v for v in per_instance if v is not None]
         kills = outcome.oom_kills()
@@ -273,10 +337,20 @@ class Prober:
         elif kills:
             stop = Stop("oom", f"OOM kill during the workload at {count} instances", count,
                         {"oom_kills": kills, "counters_after": {k: outcome.oom_after.get(k) for k in kills},
-                         "kernel_log": outcome.kernel_log[-10:]})
+                         "kernel_log": (outcome.log_kills or outcome.kernel_log)[-10:],
+                         "parent_memory": outcome.parent_memory})
+        elif failures and (disk := disk_full("\n".join(failed_output), self.platform.paths.state)) is not None:
+            stop = Stop("disk_full", f"host disk full: {len(failures)} of {count} workloads could not write, "
+                        f"{disk['free_bytes'] >> 20} MiB free on {disk['path']}", count, disk)
+        elif failures and self._starved(outcome, failed_output):
+            stop = Stop("cpu_starvation", f"{len(failures)} of {count} workloads got no CPU in their window "
+                        f"({count * self._workers()} workload processes on {os.cpu_count()} CPUs): throughput "
+                        f"per instance collapsed; memory was not the limit" + self._memory_note(outcome), count,
+                        self._starvation_evidence(outcome, failures, ok_values))
         elif failures:
             stop = Stop("workload_failure", f"{len(failures)} of {count} workloads failed", count,
-                        {"failures": failures[:10], "kernel_log": outcome.kernel_log[-10:]})
+                        {"failures": failures[:10], "kernel_log": outcome.kernel_log[-10:],
+                         "parent_memory": outcome.parent_memory})
         else:
             total = sum(ok_values)
             lower = [t for c, t in self.best_total.items() if c < count]
@@ -285,11 +359,13 @@ class Prober:
             if ref is not None and total < self.section.collapse * ref:
                 stop = Stop("throughput_collapse", f"aggregate {total:.4g} below {self.section.collapse:g} x the "
                             f"median of the lower counts ({ref:.4g})", count,
-                            {"total": total, "lower_totals": lower, "loadavg": _loadavg()})
+                            {"total": total, "lower_totals": lower, "loadavg": _loadavg(),
+                             "curve": self._curve(count, ok_values), "parent_memory": outcome.parent_memory})
             elif count > 1 and min(ok_values) < self.section.starved * median:
                 stop = Stop("throughput_collapse", f"an instance got {min(ok_values):.4g}, below "
                             f"{self.section.starved:g} x the median ({median:.4g})", count,
-                            {"per_instance": ok_values, "loadavg": _loadavg()})
+                            {"per_instance": ok_values, "loadavg": _loadavg(),
+                             "curve": self._curve(count, ok_values), "parent_memory": outcome.parent_memory})
             else:
                 self.best_total[count] = total
                 self.points[count] = {"per_instance": ok_values, "memory_per_instance": mem_per_instance,
@@ -297,13 +373,47 @@ class Prober:
         self._store(outcome, per_instance, mem_per_instance, drop, stop)
         return stop
 
+    def _workers(self) -> int:
+        return int(getattr(self.bench.params, "multi", None) or 1)
+
+    def _starved(self, outcome: Outcome, failed_output: list[str]) -> bool:
+        """Failures that are CPU starvation, not a broken workload: the same workload ran
+        correctly at a lower count, and every failed instance printed what a starved tool
+        prints (or timed out), with no OOM kill (judged before)."""
+        if outcome.count < 2 or not self.points or min(self.points) >= outcome.count:
+            return False
+        return all(STARVED_OUTPUT.search(f) for f in failed_output)
+
+    def _curve(self, count: int, values: list[float]) -> dict[int, float | None]:
+        """Mean throughput per instance against the count: the healthy counts, then this one."""
+        curve: dict[int, float | None] = {c: statistics.mean(p["per_instance"]) if p["per_instance"] else None
+                                          for c, p in sorted(self.points.items())}
+        curve[count] = statistics.mean(values) if values else 0.0
+        return curve
+
+    @staticmethod
+    def _memory_note(outcome: Outcome) -> str:
+        pm = outcome.parent_memory or {}
+        if pm.get("peak") and pm.get("limit"):
+            return f" (the confining parent peaked at {pm['peak'] >> 20} MiB of {pm['limit'] >> 20} MiB)"
+        return ""
+
+    def _starvation_evidence(self, outcome: Outcome, failures: list[str], ok_values: list[float]) -> dict:
+        starved_lines = [ln.strip() for _, r in outcome.results for ln in (r.stdout + r.stderr).splitlines()
+                         if STARVED_OUTPUT.search(ln)]
+        return {"curve": self._curve(outcome.count, ok_values), "failed_instances": len(failures),
+                "failures": failures[:5], "starved_output": starved_lines[:10],
+                "workload_processes": outcome.count * self._workers(), "cpus": os.cpu_count(),
+                "loadavg": _loadavg(), "parent_memory": outcome.parent_memory,
+                "host_mem_available": outcome.mem_available_before}
+
     def _store(self, outcome: Outcome, values: list[float | None], mem: float | None, drop: float,
                stop: Stop | None) -> None:
         metric = self.metric
         base = {"unit": metric.unit, "higher_is_better": metric.higher_is_better, "category": metric.category}
         samples: list[dict] = []
         ok = [v for v in values if v is not None]
-        if stop is None or stop.reason in ("throughput_collapse",):
+        if stop is None or stop.reason in ("throughput_collapse", "cpu_starvation"):
             samples += [{"metric": metric.name, "value": float(v), "instance": i, **base}
                         for i, v in enumerate(values, 1) if v is not None]
             samples += [{"metric": metric.name, "value": float(statistics.mean(ok)), "instance": 0, **base},
@@ -316,6 +426,9 @@ class Prober:
         if not self.baseline:
             samples.append({"metric": "mem_available_drop_per_instance", "value": float(drop), "instance": 0,
                             **mem_base})
+        peak = (outcome.parent_memory or {}).get("peak")
+        if peak is not None:  # how close the confined host came to its limit at this count
+            samples.append({"metric": "parent_memory_peak", "value": float(peak), "instance": 0, **mem_base})
         sync = outcome.sync
         if sync is not None and sync.spread_s is not None and sync.overlap is not None:
             samples += [{"metric": "start_spread", "value": float(sync.spread_s), "instance": 0, "unit": "s",
@@ -330,7 +443,7 @@ class Prober:
         self.ctx.store.record(
             run_id=self.ctx.run_id, round=self.probe_no, warmup=False, platform=self.platform.name,
             benchmark=f"density[count={outcome.count}]",
-            status="ok" if stop is None or stop.reason == "throughput_collapse" else "failed",
+            status="ok" if stop is None or stop.reason in ("throughput_collapse", "cpu_starvation") else "failed",
             started_at=started, finished_at=now(), duration_s=outcome.duration_s,
             instance=f"{outcome.count} instances", argv=self.bench.command("/var/tmp/virtbench"),
             stdout=_tail(stdout, 200_000), stderr=_tail(stderr, 50_000),

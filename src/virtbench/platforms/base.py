@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Self
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
@@ -28,6 +28,9 @@ from .. import proc
 from ..errors import InputError, UnavailableError, VirtbenchError
 from ..executor import Executor, HostExecutor
 from ..images.image import Image
+
+if TYPE_CHECKING:
+    from .background import InstanceProcess
 
 INSTANCE_PREFIX = "vb-"
 LABEL = "org.virtbench"
@@ -175,6 +178,9 @@ class Platform(ABC):
     description: ClassVar[str] = ""
     confinable: ClassVar[bool] = False
     """Whether instances honour `cgroup_parent` (placed under a confining parent cgroup)."""
+    exec_outlives_client: ClassVar[bool] = True
+    """Whether a process started by exec_argv keeps running when its host-side client is
+    killed (docker exec and the like); spawn() then stops it inside the instance."""
 
     def __init__(self, name: str, options: PlatformOptions, paths: Paths,
                  executor: Executor | None = None) -> None:
@@ -391,6 +397,12 @@ class Platform(ABC):
     def exec(self, instance: Instance, argv: list[str], *, timeout: float | None = None,
              check: bool = True) -> proc.Result:
         return self.host.run(self.exec_argv(instance, argv), timeout=timeout, check=check)
+
+    def spawn(self, instance: Instance, argv: list[str]) -> InstanceProcess:
+        """Start argv in the background inside the instance (a server); stop() really ends it."""
+        from .background import InstanceProcess
+
+        return InstanceProcess(self, instance, argv)
 
     def wait_ready(self, instance: Instance, timeout: float = 60.0) -> None:
         """Poll `true` inside the instance until it succeeds (start-to-ready)."""

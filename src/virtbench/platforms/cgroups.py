@@ -163,6 +163,69 @@ def limit_hits(relative: str) -> int | None:
     return sum(_int(f) or 0 for f in d.rglob("memory.failcnt"))
 
 
+def subtree_oom_kills(relative: str) -> int | None:
+    """OOM kills anywhere in a subtree. A kill the *parent's* limit caused is counted in the
+    victim's own cgroup (v1 memory.oom_control `oom_kill` is not hierarchical; the parent's
+    stays 0), so the parent's evidence is the sum over its descendants. v2 memory.events is
+    hierarchical already. None: the cgroup is gone."""
+    d = memory_dir(relative)
+    if is_v2():
+        return oom_counters(relative).get("oom_kill")
+    if not d.is_dir():
+        return None
+    total = 0
+    for f in d.rglob("memory.oom_control"):
+        for line in (_read(f) or "").splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill":
+                total += int(value)
+    return total
+
+
+def reset_peak(relative: str) -> None:
+    """Start a new peak-usage window (v1 memory.max_usage_in_bytes takes 0; v2 memory.peak
+    counts since the cgroup was made, so nothing is reset there)."""
+    if not is_v2():
+        try:
+            (memory_dir(relative) / "memory.max_usage_in_bytes").write_text("0")
+        except OSError:
+            pass
+
+
+def memory_peak(relative: str) -> int | None:
+    """The highest usage since `reset_peak` (v1) or since creation (v2 memory.peak)."""
+    return _int(memory_dir(relative) / ("memory.peak" if is_v2() else "memory.max_usage_in_bytes"))
+
+
+def memory_limit(relative: str) -> int | None:
+    d = memory_dir(relative)
+    text = (_read(d / ("memory.max" if is_v2() else "memory.limit_in_bytes")) or "").strip()
+    return int(text) if text.isdigit() else None
+
+
+def memory_evidence(relative: str) -> dict[str, int | None]:
+    """A cgroup's memory at a glance: usage, peak, limit and how often the limit was hit
+    (whether memory was the limit at a count, or far from it)."""
+    return {"usage": memory_usage(relative), "peak": memory_peak(relative), "limit": memory_limit(relative),
+            "limit_hits": limit_hits(relative), "oom_kills": subtree_oom_kills(relative)}
+
+
+_OOM_KILL_LINE = re.compile(r"oom-kill:.*?oom_memcg=(\S*?),task_memcg=(\S*?),")
+
+
+def log_oom_kills(lines: list[str], relative: str) -> list[str]:
+    """Kernel log OOM-kill lines whose memcg (the one whose limit was hit, or the victim's) is
+    `relative` or below it: the evidence that survives a victim's cgroup removed with its
+    container. Other OOMs on a shared host (another cgroup) are not counted."""
+    top = "/" + relative.strip("/")
+    out = []
+    for line in lines:
+        m = _OOM_KILL_LINE.search(line)
+        if m and any(g == top or g.startswith(top + "/") for g in m.groups()):
+            out.append(line)
+    return out
+
+
 def memory_usage(relative: str) -> int | None:
     """Bytes charged to the cgroup now (v2 memory.current, v1 memory.usage_in_bytes)."""
     d = memory_dir(relative)

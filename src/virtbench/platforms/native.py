@@ -66,6 +66,7 @@ class Native(Platform):
     binaries = ("chroot", "mount", "umount")
     packages = ("coreutils", "mount")
     description = "bare metal: the image's binaries in a chroot, no namespaces, no cgroups"
+    exec_outlives_client = False  # chroot runs in the client's own process group, which stop() signals
 
     def __init__(self, name: str, options: PlatformOptions, paths: Paths,
                  executor: Executor | None = None) -> None:

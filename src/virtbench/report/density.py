@@ -27,8 +27,10 @@ REASONS = {
     "start_failure": "an instance did not start",
     "oom": "OOM kill (kernel counters)",
     "workload_failure": "the workload failed",
+    "cpu_starvation": "CPU starvation (workloads got no CPU in their window)",
     "throughput_collapse": "throughput collapsed",
     "kernel_limit": "a kernel limit",
+    "disk_full": "the host's disk is full",
     "guard": "the host guard tripped",
     "max_reached": "the count limit (max) was reached",
     "counts_done": "every listed count ran",
@@ -65,6 +67,7 @@ def density_data(store: Store, run: Run) -> list[dict[str, Any]]:
         overlap = next((s.value for s in samples if s.metric == "overlap" and s.category == "sync"), None)
         memory = next((s.value for s in samples if s.metric == "memory_per_instance"), None)
         drop = next((s.value for s in samples if s.metric == "mem_available_drop_per_instance"), None)
+        peak = next((s.value for s in samples if s.metric == "parent_memory_peak"), None)
         healthy = e.status == "ok" and not e.error
         point = points[e.platform].get(count)
         if point is not None and point["ok"] and not healthy:
@@ -73,7 +76,7 @@ def density_data(store: Store, run: Run) -> list[dict[str, Any]]:
             "count": count, "ok": healthy, "probe": e.round, "per_instance_mean": mean, "aggregate": total,
             "unit": unit, "per_instance": [v for _, v in per], "memory_per_instance_bytes": memory,
             "mem_available_drop_per_instance_bytes": drop, "error": e.error or None,
-            "start_spread_s": spread, "overlap": overlap,
+            "start_spread_s": spread, "overlap": overlap, "parent_memory_peak_bytes": peak,
             "duration_s": round(e.duration_s, 2)}
     out = []
     for name, summary in summaries.items():
@@ -138,12 +141,14 @@ def _num(v: float | None, fmt: str = ".4g") -> str:
 
 
 def points_table(entries: list[dict[str, Any]]) -> Table:
-    rows = [[e["platform"], p["count"], "ok" if p["ok"] else "failed", _num(p["per_instance_mean"]),
-             _num(p["aggregate"]), _mib(p["memory_per_instance_bytes"]), _num(p.get("start_spread_s"), ".3g"),
+    rows = [[e["platform"], p["count"], "ok" if p["ok"] else (p["error"] or "failed").partition(":")[0],
+             _num(p["per_instance_mean"]), _num(p["aggregate"]), _mib(p["memory_per_instance_bytes"]),
+             _mib(p.get("parent_memory_peak_bytes")), _num(p.get("start_spread_s"), ".3g"),
              _num(p.get("overlap"), ".2f") + (" !" if _unsynchronized(e, p) else "")]
             for e in entries for p in e["points"]]
     return Table("Density: every measured count", ["platform", "count", "health", "per instance", "aggregate",
-                                                   "cgroup mem/inst", "start spread s", "overlap"], rows)
+                                                   "cgroup mem/inst", "parent peak", "start spread s", "overlap"],
+                 rows)
 
 
 def _unsynchronized(entry: dict[str, Any], point: dict[str, Any]) -> bool:

@@ -55,6 +55,9 @@ class FigureSpec:
     refline: float | None = None
     note: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    static: bool = True
+    """Written as a file by --figures; False for per-point views only the interactive reports
+    show (a line run's per-length figures: as files they were hundreds)."""
 
 
 def slug(*parts: str) -> str:
@@ -359,15 +362,26 @@ def finite(v: Any) -> Any:
     return v
 
 
+def for_files(reports: Sequence[Any]) -> tuple[list[FigureSpec], list[str]]:
+    """What --figures writes for these reports (summary.Report): the runs' figures, then their
+    sections' (experiment kinds, probes) that are meant as files; and the platform names."""
+    specs, platforms = for_reports([(r.run, r.rows, r.failures) for r in reports])
+    return [*specs, *(f for r in reports for s in r.sections for f in s.figures if f.static)], platforms
+
+
 def for_reports(reports: Sequence[tuple[Any, list[Row], Any]]) -> tuple[list[FigureSpec], list[str]]:
     """Every figure of one or several runs (ids prefixed with the host when several), and the
     platform names in run order, so static files colour platforms as the HTML report does."""
     from ..analysis import tables
+    from ..experiments.registry import DEFAULT as DEFAULT_KIND
+    from ..experiments.registry import EXPERIMENTS
     from . import summary
 
     specs: list[FigureSpec] = []
     labels = summary.host_labels([run for run, _, _ in reports])
     for (run, rows, _), label in zip(reports, labels):
+        if not EXPERIMENTS.get((run.campaign or {}).get("experiment") or DEFAULT_KIND).uses_benchmarks:
+            continue  # an experiment kind's figures are its section's (one per kind, not per point)
         cat = tables.category_table(rows)
         stacks = tables.stack_predictions(rows, summary.platform_infos(run))
         for spec in all_figures(rows, run.baseline, bench_points(run), cat, stacks):

@@ -26,6 +26,7 @@ import numpy as np
 from ..analysis import quality
 from ..analysis.summary import Row
 from ..analysis.tables import geomean
+from ..analysis.verdict import combine
 
 CATEGORIES = ("cpu", "memory", "storage", "network", "application", "lifecycle", "kernel")
 """The headline's categories, in order ('storage' is shown as disk)."""
@@ -79,17 +80,7 @@ def _category(cat: str, rows: Sequence[Row]) -> CategoryVerdict | None:
     for r in rows:
         counts[r.verdict or "inconclusive"] = counts.get(r.verdict or "inconclusive", 0) + 1
     ratio = geomean(r.relative for r in rows if r.relative is not None)
-    slower, faster = counts.get("slower", 0), counts.get("faster", 0)
-    if slower and faster:
-        verdict = "mixed"
-    elif slower:
-        verdict = "slower"
-    elif faster:
-        verdict = "faster"
-    elif counts.get("same"):
-        verdict = "same"
-    else:
-        verdict = "inconclusive"
+    verdict = combine([r.verdict for r in rows])
     slow = geomean(r.relative for r in rows if r.verdict == "slower" and r.relative)
     fast = geomean(r.relative for r in rows if r.verdict == "faster" and r.relative)
     return CategoryVerdict(cat, verdict, ratio, counts, None if slow is None else 1 - slow,

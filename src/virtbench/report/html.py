@@ -22,7 +22,7 @@ from . import figures as F
 from . import html_parts as H
 from . import interactive as I
 from . import summary as S
-from .layout import closing_sections
+from .layout import base_key, closing_sections
 from .model import Report as Model
 from .sections import ReportSection
 
@@ -155,7 +155,7 @@ def run_section(page: Page, report: Report, label: str, prefix: str = "", *, alp
         f"Comparisons with the baseline: {verdicts or 'none'} ({H.e(S.VERDICT_RULE)} Minimum effect "
         f"{min_effect:.0%}.)</p>",
         "<h3>Warnings</h3>", H.warnings_html(S.warnings(run, rows)),
-        *[section_html(page, s, prefix) for s in model.layout() if s.key not in CLOSING],
+        *[section_html(page, s, prefix) for s in model.layout() if base_key(s.key) not in CLOSING],
         "<h3>Overview charts</h3>", page.grid(overview, prefix),
     ]
     for group, specs in per_bench.items():

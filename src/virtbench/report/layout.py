@@ -11,7 +11,7 @@ marked `in_json=False`.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from .model import Report
 
 VERDICT_NOTE = ("1.0 = same, above = better whatever the metric's direction; verdicts: slower/faster when the "
-                "95 % interval of the ratio excludes 1, same when it lies within the minimum effect, otherwise "
+                "95 % interval of the ratio excludes 1, same when its 90 % interval lies within the minimum effect, "
+                "otherwise "
                 "inconclusive with what would decide it; ⚑ = quality warnings")
 IDENTITY = ("benchmark", "metric", "platform")
 HIDDEN = {f.name for f in fields(Row) if f.name in ("values", "rounds", "warmup_values", "warmup_rounds", "quality")}
@@ -32,6 +33,42 @@ HIDDEN = {f.name for f in fields(Row) if f.name in ("values", "rounds", "warmup_
 
 
 def core_sections(report: Report) -> list[Section]:
+    """The results, lifecycle, categories, best of each kind, availability and stacks; for a
+    run over several hosts, each host's own (against its own baseline), one host after another."""
+    return per_host(report, _core)
+
+
+def closing_sections(report: Report) -> list[Section]:
+    """What follows the run's own sections: the failures, then every statistic (per host too)."""
+    return per_host(report, lambda r: [failures(r.failures), statistics(r.rows)])
+
+
+def per_host(report: Report, build: Callable[[Report], list[Section]]) -> list[Section]:
+    """build(report), or, when the rows come from several hosts, build of each host's part with
+    the host in every title and key, as the text report shows one host at a time."""
+    from . import summary
+    from .model import Report
+
+    present = {getattr(r, "host", None) for r in report.rows} | {f.get("host") for f in report.failures}
+    hosts = [h for h in summary.run_hosts(report.run) if h in present]
+    if len(hosts) < 2:
+        return build(report)
+    out = []
+    for h in hosts:
+        part = Report(report.run, [r for r in report.rows if getattr(r, "host", None) == h],
+                      [f for f in report.failures if f.get("host") == h])
+        for s in build(part):
+            s.key, s.title = f"{s.key}@{h}", f"host {h}: {s.title}"
+            out.append(s)
+    return out
+
+
+def base_key(key: str) -> str:
+    """A section's key without the host a multi-host layout appends (`results@pi5-a`)."""
+    return key.split("@", 1)[0]
+
+
+def _core(report: Report) -> list[Section]:
     from . import summary
 
     run, rows = report.run, report.rows
@@ -47,11 +84,6 @@ def core_sections(report: Report) -> list[Section]:
             *[best(tables.best_of_kind(cat, infos, kind), kind) for kind in ("vm", "container")],
             availability(tables.availability({label: cat}, {label: infos})),
             stacks(tables.stack_predictions(rows, infos))]
-
-
-def closing_sections(report: Report) -> list[Section]:
-    """What follows the run's own sections: the failures, then every statistic."""
-    return [failures(report.failures), statistics(report.rows)]
 
 
 def _own(key: str, title: str, table: Table, notes: Sequence[str] = (), detail: bool = False) -> Section:
@@ -110,10 +142,12 @@ def best(rows: Sequence[tables.BestRow], kind: str) -> Section:
     title = {"vm": "Hypervisor comparison (Table 5 style): best of the hypervisors per category",
              "container": "Container runtime comparison (Table 6 style): best of the container runtimes per "
                           "category"}.get(kind, kind)
-    body = [[b.category, *[b.values.get(n) for n in names], b.best or "tie", b.worst or "-"] for b in rows
-            if b.values]
+    body = [[b.category, *[b.values.get(n) for n in names], b.best or ("tie" if b.decided else "?"), b.worst or "-"]
+            for b in rows if b.values]
     return _own(f"best_{kind}", f"Best {kind}", Table(title, ["category", *names, "best", "worst"], body, key_columns=1,
-                                                      empty=f"No {kind} platforms measured directly on the host."))
+                                                      empty=f"No {kind} platforms measured directly on the host."),
+                notes=["best and worst follow the verdicts (faster > same > slower), not the raw ratios: "
+                       "? while a platform's category is undecided"] if body else [])
 
 
 def availability(avail: Sequence[dict[str, Any]], kinds: Sequence[str] = ("container", "vm")) -> Section:

@@ -133,46 +133,76 @@ def _tables(rows: list[dict[str, Any]], builds: dict, lat_meta: dict, limit: dic
 
 
 def _figures(rows: list[dict[str, Any]], hists: dict, trials: dict, lat_meta: dict) -> list[FigureSpec]:
-    figs: list[FigureSpec] = []
+    """The study's figures, one of each kind: loss-free rate and latency against line length,
+    then latency percentiles, loss against rate and worst latencies over time for the longest
+    line (every pinning). The same three per length and pinning follow for the interactive
+    reports only (`static=False`): as files they were one per point, hundreds on a paper run."""
     group = "line"
-    for pin in dict.fromkeys(r["pinning"] for r in rows):
-        series = []
-        for platform in dict.fromkeys(r["platform"] for r in rows):
+    pins = list(dict.fromkeys(r["pinning"] for r in rows))
+    platforms = list(dict.fromkeys(r["platform"] for r in rows))
+
+    def name(platform: str, pin: str, what: str = "") -> str:
+        return " ".join(x for x in (platform, what, f"(pinning {pin})" if len(pins) > 1 else "") if x)
+
+    rate, latency = [], []
+    for pin in pins:
+        for platform in platforms:
             rs = [r for r in rows if r["pinning"] == pin and r["platform"] == platform]
-            series += [Series(f"{platform} NDR", [r["length"] for r in rs], [r["ndr_pps"] for r in rs]),
-                       Series(f"{platform} PDR", [r["length"] for r in rs], [r["pdr_pps"] for r in rs])]
-        figs.append(FigureSpec(slug("line-ndr", pin), "sweep", f"NDR and PDR against line length (pinning {pin})",
-                               "nodes in the line", "rate [pkt/s]", series, group=group, xlog=True))
+            rate += [Series(name(platform, pin, "NDR"), [r["length"] for r in rs], [r["ndr_pps"] for r in rs]),
+                     Series(name(platform, pin, "PDR"), [r["length"] for r in rs], [r["pdr_pps"] for r in rs])]
+            top = [(r["length"], r["latency"][-1]) for r in rs if r["latency"]]  # the highest rate measured
+            latency += [Series(name(platform, pin, key), [n for n, _ in top], [lat[key] for _, lat in top])
+                        for key in ("p50", "p99")]
+    figs = [FigureSpec("line-ndr", "sweep", "NDR and PDR against line length", "nodes in the line", "rate [pkt/s]",
+                       rate, group=group, xlog=True),
+            FigureSpec("line-latency", "sweep", "one-way latency against line length (p50 and p99 at the highest "
+                       "rate measured)", "nodes in the line", "latency [us]", latency, group=group, xlog=True,
+                       ylog=True)]
     points = sorted({(p[1], p[2]) for p in hists}, key=lambda x: (x[0], x[1]))
+    if points:
+        longest = max(n for _, n in points)
+        figs += _per_point(hists, trials, lat_meta, pins, longest, "", group, len(pins) > 1)
     for pin, length in points:
-        series, ps_all = [], []
-        for (platform, pn, n), per in hists.items():
-            if (pn, n) != (pin, length):
-                continue
-            for label, hs in per.items():
-                curve = hdr.percentile_curve(hdr.merged(hs))
-                ps_all += [p for p, _ in curve]
-                series.append(Series(f"{platform} @{label}", [1 / (1 - p / 100) for p, _ in curve],
-                                     [v for _, v in curve], text=[f"p{p:.5g}" for p, _ in curve]))
-        ticks = hdr_ticks(sorted({p / 100 for p in (50, 90, 99, 99.9, 99.99, 99.999) if p <= max(ps_all or [0])}))
-        figs.append(FigureSpec(slug("line-hdr", pin, str(length)), "latency",
-                               f"one-way latency percentiles, {length} nodes (pinning {pin})", "percentile",
-                               "latency [us]", series, group=group, xlog=True, ylog=True, xticks=ticks,
-                               note="HDR histograms of every packet, rounds pooled; only percentiles the count supports"))
-        loss = []
-        for (platform, pn, n), ts in trials.items():
-            if (pn, n) == (pin, length):
-                pts = sorted((t["rate_pps"], 100 * t["loss"]) for s in ts for t in s["trials"])
-                loss.append(Series(platform, [x for x, _ in pts], [y for _, y in pts]))
-        figs.append(FigureSpec(slug("line-loss", pin, str(length)), "sweep", f"loss against offered rate, {length} nodes "
-                               f"(pinning {pin})", "rate asked of the generator [pkt/s]", "loss [%]", loss, group=group))
-        worst = []
-        for (platform, pn, n), per in lat_meta.items():
-            if (pn, n) == (pin, length) and per:
-                label = max(per, key=lambda k: _median([m["rate_pps"] for m in per[k]]) or 0)
-                m = per[label][0]
-                worst.append(Series(f"{platform} @{label}", [w[0] for w in m["worst"]], [w[1] for w in m["worst"]]))
-        figs.append(FigureSpec(slug("line-worst", pin, str(length)), "trend", f"worst latency per 100 ms, {length} nodes "
-                               f"(pinning {pin}, first round, highest rate)", "time [s]", "worst latency [us]", worst,
-                               group=group, ylog=True))
+        for f in _per_point(hists, trials, lat_meta, [pin], length, pin, group, False):
+            f.static = False
+            figs.append(f)
     return figs
+
+
+def _per_point(hists: dict, trials: dict, lat_meta: dict, pins: list[str], length: int, tag: str, group: str,
+               say_pin: bool) -> list[FigureSpec]:
+    """Latency percentiles, loss against rate and worst latencies of one line length, for the pinnings given."""
+    where = f" (pinning {pins[0]})" if len(pins) == 1 else ""
+
+    def label(platform: str, pin: str, what: str = "") -> str:
+        return " ".join(x for x in (platform, what, f"(pinning {pin})" if say_pin else "") if x)
+
+    series, ps_all = [], []
+    for (platform, pn, n), per in hists.items():
+        if pn not in pins or n != length:
+            continue
+        for rate, hs in per.items():
+            curve = hdr.percentile_curve(hdr.merged(hs))
+            ps_all += [p for p, _ in curve]
+            series.append(Series(label(platform, pn, f"@{rate}"), [1 / (1 - p / 100) for p, _ in curve],
+                                 [v for _, v in curve], text=[f"p{p:.5g}" for p, _ in curve]))
+    ticks = hdr_ticks(sorted({p / 100 for p in (50, 90, 99, 99.9, 99.99, 99.999) if p <= max(ps_all or [0])}))
+    loss = []
+    for (platform, pn, n), ts in trials.items():
+        if pn in pins and n == length:
+            pts = sorted((t["rate_pps"], 100 * t["loss"]) for s in ts for t in s["trials"])
+            loss.append(Series(label(platform, pn), [x for x, _ in pts], [y for _, y in pts]))
+    worst = []
+    for (platform, pn, n), per in lat_meta.items():
+        if pn in pins and n == length and per:
+            rate = max(per, key=lambda k: _median([m["rate_pps"] for m in per[k]]) or 0)
+            m = per[rate][0]
+            worst.append(Series(label(platform, pn, f"@{rate}"), [w[0] for w in m["worst"]], [w[1] for w in m["worst"]]))
+    ids = [slug(kind, tag, str(length)) if tag else slug(kind) for kind in ("line-hdr", "line-loss", "line-worst")]
+    return [FigureSpec(ids[0], "latency", f"one-way latency percentiles, {length} nodes{where}", "percentile",
+                       "latency [us]", series, group=group, xlog=True, ylog=True, xticks=ticks,
+                       note="HDR histograms of every packet, rounds pooled; only percentiles the count supports"),
+            FigureSpec(ids[1], "sweep", f"loss against offered rate, {length} nodes{where}",
+                       "rate asked of the generator [pkt/s]", "loss [%]", loss, group=group),
+            FigureSpec(ids[2], "trend", f"worst latency per 100 ms, {length} nodes{where} (first round, highest rate)",
+                       "time [s]", "worst latency [us]", worst, group=group, ylog=True)]

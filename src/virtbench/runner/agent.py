@@ -233,7 +233,7 @@ def _serve_pairs(job: dict[str, Any], session: Any, paths: Paths, emit: Emitter,
                 up[:] = [platform, instance, None]
                 platform.start(instance)
                 platform.exec(instance, ["mkdir", "-p", workdir], timeout=60)
-                up[2] = platform.host.spawn(platform.exec_argv(instance, bench.server_command(workdir)))
+                up[2] = platform.spawn(instance, bench.server_command(workdir))
                 _wait_listening(platform, instance, bench, up[2])
                 emit("listening")
             except Exception as exc:  # noqa: BLE001 - the controller records the pair as failed

@@ -134,10 +134,14 @@ def run_queued(store: Store, run_id: str, paths: Paths, *, reporter: Reporter | 
         raise InputError(f"run {run.id} is {run.status}, not queued")
     hostlock.announce_run(paths, run.id)
     campaign = parse_campaign(run.campaign, f"run {run.id}")
-    if campaign.hosts:
-        store.set_status(run.id, "failed", "a campaign with hosts: runs from `virtbench run` on the controller")
-        raise InputError(f"run {run.id} lists hosts: the queue runs single-host campaigns",
-                         "start it with `virtbench run CAMPAIGN` on the controller")
+    if campaign.hosts:  # the worker's host is the controller
+        from . import hosts
+
+        try:
+            return hosts.run_queued(store, run, campaign, paths, reporter=reporter)
+        except InputError as exc:  # a host refused in preflight: the queued run says why
+            store.set_status(run.id, "failed", exc.message)
+            raise
     if not EXPERIMENTS.get(campaign.experiment).uses_benchmarks:
         from . import experiment
 
@@ -265,8 +269,8 @@ def execute(store: Store, session: Session, run_id: str, seed: int, reporter: Re
                     entry = adaptive.plan_next(store, campaign, run_id, max(u.round for u in units) + 1,
                                                store.run(run_id).started_at or now())
                     if entry is not None:
-                        reporter.log(f"extra round {entry['round'] + 1}: " + "; ".join(
-                            f"{p}: {r}" for p, r in entry["reasons"].items()))
+                        for line in adaptive.progress_lines(entry):
+                            reporter.log(line)
                         pending = extra_round(campaign, seed, entry)
                         units += pending
                         reporter.begin(sum(len(u.keys()) for u in units), 0)

@@ -209,6 +209,25 @@ def close(parts: list[Part]) -> None:
 def start(store: Store, campaign: Campaign, paths: Paths, *, source: str, reporter: Reporter,
           run_id: str) -> Outcome:
     seed = campaign.seed if campaign.seed is not None else random.SystemRandom().randrange(2**31)
+
+    def record(details: dict[str, Any]) -> None:
+        store.create_run(run_id=run_id, name=campaign.name, campaign=campaign.model_dump(mode="json"),
+                         source=source, seed=seed, status="running", **details)
+
+    return _start(store, campaign, paths, run_id, seed, reporter, record)
+
+
+def run_queued(store: Store, run: Run, campaign: Campaign, paths: Paths, *, reporter: Reporter) -> Outcome:
+    """A run queued from the web app: this worker's host is the controller, as `virtbench run` would be."""
+    def record(details: dict[str, Any]) -> None:
+        store.fill_run(run.id, **details)
+        store.set_status(run.id, "running")
+
+    return _start(store, campaign, paths, run.id, run.seed, reporter, record)
+
+
+def _start(store: Store, campaign: Campaign, paths: Paths, run_id: str, seed: int, reporter: Reporter,
+           record: Any) -> Outcome:
     t0 = time.monotonic()
     session, parts = prepare_parts(campaign, paths, seed, reporter.log)
     try:
@@ -216,9 +235,7 @@ def start(store: Store, campaign: Campaign, paths: Paths, *, source: str, report
         details = session_details(replace(session, campaign=campaign)) if session is not None \
             else dict(parts[0].details)
         details["provenance"] = {**details.get("provenance", {}), "hosts": _provenance(parts, session)}
-        store.create_run(run_id=run_id, name=campaign.name, campaign=campaign.model_dump(mode="json"),
-                         source=source, seed=seed, status="running",
-                         host_id=store.upsert_host(hostfacts.stable_facts()), **details)
+        record({**details, "host_id": store.upsert_host(hostfacts.stable_facts())})
         reporter.log(f"run {run_id}: {len(parts)} hosts x {len(campaign.platforms)} platforms x "
                      f"{len(campaign.benchmarks)} benchmarks, {'in parallel' if campaign.parallel else 'one after another'}")
         return _run_parts(store, run_id, campaign, session, parts, reporter)

@@ -18,6 +18,7 @@ from ..benchmarks.base import PairBenchmark
 from ..errors import CommandError, VirtbenchError
 from ..images.image import Image
 from ..platforms import naming
+from ..platforms.background import InstanceProcess
 from ..platforms.base import Instance, Paths, Platform
 from ..registry import PLATFORMS
 
@@ -61,7 +62,7 @@ def run_pair(platform: Platform, instance: Instance, bench: PairBenchmark, workd
         for side, inst in (server, client):
             side.exec(inst, ["mkdir", "-p", workdir], timeout=60)
         splat, sinst = server
-        background = splat.host.spawn(splat.exec_argv(sinst, bench.server_command(workdir)))
+        background = splat.spawn(sinst, bench.server_command(workdir))
         argv = bench.client_command(workdir, address)
         server_result: proc.Result | None = None
         try:
@@ -81,7 +82,7 @@ def run_pair(platform: Platform, instance: Instance, bench: PairBenchmark, workd
 
 
 def _wait_listening(platform: Platform, instance: Instance, bench: PairBenchmark,
-                    background: proc.Background) -> None:
+                    background: InstanceProcess) -> None:
     """Poll `ss` in the server's instance until the port is open (or the server died).
 
     A benchmark whose peer is the kernel itself (ping) has no port: nothing to wait for."""

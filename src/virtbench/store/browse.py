@@ -216,12 +216,12 @@ def recent_means(store: Store, limit: int = 3) -> tuple[list[Run], list[tuple[st
 
 def report_key(store: Store, run_id: str) -> tuple[str, datetime | None, int]:
     """What a run's report depends on in the store: status, finish time, executions recorded."""
-    with store.session() as s:
-        head = s.execute(select(Run.status, Run.finished_at).where(Run.id == run_id)).first()
-        if head is None:
-            raise NotFound(f"no run {run_id!r}")
-        n = s.scalar(select(func.count()).select_from(Execution).where(Execution.run_id == run_id)) or 0
-    return (head[0], head[1], n)
+    count = select(func.count()).select_from(Execution).where(Execution.run_id == run_id).scalar_subquery()
+    with store.engine.connect() as conn:  # one statement: pages ask for it once per run they show
+        head = conn.execute(select(Run.status, Run.finished_at, count).where(Run.id == run_id)).first()
+    if head is None:
+        raise NotFound(f"no run {run_id!r}")
+    return (head[0], head[1], head[2] or 0)
 
 
 def progress(store: Store, run_id: str) -> dict[str, Any]:

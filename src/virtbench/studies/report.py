@@ -156,7 +156,7 @@ def write_html(path: Path, section: Section, reports: Sequence[Report]) -> Path:
 
 def figure_specs(section: Section, reports: Sequence[Report]) -> tuple[list[FigureSpec], list[str]]:
     """Every figure of the study report (the study's first), for PNG/SVG/PDF export."""
-    from ..report.figures import for_reports
+    from ..report.figures import for_files
 
-    specs, platforms = for_reports([(r.run, r.rows, r.failures) for r in reports])
-    return [*section.figures, *specs, *(f for r in reports for s in r.sections for f in s.figures)], platforms
+    specs, platforms = for_files(reports)
+    return [*section.figures, *specs], platforms

@@ -18,6 +18,8 @@ from pydantic import BaseModel
 
 from ..config import Campaign, load_yaml, parse_campaign
 from ..errors import InputError
+from ..experiments.registry import DEFAULT as DEFAULT_EXPERIMENT
+from ..experiments.registry import EXPERIMENTS
 from ..registry import BENCHMARKS, PLATFORMS
 from ..runner.execute import enqueue
 from ..store.db import Store
@@ -25,6 +27,7 @@ from ..store.db import Store
 MAX_DEPTH = 12
 MAX_NODES = 5000
 FORM_SOURCE = "campaign form"
+SECTION_RE = re.compile(r"^x\.([a-z][a-z0-9_-]{0,31})\.([A-Za-z_][A-Za-z0-9_]{0,63})$")
 ROW_RE = re.compile(r"^(p|b)(\d{1,3})\.(use|name|type|opt|param)(?:\.([A-Za-z_][A-Za-z0-9_]{0,63}))?$")
 
 
@@ -101,13 +104,20 @@ def fields_of(model: type[BaseModel]) -> list[dict[str, Any]]:
     out = []
     for name, f in model.model_fields.items():
         kind, choices = field_kind(f.annotation)
-        default = f.default if f.default is not None and not callable(f.default) else ""
+        if f.is_required():
+            default: Any = ""
+        elif f.default_factory is not None:
+            made = f.get_default(call_default_factory=True)
+            default = made.model_dump(mode="json") if isinstance(made, BaseModel) else made
+            default = yaml.safe_dump(default, default_flow_style=True, width=10**6).strip() if default else ""
+        else:
+            default = f.default if f.default is not None and not callable(f.default) else ""
         if isinstance(default, bool):
             default = str(default).lower()
         elif isinstance(default, (list, tuple, set, frozenset)):
             default = ", ".join(str(v) for v in default)
         out.append({"name": name, "kind": kind, "choices": choices, "default": str(default),
-                    "description": f.description or ""})
+                    "description": f.description or "", "required": f.is_required()})
     return out
 
 
@@ -124,14 +134,18 @@ def catalog() -> dict[str, Any]:
             metrics = []
         benchmarks.append({"name": name, "tool": cls.tool, "description": cls.description,
                            "params": fields_of(cls.Params), "metrics": metrics})
-    return {"platforms": platforms, "benchmarks": benchmarks}
+    experiments = [{"name": name, "description": cls.description, "uses_benchmarks": cls.uses_benchmarks,
+                    "baseline": cls.default_baseline, "fields": fields_of(cls.Section) if cls.Section else []}
+                   for name, cls in EXPERIMENTS.items()]
+    return {"platforms": platforms, "benchmarks": benchmarks, "experiments": experiments}
 
 
 def default_form() -> dict[str, Any]:
     """What the empty form shows: one row per platform type (native ticked), one per benchmark."""
     cat = catalog()
-    return {"name": "", "description": "", "baseline": "native", "repetitions": "5", "warmups": "1", "seed": "",
-            "shuffle": True, "profile": "auto", "target_host": "",
+    return {"name": "", "description": "", "baseline": "", "repetitions": "5", "warmups": "1", "seed": "",
+            "shuffle": True, "profile": "auto", "target_host": "", "experiment": DEFAULT_EXPERIMENT, "hosts": "",
+            "section": {e["name"]: {} for e in cat["experiments"]},
             "platforms": [{"use": p["type"] == "native", "name": p["type"], "type": p["type"], "opt": {}}
                           for p in cat["platforms"]],
             "benchmarks": [{"use": False, "name": b["name"], "param": {}} for b in cat["benchmarks"]]}
@@ -140,10 +154,16 @@ def default_form() -> dict[str, Any]:
 def parse_form(form: Mapping[str, str]) -> dict[str, Any]:
     """The submitted form as the form model (values as typed, so a refused form is shown again)."""
     model: dict[str, Any] = {k: str(form.get(k, "")).strip() for k in ("name", "description", "baseline", "repetitions",
-                                                       "warmups", "seed", "profile", "target_host")}
+                                                       "warmups", "seed", "profile", "target_host", "hosts")}
+    model["experiment"] = str(form.get("experiment", "") or DEFAULT_EXPERIMENT).strip()
     model["shuffle"] = form.get("shuffle") in ("on", "true", "1")
+    model["section"] = {name: {} for name in EXPERIMENTS.names()}
     rows: dict[tuple[str, int], dict[str, Any]] = {}
     for key, value in form.items():
+        x = SECTION_RE.match(key)
+        if x and x.group(1) in model["section"]:
+            model["section"][x.group(1)][x.group(2)] = str(value).strip()
+            continue
         m = ROW_RE.match(key)
         if not m:
             continue
@@ -166,7 +186,11 @@ def to_mapping(model: dict[str, Any]) -> dict[str, Any]:
     data: dict[str, Any] = {"name": model["name"]}
     if model.get("description"):
         data["description"] = model["description"]
-    data["baseline"] = model.get("baseline") or "native"
+    kind = model.get("experiment") or DEFAULT_EXPERIMENT
+    if kind != DEFAULT_EXPERIMENT:
+        data["experiment"] = kind
+    if model.get("baseline"):  # empty: the kind's default (native; netns for a line)
+        data["baseline"] = model["baseline"]
     for key in ("repetitions", "warmups", "seed"):
         if model.get(key) not in (None, ""):
             data[key] = _scalar(model[key])
@@ -193,7 +217,48 @@ def to_mapping(model: dict[str, Any]) -> dict[str, Any]:
                 else:
                     entry[k] = _value(v, fields.get(k))
             data["benchmarks"].append(entry)
+    if not data["benchmarks"] and kind != DEFAULT_EXPERIMENT:
+        del data["benchmarks"]  # the other kinds take no list (a ticked row is kept: config says so)
+    section = _section(kind, model.get("section", {}).get(kind, {}))
+    if section:
+        data[kind] = section
+    if model.get("hosts"):
+        data["hosts"] = _hosts(model["hosts"])
     return data
+
+
+def _section(kind: str, values: Mapping[str, str]) -> dict[str, Any]:
+    """The kind's section from its fields: a list field comma-separated, a mapping or list in
+    YAML flow style (`{name: openssl, seconds: 5}`, `{until: failure, max: 64}`)."""
+    try:
+        fields = {k: f.annotation for k, f in (EXPERIMENTS.get(kind).Section or BaseModel).model_fields.items()}
+    except InputError:
+        return {}  # an unknown kind: parse_campaign names it
+    out: dict[str, Any] = {}
+    for key, text in values.items():
+        if text == "":
+            continue
+        if text[:1] in "[{":
+            out[key] = _flow(text, f"{kind}.{key}")
+        elif "," in text and not _is_list(fields.get(key)):
+            out[key] = _values(text)
+        else:
+            out[key] = _value(text, fields.get(key))
+    return out
+
+
+def _flow(text: str, where: str) -> Any:
+    """One value in YAML flow style, checked like an upload (no aliases, small)."""
+    source = f"{FORM_SOURCE}: {where}"
+    check_yaml_shape(text, source, 4096)
+    return load_yaml(text, source)
+
+
+def _hosts(text: str) -> Any:
+    """`a, b` (host names), or YAML: a list of entries or `{inventory: PATH, group: NAME}`."""
+    if text[:1] in "[{" or "\n" in text or text.lstrip().startswith("-"):
+        return _flow(text, "hosts")
+    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def _is_list(annotation: Any) -> bool:

@@ -115,13 +115,15 @@ def _labels(runs: Sequence[Run], attr: str, ident: str, what: str) -> tuple[dict
     return labels, notes
 
 
-def pooled_rows(store: Store, cache: ReportCache, runs: Sequence[Run], baseline: str
+def pooled_rows(store: Store, cache: ReportCache, runs: Sequence[Run], baseline: str, *, inference: bool = True
                 ) -> tuple[list[Row], list[str], list[str]]:
     """Samples of several runs pooled per (benchmark, metric, platform), then summarized once.
 
     One run with its own baseline is its cached report. Otherwise the samples come from the
     runs' cached reports; rounds are offset run after run, so the drift check sees the runs
     in the order measured. The result is cached while none of the runs changes.
+    inference=False: ratios, verdicts and their intervals only (summarize_grouped), for
+    views that show nothing else.
     """
     if len(runs) == 1 and baseline == runs[0].baseline:
         _, rows, _ = cache.report(store, runs[0].id)
@@ -130,8 +132,9 @@ def pooled_rows(store: Store, cache: ReportCache, runs: Sequence[Run], baseline:
     for run in runs:
         images[image_tag(run)].append(run)
     if len(images) > 1:
-        return _apart(store, cache, images, baseline)
-    return cache.pooled(store, runs, f"pooled:{baseline}", lambda: _pool(store, cache, runs, baseline))
+        return _apart(store, cache, images, baseline, inference)
+    what = f"pooled:{baseline}" if inference else f"pooled-verdicts:{baseline}"
+    return cache.pooled(store, runs, what, lambda: _pool(store, cache, runs, baseline, inference))
 
 
 def image_tag(run: Run) -> str:
@@ -140,7 +143,7 @@ def image_tag(run: Run) -> str:
     return f"{image.get('release') or '?'} {str(image.get('recipe_hash') or '?')[:8]}"
 
 
-def _apart(store: Store, cache: ReportCache, images: dict[str, list[Run]], baseline: str
+def _apart(store: Store, cache: ReportCache, images: dict[str, list[Run]], baseline: str, inference: bool
            ) -> tuple[list[Row], list[str], list[str]]:
     """Runs of different guest images are never pooled: each image's runs are summarized against
     that image's baseline and their platforms labelled with the image (another release or recipe
@@ -150,20 +153,20 @@ def _apart(store: Store, cache: ReportCache, images: dict[str, list[Run]], basel
     notes = [f"the runs measured different guest images ({', '.join(images)}): kept apart, each image's "
              f"platforms against its own {baseline}"]
     for tag, group in images.items():
-        grows, gplatforms, gnotes = pooled_rows(store, cache, group, baseline)
+        grows, gplatforms, gnotes = pooled_rows(store, cache, group, baseline, inference=inference)
         rows += [replace(r, platform=f"{r.platform} [{tag}]") for r in grows]
         platforms += [f"{p} [{tag}]" for p in gplatforms]
         notes += gnotes
     return rows, platforms, notes
 
 
-def _pool(store: Store, cache: ReportCache, runs: Sequence[Run], baseline: str
+def _pool(store: Store, cache: ReportCache, runs: Sequence[Run], baseline: str, inference: bool = True
           ) -> tuple[list[Row], list[str], list[str]]:
     blabels, notes = _labels(runs, "benchmarks", "key", "benchmark")
     plabels, pnotes = _labels(runs, "platforms", "name", "platform")
     notes += pnotes
-    grouped: summary_mod.Group = defaultdict(list)
-    warm: summary_mod.Group = defaultdict(list)
+    grouped: summary_mod.Group = defaultdict(summary_mod.new_group)
+    warm: summary_mod.Group = defaultdict(summary_mod.new_group)
     meta: dict[tuple[str, str], tuple[str, bool, str]] = {}
     failures: Counter[tuple[str, str]] = Counter()
     metrics_of: dict[str, list[tuple[str, str, bool, str]]] = {}
@@ -177,7 +180,9 @@ def _pool(store: Store, cache: ReportCache, runs: Sequence[Run], baseline: str
                    plabels.get((run.id, r.platform), r.platform))
             for values, rounds, into in ((r.values, r.rounds, grouped), (r.warmup_values, r.warmup_rounds, warm)):
                 if values:
-                    into[key].extend(zip([rnd + offset for rnd in rounds], values))
+                    g_rounds, g_values = into[key]
+                    g_rounds.extend([rnd + offset for rnd in rounds] if offset else rounds)
+                    g_values.extend(values)
                     last = max(last, max(rounds))
             if r.values or r.warmup_values:
                 meta[key[:2]] = (r.unit, r.higher_is_better, r.category)
@@ -189,7 +194,8 @@ def _pool(store: Store, cache: ReportCache, runs: Sequence[Run], baseline: str
             metrics_of.setdefault(blabels.get((run.id, bkey), bkey), declared)
         platforms += [plabels[(run.id, p.name)] for p in run.platforms]
     platforms = list(dict.fromkeys(platforms))
-    return (summary_mod.summarize_grouped(grouped, warm, meta, dict(failures), platforms, baseline, metrics_of),
+    return (summary_mod.summarize_grouped(grouped, warm, meta, dict(failures), platforms, baseline, metrics_of,
+                                          inference=inference),
             platforms, notes)
 
 
@@ -212,7 +218,7 @@ def compare(store: Store, cache: ReportCache, run_ids: Sequence[str], *, baselin
         per_host: dict[str, list[Row]] = {}
         notes: list[str] = []
         for host, hruns in groups.items():
-            rows, _, n = pooled_rows(store, cache, hruns, baseline)
+            rows, _, n = pooled_rows(store, cache, hruns, baseline, inference=False)  # ratios and verdicts shown
             per_host[host], notes = rows, notes + n
         cats = {h: tables.category_table(rows) for h, rows in per_host.items()}
         out.update(hosts=list(per_host), matrix=tables.hosts_matrix(per_host), notes=notes,

@@ -79,8 +79,18 @@
 
   function onClone(ev) { ev.preventDefault(); cloneRow(ev.currentTarget); }
 
+  function showExperiment() {  // only the chosen kind's settings (without script: all show, the chosen one is used)
+    var select = document.getElementById("f-experiment");
+    if (!select) return;
+    document.querySelectorAll(".experiment-section").forEach(function (s) {
+      s.hidden = s.getAttribute("data-kind") !== select.value;
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll("[data-progress-run]").forEach(watch);
+    var experiment = document.getElementById("f-experiment");
+    if (experiment) { experiment.addEventListener("change", showExperiment); showExperiment(); }
     document.querySelectorAll("button.clone").forEach(function (b) { b.addEventListener("click", onClone); });
     document.querySelectorAll("form[data-confirm]").forEach(function (f) {
       f.addEventListener("submit", function (ev) {

@@ -1,0 +1,206 @@
+"""Density stop reasons told apart: CPU starvation (a starved openssl child's `-nan`) from a
+broken workload, an OOM caused by the confining parent's limit (counted in the victim's cgroup
+on v1, or only in the kernel log), a full disk, and a bisection that must not blame the host's
+leftovers of a failed probe on a count that ran correctly before."""
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from virtbench import proc
+from virtbench.errors import disk_full as disk_full_error
+from virtbench.experiments import density_fleet
+from virtbench.experiments.density import DensitySection
+from virtbench.experiments.density_fleet import Fleet, Member, Outcome, disk_full
+from virtbench.experiments.density_probe import Prober, Stop
+from virtbench.platforms import cgroups
+from virtbench.platforms.base import Instance, Paths
+
+DATA = Path(__file__).parent.parent / "data"
+WORKLOAD = {"name": "openssl", "algorithm": "des-ede3", "bytes": 64, "multi": 2, "seconds": 5}
+PARENT = "virtbench-density-55b64279-20261125-024707-b530"
+OOM_LINE = ("[21355.321224] oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=lxc.payload.vb-20261125-"
+            f"024707-b530-lxc-p3-1,mems_allowed=0,oom_memcg=/{PARENT},task_memcg=/{PARENT}/lxc.payload.vb-20261125-"
+            "024707-b530-lxc-p3-9,task=openssl,pid=24164,uid=0")
+"""A real kernel log line (this machine, kernel 6.18, cgroup v1): the parent's limit killed an
+openssl in instance 9; the parent's own memory.oom_control `oom_kill` stayed 0."""
+OTHER_OOM = ("[21864.786120] oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=vb-x-limited-r0,"
+             "mems_allowed=0,oom_memcg=/vbst-62cbb5/vb-x-limited-r0,task_memcg=/vbst-62cbb5/vb-x-limited-r0,"
+             "task=sysbench,pid=31560,uid=0")
+
+
+def _read(name: str) -> str:
+    return (DATA / "openssl" / name).read_text()
+
+
+GOOD = (_read("des-ede3_multi2.txt"), _read("des-ede3_multi2.stderr.txt"))
+STARVED = (_read("des-ede3_multi2_starved_nan.txt"), _read("des-ede3_multi2_starved_nan.stderr.txt"))
+BROKEN = (_read("fail_des-cbc_nolegacy_single.txt"), _read("fail_des-cbc_nolegacy_single.stderr.txt"))
+
+
+def _prober(tmp_path: Path, points: dict | None = None) -> tuple[Prober, list[dict]]:
+    section = DensitySection(workload=WORKLOAD, counts=[1, 2])
+    stored: list[dict] = []
+    ctx = SimpleNamespace(store=SimpleNamespace(record=lambda **kw: stored.append(kw)), run_id="r", log=lambda m: None)
+    platform = SimpleNamespace(name="lxc", paths=Paths(state=tmp_path), kind="container")
+    prober = Prober(ctx=ctx, platform=platform, image=None, section=section, guard=None, parent=PARENT,
+                    bench=section.benchmark())
+    for count, per in (points or {}).items():
+        prober.points[count] = {"per_instance": per, "memory_per_instance": 1e6, "available_drop_per_instance": 0}
+        prober.best_total[count] = sum(per)
+    return prober, stored
+
+
+def _outcome(outputs: list[tuple[str, str]], *, log_kills: list[str] | None = None,
+             returncode: int = 0) -> Outcome:
+    results = [(Member(Instance(f"i{i}", "lxc", "r"), None), proc.Result(["openssl"], returncode, out, err, 5.0))
+               for i, (out, err) in enumerate(outputs, 1)]
+    return Outcome(count=len(outputs), results=results, started_at=0.0, duration_s=5.0, oom_before={},
+                   oom_after={}, kernel_log=log_kills or [], trip=None, memory_usage=[1 << 20] * len(outputs),
+                   mem_available_before=1 << 34, parent_memory={"usage": 200 << 20, "peak": 260 << 20,
+                                                                "limit": 1 << 30, "limit_hits": 0, "oom_kills": 0},
+                   log_kills=log_kills or [])
+
+
+def test_a_starved_child_s_nan_at_a_high_count_is_cpu_starvation(tmp_path: Path):
+    """Session 4's LXC run stopped at 120 on 'workload failure': 3 of 120 openssl children never
+    got the CPU and printed -nan. That is CPU starvation, with the curve and the output."""
+    prober, stored = _prober(tmp_path, {1: [1.4e7], 64: [2.2e5] * 64})
+    stop = prober._judge(_outcome([GOOD] * 117 + [STARVED] * 3), 1 << 34)
+    assert stop is not None and stop.reason == "cpu_starvation", stop
+    assert "3 of 120" in stop.detail and "240 workload processes" in stop.detail
+    assert "peaked at 260 MiB of 1024 MiB" in stop.detail  # memory was not the limit
+    ev = stop.evidence
+    assert any("-nan" in line for line in ev["starved_output"])
+    assert ev["curve"][1] == 1.4e7 and ev["curve"][64] == pytest.approx(2.2e5) and 120 in ev["curve"]
+    assert ev["parent_memory"]["limit"] == 1 << 30 and ev["cpus"] == os.cpu_count()
+    assert stored[-1]["error"].startswith("cpu_starvation: ")
+    assert len([s for s in stored[-1]["samples"] if s["metric"] == "throughput" and s["instance"] > 0]) == 117
+
+
+def test_nan_without_a_healthy_lower_count_is_a_broken_workload(tmp_path: Path):
+    prober, _ = _prober(tmp_path)
+    assert prober._judge(_outcome([STARVED]), 1 << 34).reason == "workload_failure"
+
+
+def test_a_tool_error_at_a_high_count_stays_a_workload_failure(tmp_path: Path):
+    prober, _ = _prober(tmp_path, {1: [1.4e7]})
+    stop = prober._judge(_outcome([GOOD] * 3 + [BROKEN], returncode=0), 1 << 34)
+    assert stop.reason == "workload_failure"
+
+
+def test_a_parent_oom_seen_only_in_the_kernel_log_is_an_oom(tmp_path: Path):
+    """The victim's cgroup can be gone with its container: the kernel log still names the
+    parent (oom_memcg) and the victim (task_memcg)."""
+    prober, _ = _prober(tmp_path, {1: [1.4e7]})
+    stop = prober._judge(_outcome([GOOD, STARVED], log_kills=[OOM_LINE]), 1 << 34)
+    assert stop.reason == "oom" and stop.evidence["oom_kills"] == {"kernel log": 1}
+    assert stop.evidence["kernel_log"] == [OOM_LINE] and stop.evidence["parent_memory"]["limit"] == 1 << 30
+
+
+def test_kernel_log_oom_lines_are_attributed_to_the_parent_only():
+    assert cgroups.log_oom_kills([OOM_LINE, OTHER_OOM, "[1.0] Killed process 3 (x)"], PARENT) == [OOM_LINE]
+    assert cgroups.log_oom_kills([OOM_LINE], PARENT + "0") == []  # a sibling with a longer name
+    fleet = Fleet(platform=None, image=None, run_id="r", prefix="p", guard=None, parent=PARENT)
+    assert fleet.log_kills([OTHER_OOM, OOM_LINE]) == [OOM_LINE]
+
+
+def test_v1_parent_oom_kills_are_summed_over_its_subtree(tmp_path: Path, monkeypatch):
+    """On v1 the parent's memory.oom_control says oom_kill 0 when its limit killed a task in
+    an instance: the kill is counted in the victim's cgroup."""
+    monkeypatch.setattr(cgroups, "CGROUP_ROOT", tmp_path)
+    monkeypatch.setattr(cgroups, "cgroup_mode", lambda entries=None: "hybrid")
+    parent = tmp_path / "memory" / "p"
+    for d, kills in ((parent, 0), (parent / "a", 2), (parent / "a" / "init.scope", 1), (parent / "b", 0)):
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "memory.oom_control").write_text(f"oom_kill_disable 0\nunder_oom 0\noom_kill {kills}\n")
+    (parent / "memory.max_usage_in_bytes").write_text("272629760\n")
+    (parent / "memory.limit_in_bytes").write_text(str(1 << 30))
+    assert cgroups.subtree_oom_kills("p") == 3 and cgroups.subtree_oom_kills("gone") is None
+    assert cgroups.memory_peak("p") == 260 << 20
+    cgroups.reset_peak("p")
+    assert (parent / "memory.max_usage_in_bytes").read_text() == "0"
+    assert cgroups.memory_evidence("p")["limit"] == 1 << 30
+    fleet = Fleet(platform=None, image=None, run_id="r", prefix="p", guard=None, parent="p")
+    assert fleet.oom_counters()["p"]["oom_kill"] == 3
+
+
+# -- bisection after a failure: the host's leftovers are not the count's -----------------------
+def _search_prober(fail: dict[int, list[int | None]], waits: list[str],
+                   limit: int = 12) -> tuple[Prober, list[list[int]]]:
+    """probe([n]) fails at the instance `fail[n].pop(0)` (None: healthy), else every count from
+    `limit` on fails; await_recovery is recorded instead of waiting."""
+    calls: list[list[int]] = []
+    prober = Prober(ctx=SimpleNamespace(log=lambda m: None), platform=SimpleNamespace(name="lxc"), image=None,
+                    section=None, guard=None, parent=None, bench=None)
+
+    def probe(counts, probes):
+        calls.append(list(counts))
+        prober.probe_no += 1
+        probes.append({"probe": prober.probe_no})
+        good = 0
+        for c in counts:
+            at = fail[c].pop(0) if fail.get(c) else (c if c >= limit else None)
+            if at is not None:
+                return good, Stop("start_failure", f"instance {at} did not start", at)
+            good = c
+        return good, None
+
+    prober.probe = probe
+    prober.await_recovery = lambda: waits.append("wait") or {"waited_s": 0.0, "recovered": True}
+    return prober, calls
+
+
+def test_a_failure_below_the_known_good_count_waits_and_probes_again():
+    """After 16 failed, the probe of 12 fails at instance 3 (memory of the failed probe not yet
+    back): the maximum must not drop to 2; wait, probe 12 again, go on bisecting."""
+    waits: list[str] = []
+    prober, calls = _search_prober({12: [3, None]}, waits, limit=13)
+    result = prober.search([1, 2, 4, 8, 16], bisect=True)
+    assert calls == [[1, 2, 4, 8, 16], [12], [12], [14], [13]]
+    assert waits == ["wait"] and result.max_count == 12 and result.stop.count == 13
+
+
+def test_a_host_that_never_recovers_stops_the_bisection_without_lowering_the_maximum():
+    waits: list[str] = []
+    prober, calls = _search_prober({12: [3, 3, 3, 3]}, waits)
+    result = prober.search([1, 2, 4, 8, 16], bisect=True)
+    assert result.max_count == 8 and len(waits) == 2 and calls[1:] == [[12], [12], [12]]
+    assert "did not recover" in result.stop.evidence["bisection_stopped"] and result.stop.count == 16
+
+
+def test_a_start_failure_between_good_and_mid_narrows_to_that_instance():
+    prober, calls = _search_prober({24: [20]}, [], limit=30)
+    result = prober.search([1, 2, 4, 8, 16, 32], bisect=True)
+    assert calls[1] == [24] and calls[2] == [18]  # failing is 20 now, not 24
+    assert result.max_count == 19
+
+
+# -- a full disk ---------------------------------------------------------------------------------
+def test_enospc_on_a_full_filesystem_is_a_full_disk(tmp_path: Path, monkeypatch):
+    text = f"create vb-1: [Errno 28] No space left on device: '{tmp_path}/lxc/vb-1/config'"
+    assert disk_full(text, tmp_path) is None  # plenty free here: ENOSPC of inotify watches, say
+    full = os.statvfs_result((4096, 4096, 1000, 0, 0, 100, 0, 0, 0, 255))
+    monkeypatch.setattr(density_fleet.os, "statvfs", lambda p: full)
+    ev = disk_full(text, tmp_path)
+    assert ev["free_bytes"] == 0 and ev["size_bytes"] == 4096 * 1000 and "Errno 28" in ev["error"]
+    assert disk_full("exit 1: permission denied", tmp_path) is None
+
+
+def test_a_full_disk_in_the_cli_is_one_line():
+    try:
+        try:
+            open("/nonexistent-dir/x", "w")
+        except OSError:
+            raise OSError(errno.ENOSPC, "No space left on device", "/var/lib/x/store.db") from None
+    except OSError as exc:
+        err = disk_full_error(RuntimeError("wrapped")) or disk_full_error(exc)
+    assert err is not None and err.message == "disk full writing /var/lib/x/store.db: no space left on device"
+    assert "VIRTBENCH_STATE_DIR" in err.fix
+    sqlite = Exception("(sqlite3.OperationalError) database or disk is full")
+    assert "results store" in disk_full_error(sqlite).message
+    assert disk_full_error(ValueError("x")) is None
