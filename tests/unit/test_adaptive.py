@@ -44,3 +44,19 @@ def test_extra_round_runs_only_the_undecided_benchmarks():
     assert all(u.benchmarks == ("sqlite",) and u.round == 6 for u in units)
     # an entry of the older form (no benchmarks) still runs everything
     assert all(len(u.benchmarks) == 3 for u in extra_round(c, 1, {"round": 6, "platforms": ["docker"]}))
+
+
+def test_progress_shows_one_short_line_per_undecided_comparison():
+    """The quick run of 2026-11-25 printed each extra round as one line of 1,000+ characters."""
+    from virtbench.runner.adaptive import progress_lines
+
+    reason = "noise +-24.9 % (-9.4 % [-29.3 to +16.3 %, 5 rounds paired]): needs about 14 repetitions"
+    entry = {"round": 6, "platforms": ["containerd", "docker", "native"],
+             "reasons": {"containerd": "fio rand_read_iops_cpu: undecided: " + reason, "docker": "x"},
+             "cells": {"containerd fio rand_read_iops_cpu": reason, "docker sqlite total_cpu_s": reason}}
+    lines = progress_lines(entry)
+    assert lines[0] == "extra round 7: 2 comparisons undecided"
+    assert lines[1] == "  containerd fio rand_read_iops_cpu: " + reason
+    assert len(lines) == 3 and all(len(line) <= 130 for line in lines)
+    old = progress_lines({k: v for k, v in entry.items() if k != "cells"})  # stored before cells existed
+    assert old[0] == "extra round 7: 2 platforms undecided" and old[2] == "  docker: x"

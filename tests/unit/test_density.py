@@ -353,3 +353,15 @@ def test_a_resumed_bisection_goes_on_between_good_and_failing():
     done = resumed([e for e, _ in stored[:1]] + [_stored(9, 3, False)[0]], [], "lxc", "throughput")
     calls.clear()
     assert _prober(calls, 9).search([1, 2, 4, 8, 16], bisect=True, resume=done).max_count == 8 and calls == []
+
+
+def test_confined_guard_v1_reads_the_parent_s_peak_during_the_workload():
+    """Session 5's LXC run (512 instances, 1G): the parent's memory.max_usage_in_bytes reached
+    1024 MiB while usage read 50-80 % at each 0.5 s reading and failcnt stayed 0, so the guard
+    tripped on host PSI full 19.5 %. The peak of the workload window attributes the stall."""
+    at_peak = ParentPressure(usage=600 * MIB, limit=1024 * MIB, failcnt=0, peak=1024 * MIB)
+    guard = Guard(GuardSettings(), read=lambda: reading(4000, full=19.5), parent=lambda: at_peak)
+    assert guard.check("before instance 512") is not None  # between windows the peak is old: not used
+    guard._window = True  # what watch() sets while the workload runs
+    assert guard.check("workload at 512") is None
+    assert guard.series[-1]["parent"]["peak"] == 1024 * MIB and "psi_attributed" in guard.series[-1]

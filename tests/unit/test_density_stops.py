@@ -204,3 +204,15 @@ def test_a_full_disk_in_the_cli_is_one_line():
     sqlite = Exception("(sqlite3.OperationalError) database or disk is full")
     assert "results store" in disk_full_error(sqlite).message
     assert disk_full_error(ValueError("x")) is None
+
+
+def test_a_start_whose_oom_only_the_kernel_log_shows_is_an_oom(monkeypatch):
+    """A start the parent's OOM killed: LXC removes the failed instance's cgroup with its
+    counter, so the kernel log's line naming the parent is the evidence."""
+    monkeypatch.setattr(cgroups, "kernel_log_since", lambda mark: [OTHER_OOM, OOM_LINE])
+    fleet = Fleet(platform=None, image=None, run_id="r", prefix="p", guard=None, parent=PARENT)
+    monkeypatch.setattr(fleet, "oom_counters", lambda: {PARENT: {"oom_kill": 0}})
+    kills, log = Prober._new_kills(fleet, {PARENT: {"oom_kill": 0}}, 0)
+    assert kills == {"kernel log": 1} and log == [OOM_LINE]
+    monkeypatch.setattr(cgroups, "kernel_log_since", lambda mark: [OTHER_OOM])
+    assert Prober._new_kills(fleet, {PARENT: {"oom_kill": 0}}, 0)[0] == {}

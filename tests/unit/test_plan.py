@@ -31,3 +31,24 @@ def test_no_shuffle_keeps_declared_order():
     c = CAMPAIGN.model_copy(update={"shuffle": False})
     units = schedule(c, seed=3)
     assert [u.platform for u in units[:4]] == ["native", "docker", "podman", "runc"]
+
+
+def test_benchmark_order_is_shared_by_the_platforms_of_a_round_and_changes_between_rounds():
+    """The verdicts pair each platform with the baseline round by round: both sides of a pair
+    run the benchmarks in the same order (a benchmark's position moves its value)."""
+    units = schedule(CAMPAIGN.model_copy(update={"repetitions": 10}), seed=5)
+    per_round = {r: {u.benchmarks for u in units if u.round == r} for r in range(12)}
+    assert all(len(orders) == 1 for orders in per_round.values())
+    assert len({next(iter(o)) for o in per_round.values()}) > 1
+
+
+def test_extra_round_shares_one_benchmark_order():
+    from virtbench.runner.plan import extra_round
+
+    entry = {"round": 9, "platforms": ["native", "docker", "podman"],
+             "benchmarks": {"docker": ["fio", "sqlite"], "native": ["fio", "sqlite", "sysbench-cpu"],
+                            "podman": ["sqlite", "sysbench-cpu", "fio"]}}
+    units = extra_round(CAMPAIGN, 3, entry)
+    full = next(u.benchmarks for u in units if u.platform == "native")
+    for u in units:
+        assert u.benchmarks == tuple(b for b in full if b in entry["benchmarks"][u.platform])

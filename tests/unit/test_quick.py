@@ -68,7 +68,9 @@ def test_quick_settings_are_valid_and_adaptive(monkeypatch, tmp_paths, only_nati
     monkeypatch.setattr(quick, "_which", lambda _b: False)
     c = quick.quick_campaign(tmp_paths).campaign
     assert c.adaptive is not None and c.adaptive.until == "decided"
-    assert c.adaptive.max_repetitions >= c.repetitions >= 5
+    # 3 declared rounds (the adaptive rule's minimum), then extra rounds for what is undecided only:
+    # fewer declared rounds leave the time cap to the noisy cells (error rates: test_verdict)
+    assert c.adaptive.max_repetitions >= 16 and c.repetitions == 3 and c.adaptive.max_minutes <= 6
     assert [b.name for b in c.benchmarks] == ["openssl", "fio", "sqlite"]
 
 

@@ -14,9 +14,10 @@ from virtbench.store.db import Store
 DATA = Path(__file__).parents[1] / "data" / "report"
 UNCHANGED = ("benchmark", "metric", "platform", "unit", "higher_is_better", "n", "failed", "mean", "median",
              "stdev", "ci95", "mean_boot_ci95", "median_ci95", "cv", "relative", "p_value", "p_holm",
-             "effect_size", "quality")
+             "effect_size")
 """Fields of each result that must not change; relative_ci95 became the verdict's interval (the old
-bootstrap one is relative_boot_ci95) and verdict/verdict_reason are the new four verdicts."""
+bootstrap one is relative_boot_ci95) and verdict/verdict_reason are the new four verdicts. The
+quality flags may only lose drift/outlier flags within 1 % of the median (quality.MATERIAL)."""
 
 
 @pytest.fixture()
@@ -40,7 +41,14 @@ def test_old_run_reports_the_same_numbers(old_store):
     after = json.loads(json.dumps(summary.report_json(summary.build(old_store, "fixture-0003")), default=str))
     for key in ("run", "name", "status", "baseline", "host", "image", "platforms", "benchmarks", "failures",
                 "campaign", "adaptive", "tables"):
+        if key == "tables":  # best/worst were named from raw ratios then; from the verdicts since (#17)
+            for kind in before[key]["best"].values():
+                for row in kind:
+                    row.pop("best"), row.pop("worst")
         assert kept(after[key], before[key]), key
+    best = {b["category"]: b for b in after["tables"]["best"]["container"]}
+    # runc's cells are all inconclusive: no best or worst is named from the ratios
+    assert all(b["best"] is None and b["worst"] is None and not b["decided"] for b in best.values())
     assert len(after["results"]) == len(before["results"])
     for old, new in zip(before["results"], after["results"]):
         for field in UNCHANGED:
@@ -50,6 +58,8 @@ def test_old_run_reports_the_same_numbers(old_store):
                                                         and all(isinstance(v, float) for v in old[field]))
             assert new[field] == pytest.approx(old[field], rel=1e-12) if numeric else new[field] == old[field], \
                 (old["benchmark"], old["metric"], old["platform"], field)
+        assert all(q in old["quality"] for q in new["quality"]), (old["benchmark"], old["platform"])
+        assert all(q["check"] in ("drift", "outliers") for q in old["quality"] if q not in new["quality"])
         assert new["relative_boot_ci95"] == pytest.approx(old["relative_ci95"]) if old["relative_ci95"] and \
             old["verdict"] != "baseline" else True
     qemu = next(r for r in after["results"] if r["benchmark"] == "openssl" and r["platform"] == "qemu")

@@ -36,18 +36,32 @@ def test_category_geometric_mean_by_hand():
     assert tables.geomean([]) is None and tables.geomean([0.8, 0.8]) == pytest.approx(0.8)
 
 
-def test_best_of_kind_ties_and_stacks():
-    rows = [row("kvm", 0.9), row("xen", 0.8), row("hv", 0.85), row("kvm-docker", 0.99),
-            row("docker", 0.95, category="memory"), row("podman", 0.951, category="memory")]
+def test_best_of_kind_follows_the_verdicts_not_the_ratios():
+    rows = [row("kvm", 0.99, verdict="same"), row("xen", 0.8, verdict="slower"), row("hv", 0.85, verdict="slower"),
+            row("kvm-docker", 0.99, verdict="same"),
+            row("docker", 0.95, category="memory", verdict="slower"),
+            row("podman", 0.951, category="memory", verdict="slower")]
     cat = tables.category_table(rows)
     plats = [info("kvm", "vm"), info("xen", "vm"), info("hv", "vm"), info("kvm-docker", "container", "docker", "kvm"),
              info("docker", "container"), info("podman", "container")]
     [vm_cpu, vm_mem] = tables.best_of_kind(cat, plats, "vm")
-    assert (vm_cpu.best, vm_cpu.worst) == ("kvm", "xen")
+    assert (vm_cpu.best, vm_cpu.worst, vm_cpu.decided) == ("kvm", None, True)  # xen and hv: both slower, a tie
     assert vm_mem.values == {} and vm_mem.best is None
     ct = {b.category: b for b in tables.best_of_kind(cat, plats, "container")}
     assert "kvm-docker" not in ct["cpu"].values  # stacked platforms are not runtimes on the host
-    assert ct["memory"].best is None  # 0.951 vs 0.95: a tie
+    assert ct["memory"].best is None and ct["memory"].worst is None  # both slower: a tie
+
+
+def test_best_of_kind_names_nobody_while_a_candidate_is_undecided():
+    """The quick run of 2026-11-25: raw ratios 0.92-0.94, no cell decided, yet 'worst podman'."""
+    rows = [row("docker", 0.9237, verdict="inconclusive"), row("podman", 0.916, verdict="slower"),
+            row("lxc", 0.9405, verdict="inconclusive"),
+            row("docker", 1.004, category="memory", verdict="same"),
+            row("podman", 0.9, category="memory", verdict="slower"), row("lxc", 1.001, category="memory", verdict="same")]
+    plats = [info(n, "container") for n in ("docker", "podman", "lxc")]
+    got = {b.category: b for b in tables.best_of_kind(tables.category_table(rows), plats, "container")}
+    assert (got["cpu"].best, got["cpu"].worst, got["cpu"].decided) == (None, None, False)
+    assert (got["memory"].best, got["memory"].worst) == (None, "podman")  # docker and lxc: both the same
 
 
 def test_availability_range_over_hosts():

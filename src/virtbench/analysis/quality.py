@@ -25,6 +25,10 @@ OUTLIER_Z = 3.5
 NORMAL_MAD = 0.6744897501960817
 """The MAD of a standard normal (its 75th percentile): MAD / this estimates the standard
 deviation (scipy.stats.median_abs_deviation's scale="normal")."""
+MATERIAL = 0.01
+"""Spreads below 1 % of the median are never flagged as drift or outliers: with CPU-time
+metrics (quick campaign) the values can cluster within 0.3 %, and a MAD that small made a
+value 0.5 % off an 'outlier' and a 0.35 % rise a 'drift' (every openssl cell carried a flag)."""
 CV_WARN = 0.035
 """Phoronix Test Suite adds runs while the relative standard deviation exceeds 3.5%."""
 WARMUP_EFFECT = 0.05
@@ -60,7 +64,8 @@ def drift_many(items: Sequence[tuple[Sequence[float], Sequence[int]]]) -> list[F
     out: list[Flag | None] = [None] * len(items)
     by_n: dict[int, list[int]] = {}
     for i, (values, rounds) in enumerate(items):
-        if len(values) >= DRIFT_MIN_N and np.ptp(values) > 0 and np.ptp(rounds) > 0:
+        if len(values) >= DRIFT_MIN_N and np.ptp(values) > MATERIAL * abs(float(np.median(values))) \
+                and np.ptp(rounds) > 0:
             by_n.setdefault(len(values), []).append(i)
     for n, idx in by_n.items():
         x, _ = special.rankdata(np.asarray([items[i][1] for i in idx], dtype=float))
@@ -85,8 +90,8 @@ def _drift_flag(rho: float, p: float) -> Flag | None:
 def outliers(values: Sequence[float], rounds: Sequence[int] | None = None) -> Flag | None:
     """Values far from the median in units of the scaled MAD (modified z-score > 3.5).
 
-    With a MAD of zero (most values identical), a value counts when it differs from the
-    median by more than 1% of it, so integer-valued metrics are not flagged for noise.
+    A value counts only when it also differs from the median by more than 1 % of it (MATERIAL),
+    so integer-valued metrics and tightly clustered CPU times are not flagged for noise.
     """
     return outliers_many([(values, rounds)])[0]
 
@@ -114,13 +119,13 @@ def outlier_mask(values: Sequence[float]) -> list[bool]:
 
 def outlier_masks(arr: np.ndarray) -> np.ndarray:
     """The outlier rule, once: per row of arr, the values whose modified z-score (distance to
-    the median over the MAD scaled to a normal's standard deviation) exceeds OUTLIER_Z; with
-    a MAD of zero, those more than 1 % from the median."""
+    the median over the MAD scaled to a normal's standard deviation) exceeds OUTLIER_Z, and
+    only those more than MATERIAL (1 %) from the median (with a MAD of zero, just that)."""
     med = np.median(arr, axis=1, keepdims=True)
     mad = np.median(np.abs(arr - med), axis=1, keepdims=True) / NORMAL_MAD
     dev = np.abs(arr - med)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(mad > 0, dev / mad > OUTLIER_Z, dev > 0.01 * np.abs(med))
+        return (dev > MATERIAL * np.abs(med)) & np.where(mad > 0, dev / mad > OUTLIER_Z, True)
 
 
 def _outlier_flag(mask: np.ndarray, rounds: Sequence[int] | None) -> Flag | None:

@@ -21,10 +21,11 @@ from typing import Any
 import numpy as np
 
 from .summary import Row
+from .verdict import combine
 
 CATEGORIES = ("cpu", "memory", "storage", "network", "kernel", "application")
 TIE = 0.005
-"""Category means closer than this (relative) are a tie: no 'best' is named (LSBS's '--')."""
+"""Category means closer than this (relative) are a tie where ratios alone are compared (studies)."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,8 @@ class CategoryCell:
     low: float
     high: float
     """Smallest and largest relative performance among the metrics that went in."""
+    verdict: str = "inconclusive"
+    """The category's verdict from its metrics' (analysis.verdict.combine)."""
 
 
 def geomean(values: Iterable[float]) -> float | None:
@@ -63,13 +66,16 @@ def geomean(values: Iterable[float]) -> float | None:
 def category_table(rows: Sequence[Row]) -> dict[str, dict[str, CategoryCell]]:
     """category -> platform -> geometric mean of relative performance over its metrics."""
     rel: dict[tuple[str, str], list[float]] = defaultdict(list)
+    verdicts: dict[tuple[str, str], list[str | None]] = defaultdict(list)
     for r in rows:
         if r.relative is not None and r.relative > 0 and r.category != "lifecycle":
             rel[(r.category, r.platform)].append(r.relative)
+            verdicts[(r.category, r.platform)].append(r.verdict)
     out: dict[str, dict[str, CategoryCell]] = {}
     order = {c: i for i, c in enumerate(CATEGORIES)}
     for (cat, platform), values in sorted(rel.items(), key=lambda kv: (order.get(kv[0][0], 99), kv[0][0])):
-        out.setdefault(cat, {})[platform] = CategoryCell(geomean(values) or 0.0, len(values), min(values), max(values))
+        out.setdefault(cat, {})[platform] = CategoryCell(geomean(values) or 0.0, len(values), min(values), max(values),
+                                                         combine(verdicts[(cat, platform)]))
     return out
 
 
@@ -92,26 +98,39 @@ class BestRow:
     category: str
     values: dict[str, float]
     best: str | None
-    """None on a tie (within TIE) or with fewer than two candidates measured."""
+    """None on a tie (the same verdict for all), an undecided one, or fewer than two candidates."""
     worst: str | None
+    decided: bool = True
+    """Whether every candidate's category verdict is decided (slower, faster or same)."""
+
+
+_LEVEL = {"slower": 0, "same": 1, "faster": 2}
 
 
 def best_of_kind(table: Mapping[str, Mapping[str, CategoryCell]], platforms: Iterable[PlatformInfo],
                  kind: str) -> list[BestRow]:
-    """Per category, the best platform of one kind, not stacked (Tables 5/6)."""
+    """Per category, the best platform of one kind, not stacked (Tables 5/6).
+
+    Named from the verdicts, not the raw ratios: the best is the one platform whose category
+    verdict is above every other's (faster > same > slower), the worst the one below every
+    other's; while a candidate is undecided (or mixed) none is named, since its ratio alone
+    may be noise. Platforms with the same verdict tie (LSBS's '--')."""
     names = [p.name for p in platforms if p.kind == kind and not p.inside]
     out = []
     for cat, cells in table.items():
         values = {n: cells[n].geomean for n in names if n in cells}
+        levels = {n: _LEVEL.get(cells[n].verdict) for n in values}
+        decided = all(v is not None for v in levels.values())
         best = worst = None
-        if values:
-            ranked = sorted(values, key=values.__getitem__, reverse=True)
-            top, second = values[ranked[0]], values[ranked[1]] if len(ranked) > 1 else None
-            if second is None or top - second > TIE * top:
-                best = ranked[0]
-            if len(ranked) > 1 and values[ranked[-2]] - values[ranked[-1]] > TIE * values[ranked[-2]]:
-                worst = ranked[-1]
-        out.append(BestRow(cat, values, best, worst))
+        if values and decided:
+            ranks = sorted(set(levels.values()))
+            top = [n for n, v in levels.items() if v == ranks[-1]]
+            bottom = [n for n, v in levels.items() if v == ranks[0]]
+            if len(top) == 1:
+                best = top[0]
+            if len(values) > 1 and len(bottom) == 1:
+                worst = bottom[0]
+        out.append(BestRow(cat, values, best, worst, decided))
     return out
 
 

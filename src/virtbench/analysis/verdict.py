@@ -15,8 +15,9 @@ gets a 95 % t interval on the log scale:
 
 Then, in this order:
 
-- **same** when the whole interval lies inside 1 +- min_effect (default 2 %): an
-  equivalence verdict, the two one-sided tests (TOST) at the 2.5 % level each;
+- **same** when the 90 % interval (same pairing) lies inside 1 +- min_effect (default 2 %):
+  an equivalence verdict, the two one-sided tests (TOST) at the usual 5 % level each, so a
+  platform truly 2 % off is called the same at most 5 % of the time;
 - **slower** when the interval lies below 1, **faster** when it lies above 1 (a two-sided
   test at 5 %: on identical platforms "slower" comes out at most 2.5 % of the time);
 - **inconclusive** otherwise, with the noise (the interval's half-width) and about how many
@@ -40,6 +41,8 @@ import numpy as np
 from .stats import MIN_EFFECT, t_quantile
 
 CONFIDENCE = 0.95
+EQUIVALENCE = 0.90
+"""The interval of the 'same' verdict: TOST at 5 % each side (a 1 - 2 alpha interval)."""
 MIN_PAIRS = 3
 """Fewer common rounds than this: the unpaired interval (a paired one on 2 pairs has 1 degree of freedom)."""
 MAX_ADVICE = 100
@@ -57,6 +60,19 @@ class Verdict:
     """The ratio's interval the verdict was read from."""
     needed: int | None = None
     """Inconclusive: about how many repetitions per side would decide it (None: more than MAX_ADVICE)."""
+
+
+def combine(verdicts: Sequence[str | None]) -> str:
+    """A category's verdict from its metrics' verdicts: slower when one is slower and none
+    faster, faster the other way, mixed for both, same when one is the same and none differs,
+    else inconclusive (the README's rule for the headline)."""
+    seen = {v or "inconclusive" for v in verdicts}
+    if "slower" in seen and "faster" in seen:
+        return "mixed"
+    for v in ("slower", "faster", "same"):
+        if v in seen:
+            return v
+    return "inconclusive"
 
 
 def _t(df: float, confidence: float) -> float:
@@ -163,11 +179,18 @@ def repetitions_needed(values: Sequence[float], base: Sequence[float], target: f
     return None
 
 
+def _interval(values: Sequence[float], base: Sequence[float], higher_is_better: bool, logs: list[float] | None,
+              confidence: float) -> tuple[float, float, float, float] | None:
+    return paired_interval(logs, confidence) if logs is not None else log_ratio_interval(
+        values, base, higher_is_better, confidence)
+
+
 def decide(values: Sequence[float], base: Sequence[float], higher_is_better: bool, *,
-           min_effect: float = MIN_EFFECT, confidence: float = CONFIDENCE,
+           min_effect: float = MIN_EFFECT, confidence: float = CONFIDENCE, equivalence: float = EQUIVALENCE,
            rounds: Sequence[int] | None = None, base_rounds: Sequence[int] | None = None) -> Verdict:
     """The verdict of a platform's values against the baseline's (see the module's rule).
 
+    confidence: the interval of slower/faster; equivalence: the interval of 'same' (TOST).
     rounds/base_rounds: the round of each value; given both, the interval is paired by round
     where enough rounds are common (the reason then says "k rounds paired")."""
     if not len(values):
@@ -178,27 +201,31 @@ def decide(values: Sequence[float], base: Sequence[float], higher_is_better: boo
         return Verdict("inconclusive", f"{min(len(values), len(base))} repetition on one side: "
                        "an interval needs at least 2, better 3")
     logs = paired_log_ratios(values, rounds, base, base_rounds, higher_is_better)
-    iv = paired_interval(logs, confidence) if logs is not None else log_ratio_interval(
-        values, base, higher_is_better, confidence)
-    if iv is None:
+    iv = _interval(values, base, higher_is_better, logs, confidence)
+    eq = _interval(values, base, higher_is_better, logs, equivalence)
+    if iv is None or eq is None:
         return Verdict("inconclusive", "a mean is zero or negative: the ratio is undefined")
     ratio, lo, hi, half = iv
     paired = f", {len(logs)} rounds paired" if logs is not None else ""
     span = f"[{(lo - 1) * 100:+.1f} to {(hi - 1) * 100:+.1f} %{paired}]"
     margin = math.log1p(min_effect)
-    if lo >= 1 / (1 + min_effect) and hi <= 1 + min_effect:
-        return Verdict("same", f"same within +-{min_effect:.0%}: {(ratio - 1) * 100:+.1f} % {span}", (lo, hi))
+    if eq[1] >= 1 / (1 + min_effect) and eq[2] <= 1 + min_effect:
+        eq_span = f"[{(eq[1] - 1) * 100:+.1f} to {(eq[2] - 1) * 100:+.1f} %, {equivalence * 100:.0f} % interval{paired}]"
+        return Verdict("same", f"same within +-{min_effect:.0%}: {(ratio - 1) * 100:+.1f} % {eq_span}", (lo, hi))
     if hi < 1:
         return Verdict("slower", f"slower by {_pct(1 - ratio)} {span}", (lo, hi))
     if lo > 1:
         return Verdict("faster", f"faster by {_pct(ratio - 1)} {span}", (lo, hi))
     effect = abs(math.log(ratio))
-    # Deciding needs the interval off 1 (a real difference) or inside the margin (the same).
-    target = effect if effect >= margin else margin - effect
-    if logs is not None:
-        needed, n = paired_repetitions_needed(logs, target, confidence), len(logs)
+    # Deciding needs the interval off 1 (a real difference) or the equivalence one inside the margin.
+    if effect >= margin:
+        target, conf = effect, confidence
     else:
-        needed, n = repetitions_needed(values, base, target, confidence), min(len(values), len(base))
+        target, conf = margin - effect, equivalence
+    if logs is not None:
+        needed, n = paired_repetitions_needed(logs, target, conf), len(logs)
+    else:
+        needed, n = repetitions_needed(values, base, target, conf), min(len(values), len(base))
     advice = (f"needs about {needed} repetitions" if needed is not None and needed > n
               else f"more than {MAX_ADVICE} repetitions at this noise: the noise dominates" if needed is None
               else "one more repetition may decide it")

@@ -35,10 +35,10 @@ from .base import Metric, PairBenchmark, PairParams, Params, search
 
 SERVER_SCRIPT = r"""set -eu
 dir=$1 port=$2 pool_mb=$3
-# A fresh server and database every execution. An instance serves several executions, and
-# stopping a server started with `docker exec` stops the exec client, not mariadbd inside the
-# container: the last execution's server would still hold the port (and its tables). Its pid
-# is kept per port in /tmp; it is stopped here first (at most 30 s, then killed), only if that
+# A fresh server and database every execution. An instance serves several executions; the
+# runner stops each server inside its instance (platforms/background.py), and this is a second
+# guard: a server still holding the port (and its tables) from an earlier execution, found by
+# its pid kept per port in /tmp, is stopped here first (at most 30 s, then killed), only if that
 # pid is still a mariadbd (never another process that reused the number).
 pidfile=/tmp/virtbench-mariadbd-$port.pid
 if [ -s "$pidfile" ]; then

@@ -78,14 +78,22 @@ class ParentPressure:
     failcnt: int | None = None
     """How often a memory limit was hit in the parent's subtree: its own or an instance's
     (v1 memory.failcnt summed, v2 memory.events `max`): either stalls the experiment's tasks."""
+    peak: int | None = None
+    """v1 memory.max_usage_in_bytes: the highest usage since the workload window began (the
+    fleet resets it then). This kernel's v1 failcnt stays 0 at the limit; the peak does not."""
 
     @property
     def near_limit(self) -> bool:
         return self.usage is not None and self.usage >= NEAR_LIMIT * self.limit
 
+    @property
+    def peaked(self) -> bool:
+        """The peak reached the limit's neighbourhood (usage may have been reclaimed since)."""
+        return self.peak is not None and self.peak >= NEAR_LIMIT * self.limit
+
     def as_dict(self) -> dict[str, float | int | None]:
         return {"usage": self.usage, "limit": self.limit, "psi_some_avg10": self.psi_some_avg10,
-                "psi_full_avg10": self.psi_full_avg10, "failcnt": self.failcnt}
+                "psi_full_avg10": self.psi_full_avg10, "failcnt": self.failcnt, "peak": self.peak}
 
 
 def read_parent(relative: str, limit: int) -> ParentPressure:
@@ -100,7 +108,8 @@ def read_parent(relative: str, limit: int) -> ParentPressure:
         except (OSError, ValueError):
             psi = None
     return ParentPressure(cgroups.memory_usage(relative), limit, psi.some_avg10 if psi else None,
-                          psi.full_avg10 if psi else None, cgroups.limit_hits(relative))
+                          psi.full_avg10 if psi else None, cgroups.limit_hits(relative),
+                          None if psi is not None else cgroups.memory_peak(relative))
 
 
 class GuardSettings(BaseModel):
@@ -136,6 +145,8 @@ class Guard:
     """When the guard last saw the parent near its limit (monotonic seconds)."""
     _parent_hits: tuple[int, float] | None = None
     """The parent's last limit-hit count and when it last rose (monotonic seconds)."""
+    _window: bool = False
+    """A workload window is open (watch): the parent's peak belongs to it."""
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -211,10 +222,13 @@ class Guard:
             if self._parent_hits is None or p.failcnt > self._parent_hits[0]:
                 # the first reading cannot tell when earlier hits were: not recent (the safe side)
                 self._parent_hits = (p.failcnt, now if self._parent_hits is not None else float("-inf"))
-        if p.near_limit:
+        # while a workload runs, the peak (reset when its window began) tells that the parent
+        # reached its limit in this window even when a 0.5 s reading missed the moment
+        at_limit = p.near_limit or (self._window and p.peaked)
+        if at_limit:
             self._near_seen = now
         recent = self._parent_hits is not None and now - self._parent_hits[1] <= RECENT
-        return p.near_limit or recent or now - self._near_seen <= RECENT
+        return at_limit or recent or now - self._near_seen <= RECENT
 
     def wait_calm(self, seconds: float = 120.0, sleep: float = 2.0) -> bool:
         """Before a fresh probe: wait until no threshold is crossed (PSI averages decay over
@@ -229,6 +243,7 @@ class Guard:
     def watch(self, on_trip: Callable[[Trip], None], when: str) -> None:
         """Read every `interval` in a thread until `stop_watching`; call on_trip once."""
         self._stop.clear()
+        self._window = True
 
         def loop() -> None:
             while not self._stop.wait(self.settings.interval):
@@ -242,6 +257,7 @@ class Guard:
 
     def stop_watching(self) -> None:
         self._stop.set()
+        self._window = False
         if self._thread is not None:
             self._thread.join(timeout=30)
             self._thread = None

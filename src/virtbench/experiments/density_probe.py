@@ -288,21 +288,33 @@ class Prober:
                     return Stop("disk_full", f"host disk full: instance {n} could not be created or started, "
                                 f"{disk['free_bytes'] >> 20} MiB free on {disk['path']}", n, disk)
                 limit_name = classify_failure(text)
-                oom = {cg: c for cg, c in fleet.oom_counters().items() if c.get("oom_kill", 0) >
-                       before.get(cg, {}).get("oom_kill", 0)}
+                oom, log = self._new_kills(fleet, before, mark)
                 if oom:
                     return Stop("oom", f"OOM kill while starting instance {n}", n,
-                                {"oom_counters": oom, "start_error": _tail(text),
-                                 "kernel_log": cgroups.kernel_log_since(mark)[-10:]})
+                                {"oom_counters": oom, "start_error": _tail(text), "kernel_log": log[-10:],
+                                 "parent_memory": cgroups.memory_evidence(self.parent) if self.parent else None})
                 reason = "kernel_limit" if limit_name and not limit_name.startswith("memory") else "start_failure"
                 return Stop(reason, f"instance {n} did not start" + (f" ({limit_name})" if limit_name else ""), n,
-                            {"error": _tail(text), "limit": limit_name})
-            kills = {cg: c for cg, c in fleet.oom_counters().items()
-                     if c.get("oom_kill", 0) > before.get(cg, {}).get("oom_kill", 0)}
+                            {"error": _tail(text), "limit": limit_name,
+                             "parent_memory": cgroups.memory_evidence(self.parent) if self.parent else None})
+            kills, log = self._new_kills(fleet, before, mark)
             if kills:
                 return Stop("oom", f"OOM kill when instance {n} started", n,
-                            {"oom_counters": kills, "kernel_log": cgroups.kernel_log_since(mark)[-10:]})
+                            {"oom_counters": kills, "kernel_log": log[-10:],
+                             "parent_memory": cgroups.memory_evidence(self.parent) if self.parent else None})
         return None
+
+    @staticmethod
+    def _new_kills(fleet: Fleet, before: dict[str, dict[str, int]], mark: int) -> tuple[dict, list[str]]:
+        """OOM kills since `before`/`mark`: the counters that rose, else the kernel log's lines
+        naming the fleet's cgroups (a failed start's cgroup is removed with its counter)."""
+        log = cgroups.kernel_log_since(mark)
+        kills: dict[str, Any] = {cg: c for cg, c in fleet.oom_counters().items()
+                                 if c.get("oom_kill", 0) > before.get(cg, {}).get("oom_kill", 0)}
+        ours = fleet.log_kills(log)
+        if not kills and ours:
+            kills["kernel log"] = len(ours)
+        return kills, ours or log
 
     # -- judging a count -----------------------------------------------------------------
     def _judge(self, outcome: Outcome, available_at_start: int) -> Stop | None:

@@ -86,7 +86,7 @@ class EngineCLI(Platform):
 
     def create_argv(self, image: Image, name: str, run_id: str) -> list[str]:
         o = self.options
-        argv = [*self.base_argv(), "create", "--name", name]
+        argv = [*self.cli_argv(), "create", "--name", name]
         for label in owner_labels(self.paths, run_id):
             argv += ["--label", label]
         argv += ["--network", o.network, *self.run_flags()]
@@ -98,10 +98,17 @@ class EngineCLI(Platform):
             argv += ["--memory", str(int(o.memory))]  # bytes: no unit rounding by the CLI
         if self.cgroup_parent:  # cgroupfs driver: a path from the hierarchy root
             argv += ["--cgroup-parent", "/" + self.cgroup_parent.strip("/")]
-        runtime = getattr(o, "runtime", None)
-        if runtime is not None:
-            argv += ["--runtime", runtime]
-        return [*argv, image.tag, "sleep", "infinity"]
+        return [*argv, *self.create_runtime_flags(), image.tag, "sleep", "infinity"]
+
+    def create_runtime_flags(self) -> list[str]:
+        """`create` flags choosing the OCI runtime (docker: `--runtime`; podman takes it globally)."""
+        runtime = getattr(self.options, "runtime", None)
+        return ["--runtime", runtime] if runtime is not None else []
+
+    def cli_argv(self) -> list[str]:
+        """The engine CLI with the global flags of this platform's own containers (podman's
+        runtime); class-level commands (images, cleanup) use base_argv()."""
+        return self.base_argv()
 
     def host_pid(self, instance: Instance) -> int | None:
         r = self.host.run([self.cli, "inspect", "-f", "{{.State.Pid}}", instance.name], timeout=30, check=False)
@@ -109,7 +116,7 @@ class EngineCLI(Platform):
         return int(pid) if r.ok and pid.isdigit() and pid != "0" else None
 
     def exec_argv(self, instance: Instance, argv: list[str]) -> list[str]:
-        return [*self.base_argv(), "exec", instance.name, *env_argv(), *argv]
+        return [*self.cli_argv(), "exec", instance.name, *env_argv(), *argv]
 
     @classmethod
     def import_argv(cls, image: Image) -> list[str]:
@@ -161,16 +168,16 @@ class EngineCLI(Platform):
                               "image": image.tag})
 
     def start(self, instance: Instance) -> None:
-        self.host.run([*self.base_argv(), "start", instance.name], timeout=120)
+        self.host.run([*self.cli_argv(), "start", instance.name], timeout=120)
         self.wait_ready(instance)
 
 
     def stop(self, instance: Instance) -> None:
         # -t 0: `sleep` as PID 1 ignores SIGTERM, so any grace period is pure waiting.
-        self.host.run([*self.base_argv(), "stop", "-t", "0", instance.name], timeout=60)
+        self.host.run([*self.cli_argv(), "stop", "-t", "0", instance.name], timeout=60)
 
     def remove(self, instance: Instance) -> None:
-        res = self.host.run([*self.base_argv(), *self.rm_argv, instance.name], timeout=60, check=False)
+        res = self.host.run([*self.cli_argv(), *self.rm_argv, instance.name], timeout=60, check=False)
         if not res.ok and "no such container" not in (res.stderr + res.stdout).lower():
             if isinstance(self.host, InstanceExecutor) and \
                     not self.host.run(["true"], timeout=60, check=False).ok:

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from .model import Report
 
 VERDICT_NOTE = ("1.0 = same, above = better whatever the metric's direction; verdicts: slower/faster when the "
-                "95 % interval of the ratio excludes 1, same when it lies within the minimum effect, otherwise "
+                "95 % interval of the ratio excludes 1, same when its 90 % interval lies within the minimum effect, "
+                "otherwise "
                 "inconclusive with what would decide it; ⚑ = quality warnings")
 IDENTITY = ("benchmark", "metric", "platform")
 HIDDEN = {f.name for f in fields(Row) if f.name in ("values", "rounds", "warmup_values", "warmup_rounds", "quality")}
@@ -45,12 +46,10 @@ def closing_sections(report: Report) -> list[Section]:
 def per_host(report: Report, build: Callable[[Report], list[Section]]) -> list[Section]:
     """build(report), or, when the rows come from several hosts, build of each host's part with
     the host in every title and key, as the text report shows one host at a time."""
-    from . import summary
     from .model import Report
 
-    present = {getattr(r, "host", None) for r in report.rows} | {f.get("host") for f in report.failures}
-    hosts = [h for h in summary.run_hosts(report.run) if h in present]
-    if len(hosts) < 2:
+    hosts = hosts_of(report.run, report.rows, report.failures)
+    if not hosts:
         return build(report)
     out = []
     for h in hosts:
@@ -60,6 +59,16 @@ def per_host(report: Report, build: Callable[[Report], list[Section]]) -> list[S
             s.key, s.title = f"{s.key}@{h}", f"host {h}: {s.title}"
             out.append(s)
     return out
+
+
+def hosts_of(run: Any, rows: Sequence[Row], failures: Sequence[dict[str, Any]] = ()) -> list[str]:
+    """The hosts these rows (and failures) come from, in campaign order, when there are several;
+    [] for one host (a one-host run, or one host's part of a multi-host run)."""
+    from . import summary
+
+    present = {getattr(r, "host", None) for r in rows} | {f.get("host") for f in failures}
+    hosts = [h for h in summary.run_hosts(run) if h in present]
+    return hosts if len(hosts) > 1 else []
 
 
 def base_key(key: str) -> str:
@@ -141,10 +150,12 @@ def best(rows: Sequence[tables.BestRow], kind: str) -> Section:
     title = {"vm": "Hypervisor comparison (Table 5 style): best of the hypervisors per category",
              "container": "Container runtime comparison (Table 6 style): best of the container runtimes per "
                           "category"}.get(kind, kind)
-    body = [[b.category, *[b.values.get(n) for n in names], b.best or "tie", b.worst or "-"] for b in rows
-            if b.values]
+    body = [[b.category, *[b.values.get(n) for n in names], b.best or ("tie" if b.decided else "?"), b.worst or "-"]
+            for b in rows if b.values]
     return _own(f"best_{kind}", f"Best {kind}", Table(title, ["category", *names, "best", "worst"], body, key_columns=1,
-                                                      empty=f"No {kind} platforms measured directly on the host."))
+                                                      empty=f"No {kind} platforms measured directly on the host."),
+                notes=["best and worst follow the verdicts (faster > same > slower), not the raw ratios: "
+                       "? while a platform's category is undecided"] if body else [])
 
 
 def availability(avail: Sequence[dict[str, Any]], kinds: Sequence[str] = ("container", "vm")) -> Section:

@@ -24,7 +24,7 @@ from .sections import sections as build_sections
 OUTPUT_TAIL = 400
 VERDICT_RULE = ("Verdicts read a 95 % t interval of the ratio on the log scale, paired by round where at least 3 "
                 "rounds measured both sides (else the Welch t interval of the ratio of means): slower or faster "
-                "when it excludes 1.0, same when it lies within the minimum effect (an equivalence test), "
+                "when it excludes 1.0, same when the 90 % interval lies within the minimum effect (TOST at 5 %), "
                 "otherwise inconclusive with the noise and the repetitions that would decide it.")
 
 
@@ -164,7 +164,7 @@ def headline_json(run: Run, rows: Sequence[Row]) -> dict[str, Any]:
     """Per platform its kind, verdict per category and biggest cost; the host facts that matter."""
     lines = headline.headline([(p.name, p.type, p.config or {}) for p in run.platforms], rows,
                               run.baseline)
-    return headline.to_json(lines, facts(run))
+    return headline.to_json(lines, facts(run), boards.host_facts(run))
 
 
 def tables_json(run: Run, rows: Sequence[Row]) -> dict[str, Any]:

@@ -17,10 +17,15 @@ from ..store.db import Store, now
 from .plan import LIFECYCLE
 
 STOP_CONFIDENCE = 0.99
-"""The confidence of the interval that stops a comparison's extra rounds. Stopping as soon as a
-verdict shows lets an A/A comparison wander into "slower" at one of the extra looks (5.7-6.9 %
-at CV 2-5 % in benchmarks/verdict_rates.py at 95 %); stopping at 99 % and deciding at 95 % keeps
-it below 4 %."""
+"""The interval that stops a comparison's extra rounds on a difference. Every extra round is one
+more look at the data: stopping at the first 95 % 'slower' lets an A/A comparison wander into
+it at one of the looks (7-8.5 % at 2-5 % noise per sample, 5 to 16 rounds, in
+benchmarks/verdict_rates.py); stopping at 99 % (a Pocock-like constant boundary, calibrated
+by that simulation for these looks) and reporting at 95 % keeps it at 0-4.7 % (3 to 16 rounds)."""
+STOP_EQUIVALENCE = 0.95
+"""The interval that stops a comparison's extra rounds on 'same' (the report's is 90 %, TOST at
+5 % each): at 90 % at every look, a platform truly 2 % off was stopped and called the same
+up to 12.7 % of the time; at 95 %, 5-9 % (README, "Reading the verdicts")."""
 
 
 def log_of(store: Store, run_id: str) -> list[dict[str, Any]]:
@@ -47,6 +52,7 @@ def plan_next(store: Store, campaign: Campaign, run_id: str, next_round: int,
         rounds[(s.platform, s.benchmark, s.metric)].append(s.round)
         direction[(s.benchmark, s.metric)] = s.higher_is_better
     reasons: dict[str, str] = {}
+    cells: dict[str, str] = {}
     worst: dict[str, float] = {}
     undecided: dict[str, set[str]] = defaultdict(set)
     capped = []
@@ -62,6 +68,7 @@ def plan_next(store: Store, campaign: Campaign, run_id: str, next_round: int,
             need = needs_more(vals, base, direction[(bench, metric)], target=rule.target, max_n=rule.max_repetitions)
         if need:
             undecided[platform].add(bench)
+            cells[f"{platform} {bench} {metric}"] = need.reason.removeprefix("undecided: ")
             if (need.precision or 1.0) >= worst.get(platform, 0.0):
                 worst[platform] = need.precision or 1.0
                 reasons[platform] = f"{bench} {metric}: {need.reason}"
@@ -73,12 +80,21 @@ def plan_next(store: Store, campaign: Campaign, run_id: str, next_round: int,
         _append(store, run_id, log, {"stop": stop})
         return None
     entry: dict[str, Any] = {"round": next_round, "platforms": sorted(reasons) + [campaign.baseline],
-                             "reasons": reasons}
+                             "reasons": reasons, "cells": cells}
     if rule.until == "decided":  # run only what is still undecided (the baseline: all of those)
         entry["benchmarks"] = {p: sorted(b) for p, b in undecided.items()}
         entry["benchmarks"][campaign.baseline] = sorted(set().union(*undecided.values()))
     _append(store, run_id, log, entry)
     return entry
+
+
+def progress_lines(entry: dict[str, Any]) -> list[str]:
+    """What an extra round is for, for the terminal: a header, then one line per undecided
+    comparison (an entry stored before cells were recorded: one per platform)."""
+    cells = entry.get("cells") or entry.get("reasons", {})
+    what = "comparison" if "cells" in entry else "platform"
+    return [f"extra round {entry['round'] + 1}: {len(cells)} {what}{'s' if len(cells) != 1 else ''} undecided",
+            *[f"  {cell}: {reason}" for cell, reason in cells.items()]]
 
 
 def needs_decision(values: list[float], base: list[float], higher_is_better: bool, *, target: float,
@@ -94,7 +110,7 @@ def needs_decision(values: list[float], base: list[float], higher_is_better: boo
     if n < min_n or nb < min_n:
         return Need(True, f"fewer than {min_n} repetitions ({n} here, {nb} on the baseline)", None)
     v = decide(values, base, higher_is_better, min_effect=target, rounds=rounds, base_rounds=base_rounds,
-               confidence=STOP_CONFIDENCE)
+               confidence=STOP_CONFIDENCE, equivalence=STOP_EQUIVALENCE)
     if v.verdict != "inconclusive":
         return Need(False, f"decided: {v.reason}", None)
     if v.ci is None:

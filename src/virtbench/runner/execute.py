@@ -269,8 +269,8 @@ def execute(store: Store, session: Session, run_id: str, seed: int, reporter: Re
                     entry = adaptive.plan_next(store, campaign, run_id, max(u.round for u in units) + 1,
                                                store.run(run_id).started_at or now())
                     if entry is not None:
-                        reporter.log(f"extra round {entry['round'] + 1}: " + "; ".join(
-                            f"{p}: {r}" for p, r in entry["reasons"].items()))
+                        for line in adaptive.progress_lines(entry):
+                            reporter.log(line)
                         pending = extra_round(campaign, seed, entry)
                         units += pending
                         reporter.begin(sum(len(u.keys()) for u in units), 0)

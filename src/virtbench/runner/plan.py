@@ -1,8 +1,13 @@
 """The order of a campaign: rounds of platforms in a fresh random order each round.
 
 Interleaving spreads slow drift (thermal throttling, background load, cache warm-up) over
-every platform alike instead of letting it land on whichever ran last. The order is a pure
-function of the seed, which is stored, so a resumed run continues the same schedule.
+every platform alike instead of letting it land on whichever ran last. The benchmarks run in
+one order per round, the same for every platform of the round: a benchmark's position in its
+instance (what ran before it) moves its value (sqlite's CPU time third in the instance, after
+openssl and fio, averaged 12 % more than first or second in the quick run of 2026-11-25), and
+the verdicts pair each platform with the baseline round by round, so both sides of a pair
+must share it. The order is a pure function of the seed, which is stored, so a resumed run
+continues the same schedule.
 """
 from __future__ import annotations
 
@@ -34,13 +39,11 @@ def schedule(campaign: Campaign, seed: int) -> list[Unit]:
     benchmarks = [b.key for b in campaign.benchmarks]
     units: list[Unit] = []
     for rnd in range(campaign.warmups + campaign.repetitions):
-        order = platforms[:]
+        order, benches = platforms[:], benchmarks[:]
         if campaign.shuffle:
             rng.shuffle(order)
+            rng.shuffle(benches)
         for name in order:
-            benches = benchmarks[:]
-            if campaign.shuffle:
-                rng.shuffle(benches)
             units.append(Unit(round=rnd, warmup=rnd < campaign.warmups, platform=name,
                               benchmarks=tuple(benches)))
     return units
@@ -55,10 +58,9 @@ def extra_round(campaign: Campaign, seed: int, entry: dict) -> list[Unit]:
     only: dict[str, list[str]] = entry.get("benchmarks") or {}
     if campaign.shuffle:
         rng.shuffle(order)
+        rng.shuffle(benchmarks)  # one order for the round (see the module)
     units = []
     for name in order:
         benches = [b for b in benchmarks if b in only[name]] if name in only else benchmarks[:]
-        if campaign.shuffle:
-            rng.shuffle(benches)
         units.append(Unit(round=entry["round"], warmup=False, platform=name, benchmarks=tuple(benches)))
     return units
