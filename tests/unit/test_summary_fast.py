@@ -98,10 +98,10 @@ def test_without_bootstrap_only_the_intervals_not_shown_are_left_out() -> None:
         g[1].append(v)
         meta.setdefault((b, m), (u, hib, c))
     light = summary.summarize_grouped(grouped, warm, meta, {}, ["native", "docker", "kvm"], "native", bootstrap=False)
-    for f, l in zip(full, light):
-        assert (l.p_value, l.p_holm, l.quality, l.verdict, l.relative_ci95) == \
+    for f, lt in zip(full, light):
+        assert (lt.p_value, lt.p_holm, lt.quality, lt.verdict, lt.relative_ci95) == \
             (f.p_value, f.p_holm, f.quality, f.verdict, f.relative_ci95)
         if f.category == "lifecycle":
-            assert l.mean_boot_ci95 == f.mean_boot_ci95 is not None
+            assert lt.mean_boot_ci95 == f.mean_boot_ci95 is not None
         else:
-            assert l.mean_boot_ci95 is None and l.relative_boot_ci95 is None
+            assert lt.mean_boot_ci95 is None and lt.relative_boot_ci95 is None
