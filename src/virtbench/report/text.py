@@ -164,8 +164,8 @@ def _chunks(console: Console, items: Sequence[Any], build: Any, wide: bool,
         while k < len(rest) and (k == 0 or used + need.get(rest[k], console.width) <= console.width):
             used += need.get(rest[k], 0)
             k += 1
-        while k > 1 and _natural_width(console, build(rest[:k])) > console.width:
-            k -= 1  # the estimate was short (never seen): measure as before
+        while k > 1 and used > console.width - 3 and _natural_width(console, build(rest[:k])) > console.width:
+            k -= 1  # a close fit is measured (the estimate was never seen short); a clear one is not
         out.append(rest[:k])
         rest = rest[k:]
     return out
