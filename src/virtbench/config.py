@@ -41,6 +41,8 @@ class ImageSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     profile: str = Field("auto", description="quick, full, or auto (smallest profile holding the tools)")
     release: str = Field("bookworm", description="Debian release of the guest image")
+    mirrors: tuple[str, ...] = Field((), description="apt source lines instead of the default ones (as "
+                                     "`image build --mirror`): a local mirror, or a suite caught mid-sync")
 
 
 class Adaptive(BaseModel):

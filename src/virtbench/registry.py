@@ -25,6 +25,8 @@ class Registry(Generic[T]):
         self.group = group
         self.kind = kind
         self._items: dict[str, type[T]] | None = None
+        self._one: dict[str, type[T]] = {}
+        """Plugins loaded one by one by get() before the whole registry was needed."""
         self.broken: dict[str, str] = {}
         """Plugins that failed to import: name -> error (shown by `get` and doctor)."""
 
@@ -55,6 +57,16 @@ class Registry(Generic[T]):
         return {ep.name for ep in entry_points(group=self.group)}
 
     def get(self, name: str) -> type[T]:
+        if self._items is None:  # only this plugin: a report asks for its run's kind, not for every kind
+            if name not in self._one and name not in self.broken:
+                for ep in entry_points(group=self.group, name=name):
+                    try:
+                        self._one[name] = ep.load()
+                    except Exception as exc:  # noqa: BLE001 - reported below like _load's
+                        self.broken[name] = f"{type(exc).__name__}: {exc}"
+                    break
+            if name in self._one:
+                return self._one[name]
         items = self._load()
         if name in self.broken:
             raise InputError(f"{self.kind} {name!r} failed to load: {self.broken[name]}",

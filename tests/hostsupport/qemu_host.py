@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -87,6 +89,36 @@ def skip_unless_affordable(arch: str, extra: Sequence[str] = ()) -> None:
     if arch != host_arch() and not os.environ.get(OPT_IN) and cached(guest_recipe(arch, extra=extra)) is None:
         pytest.skip(f"the {arch} test guest image is not built yet (a cross-build takes 15-40 min on 2 cores): "
                     f"set {OPT_IN}=1 to build it and run this test")
+
+
+def cli(env: dict[str, str], *args: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
+    """virtbench's CLI as a user runs it, in the test's isolated state (the `env` fixture)."""
+    return subprocess.run([sys.executable, "-m", "virtbench", *args], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@dataclass
+class CampaignRun:
+    seconds: float
+    stdout: str
+    report: dict
+    text: str
+
+
+def run_campaign(env: dict[str, str], directory: Path, campaign: dict) -> CampaignRun:
+    """`virtbench run` of this campaign (asserted to succeed), then its report as JSON and as text."""
+    import json
+
+    import yaml
+
+    path = directory / "campaign.yaml"
+    path.write_text(yaml.safe_dump(campaign))
+    t0 = time.monotonic()
+    res = cli(env, "run", str(path), "--no-report")
+    seconds = time.monotonic() - t0
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return CampaignRun(seconds, res.stdout, json.loads(cli(env, "report", "latest", "--json").stdout),
+                       cli(env, "report", "latest").stdout)
 
 
 def free_port() -> int:

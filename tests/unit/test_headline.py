@@ -30,3 +30,16 @@ def test_faster_mixed_same_undecided_and_tiny_sizes():
     assert _cell([_row("a", "cpu", 0.998, "slower")]) == "▼<1%"
     for text in ("▼3%", "▲12%", "▼10% ▲4%"):
         assert "+" not in text and "-" not in text
+
+
+def test_the_headline_names_each_hosts_arch_aes_and_an_emulated_board():
+    """#20: the ten-second summary must not pass an emulated board's numbers off as a board's."""
+    board = {"arch": "aarch64", "crypto": {"aes": True, "pmull": True}, "virtualization": {"vm": "qemu"},
+             "cpus": 2}
+    laptop = {"arch": "x86_64", "aes": False, "virtualization": {"vm": "kvm"}, "cpus": 2}
+    assert H.host_notes(board)[:2] == ["aarch64, AES yes",
+                                       "emulated (QEMU TCG): its numbers measure the emulator, not a board"]
+    assert H.host_notes(laptop)[:2] == ["x86_64, AES no", "host is itself a VM (kvm): costs are relative to it"]
+    doc = H.to_json([], laptop, [("local", laptop), ("pi", board)])
+    assert doc["hosts"]["pi"][1].startswith("emulated") and doc["hosts"]["local"][0] == "x86_64, AES no"
+    assert "hosts" not in H.to_json([], laptop, [("local", laptop)])

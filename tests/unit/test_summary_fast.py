@@ -83,3 +83,25 @@ def test_verdicts_only_give_the_same_ratios_and_verdicts() -> None:
     assert [[getattr(r, f) for f in shown] for r in light] == [[getattr(r, f) for f in shown] for r in full]
     assert all(r.p_value is None and r.mean_boot_ci95 is None and not r.quality for r in light)
     assert any(r.p_value is not None for r in full)
+
+
+def test_without_bootstrap_only_the_intervals_not_shown_are_left_out() -> None:
+    samples = _samples(8, 10) + [("lifecycle", "start_s", p, 0.1 + 0.01 * r + 0.001 * i, "s", False, "lifecycle", r,
+                                  False) for i, p in enumerate(("native", "docker", "kvm")) for r in range(1, 8)]
+    full = summary.summarize(samples, {}, ["native", "docker", "kvm"], "native")
+    grouped: summary.Group = {}
+    warm: summary.Group = {}
+    meta = {}
+    for b, m, p, v, u, hib, c, rnd, w in samples:
+        g = (warm if w else grouped).setdefault((b, m, p), summary.new_group())
+        g[0].append(rnd)
+        g[1].append(v)
+        meta.setdefault((b, m), (u, hib, c))
+    light = summary.summarize_grouped(grouped, warm, meta, {}, ["native", "docker", "kvm"], "native", bootstrap=False)
+    for f, lt in zip(full, light):
+        assert (lt.p_value, lt.p_holm, lt.quality, lt.verdict, lt.relative_ci95) == \
+            (f.p_value, f.p_holm, f.quality, f.verdict, f.relative_ci95)
+        if f.category == "lifecycle":
+            assert lt.mean_boot_ci95 == f.mean_boot_ci95 is not None
+        else:
+            assert lt.mean_boot_ci95 is None and lt.relative_boot_ci95 is None

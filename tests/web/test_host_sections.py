@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from virtbench.analysis import synthetic
-from virtbench.report import html, summary
+from virtbench.report import figures, html, summary
 
 HOSTS = ["pi-a", "pi-b"]
 
@@ -36,6 +36,15 @@ def test_every_part_of_a_multi_host_run_is_per_host(filled, client, tmp_path):
     assert blocks["results@pi-a"].count("@pi-a") >= 4 and "@pi-b" not in blocks["results@pi-a"]
     assert blocks["results@pi-b"].count("@pi-b") >= 4 and "@pi-a" not in blocks["results@pi-b"]
     assert page.count('id="statistics@') == 2  # the closing parts once per host, not twice
+
+    figs = figures.run_figures(report.run, report.rows)  # each host's figures, not one host's silently
+    box = {f.id: f for f in figs if f.kind == "box"}
+    for h in HOSTS:
+        mine = [f for i, f in box.items() if i.startswith(f"{h}-box-")]
+        assert mine and all(f.title.startswith(f"host {h}: ") for f in mine)
+        assert all(len(s.y) == 4 for f in mine for s in f.series)  # its 4 rounds, not the other host's
+    assert len(figs) == 2 * len(figures.run_figures(report.run, [r for r in report.rows if r.host == "pi-a"]))
+    assert page.count("host pi-b: ") >= 2  # figure titles too
 
     web = client.get("/runs/mh1").text
     assert "host pi-a: " in web and "host pi-b: " in web

@@ -121,6 +121,10 @@ def percentile_cis(dists: Sequence[np.ndarray | None], confidence: float = 0.95)
     stack = np.stack([d for d in dists if d is not None], axis=1)  # (B, k), columns in idx order
     finite = np.isfinite(stack).all(axis=0)
     alpha = (1 - confidence) / 2
+    if finite.all():  # the usual case: partitioned in place (the stack is ours), no copy of B x k values
+        q = np.quantile(stack, [alpha, 1 - alpha], axis=0, overwrite_input=True)
+        return [None if d is None else [float(q[0, j]), float(q[1, j])]
+                for d, j in zip(dists, np.cumsum([d is not None for d in dists]) - 1)]
     if finite.any():
         q = np.quantile(stack[:, finite], [alpha, 1 - alpha], axis=0)
         for j, i in enumerate(np.asarray(idx)[finite]):

@@ -167,13 +167,17 @@ def new_group() -> tuple[list[int], list[float]]:
 def summarize_grouped(grouped: Group, warm: Group, meta: dict[tuple[str, str], tuple[str, bool, str]],
                       failures: dict[tuple[str, str], int], platforms: Sequence[str], baseline: str,
                       metrics_of: dict[str, list[tuple[str, str, bool, str]]] | None = None, *,
-                      alpha: float = ALPHA, min_effect: float = MIN_EFFECT, inference: bool = True) -> list[Row]:
+                      alpha: float = ALPHA, min_effect: float = MIN_EFFECT, inference: bool = True,
+                      bootstrap: bool = True) -> list[Row]:
     """summarize() of samples already grouped (meta: (benchmark, metric) -> unit, direction,
     category): pooling reports that are grouped already need not take them apart first.
 
     inference=False leaves out what only a full table shows (bootstrap intervals, rank tests
     and Holm, quality flags: those fields stay None/empty) for views that show the ratio, its
-    verdict interval and the verdict alone, like hosts side by side: half the work."""
+    verdict interval and the verdict alone, like hosts side by side: half the work.
+    bootstrap=False leaves out the bootstrap intervals (mean_boot_ci95, median_ci95,
+    relative_boot_ci95 stay None) but the lifecycle rows', for views that show the flags, tests
+    and the lifecycle figure's error bars but no other bootstrap interval."""
     for bench, declared in (metrics_of or {}).items():
         for metric, unit, hib, category in declared:
             meta.setdefault((bench, metric), (unit, hib, category))
@@ -199,7 +203,7 @@ def summarize_grouped(grouped: Group, warm: Group, meta: dict[tuple[str, str], t
                         row.verdict = "baseline"
             rows.append(row)
     if inference:
-        _infer(rows, base_of, baseline)
+        _infer(rows, base_of, baseline, bootstrap)
     tested = [r for r in rows if r.p_value is not None]
     for row, adj in zip(tested, st.holm([r.p_value for r in tested])):
         row.p_holm = adj
@@ -231,30 +235,42 @@ def _describe(row: Row) -> None:
     row.cv = sd / abs(m) if m else None
 
 
-def _infer(rows: Sequence[Row], base_of: dict[tuple[str, str], list[float]], baseline: str) -> None:
+def _infer(rows: Sequence[Row], base_of: dict[tuple[str, str], list[float]], baseline: str,
+           bootstrap: bool = True) -> None:
     """Bootstrap intervals, rank tests and quality flags of every row, each kind in one batch.
 
     A report has hundreds of platform-metric rows; one scipy or numpy call per kind instead
     of one per row keeps a report over 100,000 samples within seconds.
     """
     withdata = [r for r in rows if r.values]
-    boots = st.resampled_many([r.values if r.n > 1 else [] for r in withdata])
-    keys = list(base_of)
-    base_boot = dict(zip(keys, st.resampled_many([v if len(v) > 1 else [] for v in base_of.values()], stream=1)))
-    compared = [(r, b) for r, b in zip(withdata, boots)
+    compared = [r for r in withdata
                 if base_of[(r.benchmark, r.metric)] and r.category != "lifecycle" and r.platform != baseline]
-    ratios = [st.ratio_of(b[0], base_boot[(r.benchmark, r.metric)][0], r.higher_is_better)  # type: ignore[index]
-              if b is not None and base_boot[(r.benchmark, r.metric)] is not None else None for r, b in compared]
-    cis = st.percentile_cis([b[0] if b else None for b in boots] + [b[1] if b else None for b in boots] + ratios)
-    k = len(withdata)
-    for j, r in enumerate(withdata):
-        r.mean_boot_ci95, r.median_ci95 = cis[j], cis[k + j]
-    for j, (r, _) in enumerate(compared):
-        r.relative_boot_ci95 = cis[2 * k + j]
-    tests = st.rank_tests([(r.values, base_of[(r.benchmark, r.metric)]) for r, _ in compared])
-    for (r, _), test in zip(compared, tests):
+    if bootstrap:
+        _bootstrap(withdata, compared, base_of)
+    else:  # the lifecycle figure's error bars are shown: those few rows only (the same intervals)
+        _bootstrap([r for r in withdata if r.category == "lifecycle"], [], base_of)
+    tests = st.rank_tests([(r.values, base_of[(r.benchmark, r.metric)]) for r in compared])
+    for r, test in zip(compared, tests):
         if test is not None:
             r.p_value, r.effect_size = test.p, test.effect
     flags = q.check_many([(r.values, r.rounds, r.warmup_values, r.higher_is_better, r.category) for r in withdata])
     for r, fl in zip(withdata, flags):
         r.quality = [f.public() for f in fl]
+
+
+def _bootstrap(withdata: Sequence[Row], compared_rows: Sequence[Row], base_of: dict[tuple[str, str], list[float]]
+               ) -> None:
+    """The rows' bootstrap intervals of mean, median and ratio, in one batch each."""
+    boots = st.resampled_many([r.values if r.n > 1 else [] for r in withdata])
+    keys = list(base_of) if compared_rows else []
+    base_boot = dict(zip(keys, st.resampled_many([base_of[k] if len(base_of[k]) > 1 else [] for k in keys], stream=1)))
+    boot_of = {id(r): b for r, b in zip(withdata, boots)}
+    ratios = [st.ratio_of(boot_of[id(r)][0], base_boot[(r.benchmark, r.metric)][0], r.higher_is_better)  # type: ignore[index]
+              if boot_of[id(r)] is not None and base_boot[(r.benchmark, r.metric)] is not None else None
+              for r in compared_rows]
+    cis = st.percentile_cis([b[0] if b else None for b in boots] + [b[1] if b else None for b in boots] + ratios)
+    k = len(withdata)
+    for j, r in enumerate(withdata):
+        r.mean_boot_ci95, r.median_ci95 = cis[j], cis[k + j]
+    for j, r in enumerate(compared_rows):
+        r.relative_boot_ci95 = cis[2 * k + j]

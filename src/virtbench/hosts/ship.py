@@ -21,6 +21,8 @@ from typing import Any
 
 from .. import proc
 from ..errors import InputError
+from ..images.arch import MACHINE_TO_DEB
+from . import wheelbuild
 from .ssh import SSHExecutor
 
 SHIP_CACHE = Path("/var/cache/virtbench/ship")
@@ -32,13 +34,18 @@ class Shipment:
 
     sent: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    built: list[dict[str, str]] = field(default_factory=list)
+    """Dependency wheels built from sdists for this host's platform, and how."""
+    system: dict[str, str] = field(default_factory=dict)
+    """Dependencies taken from the host's Debian packages (name: version)."""
 
     @property
     def bytes(self) -> int:
         return sum(int(s["bytes"]) for s in self.sent)
 
     def public(self) -> dict[str, Any]:
-        return {"bytes": self.bytes, "sent": self.sent, "skipped": self.skipped}
+        return {"bytes": self.bytes, "sent": self.sent, "skipped": self.skipped, "built": self.built,
+                "system": self.system}
 
 
 # -- virtbench and its dependencies ------------------------------------------------------------
@@ -94,8 +101,21 @@ def _marker_false(marker: str) -> bool:
         return False
 
 
-def wheels(arch: str, python: str, log: Any = print) -> tuple[Path, list[Path]]:
-    """The virtbench wheel and the dependency wheels for a host (cached here by content)."""
+@dataclass
+class Dependencies:
+    """How a host gets each runtime dependency: a wheel (from the index or built here), or the
+    host's own Debian package (numpy and scipy where the index has no wheel for the platform)."""
+
+    own: Path
+    wheels: list[Path]
+    built: list[wheelbuild.Built] = field(default_factory=list)
+    system: dict[str, str] = field(default_factory=dict)
+
+
+def wheels(arch: str, python: str, log: Any = print, system: dict[str, str] | None = None) -> Dependencies:
+    """The virtbench wheel and the dependency wheels for a host of machine `arch` (uname -m) and
+    this Python, cached here by content. system: the versions of SYSTEM_ONLY packages the
+    host's own python3 has (its Debian packages)."""
     src = source_dir()
     digest = source_hash(src)
     own = SHIP_CACHE / f"virtbench-{digest}"
@@ -106,23 +126,62 @@ def wheels(arch: str, python: str, log: Any = print) -> tuple[Path, list[Path]]:
                   "-w", str(own), str(src)], timeout=600)
     house = SHIP_CACHE / f"wheels-cp{python.replace('.', '')}-{arch}"
     house.mkdir(parents=True, exist_ok=True)
-    reqs = runtime_requirements()
-    wanted = {_norm(r.split("==")[0]): r for r in reqs}
-    have = {_norm(p.name.split("-")[0]): p for p in house.glob("*.whl")}
-    missing = [r for k, r in wanted.items() if k not in have]
+    wanted = {_norm(r.split("==")[0]): r for r in runtime_requirements()}
+    missing = [r for k, r in wanted.items() if not _cached_wheel(house, r)]
     if missing:
         log(f"fetching {len(missing)} dependency wheels for {arch}, Python {python}")
-        res = proc.run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
-                        "--no-deps", "--only-binary=:all:", "--platform", f"manylinux2014_{arch}",
-                        "--platform", f"manylinux_2_28_{arch}", "--platform", f"manylinux_2_17_{arch}",
-                        "--platform", "any", "--python-version", python, "-d", str(house), *missing],
-                       timeout=1200, check=False)
-        if not res.ok:
-            raise InputError(f"could not fetch the dependency wheels for {arch}/Python {python}: "
-                             f"{' '.join(res.stderr.split())[-200:]}",
-                             "give the controller access to the package index, or install virtbench on the host")
-        have = {_norm(p.name.split("-")[0]): p for p in house.glob("*.whl")}
-    return next(own.glob("*.whl")), sorted(have[k] for k in wanted if k in have)
+        for req in missing:  # one by one: a requirement without a wheel for this platform is not fatal here
+            proc.run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
+                      "--no-deps", "--only-binary=:all:", *_platform_args(arch), "--platform", "any",
+                      "--python-version", python, "-d", str(house), req], timeout=1200, check=False)
+    deps = Dependencies(own=next(own.glob("*.whl")), wheels=[])
+    unbuilt = []
+    for key, req in sorted(wanted.items()):
+        if (wheel := _cached_wheel(house, req)) is not None:
+            deps.wheels.append(wheel)
+        elif key in wheelbuild.SYSTEM_ONLY:
+            deps.system[req.split("==")[0]] = _system_package(key, req, arch, (system or {}).get(key))
+        else:
+            unbuilt.append(req)
+    if unbuilt:
+        deb = MACHINE_TO_DEB.get(arch, arch)
+        deps.built = wheelbuild.build_wheels(unbuilt, deb, python, SHIP_CACHE, log)
+        deps.wheels += [b.wheel for b in deps.built]
+    return deps
+
+
+def _platform_args(arch: str) -> list[str]:
+    tags = ["manylinux2014", "manylinux_2_17", "manylinux_2_28", "manylinux_2_31"]
+    return [a for tag in tags for a in ("--platform", f"{tag}_{arch}")]
+
+
+def _cached_wheel(house: Path, requirement: str) -> Path | None:
+    """The wheel of exactly this name and version in the cache (a lock change fetches anew)."""
+    name, version = requirement.split("==")
+    for wheel in house.glob("*.whl"):
+        parts = wheel.name.split("-")
+        if _norm(parts[0]) == _norm(name) and parts[1] == version:
+            return wheel
+    return None
+
+
+def _system_package(key: str, req: str, arch: str, have: str | None) -> str:
+    """The host's Debian package stands in for a SYSTEM_ONLY dependency without a wheel."""
+    floor = wheelbuild.SYSTEM_ONLY[key]
+    debian = f"python3-{key}"
+    if have is None:
+        raise InputError(f"{req.split('==')[0]} has no wheel for {arch} on the package index and building it "
+                         f"from source under emulation takes hours; the host has no {debian}",
+                         f"install Debian's {' '.join(f'python3-{k}' for k in wheelbuild.SYSTEM_ONLY)} "
+                         f"on the host (apt-get install)")
+    if _version_tuple(have) < _version_tuple(floor):
+        raise InputError(f"the host's {debian} is {have}, older than {floor}, the oldest the remote side runs with",
+                         f"upgrade {debian} on the host (Debian bookworm or later)")
+    return have
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", version)[:3])
 
 
 def _norm(name: str) -> str:
@@ -147,24 +206,56 @@ def _scp_host(address: str) -> str:
     return f"[{address}]" if ":" in address else address
 
 
+SYSTEM_PROBE = ("import importlib.metadata as m, json, sys\n"
+                "out = {}\n"
+                "for name in sys.argv[1:]:\n"
+                "    try: out[name] = m.version(name)\n"
+                "    except m.PackageNotFoundError: pass\n"
+                "print(json.dumps(out))")
+"""Run by the host's python3: the versions of the SYSTEM_ONLY packages its Debian installed."""
+
+
+def host_system_packages(ex: SSHExecutor) -> dict[str, str]:
+    import json
+
+    res = ex.run(["python3", "-c", SYSTEM_PROBE, *wheelbuild.SYSTEM_ONLY], timeout=120, check=False)
+    try:
+        return {k: str(v) for k, v in json.loads(res.stdout.strip().splitlines()[-1]).items()} if res.ok else {}
+    except (ValueError, IndexError):
+        return {}
+
+
 def ensure_virtbench(ex: SSHExecutor, arch: str, python: str, shipment: Shipment, log: Any = print) -> str:
     """A virtual environment with this virtbench on the host; returns its virtbench command."""
-    own, deps = wheels(arch, python, log)
+    deps = wheels(arch, python, log, system=host_system_packages(ex))
+    for b in deps.built:
+        shipment.built.append({"requirement": b.requirement, "wheel": b.wheel.name,
+                               "sdist_sha256": b.sdist_sha256, "how": b.how})
+        log(f"{ex.spec.name}: {b.requirement} has no {arch} wheel on the package index: {b.how}")
+    for name, version in deps.system.items():
+        shipment.system[name] = version
+        log(f"{ex.spec.name}: {name} has no {arch} wheel on the package index: using the host's Debian "
+            f"package python3-{name} {version} (a virtual environment with system site packages)")
+    own = deps.own
     # the wheel's directory carries the source hash (its file name is the same for every build)
-    ident = hashlib.sha256("\n".join([own.parent.name, *(p.name for p in deps)]).encode()).hexdigest()[:16]
+    names = [own.parent.name, *(p.name for p in deps.wheels), *(f"system:{k}={v}" for k, v in deps.system.items())]
+    ident = hashlib.sha256("\n".join(names).encode()).hexdigest()[:16]
     work = ex.spec.work_dir
     venv = f"{work}/venv-{ident}"
     exe = f"{venv}/bin/virtbench"
     if ex.run(["test", "-f", f"{venv}/.installed"], timeout=60, check=False).ok:
         shipment.skipped.append(f"virtbench environment venv-{ident}")
         return exe
-    send(ex, deps, f"{work}/ship/wheels", shipment, "dependency wheel")
+    send(ex, deps.wheels, f"{work}/ship/wheels", shipment, "dependency wheel")
     send(ex, [own], f"{work}/ship/{own.parent.name}", shipment, "virtbench wheel")
     log(f"{ex.spec.name}: installing virtbench into {venv}")
     ex.run(["rm", "-rf", venv], timeout=120)
-    ex.run(["python3", "-m", "venv", venv], timeout=300)
-    ex.run([f"{venv}/bin/pip", "install", "-q", "--disable-pip-version-check", "--no-index",
-            "--find-links", f"{work}/ship/wheels", f"{work}/ship/{own.parent.name}/{own.name}"], timeout=1800)
+    ex.run(["python3", "-m", "venv", *(["--system-site-packages"] if deps.system else []), venv], timeout=300)
+    # exactly these files, no resolution: every version is pinned already, and a Debian package
+    # standing in for one (deps.system) is older than virtbench's own floor for the controller
+    ex.run([f"{venv}/bin/pip", "install", "-q", "--disable-pip-version-check", "--no-index", "--no-deps",
+            *(f"{work}/ship/wheels/{p.name}" for p in deps.wheels), f"{work}/ship/{own.parent.name}/{own.name}"],
+           timeout=1800)
     ex.run(["touch", f"{venv}/.installed"], timeout=60)
     return exe
 

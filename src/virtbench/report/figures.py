@@ -355,6 +355,28 @@ def all_figures(rows: Sequence[Row], baseline: str, benchmarks: Sequence[Any],
     return out + sorted(per, key=lambda f: order.get(f.group, len(order)))
 
 
+def run_figures(run: Any, rows: Sequence[Row]) -> list[FigureSpec]:
+    """Every figure of one run; a run over several hosts gets each host's own (its rows against
+    its own baseline), the host in each id and title, as the layout gives each host its tables."""
+    from ..analysis import tables
+    from . import summary
+    from .layout import hosts_of
+
+    def of(rs: Sequence[Row]) -> list[FigureSpec]:
+        return all_figures(rs, run.baseline, bench_points(run), tables.category_table(rs),
+                           tables.stack_predictions(rs, summary.platform_infos(run)))
+
+    hosts = hosts_of(run, rows)
+    if not hosts:
+        return of(rows)
+    out = []
+    for h in hosts:
+        for f in of([r for r in rows if getattr(r, "host", None) == h]):
+            f.id, f.title = slug(h, f.id), f"host {h}: {f.title}"
+            out.append(f)
+    return out
+
+
 def finite(v: Any) -> Any:
     """NaN and infinities become None: JSON has no NaN and browsers reject it."""
     if isinstance(v, float) and not math.isfinite(v):
@@ -372,7 +394,6 @@ def for_files(reports: Sequence[Any]) -> tuple[list[FigureSpec], list[str]]:
 def for_reports(reports: Sequence[tuple[Any, list[Row], Any]]) -> tuple[list[FigureSpec], list[str]]:
     """Every figure of one or several runs (ids prefixed with the host when several), and the
     platform names in run order, so static files colour platforms as the HTML report does."""
-    from ..analysis import tables
     from ..experiments.registry import DEFAULT as DEFAULT_KIND
     from ..experiments.registry import EXPERIMENTS
     from . import summary
@@ -382,9 +403,7 @@ def for_reports(reports: Sequence[tuple[Any, list[Row], Any]]) -> tuple[list[Fig
     for (run, rows, _), label in zip(reports, labels):
         if not EXPERIMENTS.get((run.campaign or {}).get("experiment") or DEFAULT_KIND).uses_benchmarks:
             continue  # an experiment kind's figures are its section's (one per kind, not per point)
-        cat = tables.category_table(rows)
-        stacks = tables.stack_predictions(rows, summary.platform_infos(run))
-        for spec in all_figures(rows, run.baseline, bench_points(run), cat, stacks):
+        for spec in run_figures(run, rows):
             if len(reports) > 1:
                 spec.id = slug(label, spec.id)
             specs.append(spec)

@@ -107,8 +107,16 @@ def _shipped(shipped: dict[str, Any] | None, shipments: list[dict[str, Any]] | N
     every = shipments or ([shipped] if shipped else [])
     if not every:
         return "-"
-    return "; then ".join(f"{s.get('bytes', 0) / 2**20:.1f} MiB sent, {len(s.get('skipped', []))} present"
-                          for s in every)
+    return "; then ".join(f"{s.get('bytes', 0) / 2**20:.1f} MiB in {len(s.get('sent', []))} files sent, "
+                          f"{len(s.get('skipped', []))} present" + _how(s) for s in every)
+
+
+def _how(shipment: dict[str, Any]) -> str:
+    """Dependencies the index had no wheel of for the host: built here, or the host's own."""
+    built = [b["requirement"].split("==")[0] for b in shipment.get("built", [])]
+    system = [f"python3-{k} {v}" for k, v in shipment.get("system", {}).items()]
+    return ((f", built from sdists: {' '.join(built)}" if built else "")
+            + (f", the host's Debian {', '.join(system)}" if system else ""))
 
 
 def _cell(cell: dict[str, Any] | None) -> str:

@@ -136,9 +136,7 @@ def run_section(page: Page, report: Report, label: str, prefix: str = "", *, alp
     baseline = run.baseline
     platforms = [p.name for p in run.platforms]
     model = Model(run, rows, failures, list(secs))
-    infos = S.platform_infos(run)
-    figs = F.all_figures(rows, baseline, F.bench_points(run), tables.category_table(rows),
-                         tables.stack_predictions(rows, infos))
+    figs = F.run_figures(run, rows)
     counts: dict[str, int] = {}
     for r in rows:
         if r.verdict and r.verdict != "baseline":

@@ -46,12 +46,10 @@ def closing_sections(report: Report) -> list[Section]:
 def per_host(report: Report, build: Callable[[Report], list[Section]]) -> list[Section]:
     """build(report), or, when the rows come from several hosts, build of each host's part with
     the host in every title and key, as the text report shows one host at a time."""
-    from . import summary
     from .model import Report
 
-    present = {getattr(r, "host", None) for r in report.rows} | {f.get("host") for f in report.failures}
-    hosts = [h for h in summary.run_hosts(report.run) if h in present]
-    if len(hosts) < 2:
+    hosts = hosts_of(report.run, report.rows, report.failures)
+    if not hosts:
         return build(report)
     out = []
     for h in hosts:
@@ -61,6 +59,16 @@ def per_host(report: Report, build: Callable[[Report], list[Section]]) -> list[S
             s.key, s.title = f"{s.key}@{h}", f"host {h}: {s.title}"
             out.append(s)
     return out
+
+
+def hosts_of(run: Any, rows: Sequence[Row], failures: Sequence[dict[str, Any]] = ()) -> list[str]:
+    """The hosts these rows (and failures) come from, in campaign order, when there are several;
+    [] for one host (a one-host run, or one host's part of a multi-host run)."""
+    from . import summary
+
+    present = {getattr(r, "host", None) for r in rows} | {f.get("host") for f in failures}
+    hosts = [h for h in summary.run_hosts(run) if h in present]
+    return hosts if len(hosts) > 1 else []
 
 
 def base_key(key: str) -> str:

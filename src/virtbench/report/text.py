@@ -14,6 +14,7 @@ from ..analysis import quality
 from ..analysis.compare import CompareRow
 from ..analysis.summary import Row
 from ..store.models import Run
+from . import boards
 from . import headline as H
 from .model import Comparison, Report, Section
 from .model import Table as ModelTable
@@ -163,8 +164,8 @@ def _chunks(console: Console, items: Sequence[Any], build: Any, wide: bool,
         while k < len(rest) and (k == 0 or used + need.get(rest[k], console.width) <= console.width):
             used += need.get(rest[k], 0)
             k += 1
-        while k > 1 and _natural_width(console, build(rest[:k])) > console.width:
-            k -= 1  # the estimate was short (never seen): measure as before
+        while k > 1 and used > console.width - 3 and _natural_width(console, build(rest[:k])) > console.width:
+            k -= 1  # a close fit is measured (the estimate was never seen short); a clear one is not
         out.append(rest[:k])
         rest = rest[k:]
     return out
@@ -203,9 +204,11 @@ def render_headline(run: Run, rows: Sequence[Row], console: Console) -> None:
     labels = {p.name: p.label for p in run.platforms if p.label and p.label != p.name}
     if labels:
         console.print("[dim]platforms: " + escape("; ".join(f"{k} = {v}" for k, v in labels.items())) + "[/dim]")
-    notes = H.host_notes(_facts(run))
-    if notes:
-        console.print("[dim]host: " + escape("; ".join(notes)) + "[/dim]")
+    hosts = boards.host_facts(run)
+    for name, facts in hosts if len(hosts) > 1 else [("", _facts(run))]:
+        notes = H.host_notes(facts)
+        if notes:
+            console.print(f"[dim]host{' ' + escape(name) if name else ''}: " + escape("; ".join(notes)) + "[/dim]")
 
 
 def _headline_cell(cv: H.CategoryVerdict | None) -> str:

@@ -81,13 +81,13 @@ def image_recipe(campaign: Campaign) -> images.Recipe:
     profile = campaign.image.profile
     if profile == "auto":
         needed = sorted({p for b in campaign.benchmarks for p in BENCHMARKS.get(b.name).packages})
-        base = images.recipe_for("quick", campaign.image.release)
+        base = images.recipe_for("quick", campaign.image.release, mirrors=campaign.image.mirrors)
         quick = set(base.packages)
         if set(needed) <= quick and set(needed) == set(_packages_of_benchmarks(quick)):
             return base
         return images.Recipe(release=base.release, arch=base.arch, profile="auto",
-                             packages=tuple(sorted(set(images.BASE_PACKAGES) | set(needed))))
-    recipe = images.recipe_for(profile, campaign.image.release)
+                             packages=tuple(sorted(set(images.BASE_PACKAGES) | set(needed))), mirrors=base.mirrors)
+    recipe = images.recipe_for(profile, campaign.image.release, mirrors=campaign.image.mirrors)
     missing = {b.name for b in campaign.benchmarks} - _benchmarks_in(recipe)
     if missing:
         raise InputError(f"image profile {profile!r} lacks the tools of {', '.join(sorted(missing))}",

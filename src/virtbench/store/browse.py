@@ -196,22 +196,12 @@ def platform_availability(store: Store) -> dict[str, dict[str, Any]]:
     return dict(out)
 
 
-def recent_means(store: Store, limit: int = 3) -> tuple[list[Run], list[tuple[str, str, str, str, str, bool, float]]]:
-    """The last finished runs, and per run the mean of every (benchmark, metric, platform), from
-    one grouped query: (run_id, benchmark, metric, platform, category, higher_is_better, mean)."""
+def recent_finished(store: Store, limit: int = 3) -> list[Run]:
+    """The last finished runs, with their host and platforms loaded."""
     with store.session() as s:
-        runs = list(s.scalars(select(Run).where(Run.status == "finished")
+        return list(s.scalars(select(Run).where(Run.status == "finished")
                               .options(selectinload(Run.host), selectinload(Run.platforms))
                               .order_by(Run.created_at.desc()).limit(limit)))
-        if not runs:
-            return [], []
-        rows = s.execute(select(Sample.run_id, Sample.benchmark, Sample.metric, Sample.platform, Sample.category,
-                                Sample.higher_is_better, func.avg(Sample.value))
-                         .where(Sample.run_id.in_([r.id for r in runs]), Sample.warmup.is_(False),
-                                Sample.category != "lifecycle", Sample.instance == 0)
-                         .group_by(Sample.run_id, Sample.benchmark, Sample.metric, Sample.platform, Sample.category,
-                                   Sample.higher_is_better)).all()
-    return runs, [(r, b, m, p, c, bool(h), float(v)) for r, b, m, p, c, h, v in rows]
 
 
 def report_key(store: Store, run_id: str) -> tuple[str, datetime | None, int]:

@@ -145,9 +145,11 @@ class Sample(Base):
         UniqueConstraint("run_id", "round", "platform", "benchmark", "metric", "instance", "host",
                          name="uq_samples_point"),
         Index("ix_samples_lookup", "run_id", "benchmark", "metric", "platform"),
-        Index("ix_samples_run_id", "run_id"),
+        Index("ix_samples_run_order", "run_id", "instance", "id"),
     )
-    """ix_samples_run_id (migration 0006): a run's samples in the order stored, without a sort."""
+    """ix_samples_run_order (migration 0008, replacing 0006's ix_samples_run_id): a run's samples
+    (instance 0) in the order stored, without a sort, on SQLite and PostgreSQL alike (with the
+    run_id-only index PostgreSQL walked the whole table in id order instead)."""
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     execution_id: Mapped[int] = mapped_column(ForeignKey("executions.id", ondelete="CASCADE"), index=True)
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))

@@ -92,7 +92,8 @@ def dashboard(request: Request) -> dict[str, Any]:
         "active": queries.list_runs(store, status="running", limit=20) + queries.list_runs(store, status="queued",
                                                                                           limit=20),
         "recent_runs": queries.list_runs(store, limit=25),
-        "recent_results": [results.with_verdicts(store, cache_of(request), r) for r in queries.recent_results(store)]})
+        "recent_results": [results.with_verdicts(store, cache_of(request), r) for r in
+                           queries.recent_results(store, lambda run_id: cache_of(request).rows(store, run_id)[0])]})
 
 
 @router.get("/hosts", summary="Hosts with their facts, run counts and live workers")

@@ -191,7 +191,8 @@ def compare_page(request: Request, run: list[str] = Query([], max_length=100),
     ids = api.compare_ids(request, run, host)
     doc = charts = None
     if ids:
-        doc = results.compare(store, request.app.state.cache, ids, baseline=baseline or None, by_host=by_host)
+        doc = results.compare(store, request.app.state.cache, ids, baseline=baseline or None, by_host=by_host,
+                              bootstrap=False)  # the page shows no bootstrap interval: a first view in half the time
         colors = svg.Colors(doc.get("platforms") or [])
         charts = [svg.draw(f, colors) for f in doc["figures"]]
         if doc.get("lifecycle"):

@@ -1,12 +1,13 @@
 """What the pages and the API read: the store's browsing API (store/browse.py), and the
-dashboard's at-a-glance ratios computed with analysis/ (no statistics written twice)."""
+dashboard's at-a-glance ratios, read from the runs' reports (no statistics written twice)."""
 from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..analysis.summary import relative
+from ..analysis.summary import Row
 from ..analysis.tables import geomean
 from ..store import browse
 from ..store.browse import (  # noqa: F401 - the web's read API, re-exported for its modules
@@ -38,31 +39,22 @@ from ..store.browse import (  # noqa: F401 - the web's read API, re-exported for
 from ..store.db import Store
 
 
-def recent_results(store: Store, limit: int = 3) -> list[dict[str, Any]]:
+def recent_results(store: Store, rows_of: Callable[[str], Sequence[Row]], limit: int = 3) -> list[dict[str, Any]]:
     """The last finished runs at a glance: per platform, geometric mean of mean ratios per category.
 
-    Plain ratios of means from one grouped query (no bootstrap): a summary to click through,
-    the run's own page has the intervals and tests.
+    The ratios of means come from the runs' reports (rows_of: the web's report cache, which
+    the dashboard reads for the verdicts anyway), not from a query grouping every sample
+    again: a summary to click through, the run's own page has the intervals and tests.
     """
-    runs, rows = browse.recent_means(store, limit)
-    means: dict[str, dict[tuple[str, str], dict[str, tuple[float, bool, str]]]] = defaultdict(lambda: defaultdict(dict))
-    for run_id, bench, metric, platform, cat, hib, avg in rows:
-        means[run_id][(bench, metric)][platform] = (float(avg), bool(hib), cat)
     out = []
-    for run in runs:
-        baseline = run.baseline
+    for run in browse.recent_finished(store, limit):
         ratios: dict[tuple[str, str], list[float]] = defaultdict(list)
-        for per_platform in means[run.id].values():
-            if baseline not in per_platform:
-                continue
-            base, hib, _ = per_platform[baseline]
-            for platform, (value, _, cat) in per_platform.items():
-                r = relative(value, base, hib)
-                if r and r > 0 and math.isfinite(r):
-                    ratios[(cat, platform)].append(r)
+        for r in rows_of(run.id):
+            if r.category != "lifecycle" and r.relative and r.relative > 0 and math.isfinite(r.relative):
+                ratios[(r.category, r.platform)].append(r.relative)
         categories = sorted({c for c, _ in ratios})
         platforms = platform_names(run)
         table = {p: {c: geomean(ratios.get((c, p), [])) for c in categories} for p in platforms}
-        out.append({"id": run.id, "name": run.name, "baseline": baseline, "finished_at": iso(run.finished_at),
+        out.append({"id": run.id, "name": run.name, "baseline": run.baseline, "finished_at": iso(run.finished_at),
                     "host": run.host.hostname if run.host else None, "categories": categories, "table": table})
     return out

@@ -115,15 +115,16 @@ def _labels(runs: Sequence[Run], attr: str, ident: str, what: str) -> tuple[dict
     return labels, notes
 
 
-def pooled_rows(store: Store, cache: ReportCache, runs: Sequence[Run], baseline: str, *, inference: bool = True
-                ) -> tuple[list[Row], list[str], list[str]]:
+def pooled_rows(store: Store, cache: ReportCache, runs: Sequence[Run], baseline: str, *, inference: bool = True,
+                bootstrap: bool = True) -> tuple[list[Row], list[str], list[str]]:
     """Samples of several runs pooled per (benchmark, metric, platform), then summarized once.
 
     One run with its own baseline is its cached report. Otherwise the samples come from the
     runs' cached reports; rounds are offset run after run, so the drift check sees the runs
     in the order measured. The result is cached while none of the runs changes.
     inference=False: ratios, verdicts and their intervals only (summarize_grouped), for
-    views that show nothing else.
+    views that show nothing else; bootstrap=False: all but the bootstrap intervals (the page
+    shows flags and tests, the API every field).
     """
     if len(runs) == 1 and baseline == runs[0].baseline:
         _, rows, _ = cache.report(store, runs[0].id)
@@ -132,9 +133,9 @@ def pooled_rows(store: Store, cache: ReportCache, runs: Sequence[Run], baseline:
     for run in runs:
         images[image_tag(run)].append(run)
     if len(images) > 1:
-        return _apart(store, cache, images, baseline, inference)
-    what = f"pooled:{baseline}" if inference else f"pooled-verdicts:{baseline}"
-    return cache.pooled(store, runs, what, lambda: _pool(store, cache, runs, baseline, inference))
+        return _apart(store, cache, images, baseline, inference, bootstrap)
+    what = f"pooled:{baseline}:{int(inference)}{int(bootstrap)}"
+    return cache.pooled(store, runs, what, lambda: _pool(store, cache, runs, baseline, inference, bootstrap))
 
 
 def image_tag(run: Run) -> str:
@@ -143,8 +144,8 @@ def image_tag(run: Run) -> str:
     return f"{image.get('release') or '?'} {str(image.get('recipe_hash') or '?')[:8]}"
 
 
-def _apart(store: Store, cache: ReportCache, images: dict[str, list[Run]], baseline: str, inference: bool
-           ) -> tuple[list[Row], list[str], list[str]]:
+def _apart(store: Store, cache: ReportCache, images: dict[str, list[Run]], baseline: str, inference: bool,
+           bootstrap: bool) -> tuple[list[Row], list[str], list[str]]:
     """Runs of different guest images are never pooled: each image's runs are summarized against
     that image's baseline and their platforms labelled with the image (another release or recipe
     means other binaries, so a difference would not be the platform's)."""
@@ -153,15 +154,15 @@ def _apart(store: Store, cache: ReportCache, images: dict[str, list[Run]], basel
     notes = [f"the runs measured different guest images ({', '.join(images)}): kept apart, each image's "
              f"platforms against its own {baseline}"]
     for tag, group in images.items():
-        grows, gplatforms, gnotes = pooled_rows(store, cache, group, baseline, inference=inference)
+        grows, gplatforms, gnotes = pooled_rows(store, cache, group, baseline, inference=inference, bootstrap=bootstrap)
         rows += [replace(r, platform=f"{r.platform} [{tag}]") for r in grows]
         platforms += [f"{p} [{tag}]" for p in gplatforms]
         notes += gnotes
     return rows, platforms, notes
 
 
-def _pool(store: Store, cache: ReportCache, runs: Sequence[Run], baseline: str, inference: bool = True
-          ) -> tuple[list[Row], list[str], list[str]]:
+def _pool(store: Store, cache: ReportCache, runs: Sequence[Run], baseline: str, inference: bool = True,
+          bootstrap: bool = True) -> tuple[list[Row], list[str], list[str]]:
     blabels, notes = _labels(runs, "benchmarks", "key", "benchmark")
     plabels, pnotes = _labels(runs, "platforms", "name", "platform")
     notes += pnotes
@@ -195,13 +196,14 @@ def _pool(store: Store, cache: ReportCache, runs: Sequence[Run], baseline: str, 
         platforms += [plabels[(run.id, p.name)] for p in run.platforms]
     platforms = list(dict.fromkeys(platforms))
     return (summary_mod.summarize_grouped(grouped, warm, meta, dict(failures), platforms, baseline, metrics_of,
-                                          inference=inference),
+                                          inference=inference, bootstrap=bootstrap),
             platforms, notes)
 
 
 def compare(store: Store, cache: ReportCache, run_ids: Sequence[str], *, baseline: str | None = None,
-            by_host: bool = False) -> dict[str, Any]:
-    """Platforms side by side relative to the baseline; runs pooled, or hosts as columns."""
+            by_host: bool = False, bootstrap: bool = True) -> dict[str, Any]:
+    """Platforms side by side relative to the baseline; runs pooled, or hosts as columns.
+    bootstrap=False: pooled rows without the bootstrap intervals (the page does not show them)."""
     runs = queries.get_runs(store, run_ids)
     if not runs:
         raise queries.NotFound("choose at least one run")
@@ -225,7 +227,7 @@ def compare(store: Store, cache: ReportCache, run_ids: Sequence[str], *, baselin
                    categories=tables.category_ranges(cats),
                    figures=[f for h, t in cats.items() if (f := figures.category_figure(t, baseline, h))])
         return out
-    rows, platforms, notes = pooled_rows(store, cache, runs, baseline)
+    rows, platforms, notes = pooled_rows(store, cache, runs, baseline, bootstrap=bootstrap)
     if baseline not in platforms:
         notes.append(f"baseline {baseline!r} is not among the platforms of these runs: no relative values")
     cat = tables.category_table(rows)
