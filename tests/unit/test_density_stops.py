@@ -73,13 +73,24 @@ def test_a_starved_child_s_nan_at_a_high_count_is_cpu_starvation(tmp_path: Path)
     stop = prober._judge(_outcome([GOOD] * 117 + [STARVED] * 3), 1 << 34)
     assert stop is not None and stop.reason == "cpu_starvation", stop
     assert "3 of 120" in stop.detail and "240 workload processes" in stop.detail
-    assert "peaked at 260 MiB of 1024 MiB" in stop.detail  # memory was not the limit
+    assert "memory was not the limit (the confining parent peaked at 260 MiB of 1024 MiB)" in stop.detail
     ev = stop.evidence
     assert any("-nan" in line for line in ev["starved_output"])
     assert ev["curve"][1] == 1.4e7 and ev["curve"][64] == pytest.approx(2.2e5) and 120 in ev["curve"]
     assert ev["parent_memory"]["limit"] == 1 << 30 and ev["cpus"] == os.cpu_count()
     assert stored[-1]["error"].startswith("cpu_starvation: ")
     assert len([s for s in stored[-1]["samples"] if s["metric"] == "throughput" and s["instance"] > 0]) == 117
+
+
+def test_starvation_with_the_parent_at_its_limit_says_memory_stalled_too(tmp_path: Path):
+    """Session 5 at 480 instances: 27 starved children and the 1 GiB parent's peak at its limit
+    (no OOM kill): the detail must not claim memory was not the limit."""
+    prober, _ = _prober(tmp_path, {1: [1.4e7]})
+    outcome = _outcome([GOOD] * 3 + [STARVED])
+    outcome.parent_memory = {**outcome.parent_memory, "peak": 1 << 30}
+    stop = prober._judge(outcome, 1 << 34)
+    assert stop.reason == "cpu_starvation" and "not the limit" not in stop.detail
+    assert "at its memory limit too (peak 1024 MiB of 1024 MiB)" in stop.detail
 
 
 def test_nan_without_a_healthy_lower_count_is_a_broken_workload(tmp_path: Path):

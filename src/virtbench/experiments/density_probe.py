@@ -26,7 +26,7 @@ from ..platforms.base import INSTANCE_PREFIX, Platform
 from ..store.db import now
 from .base import ExperimentContext
 from .density_fleet import Fleet, Outcome, StartFailure, classify_failure, disk_full, kernel_usage, next_instance_blocked
-from .density_guard import Guard, read_host
+from .density_guard import NEAR_LIMIT, Guard, read_host
 
 STOP_REASONS = ("start_failure", "oom", "workload_failure", "cpu_starvation", "throughput_collapse",
                 "kernel_limit", "disk_full", "guard", "max_reached", "counts_done", "interrupted")
@@ -357,7 +357,7 @@ class Prober:
         elif failures and self._starved(outcome, failed_output):
             stop = Stop("cpu_starvation", f"{len(failures)} of {count} workloads got no CPU in their window "
                         f"({count * self._workers()} workload processes on {os.cpu_count()} CPUs): throughput "
-                        f"per instance collapsed; memory was not the limit" + self._memory_note(outcome), count,
+                        f"per instance collapsed, no OOM kill" + self._memory_note(outcome), count,
                         self._starvation_evidence(outcome, failures, ok_values))
         elif failures:
             stop = Stop("workload_failure", f"{len(failures)} of {count} workloads failed", count,
@@ -405,10 +405,16 @@ class Prober:
 
     @staticmethod
     def _memory_note(outcome: Outcome) -> str:
+        """Whether memory was the limit too: the confining parent's peak against its limit (at
+        the limit without a kill, reclaim stalled the instances on top of the CPU contention)."""
         pm = outcome.parent_memory or {}
-        if pm.get("peak") and pm.get("limit"):
-            return f" (the confining parent peaked at {pm['peak'] >> 20} MiB of {pm['limit'] >> 20} MiB)"
-        return ""
+        if not (pm.get("peak") and pm.get("limit")):
+            return ""
+        peak, limit = pm["peak"] >> 20, pm["limit"] >> 20
+        if pm["peak"] >= NEAR_LIMIT * pm["limit"]:
+            return (f"; the confining parent was at its memory limit too (peak {peak} MiB of {limit} MiB): "
+                    "memory reclaim stalled the instances as well")
+        return f"; memory was not the limit (the confining parent peaked at {peak} MiB of {limit} MiB)"
 
     def _starvation_evidence(self, outcome: Outcome, failures: list[str], ok_values: list[float]) -> dict:
         starved_lines = [ln.strip() for _, r in outcome.results for ln in (r.stdout + r.stderr).splitlines()
