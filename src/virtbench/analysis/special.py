@@ -165,7 +165,7 @@ class _Exact:
         return float(counts[u:].sum() / math.comb(m + n, m))
 
 
-def mannwhitneyu(xs: np.ndarray, y: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def mannwhitneyu(xs: np.ndarray, y: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Two-sided Mann-Whitney U of each row of xs against y (scipy.stats.mannwhitneyu with
     method 'auto', continuity correction, axis=1): (U of each row, p of each row).
 

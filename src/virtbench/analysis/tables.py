@@ -123,7 +123,7 @@ def best_of_kind(table: Mapping[str, Mapping[str, CategoryCell]], platforms: Ite
         decided = all(v is not None for v in levels.values())
         best = worst = None
         if values and decided:
-            ranks = sorted(set(levels.values()))
+            ranks = sorted({v for v in levels.values() if v is not None})
             top = [n for n, v in levels.items() if v == ranks[-1]]
             bottom = [n for n, v in levels.items() if v == ranks[0]]
             if len(top) == 1:

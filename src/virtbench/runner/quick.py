@@ -18,9 +18,9 @@ CPU time is read in 10 ms ticks; on a quiet host its round-paired ratio varied 0
 for 1 s) and an application (sqlite on 20k rows, the median of 5 passes in one process: at
 load 5-47 it varied 2.3 % against 8.4 % for one pass of 50k rows, whose disturbed runs, up to
 50 % slower, left every sqlite cell of a quiet quick run undecided). sysbench-cpu is left
-out: a second compute loop adds a cell, not an answer. The wall-clock and throughput forms stay the defaults of every campaign file. Then
-rounds paired by the report's rule, and adaptive rounds (capped) only for the comparisons still
-undecided.
+out: a second compute loop adds a cell, not an answer. The wall-clock and throughput forms
+stay the defaults of every campaign file. Then rounds paired by the report's rule, and
+adaptive rounds (capped) only for the comparisons still undecided.
 """
 from __future__ import annotations
 
