@@ -216,3 +216,56 @@ def test_a_start_whose_oom_only_the_kernel_log_shows_is_an_oom(monkeypatch):
     assert kills == {"kernel log": 1} and log == [OOM_LINE]
     monkeypatch.setattr(cgroups, "kernel_log_since", lambda mark: [OTHER_OOM])
     assert Prober._new_kills(fleet, {PARENT: {"oom_kill": 0}}, 0)[0] == {}
+
+
+# -- a signal mid-create -------------------------------------------------------------------------
+class _Platform:
+    """Records what the fleet asks; create is cut short by a signal once `cut` instances exist."""
+
+    cleaned: list[str] = []
+
+    def __init__(self, cut: int) -> None:
+        self.cut, self.made, self.removed, self.paths = cut, [], [], Paths(state=Path("/nonexistent"))
+
+    def create(self, image, name, run_id):
+        if len(self.made) == self.cut:
+            raise KeyboardInterrupt("signal 15")  # the container dir exists, create never returned
+        self.made.append(name)
+        return Instance(name, "fake", run_id)
+
+    def start(self, inst):
+        pass
+
+    def memory_cgroup(self, inst):
+        return None
+
+    def stop(self, inst):
+        pass
+
+    def remove(self, inst):
+        self.removed.append(inst.name)
+
+    @classmethod
+    def cleanup(cls, paths, run_id=None):
+        cls.cleaned.append(run_id)
+        return []
+
+
+def test_a_signal_during_create_is_cleaned_up_through_the_platform():
+    """Session 4 left containers when SIGTERM came mid-probe: an instance whose create was cut
+    short is not in `created`; close() must remove it through the platform's cleanup of the run."""
+    plat = _Platform(cut=2)
+    _Platform.cleaned = []
+    fleet = Fleet(platform=plat, image=None, run_id="r1", prefix="p", guard=None)
+    fleet.add()
+    fleet.add()
+    with pytest.raises(KeyboardInterrupt):
+        fleet.add()
+    assert fleet.creating == "p-3"
+    assert fleet.close() == [] and plat.removed == ["p-2", "p-1"] and _Platform.cleaned == ["r1"]
+    assert fleet.creating is None and fleet.created == []
+    plat2 = _Platform(cut=5)
+    fleet2 = Fleet(platform=plat2, image=None, run_id="r2", prefix="q", guard=None)
+    fleet2.add()
+    fleet2.close()
+    assert _Platform.cleaned == ["r1"]  # a normal close needs no sweep
