@@ -98,10 +98,6 @@ class Warmer(threading.Thread):
         self.stop = threading.Event()
 
     def run(self) -> None:
-        # The statistics' libraries, loaded now rather than by the first page that computes a
-        # report or a comparison (scipy.stats alone takes about a second to import).
-        from scipy import stats  # noqa: F401
-
         delay = 2.0
         while not self.stop.wait(delay):
             delay = self.every_s
