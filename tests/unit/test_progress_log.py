@@ -25,3 +25,14 @@ def test_log_lines_during_progress_do_not_break_the_bar():
     reporter.end()
     text = out.getvalue()
     assert "a long line" in text and "1/3" in text
+
+
+def test_run_messages_wrap_at_100_columns():
+    """The quick run's 'skipping kvm' line was 429 characters wide, its extra rounds' 110-150."""
+    out = io.StringIO()
+    reporter = RichReporter(Console(file=out, width=200, force_terminal=False))
+    message = "skipping kvm (qemu): no VM: " + "KVM does not work here " * 20 + "fio[bs=4k]"
+    reporter.log(message)
+    lines = out.getvalue().splitlines()
+    assert len(lines) > 1 and all(len(line) <= 100 for line in lines)
+    assert " ".join(lines).split() == message.split()

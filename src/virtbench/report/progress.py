@@ -5,6 +5,9 @@ from __future__ import annotations
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+LOG_WIDTH = 100
+"""Nothing virtbench prints is wider than this (issue #17), a run's messages included."""
+
 
 class RichReporter:
     def __init__(self, console: Console) -> None:
@@ -32,8 +35,9 @@ class RichReporter:
 
     def log(self, message: str) -> None:
         """Above the progress bar, as plain text: messages carry benchmark keys such as
-        fio[bs=4k] and tool output, which rich would otherwise read as markup (and drop)."""
-        self.console.print(message, markup=False, highlight=False, soft_wrap=True)
+        fio[bs=4k] and tool output, which rich would otherwise read as markup (and drop).
+        Wrapped at 100 columns at most, like every table of the report."""
+        self.console.print(message, markup=False, highlight=False, width=min(self.console.width, LOG_WIDTH))
 
     def end(self) -> None:
         if self.progress is not None:
