@@ -20,15 +20,17 @@ from hostsupport.density import _campaign, leftovers, vb
 pytestmark = pytest.mark.integration
 
 
-def _attached(state: str) -> list[int]:
-    """lxc-attach processes into this test's containers (a workload still running)."""
+def _attached(state: str, needle: bytes = b"") -> list[int]:
+    """lxc-attach processes into this test's containers (a workload still running); with
+    `needle`, only those whose command line holds it (the workload, not the short rehearsal)."""
     out = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if argv and argv[0].endswith(b"lxc-attach") and state.encode() in b" ".join(argv):
+        line = b" ".join(argv)
+        if argv and argv[0].endswith(b"lxc-attach") and state.encode() in line and needle in line:
             out.append(int(pid))
     return out
 
@@ -57,17 +59,21 @@ density:
     if phase == "starting":  # while instance 2 is being created or started (instance 1 measured)
         ready = lambda: any(n.endswith("-2") for n in _instances(state))  # noqa: E731
     else:  # while the 3 instances run the workload
-        ready = lambda: len(_instances(state)) == 3 and _attached(state)  # noqa: E731
-    while time.monotonic() < deadline and not ready() and p.poll() is None:
+        ready = lambda: len(_instances(state)) == 3 and len(_attached(state, b"openssl")) == 3  # noqa: E731
+    reached = False
+    while time.monotonic() < deadline and not reached and p.poll() is None:
+        reached = bool(ready())
         time.sleep(0.05)
-    assert p.poll() is None and ready(), "the run should be in the phase by now"
+    assert p.poll() is None and reached, "the run should be in the phase by now"
     if phase == "workload":
         time.sleep(2)
     p.send_signal(signal.SIGTERM)
     time.sleep(0.3)
     p.send_signal(signal.SIGTERM)  # an impatient second signal while the first one's cleanup runs
     _, err = p.communicate(timeout=300)
-    assert p.returncode == 130, err
+    # 130: the second signal came while virtbench still ran; -15: it came after the run was
+    # already handled and cleaned up, during the interpreter's exit (default action by then)
+    assert p.returncode == 130 or (p.returncode == -signal.SIGTERM and "interrupted" in err), err
     assert "Traceback" not in err, err
     assert leftovers(env) == [] and _instances(state) == [] and _attached(state) == []  # no cleanup needed
 
