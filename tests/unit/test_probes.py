@@ -168,8 +168,13 @@ def test_pressure_series_at_10_hz():
     assert data.status == "ok"
     rows, cols = data.data["rows"], data.data["columns"]
     assert 3 <= len(rows) <= 9  # 0.6 s at 10 Hz, fewer readings when the host is busy
+    # a reading with no clock tick since the previous one has host_cpu None (no utilisation to
+    # tell): on a loaded 2-core host that can be the last one, so judge the last that has it
+    ticked = [dict(zip(cols, r)) for r in rows if r[cols.index("host_cpu")] is not None]
+    assert ticked, rows
+    assert all(0 <= r["host_cpu"] <= 1 for r in ticked)
     row = dict(zip(cols, rows[-1]))
-    assert 0 <= row["host_cpu"] <= 1 and row["mem_available"] > 0 and row["psi_cpu"] is not None
+    assert row["mem_available"] > 0 and row["psi_cpu"] is not None
     assert row["inst_memory"] > 0  # this test process's own cgroup
     assert data.data["summary"]["readings"] == len(rows)
 
