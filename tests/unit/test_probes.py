@@ -30,15 +30,19 @@ def energy(**opts) -> Energy:
 def test_meter_energy_is_known_watts_times_duration():
     probe = energy(meter=[str(METER / "known_watts"), "42.5"], interval=0.2)
     probe.check()
+    outer0 = time.perf_counter()
     probe.start(TARGET)
     t0 = time.perf_counter()
     time.sleep(1.5)
     wall = time.perf_counter() - t0
     data = probe.stop()
+    outer = time.perf_counter() - outer0
     assert data.status == "ok", data.error
     d = data.data
     assert d["source"] == "meter" and d["watts_mean"] == pytest.approx(42.5, rel=1e-9)
-    assert d["joules"] == pytest.approx(42.5 * wall, rel=0.01)  # the 1 % bound
+    # the 1 % bound, on the window the probe measured: it lies between the sleep and the
+    # whole start..stop span (on a loaded host start and stop themselves take a few tens of ms)
+    assert 42.5 * wall * 0.99 <= d["joules"] <= 42.5 * outer * 1.01, (d["joules"], wall, outer)
     assert d["quality"]["readings"] >= 5 and d["quality"]["interval"] == 0.2
 
 
