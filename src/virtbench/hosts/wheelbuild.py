@@ -40,10 +40,10 @@ Python ABI, and a release's glibc is no newer than a host running that Python's 
 SYSTEM_ONLY = {"numpy": "1.24", "scipy": "1.10"}
 """Dependencies never built from source here (Fortran, BLAS, meson: hours under qemu-user), and
 the oldest version of the host's Debian package the remote side runs with: it runs the
-benchmarks and adaptive repetition's stopping rule (numpy arrays, scipy.special.stdtrit),
-which Debian bookworm's numpy 1.24 and scipy 1.10 have (tests/unit/test_adaptive.py and
-test_verdict.py pass with numpy 1.24.2 and scipy 1.10.1); the report's statistics run on the
-controller with its own, newer versions (its summary needs scipy 1.13: pearsonr's axis)."""
+benchmarks and adaptive repetition's stopping rule (numpy arrays; the t quantile is
+analysis/special.py's own), which Debian bookworm's numpy 1.24 and scipy 1.10 satisfy
+(tests/unit/test_adaptive.py and test_verdict.py pass with numpy 1.24.2 and scipy 1.10.1);
+the report's statistics run on the controller with its own versions."""
 
 BUILD_TIMEOUT = 3 * 3600
 
