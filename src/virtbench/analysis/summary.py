@@ -207,11 +207,15 @@ def summarize_grouped(grouped: Group, warm: Group, meta: dict[tuple[str, str], t
     tested = [r for r in rows if r.p_value is not None]
     for row, adj in zip(tested, st.holm([r.p_value for r in tested])):
         row.p_holm = adj
+    base_means: dict[tuple[str, str], tuple[np.ndarray, np.ndarray] | None] = {}  # per metric, for every platform
     for row in rows:
         if row.category != "lifecycle" and row.platform != baseline:
-            v = vd.decide(row.values, base_of[(row.benchmark, row.metric)], row.higher_is_better,
-                          min_effect=min_effect, rounds=row.rounds,
-                          base_rounds=base_rounds[(row.benchmark, row.metric)])
+            bm = (row.benchmark, row.metric)
+            if bm not in base_means:
+                b, br = base_of[bm], base_rounds[bm]
+                base_means[bm] = vd.round_means(b, br) if len(b) == len(br) else None
+            v = vd.decide(row.values, base_of[bm], row.higher_is_better, min_effect=min_effect, rounds=row.rounds,
+                          base_rounds=base_rounds[bm], base_means=base_means[bm])
             row.verdict, row.verdict_reason, row.repetitions_needed = v.verdict, v.reason, v.needed
             if row.failed and not row.values:
                 row.verdict_reason = f"no values: all {row.failed} executions failed (see the failures)"
