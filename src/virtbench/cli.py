@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -235,6 +236,10 @@ def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, h
     Several runs (e.g. one per host) merge into one comparison with hosts as columns.
     With --html or --figures the files are written and the text report is skipped.
     """
+    # Before numpy loads: the report's matrix products are small, and OpenBLAS's second thread
+    # spins for work (a tenth of a second of CPU for a report of 100,000 samples). This process
+    # starts no benchmark, so no measured tool inherits the setting.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from .report import summary, text
 
     store = _store(db_url)
