@@ -251,7 +251,7 @@ def _describe(row: Row) -> None:
     arr = np.asarray(row.values, dtype=float)
     n = arr.size
     row.mean = m = float(arr.mean())
-    row.median = float(np.median(arr))
+    row.median = st.median(arr)
     if n < 2:
         row.stdev = row.ci95 = row.cv = None
         return
