@@ -101,3 +101,17 @@ def test_the_wrapper_waits_boosted_and_the_tool_runs_at_its_given_niceness(shell
                         *shell, *ds.wrap(tool, deadline)[1:]], capture_output=True, text=True, timeout=30)
     fields = dict(f.split("=") for f in r.stdout.split())
     assert fields["tool"] == "3" and int(fields["wrapper"]) == 3, (r.stdout, r.stderr)
+
+
+def test_a_wrapper_whose_priority_steps_cross_the_start_time_is_late(tmp_path):
+    """The arrival is read after the renice (a few execs, slow on a loaded host): a wrapper that
+    got there after the start time is counted late (the count is rerun with a longer lead)
+    instead of starting late unnoticed."""
+    slow = tmp_path / "renice"
+    slow.write_text("#!/bin/sh\nsleep 0.6\n")
+    slow.chmod(0o755)
+    deadline = time.time_ns() + 200_000_000
+    r = subprocess.run(ds.wrap(["true"], deadline), capture_output=True, text=True, timeout=30,
+                       env={"PATH": f"{tmp_path}:/usr/sbin:/usr/bin:/sbin:/bin"})
+    m = ds.parse_marker(r.stderr)
+    assert m is not None and m.late and m.arrived > deadline, r.stderr

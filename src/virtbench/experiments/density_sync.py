@@ -29,9 +29,9 @@ _NOW = ('now() { t=$(date +%s%N 2>/dev/null); case "$t" in ""|*[!0-9]*) '
 
 WRAPPER = _NOW + """
 deadline=$1; shift
-r=$(now); clock=${r%% *}; arrived=${r#* }
 n0=$(nice 2>/dev/null); renice -n -10 -p $$ >/dev/null 2>&1; n1=$(nice 2>/dev/null)
 up=$(( ${n0:-0} - ${n1:-0} ))
+r=$(now); clock=${r%% *}; arrived=${r#* }
 rem=$((deadline - arrived))
 if [ "$rem" -gt 0 ] && [ "$rem" -lt 600000000000 ]; then sleep "$((rem / 1000000000)).$(printf %09d $((rem % 1000000000)))"; fi
 if [ "$up" -gt 0 ]; then nice -n "$up" "$@" & else "$@" & fi
