@@ -108,32 +108,42 @@ def log_ratio_interval(values: Sequence[float], base: Sequence[float], higher_is
 
 
 def per_round(values: Sequence[float], rounds: Sequence[int]) -> dict[int, float]:
-    """Round -> the mean of the round's values (one value per round but for multi-instance reruns)."""
-    if not len(values):
-        return {}
-    if len(set(rounds)) == len(rounds):  # one value per round, the usual case: the values themselves
-        return dict(zip(map(int, rounds), map(float, values)))
-    # Sums in the order given, like sum() per round: the same floats, computed in numpy.
+    """Round -> the mean of the round's values (one value per round but for multi-instance reruns).
+    Sums in the order given, like sum() per round: the same floats, computed in numpy."""
+    found, means = round_means(values, rounds)
+    return dict(zip(found.tolist(), means.tolist()))
+
+
+def round_means(values: Sequence[float], rounds: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """per_round() as two arrays (the rounds in order, each round's mean), for pairing in numpy:
+    the same floats (a round of one value is 0.0 + value, divided by 1)."""
     found, where = np.unique(np.asarray(rounds, dtype=np.int64), return_inverse=True)
-    sums = np.bincount(where, weights=np.asarray(values, dtype=float))
-    return dict(zip(found.tolist(), (sums / np.bincount(where)).tolist()))
+    sums = np.bincount(where, weights=np.asarray(values, dtype=float), minlength=found.size)
+    return found, sums / np.bincount(where, minlength=found.size)
 
 
 def paired_log_ratios(values: Sequence[float], rounds: Sequence[int] | None, base: Sequence[float],
-                      base_rounds: Sequence[int] | None, higher_is_better: bool) -> list[float] | None:
+                      base_rounds: Sequence[int] | None, higher_is_better: bool, *,
+                      base_means: tuple[np.ndarray, np.ndarray] | None = None) -> list[float] | None:
     """The direction-aware log ratio of every round that measured both sides, in round order.
 
     None when the rounds are unknown, do not match the values, fewer than MIN_PAIRS rounds are
-    common, or a value is not positive (a log ratio needs both positive).
+    common, or a value is not positive (a log ratio needs both positive). base_means: the
+    baseline's round_means(), when the caller pairs many platforms with one baseline. The rounds
+    are paired in numpy; the logs are math.log's (numpy's may differ in the last bit).
     """
     if rounds is None or base_rounds is None or len(rounds) != len(values) or len(base_rounds) != len(base):
         return None
-    mine, theirs = per_round(values, rounds), per_round(base, base_rounds)
-    common = sorted(set(mine) & set(theirs))
-    if len(common) < MIN_PAIRS or any(mine[r] <= 0 or theirs[r] <= 0 for r in common):
+    mine_r, mine = round_means(values, rounds)
+    theirs_r, theirs = base_means if base_means is not None else round_means(base, base_rounds)
+    common, ia, ib = np.intersect1d(mine_r, theirs_r, assume_unique=True, return_indices=True)
+    if common.size < MIN_PAIRS:
         return None
-    sign = 1.0 if higher_is_better else -1.0
-    return [sign * math.log(mine[r] / theirs[r]) for r in common]
+    a, b = mine[ia], theirs[ib]
+    if (a <= 0).any() or (b <= 0).any():
+        return None
+    logs = list(map(math.log, (a / b).tolist()))
+    return logs if higher_is_better else [-x for x in logs]
 
 
 def paired_interval(logs: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float, float, float]:
@@ -187,12 +197,14 @@ def _interval(values: Sequence[float], base: Sequence[float], higher_is_better: 
 
 def decide(values: Sequence[float], base: Sequence[float], higher_is_better: bool, *,
            min_effect: float = MIN_EFFECT, confidence: float = CONFIDENCE, equivalence: float = EQUIVALENCE,
-           rounds: Sequence[int] | None = None, base_rounds: Sequence[int] | None = None) -> Verdict:
+           rounds: Sequence[int] | None = None, base_rounds: Sequence[int] | None = None,
+           base_means: tuple[np.ndarray, np.ndarray] | None = None) -> Verdict:
     """The verdict of a platform's values against the baseline's (see the module's rule).
 
     confidence: the interval of slower/faster; equivalence: the interval of 'same' (TOST).
     rounds/base_rounds: the round of each value; given both, the interval is paired by round
-    where enough rounds are common (the reason then says "k rounds paired")."""
+    where enough rounds are common (the reason then says "k rounds paired"); base_means: the
+    baseline's round_means(), computed once by a caller that decides many platforms against it."""
     if not len(values):
         return Verdict("inconclusive", "no values: every execution failed or none ran")
     if not len(base):
@@ -200,7 +212,7 @@ def decide(values: Sequence[float], base: Sequence[float], higher_is_better: boo
     if len(values) < 2 or len(base) < 2:
         return Verdict("inconclusive", f"{min(len(values), len(base))} repetition on one side: "
                        "an interval needs at least 2, better 3")
-    logs = paired_log_ratios(values, rounds, base, base_rounds, higher_is_better)
+    logs = paired_log_ratios(values, rounds, base, base_rounds, higher_is_better, base_means=base_means)
     iv = _interval(values, base, higher_is_better, logs, confidence)
     eq = _interval(values, base, higher_is_better, logs, equivalence)
     if iv is None or eq is None:
