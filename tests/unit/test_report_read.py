@@ -35,4 +35,4 @@ def test_value_read_gives_the_rows_of_the_full_read(store, hosts):
         full, fast = _rows(store, run_id, host)
         assert len(full) > 20 and fast == full
     values, meta = results.sample_values(store, run_id, hosts[0] if hosts else None)
-    assert all(len(v) == 6 for v in values) and meta[("sim-fio", "randread_iops")] == ("IO/s", True, "storage")
+    assert all(len(v) == 7 for v in values) and meta[("sim-fio", "randread_iops")] == ("IO/s", True, "storage")

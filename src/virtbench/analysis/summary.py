@@ -146,30 +146,31 @@ def summarize(samples: Iterable[SampleView | tuple], failures: dict[tuple[str, s
     for bench, metric, _, _, unit, hib, category, _, _ in rows:  # tuples or SampleViews
         if (bench, metric) not in meta:
             meta[(bench, metric)] = (unit, bool(hib), category)
-    grouped, warm = group([(b, m, p, v, r, w) for b, m, p, v, _, _, _, r, w in rows])
+    grouped, warm = group([(0, b, m, p, v, r, w) for b, m, p, v, _, _, _, r, w in rows])
     return summarize_grouped(grouped, warm, meta, failures, platforms, baseline, metrics_of,
                              alpha=alpha, min_effect=min_effect)
 
 
-def summarize_values(values: Iterable[tuple[str, str, str, float, int, bool | int]],
+def summarize_values(values: Iterable[tuple[int, str, str, str, float, int, bool | int]],
                      meta: dict[tuple[str, str], tuple[str, bool, str]], failures: dict[tuple[str, str], int],
                      platforms: Sequence[str], baseline: str,
                      metrics_of: dict[str, list[tuple[str, str, bool, str]]] | None = None, *,
                      alpha: float = ALPHA, min_effect: float = MIN_EFFECT) -> list[Row]:
-    """summarize() of (benchmark, metric, platform, value, round, warmup) tuples with each metric's
-    (unit, higher_is_better, category) given once in meta (store.results.sample_values): the
-    same rows, three columns fewer to read per value. Metrics without values stay out of meta."""
+    """summarize() of (id, benchmark, metric, platform, value, round, warmup) tuples with each
+    metric's (unit, higher_is_better, category) given once in meta (store.results.sample_values):
+    the same rows, three columns fewer to read per value. Metrics without values stay out of meta."""
     grouped, warm = group(values)
     seen = {k[:2] for k in grouped} | {k[:2] for k in warm}
     return summarize_grouped(grouped, warm, {k: v for k, v in meta.items() if k in seen}, failures, platforms,
                              baseline, metrics_of, alpha=alpha, min_effect=min_effect)
 
 
-def group(values: Iterable[tuple[str, str, str, float, int, bool | int]]) -> tuple[Group, Group]:
-    """(measured, warm-up) Groups of (benchmark, metric, platform, value, round, warmup) tuples, in order."""
+def group(values: Iterable[tuple[int, str, str, str, float, int, bool | int]]) -> tuple[Group, Group]:
+    """(measured, warm-up) Groups of (id, benchmark, metric, platform, value, round, warmup)
+    tuples, in order (the id is the store's, unused here)."""
     grouped: Group = defaultdict(new_group)
     warm: Group = defaultdict(new_group)
-    for bench, metric, platform, value, rnd, warmup in values:
+    for _, bench, metric, platform, value, rnd, warmup in values:
         rounds, vals = (warm if warmup else grouped)[(bench, metric, platform)]
         rounds.append(rnd)
         vals.append(value)
@@ -250,7 +251,7 @@ def _describe(row: Row) -> None:
     arr = np.asarray(row.values, dtype=float)
     n = arr.size
     row.mean = m = float(arr.mean())
-    row.median = float(np.median(arr))
+    row.median = st.median(arr)
     if n < 2:
         row.stdev = row.ci95 = row.cv = None
         return

@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -79,21 +80,26 @@ def _t(df: float, confidence: float) -> float:
     return t_quantile(0.5 + confidence / 2, df)
 
 
-def _moments(values: Sequence[float]) -> tuple[int, float, float]:
+Moments = tuple[int, float, float]
+"""(n, mean, sample standard deviation) of a sample (_moments)."""
+
+
+def _moments(values: Sequence[float]) -> Moments:
     arr = np.asarray(values, dtype=float)
     n = arr.size
     return n, float(arr.mean()) if n else math.nan, float(arr.std(ddof=1)) if n > 1 else math.nan
 
 
 def log_ratio_interval(values: Sequence[float], base: Sequence[float], higher_is_better: bool,
-                       confidence: float = CONFIDENCE) -> tuple[float, float, float, float] | None:
+                       confidence: float = CONFIDENCE, moments: tuple[Moments, Moments] | None = None
+                       ) -> tuple[float, float, float, float] | None:
     """(ratio, low, high, half-width on the log scale) of the direction-aware ratio of means.
 
     None when a side has fewer than two values or a mean is not positive (a log ratio needs
-    both). Zero spread on both sides gives the exact ratio as a zero-width interval.
+    both). Zero spread on both sides gives the exact ratio as a zero-width interval. moments:
+    _moments() of values and base, when the caller has them.
     """
-    nx, mx, sx = _moments(values)
-    nb, mb, sb = _moments(base)
+    (nx, mx, sx), (nb, mb, sb) = moments or (_moments(values), _moments(base))
     if nx < 2 or nb < 2 or not (mx > 0 and mb > 0):
         return None
     log_r = math.log(mx / mb) if higher_is_better else math.log(mb / mx)
@@ -146,10 +152,11 @@ def paired_log_ratios(values: Sequence[float], rounds: Sequence[int] | None, bas
     return logs if higher_is_better else [-x for x in logs]
 
 
-def paired_interval(logs: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float, float, float]:
+def paired_interval(logs: Sequence[float], confidence: float = CONFIDENCE, moments: Moments | None = None
+                    ) -> tuple[float, float, float, float]:
     """(ratio, low, high, half-width on the log scale) from per-round log ratios: a t interval
-    of their mean with len(logs) - 1 degrees of freedom."""
-    k, m, sd = _moments(logs)
+    of their mean with len(logs) - 1 degrees of freedom (moments: their _moments(), if known)."""
+    k, m, sd = moments or _moments(logs)
     if sd == 0:
         r = math.exp(m)
         return r, r, r, 0.0
@@ -157,9 +164,10 @@ def paired_interval(logs: Sequence[float], confidence: float = CONFIDENCE) -> tu
     return math.exp(m), math.exp(m - half), math.exp(m + half), half
 
 
-def paired_repetitions_needed(logs: Sequence[float], target: float, confidence: float = CONFIDENCE) -> int | None:
+def paired_repetitions_needed(logs: Sequence[float], target: float, confidence: float = CONFIDENCE,
+                              moments: Moments | None = None) -> int | None:
     """Rounds for a paired half-width below target at the spread of the round ratios seen so far."""
-    k, _, sd = _moments(logs)
+    k, _, sd = moments or _moments(logs)
     if target <= 0 or k < 2:
         return None
     for n in range(max(k, 2), MAX_ADVICE + 1):
@@ -173,13 +181,12 @@ def _pct(x: float) -> str:
 
 
 def repetitions_needed(values: Sequence[float], base: Sequence[float], target: float,
-                       confidence: float = CONFIDENCE) -> int | None:
+                       confidence: float = CONFIDENCE, moments: tuple[Moments, Moments] | None = None) -> int | None:
     """Repetitions per side for a log-scale half-width below target, at the noise seen so far.
 
     The same CVs are assumed on both sides as measured; None beyond MAX_ADVICE.
     """
-    nx, mx, sx = _moments(values)
-    nb, mb, sb = _moments(base)
+    (nx, mx, sx), (nb, mb, sb) = moments or (_moments(values), _moments(base))
     if target <= 0 or nx < 2 or nb < 2:
         return None
     cv2 = (sx / mx) ** 2 + (sb / mb) ** 2
@@ -190,9 +197,9 @@ def repetitions_needed(values: Sequence[float], base: Sequence[float], target: f
 
 
 def _interval(values: Sequence[float], base: Sequence[float], higher_is_better: bool, logs: list[float] | None,
-              confidence: float) -> tuple[float, float, float, float] | None:
-    return paired_interval(logs, confidence) if logs is not None else log_ratio_interval(
-        values, base, higher_is_better, confidence)
+              confidence: float, moments: Any) -> tuple[float, float, float, float] | None:
+    return paired_interval(logs, confidence, moments) if logs is not None else log_ratio_interval(
+        values, base, higher_is_better, confidence, moments)
 
 
 def decide(values: Sequence[float], base: Sequence[float], higher_is_better: bool, *,
@@ -213,8 +220,10 @@ def decide(values: Sequence[float], base: Sequence[float], higher_is_better: boo
         return Verdict("inconclusive", f"{min(len(values), len(base))} repetition on one side: "
                        "an interval needs at least 2, better 3")
     logs = paired_log_ratios(values, rounds, base, base_rounds, higher_is_better, base_means=base_means)
-    iv = _interval(values, base, higher_is_better, logs, confidence)
-    eq = _interval(values, base, higher_is_better, logs, equivalence)
+    # each side's mean and spread once (the two intervals and the advice below all read them)
+    moments: Any = _moments(logs) if logs is not None else (_moments(values), _moments(base))
+    iv = _interval(values, base, higher_is_better, logs, confidence, moments)
+    eq = _interval(values, base, higher_is_better, logs, equivalence, moments)
     if iv is None or eq is None:
         return Verdict("inconclusive", "a mean is zero or negative: the ratio is undefined")
     ratio, lo, hi, half = iv
@@ -235,9 +244,9 @@ def decide(values: Sequence[float], base: Sequence[float], higher_is_better: boo
     else:
         target, conf = margin - effect, equivalence
     if logs is not None:
-        needed, n = paired_repetitions_needed(logs, target, conf), len(logs)
+        needed, n = paired_repetitions_needed(logs, target, conf, moments), len(logs)
     else:
-        needed, n = repetitions_needed(values, base, target, conf), min(len(values), len(base))
+        needed, n = repetitions_needed(values, base, target, conf, moments), min(len(values), len(base))
     advice = (f"needs about {needed} repetitions" if needed is not None and needed > n
               else f"more than {MAX_ADVICE} repetitions at this noise: the noise dominates" if needed is None
               else "one more repetition may decide it")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from .db import Store
 from .models import Execution, Sample
@@ -44,46 +44,40 @@ def samples(store: Store, run_id: str, host: str | None = None) -> list[SampleTu
         return [tuple(row) for row in result]  # type: ignore[misc]
 
 
-ValueTuple = tuple[str, str, str, float, int, bool | int]
-"""(benchmark, metric, platform, value, round, warmup): a sample without what its metric declares."""
+ValueTuple = tuple[int, str, str, str, float, int, bool | int]
+"""(sample id, benchmark, metric, platform, value, round, warmup): a sample without what its
+metric declares."""
 Meta = dict[tuple[str, str], tuple[str, bool, str]]
 """(benchmark, metric) -> (unit, higher_is_better, category) of its first sample."""
 
 
 def sample_values(store: Store, run_id: str, host: str | None = None) -> tuple[list[ValueTuple], Meta]:
     """samples() in two parts, for reports: every value (instance 0) in the order stored with
-    the columns that vary, and each metric's unit, direction and category once (its first
-    sample's, read through the lookup index). Three string columns fewer per value: a
-    fifth less to read for 100,000 samples."""
-    where = "run_id = ? AND instance = 0" + (" AND host = ?" if host is not None else "")
-    args = (run_id, host) if host is not None else (run_id,)
-    first = ("SELECT benchmark, metric, unit, higher_is_better, category FROM samples WHERE id IN "
-             f"(SELECT min(id) FROM samples WHERE run_id = ?{' AND host = ?' if host is not None else ''} "
-             "GROUP BY benchmark, metric)")
-    if store.engine.dialect.name == "sqlite":
-        raw = store.engine.raw_connection()
-        try:
-            cur = raw.cursor()
-            cur.execute(f"SELECT benchmark, metric, platform, value, round, warmup FROM samples WHERE {where} "
-                        "ORDER BY id", args)
-            values = list(cur.fetchall())
-            cur.execute(first, args)
+    the columns that vary, and each metric's unit, direction and category once (those of its
+    first value, read by primary key). Three string columns fewer per value, and the DB-API
+    cursor on every database (SQLAlchemy's row processing doubled the client's work)."""
+    sqlite = store.engine.dialect.name == "sqlite"
+    mark = "?" if sqlite else "%s"  # the drivers' own parameter styles (sqlite3, psycopg)
+    where = f"run_id = {mark} AND instance = 0" + (f" AND host = {mark}" if host is not None else "")
+    raw = store.engine.raw_connection()
+    try:
+        cur = raw.cursor()
+        cur.execute(f"SELECT id, benchmark, metric, platform, value, round, warmup FROM samples WHERE {where} "
+                    "ORDER BY id", (run_id, host) if host is not None else (run_id,))
+        values = list(cur.fetchall())
+        first: dict[tuple[str, str], int] = {}
+        for sid, bench, metric, *_ in values:
+            if (bench, metric) not in first:
+                first[(bench, metric)] = sid
+        meta: Meta = {}
+        if first:
+            ids = list(first.values())
+            cur.execute("SELECT benchmark, metric, unit, higher_is_better, category FROM samples WHERE id IN "
+                        f"({', '.join([mark] * len(ids))})", ids)
             meta = {(b, m): (u, bool(h), c) for b, m, u, h, c in cur.fetchall()}
-            return values, meta
-        finally:
-            raw.close()
-    cond = [Sample.run_id == run_id, Sample.instance == 0] + ([Sample.host == host] if host is not None else [])
-    firsts = (select(func.min(Sample.id)).where(Sample.run_id == run_id,
-                                                *([Sample.host == host] if host is not None else []))
-              .group_by(Sample.benchmark, Sample.metric))
-    with store.engine.connect() as conn:
-        values = [tuple(r) for r in conn.execute(
-            select(Sample.benchmark, Sample.metric, Sample.platform, Sample.value, Sample.round, Sample.warmup)
-            .where(*cond).order_by(Sample.id))]
-        meta = {(b, m): (u, bool(h), c) for b, m, u, h, c in conn.execute(
-            select(Sample.benchmark, Sample.metric, Sample.unit, Sample.higher_is_better, Sample.category)
-            .where(Sample.id.in_(firsts)))}
-    return values, meta
+        return values, meta
+    finally:
+        raw.close()
 
 
 def samples_with_times(store: Store, run_id: str
