@@ -438,7 +438,7 @@ def test_the_next_instance_that_would_not_fit_trips_the_guard_before_it_starts()
     par = lambda: cparent(usage[0], 4)  # noqa: E731 - a VM's memory is anon: little page cache
     guard = Guard(GuardSettings(), read=lambda: reading(21000), parent=par)
     assert guard.next_fits("before instance 1") is None         # nothing known yet
-    for n in (1, 2):
+    for _ in (1, 2):
         held = guard.held()
         usage[0] += 354
         guard.note_start(held)
