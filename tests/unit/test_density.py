@@ -428,3 +428,30 @@ def test_the_confined_host_stays_pressed_for_recent_seconds_after_its_limit():
     guard._near_seen -= 31
     trip = guard.check("long after")          # not the confined host's; the real host's 'full' still judged
     assert trip is not None and trip.reason.startswith("PSI memory full")
+
+
+def test_the_next_instance_that_would_not_fit_trips_the_guard_before_it_starts():
+    """Recorded: QEMU TCG, 256 MiB VMs in a 1 GiB confined host (this machine, load 9): each VM
+    took 354 MiB; with two running, starting the third OOM-killed the first. The guard now
+    knows what the costliest instance took and stops before the third."""
+    usage = [0]
+    par = lambda: cparent(usage[0], 4)  # noqa: E731 - a VM's memory is anon: little page cache
+    guard = Guard(GuardSettings(), read=lambda: reading(21000), parent=par)
+    assert guard.next_fits("before instance 1") is None         # nothing known yet
+    for _ in (1, 2):
+        held = guard.held()
+        usage[0] += 354
+        guard.note_start(held)
+        assert guard.costliest == 354 * MIB
+    assert guard.check("before instance 3") is None             # 320 MiB available: above the 102 MiB floor
+    trip = guard.next_fits("before instance 3")
+    assert trip is not None and "the next instance would not fit" in trip.reason
+    assert "320 MiB available minus the 354 MiB" in trip.reason and trip.reading["next_instance_needs"] == 354 * MIB
+    # LXC-sized instances (0.6 MiB each) fit long before the floor
+    small = Guard(GuardSettings(), read=lambda: reading(21000), parent=lambda: cparent(600, 10))
+    small.costliest = int(0.6 * MIB)
+    assert small.next_fits("before instance 900") is None
+    # unconfined: the host's own floor (819 MiB on this 8 GiB reading)
+    host = Guard(GuardSettings(), read=lambda: reading(1100))
+    host.costliest = 354 * MIB
+    assert "MemAvailable 1100 MiB minus the 354 MiB" in host.next_fits("before instance 5").reason

@@ -182,6 +182,8 @@ class Guard:
     """The parent's last limit-hit count and when it last rose (monotonic seconds)."""
     _window: bool = False
     """A workload window is open (watch): the parent's peak belongs to it."""
+    costliest: int = 0
+    """The most memory one instance's start took that reclaim cannot give back (bytes)."""
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -231,6 +233,52 @@ class Guard:
         if why is None:
             return None
         self.trip = Trip(why, reading, limits)  # the latest: a later probe must not see an old trip
+        return self.trip
+
+    def held(self) -> int:
+        """What the instances hold that reclaim cannot give back, as a number whose rise is
+        an instance's cost: the confined parent's usage minus its page cache; unconfined, the
+        host's MemTotal minus MemAvailable (other work on the host moves it too)."""
+        p = self.parent() if self.parent is not None else None
+        if p is not None and p.usage is not None:
+            return p.usage - (p.reclaimable or 0)
+        r = self.read()
+        return r.mem_total - r.mem_available
+
+    def note_start(self, held_before: int) -> None:
+        """After an instance started: what it took (`held` now minus before), the costliest so far."""
+        self.costliest = max(self.costliest, self.held() - held_before)
+
+    def next_fits(self, when: str) -> Trip | None:
+        """Would one more instance, costing what the costliest so far took, push the confined
+        host (or the host) below its floor? A trip before it starts, instead of an OOM kill of
+        an instance already running (a third 256 MiB VM in a 1 GiB host: each took 354 MiB,
+        316 MiB were left, and starting it OOM-killed the first) or, unconfined, a host that
+        falls over (study 002's boards)."""
+        if not self.settings.enabled or self.costliest <= 0:
+            return None
+        r = self.read()
+        p = self.parent() if self.parent is not None else None
+        limits = self.thresholds(r.mem_total, p.limit if p is not None else None)
+        need = self.costliest
+        reading: dict[str, Any] = {**r.as_dict(), "when": when, "next_instance_needs": need}
+        why = None
+        if r.mem_available - need < limits["min_available"]:
+            why = (f"the next instance would not fit: MemAvailable {r.mem_available / MIB:.0f} MiB minus the "
+                   f"{need / MIB:.0f} MiB the costliest instance took is below {limits['min_available'] / MIB:.0f} "
+                   f"MiB ({when})")
+        elif p is not None and "confined_min_available" in limits and p.available is not None:
+            reading["parent"] = p.as_dict()
+            reading["confined_available"] = p.available
+            floor = limits["confined_min_available"]
+            if p.available - need < floor:
+                why = (f"confined host of {p.limit / MIB:.0f} MiB: the next instance would not fit: "
+                       f"{p.available / MIB:.0f} MiB available minus the {need / MIB:.0f} MiB the costliest "
+                       f"instance took is below {floor / MIB:.0f} MiB ({when})")
+        self.series.append(reading)
+        if why is None:
+            return None
+        self.trip = Trip(why, reading, limits)
         return self.trip
 
     def _confined(self, r: Pressure, p: ParentPressure, floor: int, reading: dict, when: str) -> str | None:
