@@ -11,7 +11,7 @@ import click
 from rich.markup import escape
 
 from . import __version__
-from .commands.shared import console, db_option, errconsole
+from .commands.shared import console, db_option, errconsole, one_shot
 from .errors import InputError, VirtbenchError, disk_full
 from .extras import require
 
@@ -235,6 +235,12 @@ def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, h
     Several runs (e.g. one per host) merge into one comparison with hosts as columns.
     With --html or --figures the files are written and the text report is skipped.
     """
+    with one_shot():
+        _report(run_refs, as_json, detail, wide, html_file, figures_dir, min_effect, db_url)
+
+
+def _report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, html_file: Path | None,
+            figures_dir: Path | None, min_effect: float, db_url: str | None) -> None:
     from .report import summary, text
 
     store = _store(db_url)

@@ -213,6 +213,7 @@ density:
   workload: {WORKLOAD}
   counts: {{until: failure, max: 64, step: 4}}
   host_memory: 24M
+  guard: {{confined: false}}   # the subject is the OOM: the 24M host's own guard would stop it first
   settle: 0
 """)
     res = vb(env, "run", str(camp), "--no-report")

@@ -235,7 +235,8 @@ def parent(usage_mib: int, *, failcnt: int | None = 0, some: float | None = None
     (reading(4000, full=30.0), parent(1000, full=5.0, some=5.0), "full"),
 ])
 def test_confined_guard_judges_the_host_outside_the_parent(host, par, trips):
-    guard = Guard(GuardSettings(), read=lambda: host, parent=lambda: par)
+    """The real host's view (`confined: false`: the confined host's own judgement is off)."""
+    guard = Guard(GuardSettings(confined=False), read=lambda: host, parent=lambda: par)
     trip = guard.check("workload")
     assert (trip is None) if trips is None else (trips in trip.reason), trip
     assert guard.series[-1]["parent"]["usage"] == par.usage
@@ -247,7 +248,7 @@ def test_confined_guard_v1_remembers_a_recent_limit_hit():
     """PSI avg10 lingers after the parent was reclaimed or OOM-killed: a limit hit within the last
     RECENT seconds still explains it; the first reading's old hits do not (safe side)."""
     pars = iter([parent(100, failcnt=5), parent(100, failcnt=9), parent(100, failcnt=9)])
-    guard = Guard(GuardSettings(), read=lambda: reading(4000, full=30.0), parent=lambda: next(pars))
+    guard = Guard(GuardSettings(confined=False), read=lambda: reading(4000, full=30.0), parent=lambda: next(pars))
     assert guard.check("first") is not None            # hits of unknown age: trip
     assert guard.check("after a hit") is None          # the counter rose just now
     assert guard.check("still recent") is None
@@ -260,7 +261,7 @@ def test_confined_guard_v1_remembers_seeing_the_parent_at_its_limit():
     """This kernel's v1 failcnt stays 0 at the limit: the parent seen at its limit a moment ago
     (its page cache reclaimed since) still explains a stall for RECENT seconds."""
     pars = iter([parent(1020, failcnt=0), parent(600, failcnt=0), parent(600, failcnt=0)])
-    guard = Guard(GuardSettings(), read=lambda: reading(4000, full=30.0), parent=lambda: next(pars))
+    guard = Guard(GuardSettings(confined=False), read=lambda: reading(4000, full=30.0), parent=lambda: next(pars))
     assert guard.check("at the limit") is None
     assert guard.check("reclaimed a moment later") is None
     guard._near_seen -= 31
@@ -360,8 +361,97 @@ def test_confined_guard_v1_reads_the_parent_s_peak_during_the_workload():
     1024 MiB while usage read 50-80 % at each 0.5 s reading and failcnt stayed 0, so the guard
     tripped on host PSI full 19.5 %. The peak of the workload window attributes the stall."""
     at_peak = ParentPressure(usage=600 * MIB, limit=1024 * MIB, failcnt=0, peak=1024 * MIB)
-    guard = Guard(GuardSettings(), read=lambda: reading(4000, full=19.5), parent=lambda: at_peak)
+    guard = Guard(GuardSettings(confined=False), read=lambda: reading(4000, full=19.5), parent=lambda: at_peak)
     assert guard.check("before instance 512") is not None  # between windows the peak is old: not used
     guard._window = True  # what watch() sets while the workload runs
     assert guard.check("workload at 512") is None
     assert guard.series[-1]["parent"]["peak"] == 1024 * MIB and "psi_attributed" in guard.series[-1]
+    # judged as the 1 GiB host it stands for, the same readings are that host thrashing
+    confined = Guard(GuardSettings(), read=lambda: reading(4000, full=19.5), parent=lambda: at_peak)
+    confined._window = True
+    trip = confined.check("workload at 512")
+    assert trip is not None and "confined host of 1024 MiB thrashing" in trip.reason and "19.5%" in trip.reason
+
+
+# -- the confined host judged as a host of its size --------------------------------------------------
+def cparent(usage_mib: int, cache_mib: int = 0, *, some: float | None = None, full: float | None = None,
+            failcnt: int = 0, peak_mib: int | None = None) -> ParentPressure:
+    return ParentPressure(usage=usage_mib * MIB, limit=1024 * MIB, psi_some_avg10=some, psi_full_avg10=full,
+                          reclaimable=cache_mib * MIB, failcnt=failcnt,
+                          peak=None if peak_mib is None else peak_mib * MIB)
+
+
+@pytest.mark.parametrize("host, par, trips", [
+    # recorded: session 5's 480 LXC instances in 1 GiB (v1), parent at its limit, host PSI full
+    # 19.5 %, 21 GB available on the host, no OOM kill: the 1 GiB host is thrashing
+    (reading(21000, some=61.0, full=19.5), cparent(1010, 300), "thrashing: PSI memory full avg10 19.5%"),
+    (reading(21000, some=61.0, full=2.0), cparent(1010, 300), "thrashing: PSI memory some avg10 61.0%"),
+    # at its limit but calm: page cache fills a host's memory, reclaim gives it back
+    (reading(21000, some=1.0, full=0.0), cparent(1020, 700), None),
+    # full of what reclaim cannot give back (anon, no swap; kernel memory): its floor, 10 % = 102 MiB
+    (reading(21000, some=1.0, full=0.0), cparent(1000, 20), "available memory 44 MiB below 102 MiB"),
+    (reading(21000, some=1.0, full=0.0), cparent(900, 10), None),        # 134 MiB available
+    # far from its limit: a host-wide stall is not the confined host's (v1: another engineer's,
+    # or one instance thrashing inside its own 64M limit, failcnt rising)
+    (reading(21000, some=61.0, full=2.0), cparent(300, 50, failcnt=7), None),
+    # v2: its own memory.pressure, while at its limit
+    (reading(21000, some=61.0, full=19.5), cparent(1010, 300, some=50.0, full=12.0), "full avg10 12.0%"),
+    (reading(21000, some=6.0, full=1.5), cparent(1010, 300, some=5.0, full=1.0), None),
+])
+def test_the_confined_host_is_guarded_like_a_host_of_its_size(host, par, trips):
+    guard = Guard(GuardSettings(), read=lambda: host, parent=lambda: par)
+    trip = guard.check("workload at 480")
+    assert (trip is None) if trips is None else (trip is not None and trips in trip.reason), trip
+    if trip is not None:
+        assert trip.reason.startswith("confined host of 1024 MiB")
+        assert trip.threshold["confined_min_available"] == 1024 * MIB // 10
+        assert trip.reading["parent"]["reclaimable"] == par.reclaimable    # the evidence
+    off = Guard(GuardSettings(confined=False), read=lambda: host, parent=lambda: par).check("x")
+    assert off is None or not off.reason.startswith("confined")
+
+
+def test_the_confined_floor_is_configurable_and_the_real_host_still_comes_first():
+    par = cparent(1000, 20)                                       # 44 MiB available
+    assert Guard(GuardSettings(confined_min_available="32M"), read=lambda: reading(21000),
+                 parent=lambda: par).check("x") is None
+    trip = Guard(GuardSettings(), read=lambda: reading(700), parent=lambda: par).check("x")
+    assert trip.reason.startswith("MemAvailable 700 MiB")        # the real host's floor first
+    assert "confined_min_available" not in Guard(GuardSettings(confined=False)).thresholds(8 << 30, 1 << 30)
+
+
+def test_the_confined_host_stays_pressed_for_recent_seconds_after_its_limit():
+    """v1 PSI avg10 lingers ~10 s after reclaim pulled the parent off its limit: still its stall."""
+    pars = iter([cparent(1010, 300), cparent(500, 100), cparent(500, 100)])
+    guard = Guard(GuardSettings(), read=lambda: reading(21000, some=5.0, full=15.0), parent=lambda: next(pars))
+    assert guard.check("at the limit") is not None
+    assert "thrashing" in guard.check("a moment later").reason
+    guard._near_seen -= 31
+    trip = guard.check("long after")          # not the confined host's; the real host's 'full' still judged
+    assert trip is not None and trip.reason.startswith("PSI memory full")
+
+
+def test_the_next_instance_that_would_not_fit_trips_the_guard_before_it_starts():
+    """Recorded: QEMU TCG, 256 MiB VMs in a 1 GiB confined host (this machine, load 9): each VM
+    took 354 MiB; with two running, starting the third OOM-killed the first. The guard now
+    knows what the costliest instance took and stops before the third."""
+    usage = [0]
+    par = lambda: cparent(usage[0], 4)  # noqa: E731 - a VM's memory is anon: little page cache
+    guard = Guard(GuardSettings(), read=lambda: reading(21000), parent=par)
+    assert guard.next_fits("before instance 1") is None         # nothing known yet
+    for _ in (1, 2):
+        held = guard.held()
+        usage[0] += 354
+        guard.note_start(held)
+        assert guard.costliest == 354 * MIB
+    assert guard.check("before instance 3") is None             # 320 MiB available: above the 102 MiB floor
+    trip = guard.next_fits("before instance 3")
+    assert trip is not None and "the next instance would not fit" in trip.reason
+    assert "320 MiB available minus the 354 MiB" in trip.reason and trip.reading["next_instance_needs"] == 354 * MIB
+    # LXC-sized instances (0.6 MiB each) fit long before the floor
+    small = Guard(GuardSettings(), read=lambda: reading(21000), parent=lambda: cparent(600, 10))
+    small.costliest = int(0.6 * MIB)
+    assert small.next_fits("before instance 900") is None
+    # unconfined: the host's own floor (819 MiB on this 8 GiB reading)
+    host = Guard(GuardSettings(), read=lambda: reading(1100))
+    host.costliest = 354 * MIB
+    assert "MemAvailable 1100 MiB minus the 354 MiB" in host.next_fits("before instance 5").reason

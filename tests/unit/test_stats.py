@@ -191,3 +191,22 @@ def test_percentile_cis_equal_one_by_one():
     dists = [rng.normal(0, 1, 500), None, rng.normal(5, 2, 500), np.r_[rng.normal(0, 1, 499), np.inf]]
     for d, got in zip(dists, st.percentile_cis(dists)):
         assert got == (None if d is None else pytest.approx(st.percentile_ci(d, 0.95)))
+
+
+def test_median_from_one_sort_is_numpys_float():
+    """stats.median (a report row's median) gives float(np.median(...)) exactly: odd and even
+    sizes, ties, huge and tiny values, nan anywhere gives nan."""
+    import math
+
+    import numpy as np
+
+    from virtbench.analysis import stats as st
+
+    rng = np.random.default_rng(7)
+    for n in [1, 2, 3, 4, 5, 10, 44, 219, 220, 435]:
+        for scale in (1.0, 1e-300, 1e300, -3.0):
+            a = rng.lognormal(3, 1, n) * scale
+            assert st.median(a) == float(np.median(a))
+            r = np.round(a, 0)
+            assert st.median(r) == float(np.median(r))
+    assert math.isnan(st.median(np.array([1.0, np.nan, 2.0]))) and math.isnan(st.median(np.array([])))

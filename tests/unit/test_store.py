@@ -93,3 +93,22 @@ def test_head_revision_read_from_the_scripts_is_alembics(tmp_path):
     s = Store(f"sqlite:///{tmp_path / 'h.db'}")
     current, head = s.schema_version()
     assert db.head_revision() == head == current
+
+
+def test_report_keys_of_several_runs_in_one_read_equal_each_runs_key(store):
+    """A pooled page reads the keys of all its runs at once (browse.report_keys): each must be the
+    run's own report_key (status, finish time, executions counted per run, failed ones too)."""
+    from virtbench.store import browse
+
+    make_run(store, "r1")
+    make_run(store, "r2")
+    make_run(store, "r3")
+    for rnd in range(3):
+        record(store, "r1", round=rnd)
+    record(store, "r2", round=0, status="failed")
+    keys = browse.report_keys(store, ["r1", "r2", "r3", "missing"])
+    assert set(keys) == {"r1", "r2", "r3"}
+    assert [keys[r][2] for r in ("r1", "r2", "r3")] == [3, 1, 0]
+    assert all(keys[r] == browse.report_key(store, r) for r in keys)
+    with pytest.raises(browse.NotFound):
+        browse.report_key(store, "missing")

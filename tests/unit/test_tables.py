@@ -211,3 +211,14 @@ def test_plotly_labels_cannot_become_markup():
     trace = fig["data"][0]
     assert trace["name"] == "p&lt;b&gt;" and trace["x"] == ["m&lt;i&gt;"] and trace["text"] == ["&lt;br&gt;"]
     assert "</script" not in interactive.script_json({"s": "</script><!--"})
+
+
+def test_figure_labels_are_escaped_in_bulk_as_one_by_one():
+    """interactive.txts skips the per-label call when nothing needs escaping; whatever the mix,
+    it gives what txt() of each value gives (< > & as entities, numbers and None untouched)."""
+    from virtbench.report.interactive import txt, txts
+
+    for values in (["round 1", "round 2"], [1.5, None, 3], ["a<b", "c&d", 2.0, None, "e>f"], ["plain", 7], [],
+                   ["x", "<script>"]):
+        assert txts(values) == [txt(v) for v in values]
+    assert txts(["<b>"]) == ["&lt;b&gt;"]

@@ -65,3 +65,18 @@ def test_cli_report_wide_flag_and_json_headline(tmp_path):
     qemu = next(p for p in doc["headline"]["platforms"] if p["platform"] == "qemu")
     storage = next(c for c in qemu["categories"] if c["category"] == "storage")
     assert storage["verdict"] == "slower" and qemu["biggest_cost"]["verdict_reason"].startswith("slower by")
+
+
+def test_one_shot_commands_run_without_the_collector_and_restore_it(monkeypatch):
+    """`report` runs inside commands.shared.one_shot: no cyclic collection and one OpenBLAS thread
+    while it runs (both cost a report of 100,000 samples CPU), both restored after."""
+    import gc
+    import os
+
+    from virtbench.commands.shared import one_shot
+
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    assert gc.isenabled()
+    with one_shot():
+        assert not gc.isenabled() and os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    assert gc.isenabled() and "OPENBLAS_NUM_THREADS" not in os.environ

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from . import special
+from . import special, stats
 
 DRIFT_MIN_N = 5
 DRIFT_P = 0.01
@@ -64,8 +64,10 @@ def drift_many(items: Sequence[tuple[Sequence[float], Sequence[int]]]) -> list[F
     out: list[Flag | None] = [None] * len(items)
     by_n: dict[int, list[int]] = {}
     for i, (values, rounds) in enumerate(items):
-        if len(values) >= DRIFT_MIN_N and np.ptp(values) > MATERIAL * abs(float(np.median(values))) \
-                and np.ptp(rounds) > 0:
+        if len(values) < DRIFT_MIN_N:
+            continue
+        arr = np.asarray(values, dtype=float)  # once for the spread and the median (np.ptp = max - min)
+        if arr.max() - arr.min() > MATERIAL * abs(stats.median(arr)) and np.ptp(rounds) > 0:
             by_n.setdefault(len(values), []).append(i)
     for n, idx in by_n.items():
         x, _ = special.rankdata(np.asarray([items[i][1] for i in idx], dtype=float))
@@ -143,7 +145,7 @@ def warmup_effect(warmup: Sequence[float], measured: Sequence[float], higher_is_
     """Warm-up rounds clearly outside the measured range: discarding them mattered."""
     if not len(warmup) or len(measured) < 2:
         return None
-    w, m = float(np.mean(warmup)), float(np.median(measured))
+    w, m = float(np.mean(warmup)), stats.median(np.asarray(measured, dtype=float))
     if not w or not m:
         return None
     ratio = w / m if higher_is_better else m / w

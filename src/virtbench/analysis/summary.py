@@ -141,17 +141,40 @@ def summarize(samples: Iterable[SampleView | tuple], failures: dict[tuple[str, s
     warmup=True only feed the warm-up check and trend plots. Holm's correction runs over
     every comparison with the baseline in this call, which is the family a report shows.
     """
-    grouped: Group = defaultdict(new_group)
-    warm: Group = defaultdict(new_group)
+    rows = samples if isinstance(samples, list) else list(samples)
     meta: dict[tuple[str, str], tuple[str, bool, str]] = {}
-    for bench, metric, platform, value, unit, hib, category, rnd, warmup in samples:  # tuples or SampleViews
-        rounds, values = (warm if warmup else grouped)[(bench, metric, platform)]
-        rounds.append(rnd)
-        values.append(value)
+    for bench, metric, _, _, unit, hib, category, _, _ in rows:  # tuples or SampleViews
         if (bench, metric) not in meta:
             meta[(bench, metric)] = (unit, bool(hib), category)
+    grouped, warm = group([(0, b, m, p, v, r, w) for b, m, p, v, _, _, _, r, w in rows])
     return summarize_grouped(grouped, warm, meta, failures, platforms, baseline, metrics_of,
                              alpha=alpha, min_effect=min_effect)
+
+
+def summarize_values(values: Iterable[tuple[int, str, str, str, float, int, bool | int]],
+                     meta: dict[tuple[str, str], tuple[str, bool, str]], failures: dict[tuple[str, str], int],
+                     platforms: Sequence[str], baseline: str,
+                     metrics_of: dict[str, list[tuple[str, str, bool, str]]] | None = None, *,
+                     alpha: float = ALPHA, min_effect: float = MIN_EFFECT) -> list[Row]:
+    """summarize() of (id, benchmark, metric, platform, value, round, warmup) tuples with each
+    metric's (unit, higher_is_better, category) given once in meta (store.results.sample_values):
+    the same rows, three columns fewer to read per value. Metrics without values stay out of meta."""
+    grouped, warm = group(values)
+    seen = {k[:2] for k in grouped} | {k[:2] for k in warm}
+    return summarize_grouped(grouped, warm, {k: v for k, v in meta.items() if k in seen}, failures, platforms,
+                             baseline, metrics_of, alpha=alpha, min_effect=min_effect)
+
+
+def group(values: Iterable[tuple[int, str, str, str, float, int, bool | int]]) -> tuple[Group, Group]:
+    """(measured, warm-up) Groups of (id, benchmark, metric, platform, value, round, warmup)
+    tuples, in order (the id is the store's, unused here)."""
+    grouped: Group = defaultdict(new_group)
+    warm: Group = defaultdict(new_group)
+    for _, bench, metric, platform, value, rnd, warmup in values:
+        rounds, vals = (warm if warmup else grouped)[(bench, metric, platform)]
+        rounds.append(rnd)
+        vals.append(value)
+    return grouped, warm
 
 
 Group = dict[tuple[str, str, str], tuple[list[int], list[float]]]
@@ -207,11 +230,15 @@ def summarize_grouped(grouped: Group, warm: Group, meta: dict[tuple[str, str], t
     tested = [r for r in rows if r.p_value is not None]
     for row, adj in zip(tested, st.holm([r.p_value for r in tested])):
         row.p_holm = adj
+    base_means: dict[tuple[str, str], tuple[np.ndarray, np.ndarray] | None] = {}  # per metric, for every platform
     for row in rows:
         if row.category != "lifecycle" and row.platform != baseline:
-            v = vd.decide(row.values, base_of[(row.benchmark, row.metric)], row.higher_is_better,
-                          min_effect=min_effect, rounds=row.rounds,
-                          base_rounds=base_rounds[(row.benchmark, row.metric)])
+            bm = (row.benchmark, row.metric)
+            if bm not in base_means:
+                b, br = base_of[bm], base_rounds[bm]
+                base_means[bm] = vd.round_means(b, br) if len(b) == len(br) else None
+            v = vd.decide(row.values, base_of[bm], row.higher_is_better, min_effect=min_effect, rounds=row.rounds,
+                          base_rounds=base_rounds[bm], base_means=base_means[bm])
             row.verdict, row.verdict_reason, row.repetitions_needed = v.verdict, v.reason, v.needed
             if row.failed and not row.values:
                 row.verdict_reason = f"no values: all {row.failed} executions failed (see the failures)"
@@ -224,7 +251,7 @@ def _describe(row: Row) -> None:
     arr = np.asarray(row.values, dtype=float)
     n = arr.size
     row.mean = m = float(arr.mean())
-    row.median = float(np.median(arr))
+    row.median = st.median(arr)
     if n < 2:
         row.stdev = row.ci95 = row.cv = None
         return

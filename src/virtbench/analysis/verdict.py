@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -79,21 +80,26 @@ def _t(df: float, confidence: float) -> float:
     return t_quantile(0.5 + confidence / 2, df)
 
 
-def _moments(values: Sequence[float]) -> tuple[int, float, float]:
+Moments = tuple[int, float, float]
+"""(n, mean, sample standard deviation) of a sample (_moments)."""
+
+
+def _moments(values: Sequence[float]) -> Moments:
     arr = np.asarray(values, dtype=float)
     n = arr.size
     return n, float(arr.mean()) if n else math.nan, float(arr.std(ddof=1)) if n > 1 else math.nan
 
 
 def log_ratio_interval(values: Sequence[float], base: Sequence[float], higher_is_better: bool,
-                       confidence: float = CONFIDENCE) -> tuple[float, float, float, float] | None:
+                       confidence: float = CONFIDENCE, moments: tuple[Moments, Moments] | None = None
+                       ) -> tuple[float, float, float, float] | None:
     """(ratio, low, high, half-width on the log scale) of the direction-aware ratio of means.
 
     None when a side has fewer than two values or a mean is not positive (a log ratio needs
-    both). Zero spread on both sides gives the exact ratio as a zero-width interval.
+    both). Zero spread on both sides gives the exact ratio as a zero-width interval. moments:
+    _moments() of values and base, when the caller has them.
     """
-    nx, mx, sx = _moments(values)
-    nb, mb, sb = _moments(base)
+    (nx, mx, sx), (nb, mb, sb) = moments or (_moments(values), _moments(base))
     if nx < 2 or nb < 2 or not (mx > 0 and mb > 0):
         return None
     log_r = math.log(mx / mb) if higher_is_better else math.log(mb / mx)
@@ -108,38 +114,49 @@ def log_ratio_interval(values: Sequence[float], base: Sequence[float], higher_is
 
 
 def per_round(values: Sequence[float], rounds: Sequence[int]) -> dict[int, float]:
-    """Round -> the mean of the round's values (one value per round but for multi-instance reruns)."""
-    if not len(values):
-        return {}
-    if len(set(rounds)) == len(rounds):  # one value per round, the usual case: the values themselves
-        return dict(zip(map(int, rounds), map(float, values)))
-    # Sums in the order given, like sum() per round: the same floats, computed in numpy.
+    """Round -> the mean of the round's values (one value per round but for multi-instance reruns).
+    Sums in the order given, like sum() per round: the same floats, computed in numpy."""
+    found, means = round_means(values, rounds)
+    return dict(zip(found.tolist(), means.tolist()))
+
+
+def round_means(values: Sequence[float], rounds: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """per_round() as two arrays (the rounds in order, each round's mean), for pairing in numpy:
+    the same floats (a round of one value is 0.0 + value, divided by 1)."""
     found, where = np.unique(np.asarray(rounds, dtype=np.int64), return_inverse=True)
-    sums = np.bincount(where, weights=np.asarray(values, dtype=float))
-    return dict(zip(found.tolist(), (sums / np.bincount(where)).tolist()))
+    sums = np.bincount(where, weights=np.asarray(values, dtype=float), minlength=found.size)
+    return found, sums / np.bincount(where, minlength=found.size)
 
 
 def paired_log_ratios(values: Sequence[float], rounds: Sequence[int] | None, base: Sequence[float],
-                      base_rounds: Sequence[int] | None, higher_is_better: bool) -> list[float] | None:
+                      base_rounds: Sequence[int] | None, higher_is_better: bool, *,
+                      base_means: tuple[np.ndarray, np.ndarray] | None = None) -> list[float] | None:
     """The direction-aware log ratio of every round that measured both sides, in round order.
 
     None when the rounds are unknown, do not match the values, fewer than MIN_PAIRS rounds are
-    common, or a value is not positive (a log ratio needs both positive).
+    common, or a value is not positive (a log ratio needs both positive). base_means: the
+    baseline's round_means(), when the caller pairs many platforms with one baseline. The rounds
+    are paired in numpy; the logs are math.log's (numpy's may differ in the last bit).
     """
     if rounds is None or base_rounds is None or len(rounds) != len(values) or len(base_rounds) != len(base):
         return None
-    mine, theirs = per_round(values, rounds), per_round(base, base_rounds)
-    common = sorted(set(mine) & set(theirs))
-    if len(common) < MIN_PAIRS or any(mine[r] <= 0 or theirs[r] <= 0 for r in common):
+    mine_r, mine = round_means(values, rounds)
+    theirs_r, theirs = base_means if base_means is not None else round_means(base, base_rounds)
+    common, ia, ib = np.intersect1d(mine_r, theirs_r, assume_unique=True, return_indices=True)
+    if common.size < MIN_PAIRS:
         return None
-    sign = 1.0 if higher_is_better else -1.0
-    return [sign * math.log(mine[r] / theirs[r]) for r in common]
+    a, b = mine[ia], theirs[ib]
+    if (a <= 0).any() or (b <= 0).any():
+        return None
+    logs = list(map(math.log, (a / b).tolist()))
+    return logs if higher_is_better else [-x for x in logs]
 
 
-def paired_interval(logs: Sequence[float], confidence: float = CONFIDENCE) -> tuple[float, float, float, float]:
+def paired_interval(logs: Sequence[float], confidence: float = CONFIDENCE, moments: Moments | None = None
+                    ) -> tuple[float, float, float, float]:
     """(ratio, low, high, half-width on the log scale) from per-round log ratios: a t interval
-    of their mean with len(logs) - 1 degrees of freedom."""
-    k, m, sd = _moments(logs)
+    of their mean with len(logs) - 1 degrees of freedom (moments: their _moments(), if known)."""
+    k, m, sd = moments or _moments(logs)
     if sd == 0:
         r = math.exp(m)
         return r, r, r, 0.0
@@ -147,9 +164,10 @@ def paired_interval(logs: Sequence[float], confidence: float = CONFIDENCE) -> tu
     return math.exp(m), math.exp(m - half), math.exp(m + half), half
 
 
-def paired_repetitions_needed(logs: Sequence[float], target: float, confidence: float = CONFIDENCE) -> int | None:
+def paired_repetitions_needed(logs: Sequence[float], target: float, confidence: float = CONFIDENCE,
+                              moments: Moments | None = None) -> int | None:
     """Rounds for a paired half-width below target at the spread of the round ratios seen so far."""
-    k, _, sd = _moments(logs)
+    k, _, sd = moments or _moments(logs)
     if target <= 0 or k < 2:
         return None
     for n in range(max(k, 2), MAX_ADVICE + 1):
@@ -163,13 +181,12 @@ def _pct(x: float) -> str:
 
 
 def repetitions_needed(values: Sequence[float], base: Sequence[float], target: float,
-                       confidence: float = CONFIDENCE) -> int | None:
+                       confidence: float = CONFIDENCE, moments: tuple[Moments, Moments] | None = None) -> int | None:
     """Repetitions per side for a log-scale half-width below target, at the noise seen so far.
 
     The same CVs are assumed on both sides as measured; None beyond MAX_ADVICE.
     """
-    nx, mx, sx = _moments(values)
-    nb, mb, sb = _moments(base)
+    (nx, mx, sx), (nb, mb, sb) = moments or (_moments(values), _moments(base))
     if target <= 0 or nx < 2 or nb < 2:
         return None
     cv2 = (sx / mx) ** 2 + (sb / mb) ** 2
@@ -180,19 +197,21 @@ def repetitions_needed(values: Sequence[float], base: Sequence[float], target: f
 
 
 def _interval(values: Sequence[float], base: Sequence[float], higher_is_better: bool, logs: list[float] | None,
-              confidence: float) -> tuple[float, float, float, float] | None:
-    return paired_interval(logs, confidence) if logs is not None else log_ratio_interval(
-        values, base, higher_is_better, confidence)
+              confidence: float, moments: Any) -> tuple[float, float, float, float] | None:
+    return paired_interval(logs, confidence, moments) if logs is not None else log_ratio_interval(
+        values, base, higher_is_better, confidence, moments)
 
 
 def decide(values: Sequence[float], base: Sequence[float], higher_is_better: bool, *,
            min_effect: float = MIN_EFFECT, confidence: float = CONFIDENCE, equivalence: float = EQUIVALENCE,
-           rounds: Sequence[int] | None = None, base_rounds: Sequence[int] | None = None) -> Verdict:
+           rounds: Sequence[int] | None = None, base_rounds: Sequence[int] | None = None,
+           base_means: tuple[np.ndarray, np.ndarray] | None = None) -> Verdict:
     """The verdict of a platform's values against the baseline's (see the module's rule).
 
     confidence: the interval of slower/faster; equivalence: the interval of 'same' (TOST).
     rounds/base_rounds: the round of each value; given both, the interval is paired by round
-    where enough rounds are common (the reason then says "k rounds paired")."""
+    where enough rounds are common (the reason then says "k rounds paired"); base_means: the
+    baseline's round_means(), computed once by a caller that decides many platforms against it."""
     if not len(values):
         return Verdict("inconclusive", "no values: every execution failed or none ran")
     if not len(base):
@@ -200,9 +219,11 @@ def decide(values: Sequence[float], base: Sequence[float], higher_is_better: boo
     if len(values) < 2 or len(base) < 2:
         return Verdict("inconclusive", f"{min(len(values), len(base))} repetition on one side: "
                        "an interval needs at least 2, better 3")
-    logs = paired_log_ratios(values, rounds, base, base_rounds, higher_is_better)
-    iv = _interval(values, base, higher_is_better, logs, confidence)
-    eq = _interval(values, base, higher_is_better, logs, equivalence)
+    logs = paired_log_ratios(values, rounds, base, base_rounds, higher_is_better, base_means=base_means)
+    # each side's mean and spread once (the two intervals and the advice below all read them)
+    moments: Any = _moments(logs) if logs is not None else (_moments(values), _moments(base))
+    iv = _interval(values, base, higher_is_better, logs, confidence, moments)
+    eq = _interval(values, base, higher_is_better, logs, equivalence, moments)
     if iv is None or eq is None:
         return Verdict("inconclusive", "a mean is zero or negative: the ratio is undefined")
     ratio, lo, hi, half = iv
@@ -223,9 +244,9 @@ def decide(values: Sequence[float], base: Sequence[float], higher_is_better: boo
     else:
         target, conf = margin - effect, equivalence
     if logs is not None:
-        needed, n = paired_repetitions_needed(logs, target, conf), len(logs)
+        needed, n = paired_repetitions_needed(logs, target, conf, moments), len(logs)
     else:
-        needed, n = repetitions_needed(values, base, target, conf), min(len(values), len(base))
+        needed, n = repetitions_needed(values, base, target, conf, moments), min(len(values), len(base))
     advice = (f"needs about {needed} repetitions" if needed is not None and needed > n
               else f"more than {MAX_ADVICE} repetitions at this noise: the noise dominates" if needed is None
               else "one more repetition may decide it")

@@ -295,7 +295,8 @@ class Density(Experiment):
             "memory_per_instance_bytes": prober.memory_per_instance(result.max_count),
             "mem_available_drop_per_instance_bytes": prober.available_drop_per_instance(result.max_count),
             "confined": parent is not None and plat.confinable, "host_memory": parent.memory if parent else None,
-            "mem_total": cgroups.host_memory_total(), "guard_thresholds": guard.thresholds(cgroups.host_memory_total()),
+            "mem_total": cgroups.host_memory_total(), "guard_thresholds": guard.thresholds(
+                cgroups.host_memory_total(), parent.memory if parent is not None and plat.confinable else None),
             "guard_series": guard.series[-400:], "min_overlap": self.section.min_overlap, "probes": result.probes,
             "duration_s": round(seconds, 1),
             "image": {"name": guest.describe(self.images[name]), "release": self.images[name].release,

@@ -11,9 +11,29 @@ stop reason. Defaults are safe on a 2 GB board and a 24 GB server alike:
 - max_psi_some: 40 (% of the last 10 s some task waited for memory);
 - max_psi_full: 10 (% of the last 10 s all non-idle tasks waited: the host is thrashing).
 
-With `host_memory:` the instances live in a confining parent cgroup whose own memory stalls
-are the experiment (they lead to the OOM kill it is meant to find), yet host-wide PSI counts
-them too. So a confined guard judges PSI of the host *outside* the parent: on cgroup v2 the
+With `host_memory:` the instances live in a confining parent cgroup: a *confined host* of that
+size. The guard then watches two hosts.
+
+The confined host is judged by the same rules as a real host of its size, because a real
+1 GiB board in the state the parent reaches (memory full, reclaim stalling everything, no OOM
+kill) is exactly what the guard exists to catch before it falls over (a run of 480 LXC
+instances in 1 GiB sat at the limit for minutes, starving every workload, without an OOM):
+
+- its available memory: the limit minus what reclaim cannot give back (usage minus the page
+  cache on the file LRU lists, memory.stat), against `confined_min_available` (default 10 % of
+  the limit: the real host's 256 MiB minimum is for its own system, which lives outside);
+- its stalls, while it is at (or within the last `RECENT` seconds was at) `NEAR_LIMIT` of its
+  limit: cgroup v2 its own `memory.pressure`; cgroup v1 has no per-cgroup PSI, so the host's
+  PSI is attributed to it then (on a shared host another workload's stall in that moment would
+  be blamed on it: the safe side). Against `max_psi_some` / `max_psi_full`. An instance
+  thrashing inside its own limit while the parent is far from its limit is not the confined
+  host thrashing: not judged as such.
+
+`confined: false` judges the real host only: the confined host then runs into its limit and
+the kernel's OOM killer (or thrashing: a starvation or collapse stop) ends the search.
+
+The real host's stalls the instances cause must not trip it, yet host-wide PSI counts
+them too. So the guard judges PSI of the host *outside* the parent: on cgroup v2 the
 host's avg10 minus the parent's own `memory.pressure`; on cgroup v1 (no per-cgroup PSI) a
 host-wide stall is put down to the parent when the parent is near its limit (usage at least
 `NEAR_LIMIT` of it) or a memory limit in its subtree (its own, or an instance's own limit) was
@@ -75,6 +95,8 @@ class ParentPressure:
     limit: int
     psi_some_avg10: float | None = None
     psi_full_avg10: float | None = None
+    reclaimable: int | None = None
+    """Page cache on the subtree's file LRU lists (memory.stat): what reclaim can give back."""
     failcnt: int | None = None
     """How often a memory limit was hit in the parent's subtree: its own or an instance's
     (v1 memory.failcnt summed, v2 memory.events `max`): either stalls the experiment's tasks."""
@@ -91,8 +113,15 @@ class ParentPressure:
         """The peak reached the limit's neighbourhood (usage may have been reclaimed since)."""
         return self.peak is not None and self.peak >= NEAR_LIMIT * self.limit
 
+    @property
+    def available(self) -> int | None:
+        """The confined host's MemAvailable: its limit minus what reclaim cannot give back."""
+        if self.usage is None:
+            return None
+        return max(0, self.limit - max(0, self.usage - (self.reclaimable or 0)))
+
     def as_dict(self) -> dict[str, float | int | None]:
-        return {"usage": self.usage, "limit": self.limit, "psi_some_avg10": self.psi_some_avg10,
+        return {"usage": self.usage, "limit": self.limit, "reclaimable": self.reclaimable, "psi_some_avg10": self.psi_some_avg10,
                 "psi_full_avg10": self.psi_full_avg10, "failcnt": self.failcnt, "peak": self.peak}
 
 
@@ -108,7 +137,8 @@ def read_parent(relative: str, limit: int) -> ParentPressure:
         except (OSError, ValueError):
             psi = None
     return ParentPressure(cgroups.memory_usage(relative), limit, psi.some_avg10 if psi else None,
-                          psi.full_avg10 if psi else None, cgroups.limit_hits(relative),
+                          psi.full_avg10 if psi else None, cgroups.memory_reclaimable(relative),
+                          cgroups.limit_hits(relative),
                           None if psi is not None else cgroups.memory_peak(relative))
 
 
@@ -121,6 +151,11 @@ class GuardSettings(BaseModel):
         None, description="trip when MemAvailable falls below this (default max(256M, 10% of MemTotal))")
     max_psi_some: float = Field(40.0, ge=0, le=100, description="trip when PSI memory some avg10 exceeds this %")
     max_psi_full: float = Field(10.0, ge=0, le=100, description="trip when PSI memory full avg10 exceeds this %")
+    confined: bool = Field(True, description="with host_memory: judge the confined host as a host of "
+                           "that size too (its available memory, its stalls at its limit)")
+    confined_min_available: Size | None = Field(
+        None, description="with host_memory: trip when the confined host's available memory (limit minus "
+        "unreclaimable usage) falls below this (default 10% of host_memory)")
     interval: float = Field(0.5, gt=0.05, le=10, description="seconds between readings while the workload runs")
 
 
@@ -147,6 +182,8 @@ class Guard:
     """The parent's last limit-hit count and when it last rose (monotonic seconds)."""
     _window: bool = False
     """A workload window is open (watch): the parent's peak belongs to it."""
+    costliest: int = 0
+    """The most memory one instance's start took that reclaim cannot give back (bytes)."""
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -155,9 +192,18 @@ class Guard:
             return self.settings.min_available
         return max(128 * MIB, max(256 * MIB, mem_total // 10))
 
-    def thresholds(self, mem_total: int) -> dict:
-        return {"min_available": self.min_available(mem_total), "max_psi_some": self.settings.max_psi_some,
-                "max_psi_full": self.settings.max_psi_full}
+    def confined_min_available(self, limit: int) -> int:
+        if self.settings.confined_min_available is not None:
+            return self.settings.confined_min_available
+        return limit // 10
+
+    def thresholds(self, mem_total: int, limit: int | None = None) -> dict:
+        """The thresholds; with a confining parent's `limit` (and `confined` on) the confined host's too."""
+        out: dict[str, Any] = {"min_available": self.min_available(mem_total),
+                               "max_psi_some": self.settings.max_psi_some, "max_psi_full": self.settings.max_psi_full}
+        if limit is not None and self.settings.confined:
+            out["confined_min_available"] = self.confined_min_available(limit)
+        return out
 
     def check(self, when: str) -> Trip | None:
         """One reading; records and returns a Trip when a threshold is crossed."""
@@ -170,12 +216,15 @@ class Guard:
         if p is not None:
             reading["parent"] = p.as_dict()
             reading["parent_hit_recently"] = self._hit_recently(p)
-        limits = self.thresholds(r.mem_total)
+            reading["parent_at_limit_recently"] = self._at_limit_recently()
+        limits = self.thresholds(r.mem_total, p.limit if p is not None else None)
         why = None
         if r.mem_available < limits["min_available"]:
             why = (f"MemAvailable {r.mem_available / MIB:.0f} MiB below {limits['min_available'] / MIB:.0f} MiB "
                    f"({when})")
-        else:
+        elif p is not None and "confined_min_available" in limits:
+            why = self._confined(r, p, limits["confined_min_available"], reading, when)
+        if why is None and r.mem_available >= limits["min_available"]:
             some, full = self._outside(r, p, limits["min_available"], reading)
             if full is not None and full > self.settings.max_psi_full:
                 why = f"PSI memory full avg10 {full:.1f}% above {self.settings.max_psi_full:g}% ({when})"
@@ -185,6 +234,81 @@ class Guard:
             return None
         self.trip = Trip(why, reading, limits)  # the latest: a later probe must not see an old trip
         return self.trip
+
+    def held(self) -> int:
+        """What the instances hold that reclaim cannot give back, as a number whose rise is
+        an instance's cost: the confined parent's usage minus its page cache; unconfined, the
+        host's MemTotal minus MemAvailable (other work on the host moves it too)."""
+        p = self.parent() if self.parent is not None else None
+        if p is not None and p.usage is not None:
+            return p.usage - (p.reclaimable or 0)
+        r = self.read()
+        return r.mem_total - r.mem_available
+
+    def note_start(self, held_before: int) -> None:
+        """After an instance started: what it took (`held` now minus before), the costliest so far."""
+        self.costliest = max(self.costliest, self.held() - held_before)
+
+    def next_fits(self, when: str) -> Trip | None:
+        """Would one more instance, costing what the costliest so far took, push the confined
+        host (or the host) below its floor? A trip before it starts, instead of an OOM kill of
+        an instance already running (a third 256 MiB VM in a 1 GiB host: each took 354 MiB,
+        316 MiB were left, and starting it OOM-killed the first) or, unconfined, a host that
+        falls over (study 002's boards)."""
+        if not self.settings.enabled or self.costliest <= 0:
+            return None
+        r = self.read()
+        p = self.parent() if self.parent is not None else None
+        limits = self.thresholds(r.mem_total, p.limit if p is not None else None)
+        need = self.costliest
+        reading: dict[str, Any] = {**r.as_dict(), "when": when, "next_instance_needs": need}
+        why = None
+        if r.mem_available - need < limits["min_available"]:
+            why = (f"the next instance would not fit: MemAvailable {r.mem_available / MIB:.0f} MiB minus the "
+                   f"{need / MIB:.0f} MiB the costliest instance took is below {limits['min_available'] / MIB:.0f} "
+                   f"MiB ({when})")
+        elif p is not None and "confined_min_available" in limits and p.available is not None:
+            reading["parent"] = p.as_dict()
+            reading["confined_available"] = p.available
+            floor = limits["confined_min_available"]
+            if p.available - need < floor:
+                why = (f"confined host of {p.limit / MIB:.0f} MiB: the next instance would not fit: "
+                       f"{p.available / MIB:.0f} MiB available minus the {need / MIB:.0f} MiB the costliest "
+                       f"instance took is below {floor / MIB:.0f} MiB ({when})")
+        self.series.append(reading)
+        if why is None:
+            return None
+        self.trip = Trip(why, reading, limits)
+        return self.trip
+
+    def _confined(self, r: Pressure, p: ParentPressure, floor: int, reading: dict, when: str) -> str | None:
+        """The confined host judged as a host of its size (module docstring); None: healthy."""
+        size = f"confined host of {p.limit / MIB:.0f} MiB"
+        avail = p.available
+        if avail is not None:
+            reading["confined_available"] = avail
+            if avail < floor:
+                return (f"{size}: available memory {avail / MIB:.0f} MiB below {floor / MIB:.0f} MiB (usage "
+                        f"{(p.usage or 0) / MIB:.0f} MiB, of which {(p.reclaimable or 0) / MIB:.0f} MiB "
+                        f"reclaimable page cache) ({when})")
+        if not reading.get("parent_at_limit_recently"):
+            return None
+        some: float | None
+        full: float | None
+        if p.psi_some_avg10 is not None:  # v2: its own stalls
+            some, full, source = p.psi_some_avg10, p.psi_full_avg10, "its own memory.pressure"
+        else:  # v1: no per-cgroup PSI; the host's while the parent is at its limit
+            some, full = r.psi_some_avg10, r.psi_full_avg10
+            source = "host PSI while the parent is at its limit, cgroup v1"
+        at = f"at {(p.usage or 0) / p.limit:.0%} of its limit" + (
+            f", peak {p.peak / p.limit:.0%}" if p.peak is not None else "")
+        if full is not None and full > self.settings.max_psi_full:
+            return (f"{size} thrashing: PSI memory full avg10 {full:.1f}% above {self.settings.max_psi_full:g}% "
+                    f"({source}; {at}) ({when})")
+        if some is not None and some > self.settings.max_psi_some:
+            return (f"{size} thrashing: PSI memory some avg10 {some:.1f}% above {self.settings.max_psi_some:g}% "
+                    f"({source}; {at}) ({when})")
+        return None
 
     def _outside(self, r: Pressure, p: ParentPressure | None, floor: int,
                  reading: dict) -> tuple[float | None, float | None]:
@@ -227,8 +351,13 @@ class Guard:
         at_limit = p.near_limit or (self._window and p.peaked)
         if at_limit:
             self._near_seen = now
-        recent = self._parent_hits is not None and now - self._parent_hits[1] <= RECENT
-        return at_limit or recent or now - self._near_seen <= RECENT
+        recent_hits = self._parent_hits is not None and now - self._parent_hits[1] <= RECENT
+        return at_limit or recent_hits or now - self._near_seen <= RECENT
+
+    def _at_limit_recently(self) -> bool:
+        """The parent itself (not an instance inside its own limit) was seen at its limit within
+        RECENT seconds (`_hit_recently` updated the sighting for this reading)."""
+        return time.monotonic() - self._near_seen <= RECENT
 
     def wait_calm(self, seconds: float = 120.0, sleep: float = 2.0) -> bool:
         """Before a fresh probe: wait until no threshold is crossed (PSI averages decay over

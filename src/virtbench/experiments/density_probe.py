@@ -268,7 +268,7 @@ class Prober:
             n = len(fleet.members) + 1
             if self.ctx.stop_requested():
                 raise KeyboardInterrupt
-            trip = self.guard.check(f"before instance {n}")
+            trip = self.guard.check(f"before instance {n}") or self.guard.next_fits(f"before instance {n}")
             if trip is not None:
                 return Stop("guard", trip.reason, n, {"reading": trip.reading, "thresholds": trip.threshold})
             usage = kernel_usage(getattr(self.platform.options, "network", "none"))
@@ -280,6 +280,7 @@ class Prober:
             self.ctx.step(f"{self.platform.name}: probe {self.probe_no}, starting instance {n}")
             before = fleet.oom_counters()
             mark = cgroups.kernel_log_mark()
+            held = self.guard.held()
             try:
                 fleet.add()
             except StartFailure as exc:
@@ -298,6 +299,7 @@ class Prober:
                             {"error": _tail(text), "limit": limit_name,
                              "parent_memory": cgroups.memory_evidence(self.parent) if self.parent else None})
             kills, log = self._new_kills(fleet, before, mark)
+            self.guard.note_start(held)
             if kills:
                 return Stop("oom", f"OOM kill when instance {n} started", n,
                             {"oom_counters": kills, "kernel_log": log[-10:],

@@ -226,6 +226,22 @@ def log_oom_kills(lines: list[str], relative: str) -> list[str]:
     return out
 
 
+def memory_reclaimable(relative: str) -> int | None:
+    """Bytes of the subtree's page cache on the file LRU lists (inactive + active file), which
+    reclaim can give back: v1 memory.stat `total_inactive_file` + `total_active_file`
+    (hierarchical), v2 `inactive_file` + `active_file`. Shared memory (tmpfs) sits on the anon
+    lists and is not counted. None: the cgroup is gone."""
+    text = _read(memory_dir(relative) / "memory.stat")
+    if text is None:
+        return None
+    keys = ("inactive_file", "active_file") if is_v2() else ("total_inactive_file", "total_active_file")
+    stat = dict(line.split(" ", 1) for line in text.splitlines() if " " in line)
+    try:
+        return sum(int(stat[k]) for k in keys)
+    except (KeyError, ValueError):
+        return None
+
+
 def memory_usage(relative: str) -> int | None:
     """Bytes charged to the cgroup now (v2 memory.current, v1 memory.usage_in_bytes)."""
     d = memory_dir(relative)

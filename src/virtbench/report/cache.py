@@ -69,9 +69,16 @@ def encode(rows: list[Row], failures: list[dict[str, Any]]) -> bytes:
     lengths = [[len(getattr(r, a)) for a in _ARRAYS] for r in rows]
     doc = {"rows": [{f: getattr(r, f) for f in _FIELDS} for r in rows], "lengths": lengths, "failures": failures}
     head = zlib.compress(json.dumps(doc, default=str).encode(), 1)
-    floats = np.array([v for r in rows for a in ("values", "warmup_values") for v in getattr(r, a)], dtype="<f8")
-    ints = np.array([v for r in rows for a in ("rounds", "warmup_rounds") for v in getattr(r, a)], dtype="<i8")
+    floats = _packed(rows, ("values", "warmup_values"), "<f8")
+    ints = _packed(rows, ("rounds", "warmup_rounds"), "<i8")
     return _HEAD.pack(len(head)) + head + zlib.compress(floats.tobytes() + ints.tobytes(), 1)
+
+
+def _packed(rows: list[Row], attrs: tuple[str, str], dtype: str) -> np.ndarray:
+    """The rows' lists of these attributes, row after row, as one array (numpy converts each
+    list at once: a loop over 100,000 values cost a report a tenth of a second)."""
+    parts = [np.asarray(getattr(r, a), dtype=dtype) for r in rows for a in attrs]
+    return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
 
 
 def decode(data: bytes) -> tuple[list[Row], list[dict[str, Any]]]:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..analysis import quality, stats, tables
-from ..analysis.summary import Row, SampleView, summarize
+from ..analysis.summary import Row, SampleView, summarize_values
 from ..constants import LIFECYCLE, LIFECYCLE_STEPS
 from ..store import results
 from ..store.db import Store
@@ -74,8 +74,9 @@ def compute(store: Store, run: Run, *, alpha: float = stats.ALPHA, min_effect: f
     hosts: list[str | None] = list(run_hosts(run))
     for host in (hosts or [None]) if in_main_table(run) else []:  # several hosts: each against its own baseline
         failures = Counter((e.platform, e.benchmark) for e in failed_execs if host is None or e.host == host)
-        part = summarize(results.samples(store, run.id, host), dict(failures), platforms, baseline,
-                         declared_metrics(run), alpha=alpha, min_effect=min_effect)
+        values, meta = results.sample_values(store, run.id, host)
+        part = summarize_values(values, meta, dict(failures), platforms, baseline, declared_metrics(run),
+                                alpha=alpha, min_effect=min_effect)
         if host is not None:  # only what this host measured (a cross-host pair is its client's)
             executed = {b for _, _, b in store.done_units(run.id, host)}
             part = [r for r in part if r.benchmark in executed]

@@ -206,12 +206,20 @@ def recent_finished(store: Store, limit: int = 3) -> list[Run]:
 
 def report_key(store: Store, run_id: str) -> tuple[str, datetime | None, int]:
     """What a run's report depends on in the store: status, finish time, executions recorded."""
-    count = select(func.count()).select_from(Execution).where(Execution.run_id == run_id).scalar_subquery()
-    with store.engine.connect() as conn:  # one statement: pages ask for it once per run they show
-        head = conn.execute(select(Run.status, Run.finished_at, count).where(Run.id == run_id)).first()
-    if head is None:
+    key = report_keys(store, [run_id]).get(run_id)
+    if key is None:
         raise NotFound(f"no run {run_id!r}")
-    return (head[0], head[1], head[2] or 0)
+    return key
+
+
+def report_keys(store: Store, run_ids: Sequence[str]) -> dict[str, tuple[str, datetime | None, int]]:
+    """report_key() of several runs in one statement (a pooled comparison shows ten runs); runs
+    that do not exist are left out."""
+    count = (select(func.count()).select_from(Execution).where(Execution.run_id == Run.id)
+             .correlate(Run).scalar_subquery())
+    with store.engine.connect() as conn:  # one statement for all: pages ask for it once per run they show
+        rows = conn.execute(select(Run.id, Run.status, Run.finished_at, count).where(Run.id.in_(list(run_ids))))
+        return {r[0]: (r[1], r[2], r[3] or 0) for r in rows}
 
 
 def progress(store: Store, run_id: str) -> dict[str, Any]:

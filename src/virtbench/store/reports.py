@@ -15,9 +15,10 @@ from .models import ReportCache, Run
 
 
 def load(store: Store, run_id: str, version: str) -> bytes | None:
-    """The stored report of this version, or None."""
-    with store.session() as s:
-        return s.scalar(select(ReportCache.data).where(ReportCache.run_id == run_id, ReportCache.version == version))
+    """The stored report of this version, or None (a Core read: a pooled page reads ten)."""
+    with store.engine.connect() as conn:
+        return conn.execute(select(ReportCache.data).where(ReportCache.run_id == run_id,
+                                                           ReportCache.version == version)).scalar()
 
 
 def save(store: Store, run_id: str, version: str, data: bytes) -> bool:

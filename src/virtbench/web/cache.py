@@ -59,9 +59,10 @@ class ReportCache:
         rows, failures = self.rows(store, run_id)
         return queries.get_run(store, run_id), rows, failures
 
-    def rows(self, store: Store, run_id: str) -> tuple[list[Row], list[dict[str, Any]]]:
-        """The report's rows and failures without loading the run itself (pooling has it)."""
-        key = self.key(store, run_id)
+    def rows(self, store: Store, run_id: str, key: tuple | None = None) -> tuple[list[Row], list[dict[str, Any]]]:
+        """The report's rows and failures without loading the run itself (pooling has it);
+        key: the run's report key when the caller read it already (see keys)."""
+        key = key or self.key(store, run_id)
         return self._memo((run_id, "report"), key, lambda: self._stored_or_built(store, run_id, key))
 
     def _stored_or_built(self, store: Store, run_id: str, key: tuple) -> tuple[list[Row], list[dict[str, Any]]]:
@@ -71,10 +72,17 @@ class ReportCache:
         built = summary.build(store, run_id, sections=False)  # stored there when the run has stopped
         return built.rows, built.failures
 
-    def pooled(self, store: Store, runs: Sequence[Run], what: str, compute: Callable[[], Any]) -> Any:
-        """A result over several runs, reused while none of them changes (memory only)."""
-        key = tuple((r.id, self.key(store, r.id)) for r in runs)
-        return self._memo(("+".join(r.id for r in runs), what), key, compute)
+    @staticmethod
+    def keys(store: Store, runs: Sequence[Run]) -> dict[str, tuple]:
+        """Run id -> key of several runs, read in one statement (a pool of ten runs needs all)."""
+        return browse.report_keys(store, [r.id for r in runs])
+
+    def pooled(self, store: Store, runs: Sequence[Run], what: str, compute: Callable[[dict[str, tuple]], Any]) -> Any:
+        """A result over several runs, reused while none of them changes (memory only); compute
+        gets the runs' keys (run id -> key), so reading their reports asks the store no more."""
+        keys = self.keys(store, runs)
+        key = tuple((r.id, keys.get(r.id)) for r in runs)
+        return self._memo(("+".join(r.id for r in runs), what), key, lambda: compute(keys))
 
     def clear(self, run_id: str) -> None:
         with self._lock:

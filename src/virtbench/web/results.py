@@ -135,7 +135,7 @@ def pooled_rows(store: Store, cache: ReportCache, runs: Sequence[Run], baseline:
     if len(images) > 1:
         return _apart(store, cache, images, baseline, inference, bootstrap)
     what = f"pooled:{baseline}:{int(inference)}{int(bootstrap)}"
-    return cache.pooled(store, runs, what, lambda: _pool(store, cache, runs, baseline, inference, bootstrap))
+    return cache.pooled(store, runs, what, lambda keys: _pool(store, cache, runs, baseline, inference, bootstrap, keys))
 
 
 def image_tag(run: Run) -> str:
@@ -162,7 +162,7 @@ def _apart(store: Store, cache: ReportCache, images: dict[str, list[Run]], basel
 
 
 def _pool(store: Store, cache: ReportCache, runs: Sequence[Run], baseline: str, inference: bool = True,
-          bootstrap: bool = True) -> tuple[list[Row], list[str], list[str]]:
+          bootstrap: bool = True, keys: dict[str, tuple] | None = None) -> tuple[list[Row], list[str], list[str]]:
     blabels, notes = _labels(runs, "benchmarks", "key", "benchmark")
     plabels, pnotes = _labels(runs, "platforms", "name", "platform")
     notes += pnotes
@@ -174,7 +174,7 @@ def _pool(store: Store, cache: ReportCache, runs: Sequence[Run], baseline: str, 
     platforms: list[str] = []
     offset = 0
     for run in runs:
-        rows, fails = cache.rows(store, run.id)
+        rows, fails = cache.rows(store, run.id, (keys or {}).get(run.id))
         last = -1
         for r in rows:  # the rows are grouped already: relabel and concatenate, sample by sample in order
             key = (blabels.get((run.id, r.benchmark), r.benchmark), r.metric,
