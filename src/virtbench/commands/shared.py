@@ -20,18 +20,29 @@ db_option = click.option("--db", "db_url", envvar="VIRTBENCH_DB", default=None,
                          help="SQLAlchemy URL of the results store (default: SQLite under /var/lib/virtbench).")
 
 
+BLAS_THREADS = "OPENBLAS_NUM_THREADS"
+
+
+def one_blas_thread() -> bool:
+    """numpy's OpenBLAS with one thread in this process, unless the user chose: a report's or a
+    comparison's matrix products are small, and a second thread spinning for work costs more
+    CPU than it saves (a tenth of a second for a report of 100,000 samples; 47 -> 30 ms for a
+    first pooled comparison in the web app). Only effective before numpy loads. True when set
+    here, so the caller can keep it from processes that run benchmarks (the web's worker)."""
+    if BLAS_THREADS in os.environ:
+        return False
+    os.environ[BLAS_THREADS] = "1"
+    return True
+
+
 @contextmanager
 def one_shot() -> Iterator[None]:
     """Settings for a command that reads, computes once and exits (`report`), where a user waits
-    for start-up and all: numpy's OpenBLAS with one thread (its matrix products are small here,
-    and the second thread spins for work: a tenth of a second of CPU for a report of 100,000
-    samples; only effective before numpy loads, and such a command starts no benchmark that
-    could inherit it), and no cyclic garbage collection while it runs (it makes next to none,
-    and the collector's passes over 100,000 sample tuples cost 0.05-0.1 s). Restored after, for
-    callers in a longer-lived process (tests) and what they start."""
-    set_here = "OPENBLAS_NUM_THREADS" not in os.environ
-    if set_here:
-        os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    for start-up and all: one OpenBLAS thread (one_blas_thread), and no cyclic garbage
+    collection while it runs (it makes next to none, and the collector's passes over 100,000
+    sample tuples cost 0.05-0.1 s). Both restored after, for callers in a longer-lived process
+    (tests) and what they start."""
+    set_here = one_blas_thread()
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -40,4 +51,4 @@ def one_shot() -> Iterator[None]:
         if enabled:
             gc.enable()
         if set_here:
-            os.environ.pop("OPENBLAS_NUM_THREADS", None)
+            os.environ.pop(BLAS_THREADS, None)

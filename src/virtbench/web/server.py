@@ -17,6 +17,7 @@ import sys
 
 import click
 
+from ..commands.shared import BLAS_THREADS, one_blas_thread
 from ..store.db import Store, redact
 from .settings import Settings, loopback_hosts
 
@@ -31,8 +32,9 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
         pass
 
 
-def start_worker(db_url: str) -> subprocess.Popen:
-    env = dict(os.environ, VIRTBENCH_DB=db_url)
+def start_worker(db_url: str, drop: tuple[str, ...] = ()) -> subprocess.Popen:
+    """The worker process; drop: variables of this process's environment it must not inherit."""
+    env = {k: v for k, v in os.environ.items() if k not in drop} | {"VIRTBENCH_DB": db_url}
     return subprocess.Popen([sys.executable, "-m", "virtbench", "worker"], env=env, preexec_fn=_die_with_parent)
 
 
@@ -49,6 +51,7 @@ def stop_worker(proc: subprocess.Popen | None) -> None:
 
 def serve(*, db_url: str | None, host: str, port: int, token: str | None, private: bool, worker: bool,
           secure_cookies: bool = False, log_level: str = "warning") -> None:
+    blas_set = one_blas_thread()  # before the app imports numpy
     import uvicorn
 
     from .app import create_app
@@ -68,7 +71,7 @@ def serve(*, db_url: str | None, host: str, port: int, token: str | None, privat
         say("warning: a token shorter than 16 characters is easy to guess")
     if host not in ("127.0.0.1", "localhost", "::1") and not private:
         say("warning: listening beyond this host and not --private: anyone who can reach it reads the results")
-    proc = start_worker(store.url) if worker else None
+    proc = start_worker(store.url, (BLAS_THREADS,) if blas_set else ()) if worker else None
     if proc:
         say(f"worker started (pid {proc.pid}); stop both with Ctrl-C")
     try:
