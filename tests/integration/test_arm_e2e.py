@@ -9,6 +9,7 @@ on that host runs under TCG on a loaded 2-core machine: minutes. integration + s
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -28,10 +29,12 @@ def test_local_and_an_emulated_arm64_host_side_by_side(env, tmp_path):
     t0 = time.monotonic()
     built = cli(env, "image", "build", "--arch", "arm64")  # the campaign's (quick) image for the board
     assert built.returncode == 0, built.stdout + built.stderr
+    board_image = re.search(r" at \S*/images/([0-9a-f]{16})\b", built.stdout)
+    assert board_image, built.stdout
     t_image = time.monotonic() - t0
     with qemu_host("arm64", memory="2G") as arm:
         name = arm.spec.name
-        campaign = {"name": "arm-e2e", "repetitions": 2, "warmups": 0,
+        campaign = {"name": "arm-e2e", "repetitions": 2, "warmups": 0, "image": {"profile": "quick"},
                     "hosts": ["local", arm.spec.model_dump(exclude_none=True)],
                     "platforms": ["native", "runc"],
                     "benchmarks": [{"name": "openssl", "seconds": 1}, {"name": "sysbench-cpu", "time": 1}]}
@@ -53,6 +56,9 @@ def test_local_and_an_emulated_arm64_host_side_by_side(env, tmp_path):
                        and r["n"] == 2 for r in rows), (host, platform)
     shipped = report["hosts"]["hosts"][name]["shipped"]
     assert shipped and shipped["bytes"] > 0
+    # the board gets the image `image build --arch arm64` made, not another one built during the run
+    assert any(s["what"] == f"image {board_image[1]}" for s in shipped["sent"]) or \
+        f"image {board_image[1]}" in shipped["skipped"], (board_image[1], shipped)
     # hdrhistogram has no aarch64 wheel on the package index: built here from its sdist (#20)
     assert any(b["requirement"].startswith("hdrhistogram==") for b in shipped["built"]), shipped["built"]
     assert not report["hosts"]["hosts"]["local"].get("shipped"), "nothing is shipped to the controller"

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from hostsupport.qemu_host import qemu_host, skip_unless_affordable
+from virtbench import host as hostfacts
 from virtbench import proc
 from virtbench.hosts.ssh import SSHExecutor
 from virtbench.images.arch import emulation
@@ -92,3 +93,31 @@ def test_the_parsers_read_the_arm64_builds_run_on_the_guests_own_kernel(arm64, t
             values = bench.parse(res.stdout, res.stderr, source=f"{name} on the arm64 guest")
             assert sorted(values) == sorted(m.name for m in bench.metrics())
             assert all(v > 0 for v in values.values())
+
+
+def test_a_board_booted_without_the_memory_controller_refuses_a_memory_limit_naming_it_and_the_fix(env, tmp_path):
+    """#20's bad input, for real: the arm64 guest booted with `cgroup_disable=memory`, as
+    Raspberry Pi OS boots a board. A campaign limiting runc's memory there is one line naming the
+    board and the cgroup_enable=memory fix, exit 2, and nothing is built, shipped or started."""
+    import yaml
+
+    from hostsupport.qemu_host import cli
+
+    _needs("arm64")
+    with qemu_host("arm64", name="pi", kernel_args=("cgroup_disable=memory",)) as board:
+        cgroups = board.ssh(["cat", "/proc/cgroups"]).stdout
+        assert "disabled" in hostfacts.memory_controller_problem(cgroups), cgroups
+        campaign = tmp_path / "c.yaml"
+        campaign.write_text(yaml.safe_dump({
+            "name": "pi-memory", "repetitions": 1, "hosts": ["local", board.spec.model_dump(exclude_none=True)],
+            "platforms": ["native", {"name": "small", "type": "runc", "options": {"memory": "256M"}}],
+            "benchmarks": [{"name": "openssl", "seconds": 1}]}))
+        res = cli(env, "run", str(campaign), "--no-report", timeout=600)
+        work_dir = board.ssh(["ls", "-A", board.spec.work_dir], check=False)
+    assert res.returncode == 2, res.stdout[-2000:] + res.stderr[-2000:]
+    error = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
+    assert len(error) == 1 and error[0].startswith("error: host pi: "), res.stderr
+    assert "memory controller is disabled" in error[0] and "small cannot limit memory" in error[0]
+    assert "cgroup_enable=memory" in res.stderr
+    assert not work_dir.ok or not work_dir.stdout.strip(), f"something was shipped: {work_dir.stdout}"
+    assert "pi-memory" not in cli(env, "runs").stdout, "a run was started"

@@ -97,3 +97,20 @@ def test_a_failed_build_leaves_nothing_mounted_under_its_chroot(tmp_path: Path) 
     proc.run(["mount", "-t", "tmpfs", "tmpfs", str(work / "chroot/proc")], timeout=30)
     _unmount_under(work)
     assert str(work) not in Path("/proc/self/mountinfo").read_text() and not work.exists()
+
+
+def test_cli_without_binfmt_refuses_a_cross_build_with_exit_2_before_mmdebstrap(monkeypatch, tmp_path: Path) -> None:
+    """A fresh x86 machine (no qemu-user-static, binfmt_misc not mounted): `image build --arch
+    arm64` is one error naming the mount and the registration, exit 2, and nothing is run."""
+    from virtbench.images import build as build_mod
+
+    real = arch.emulation
+    monkeypatch.setattr(arch, "emulation", lambda a, **kw: real(a, binfmt_dir=tmp_path / "none", native="amd64"))
+    ran: list[list[str]] = []
+    monkeypatch.setattr(build_mod.proc, "run", lambda argv, **kw: ran.append(list(argv)))
+    result = CliRunner().invoke(cli, ["image", "build", "--arch", "arm64", "--force"])
+    assert getattr(result.exception, "exit_code", None) == 2, result.output
+    err = result.exception
+    assert isinstance(err, InputError) and "cannot build an image for arm64 here" in err.message
+    assert "binfmt_misc is not mounted" in err.message and "update-binfmts --enable qemu-aarch64" in (err.fix or "")
+    assert ran == [] and "\n" not in err.message

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -87,3 +88,39 @@ def test_two_clock_figures_refused_when_clocks_differ(monkeypatch):
     assert pairs["p50"]["valid"] and pairs["p50"]["timing"] == "one clock"  # a round trip: always valid
     close = {"b": {"clock": {"offset_s": 0.0000005, "uncertainty_s": 0.0000001}}}
     assert cross_pairs(_run(), [_row("avg", 10.0)], close)[0]["valid"]  # 0.6 us < 10 % of 10 us
+
+
+def test_a_remote_host_without_the_memory_controller_is_refused_before_anything_is_built_or_shipped(monkeypatch):
+    """#20: Raspberry Pi OS boots with cgroup_disable=memory. A campaign limiting memory on such
+    a board refuses at the cheap checks, naming the board and the fix: nothing is built here,
+    shipped there or started (before, the refusal came from the host's agent after shipping)."""
+    from virtbench.platforms.base import Paths
+    from virtbench.runner import hosts
+
+    calls: list[object] = []
+
+    class Board:
+        def __init__(self, spec, runtime):
+            self.spec = spec
+
+        def open(self):
+            calls.append("open")
+
+        def run(self, argv, **kw):
+            calls.append(argv)
+            text = "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpu\t0\t1\t1\nmemory\t0\t1\t0\n"
+            return SimpleNamespace(ok=True, returncode=0, stdout=text if argv == ["cat", "/proc/cgroups"] else "",
+                                   stderr="")
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(hosts, "SSHExecutor", Board)
+    monkeypatch.setattr(hosts, "prepare", lambda *a, **k: calls.append("prepare"))
+    monkeypatch.setattr(hosts, "_prepare_remote", lambda *a, **k: calls.append("ship"))
+    c = campaign(platforms=["native", {"name": "small", "type": "runc", "options": {"memory": "256M"}}])
+    with pytest.raises(InputError) as exc:
+        hosts.prepare_parts(c, Paths(Path("/nonexistent-state"), Path("/nonexistent-run")), 1, lambda m: None)
+    assert exc.value.message.startswith("host b: ") and "small cannot limit memory" in exc.value.message
+    assert "disabled" in exc.value.message and "cgroup_enable=memory" in exc.value.fix
+    assert "prepare" not in calls and "ship" not in calls and len(exc.value.message.splitlines()) == 1

@@ -110,7 +110,7 @@ def require_buildable(release: str, arch: str) -> Emulation:
     check_release_arch(release, arch)
     emu = emulation(arch)
     if not emu.ok:
-        raise InputError(f"cannot build a {arch} image here: {emu.reason}", emu.fix)
+        raise InputError(f"cannot build an image for {arch} here: {emu.reason}", emu.fix)
     return emu
 
 

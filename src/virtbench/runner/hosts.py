@@ -35,7 +35,15 @@ from . import crosspair
 from .agent import decode, without
 from .execute import Outcome, Reporter, execute, session_details
 from .plan import schedule
-from .session import Session, build_objects, image_recipe, prepare, with_platform_packages
+from .session import (
+    Session,
+    build_objects,
+    image_recipe,
+    memory_limited,
+    prepare,
+    refuse_unlimited_memory,
+    with_platform_packages,
+)
 
 UNREACHED = "not reached:"
 """Error prefix of an execution a lost host never ran (resume measures these)."""
@@ -94,6 +102,9 @@ def prepare_parts(campaign: Campaign, paths: Paths, seed: int, log: Any) -> tupl
             if not part.spec.is_local:
                 part.executor = SSHExecutor(part.spec, paths.runtime)
                 part.executor.open()  # host key, reachability, root or sudo: InputError naming the host
+                if limited := memory_limited(session):  # a board booted without it (Raspberry Pi OS): refused now
+                    cgroups = part.executor.run(["cat", "/proc/cgroups"], timeout=30, check=False).stdout
+                    refuse_unlimited_memory(part.name, limited, cgroups)
         if any(p.spec.is_local for p in parts):
             prepare(session, log=log)
         else:

@@ -59,14 +59,27 @@ def outer_of(session: Session, name: str) -> Platform | None:
     return session.platforms[inside] if inside else None
 
 
+def memory_limited(session: Session) -> list[str]:
+    """The platforms on the host whose instances get a memory limit (a cgroup memory controller
+    is needed; a VM's memory is its own)."""
+    on_host = {n: p for n, p in session.platforms.items() if outer_of(session, n) is None}
+    return [n for n, p in on_host.items() if p.kind != "vm" and getattr(p.options, "memory", None)]
+
+
+def refuse_unlimited_memory(host: str, limited: list[str], cgroups: str | None = None) -> None:
+    """One line naming the host and the fix when `limited` platforms need a memory controller
+    the host's kernel lacks or disables (Raspberry Pi OS). cgroups: that host's /proc/cgroups
+    (None: this host's)."""
+    if limited and (why := hostfacts.memory_controller_problem(cgroups)):
+        raise InputError(f"host {host}: {why}, so {', '.join(limited)} cannot limit memory",
+                         hostfacts.MEMORY_CGROUP_FIX)
+
+
 def check_available(session: Session, log: Callable[[str], None] = lambda _m: None) -> None:
     """Probe what runs on this host; a stacked platform's runtime runs in its VM instead."""
     on_host = {n: p for n, p in session.platforms.items() if outer_of(session, n) is None}
     types = sorted({p.type for p in on_host.values()})
-    limited = [n for n, p in on_host.items() if p.kind != "vm" and getattr(p.options, "memory", None)]
-    if limited and (why := hostfacts.memory_controller_problem()):
-        raise InputError(f"host {socket.gethostname()}: {why}, so {', '.join(limited)} cannot limit memory",
-                         hostfacts.MEMORY_CGROUP_FIX)
+    refuse_unlimited_memory(socket.gethostname(), memory_limited(session))
     session.availability = probe_types(types, session.paths, log)
     for name, platform in on_host.items():
         verdict = session.availability[platform.type]
