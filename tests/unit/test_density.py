@@ -389,7 +389,7 @@ def cparent(usage_mib: int, cache_mib: int = 0, *, some: float | None = None, fu
     # at its limit but calm: page cache fills a host's memory, reclaim gives it back
     (reading(21000, some=1.0, full=0.0), cparent(1020, 700), None),
     # full of what reclaim cannot give back (anon, no swap; kernel memory): its floor, 10 % = 102 MiB
-    (reading(21000, some=1.0, full=0.0), cparent(1000, 20), "available memory 44 MiB below 102 MiB"),
+    (reading(21000, some=1.0, full=0.0), cparent(1000, 20), "available memory 44.0 MiB below 102.4 MiB"),
     (reading(21000, some=1.0, full=0.0), cparent(900, 10), None),        # 134 MiB available
     # far from its limit: a host-wide stall is not the confined host's (v1: another engineer's,
     # or one instance thrashing inside its own 64M limit, failcnt rising)

@@ -292,7 +292,7 @@ class Guard:
         if avail is not None:
             reading["confined_available"] = avail
             if avail < floor:
-                return (f"{size}: available memory {avail / MIB:.0f} MiB below {floor / MIB:.0f} MiB (usage "
+                return (f"{size}: available memory {avail / MIB:.1f} MiB below {floor / MIB:.1f} MiB (usage "
                         f"{(p.usage or 0) / MIB:.0f} MiB, of which {(p.reclaimable or 0) / MIB:.0f} MiB "
                         f"reclaimable page cache) ({when})")
         if not reading.get("parent_at_limit_recently"):
