@@ -280,3 +280,44 @@ def test_a_signal_during_create_is_cleaned_up_through_the_platform():
     fleet2.add()
     fleet2.close()
     assert _Platform.cleaned == ["r1"]  # a normal close needs no sweep
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not Path("/sys/fs/cgroup/memory").is_dir(),
+                    reason="needs root and a cgroup v1 memory hierarchy")
+def test_the_brake_kills_each_instance_s_processes_at_once_and_nothing_else():
+    """A trip or a signal: the processes of every instance's own cgroup below the parent are
+    SIGKILLed at once (one lxc-stop after another took minutes for 1024 thrashing containers);
+    the parent's own processes (LXC's monitors) and anything outside are left to the stops."""
+    import subprocess
+    import uuid
+
+    parent = f"vb-test-brake-{uuid.uuid4().hex[:6]}"
+    root = Path("/sys/fs/cgroup/memory") / parent
+    procs = []
+    try:
+        for d in ("inst1", "inst2/sub"):
+            (root / d).mkdir(parents=True)
+        for d in ("inst1", "inst2/sub", ""):
+            p = subprocess.Popen(["sleep", "300"])
+            (root / d / "cgroup.procs").write_text(str(p.pid))
+            procs.append(p)
+        stopped = []
+        plat = SimpleNamespace(stop=lambda inst: stopped.append(inst))
+        fleet = Fleet(plat, None, "r", "p", None, parent,
+                      members=[Member("i1", f"{parent}/inst1"), Member("i2", f"{parent}/inst2"),
+                               Member("outside", "/")], created=["i1", "i2"])
+        fleet.kill()
+        assert [p.wait(timeout=10) for p in procs[:2]] == [-9, -9]
+        assert procs[2].poll() is None                       # the parent's own process lives
+        assert stopped == ["i1", "i2"]                       # then the ordinary stops
+        with pytest.raises(ValueError):
+            cgroups.kill_tasks("/")
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+        for d in ("inst2/sub", "inst2", "inst1", ""):
+            try:
+                (root / d).rmdir()
+            except OSError:
+                pass
