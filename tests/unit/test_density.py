@@ -389,7 +389,7 @@ def cparent(usage_mib: int, cache_mib: int = 0, *, some: float | None = None, fu
     # at its limit but calm: page cache fills a host's memory, reclaim gives it back
     (reading(21000, some=1.0, full=0.0), cparent(1020, 700), None),
     # full of what reclaim cannot give back (anon, no swap; kernel memory): its floor, 10 % = 102 MiB
-    (reading(21000, some=1.0, full=0.0), cparent(1000, 20), "available memory 44 MiB below 102 MiB"),
+    (reading(21000, some=1.0, full=0.0), cparent(1000, 20), "available memory 44.0 MiB below 102.4 MiB"),
     (reading(21000, some=1.0, full=0.0), cparent(900, 10), None),        # 134 MiB available
     # far from its limit: a host-wide stall is not the confined host's (v1: another engineer's,
     # or one instance thrashing inside its own 64M limit, failcnt rising)
@@ -455,3 +455,29 @@ def test_the_next_instance_that_would_not_fit_trips_the_guard_before_it_starts()
     host = Guard(GuardSettings(), read=lambda: reading(1100))
     host.costliest = 354 * MIB
     assert "MemAvailable 1100 MiB minus the 354 MiB" in host.next_fits("before instance 5").reason
+
+
+def test_the_guard_walks_the_parent_s_subtree_only_when_the_cheap_readings_do_not_decide(monkeypatch):
+    """1024 LXC instances in 1 GiB (this machine): the parent sat at its limit, host PSI full
+    93 %, and no trip came for 10 minutes. Each reading summed memory.failcnt over ~3000 cgroup
+    directories, CPU-starved among 1024 busy containers. The confined host's judgement needs
+    only the parent's usage, peak, memory.stat and the host's PSI; the walk is for attributing
+    a stall when the parent is not at its limit."""
+    from virtbench.experiments import density_guard
+    from virtbench.platforms import cgroups as cg
+
+    walks: list[str] = []
+    usage = [1024 * MIB]
+    monkeypatch.setattr(cg, "is_v2", lambda: False)
+    monkeypatch.setattr(cg, "memory_usage", lambda rel: usage[0])
+    monkeypatch.setattr(cg, "memory_reclaimable", lambda rel: 8 * MIB)
+    monkeypatch.setattr(cg, "memory_peak", lambda rel: usage[0])
+    monkeypatch.setattr(cg, "limit_hits", lambda rel: walks.append(rel) or 0)
+    guard = Guard(GuardSettings(confined_min_available=0), read=lambda: reading(21000, some=99.9, full=93.7),
+                  parent=lambda: density_guard.read_parent("p", 1024 * MIB))
+    trip = guard.check("workload at 1024")
+    assert trip is not None and "confined host of 1024 MiB thrashing" in trip.reason and walks == []
+    guard._near_seen -= 31
+    usage[0] = 300 * MIB            # far from its limit: whose stall? now the walk is needed
+    guard.check("later")
+    assert walks == ["p"] and guard.series[-1]["parent"]["failcnt"] == 0

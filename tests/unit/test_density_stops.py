@@ -280,3 +280,69 @@ def test_a_signal_during_create_is_cleaned_up_through_the_platform():
     fleet2.add()
     fleet2.close()
     assert _Platform.cleaned == ["r1"]  # a normal close needs no sweep
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not Path("/sys/fs/cgroup/memory").is_dir(),
+                    reason="needs root and a cgroup v1 memory hierarchy")
+def test_the_brake_kills_each_instance_s_processes_at_once_and_nothing_else():
+    """A trip or a signal: the processes of every instance's own cgroup below the parent are
+    SIGKILLed at once (one lxc-stop after another took minutes for 1024 thrashing containers);
+    the parent's own processes (LXC's monitors) and anything outside are left to the stops."""
+    import subprocess
+    import uuid
+
+    parent = f"vb-test-brake-{uuid.uuid4().hex[:6]}"
+    root = Path("/sys/fs/cgroup/memory") / parent
+    procs = []
+    try:
+        for d in ("inst1", "inst2/sub"):
+            (root / d).mkdir(parents=True)
+        for d in ("inst1", "inst2/sub", ""):
+            p = subprocess.Popen(["sleep", "300"])
+            (root / d / "cgroup.procs").write_text(str(p.pid))
+            procs.append(p)
+        stopped = []
+        plat = SimpleNamespace(stop=lambda inst: stopped.append(inst))
+        fleet = Fleet(plat, None, "r", "p", None, parent,
+                      members=[Member("i1", f"{parent}/inst1"), Member("i2", f"{parent}/inst2"),
+                               Member("outside", "/")], created=["i1", "i2"])
+        fleet.kill()
+        assert [p.wait(timeout=10) for p in procs[:2]] == [-9, -9]
+        assert procs[2].poll() is None                       # the parent's own process lives
+        assert stopped == ["i1", "i2"]                       # then the ordinary stops
+        with pytest.raises(ValueError):
+            cgroups.kill_tasks("/")
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+        for d in ("inst2/sub", "inst2", "inst1", ""):
+            try:
+                (root / d).rmdir()
+            except OSError:
+                pass
+
+
+def test_a_memory_benchmark_s_throughput_is_shown_beside_density_s_own_memory_samples():
+    """mbw's metrics have the category `memory`, as density's bookkeeping (memory per instance,
+    the parent's peak) does: the table and figure of a 1 GiB mbw campaign showed no throughput."""
+    import json as _json
+
+    from virtbench.report.density import STOP_KEY, density_data
+
+    def smp(eid, metric, inst, value, cat):
+        return SimpleNamespace(execution_id=eid, metric=metric, instance=inst, value=value, category=cat, unit="MiB/s")
+
+    execs = [SimpleNamespace(id=1, platform="lxc", benchmark="density[count=2]", round=1, status="ok", error="",
+                             duration_s=12.0),
+             SimpleNamespace(id=2, platform="lxc", benchmark=STOP_KEY, round=1, status="ok", error="",
+                             stdout=_json.dumps({"platform": "lxc", "max_count": 2, "stop_reason": "guard"}))]
+    samples = [smp(1, "memcpy", 1, 14931.6, "memory"), smp(1, "memcpy", 2, 14670.7, "memory"),
+               smp(1, "memcpy", 0, 14801.2, "memory"), smp(1, "memcpy_total", 0, 29602.3, "memory"),
+               smp(1, "memory_per_instance", 0, 352256.0, "memory"), smp(1, "parent_memory_peak", 0, 37e6, "memory"),
+               smp(1, "start_spread", 0, 0.002, "sync"), smp(1, "overlap", 0, 0.87, "sync")]
+    store = SimpleNamespace(executions=lambda run_id: execs, samples=lambda run_id, per_instance=True: samples)
+    entry = density_data(store, SimpleNamespace(id="r"))[0]
+    point = entry["points"][0]
+    assert point["per_instance_mean"] == 14801.2 and point["aggregate"] == 29602.3, point
+    assert point["memory_per_instance_bytes"] == 352256.0

@@ -45,6 +45,7 @@ MemAvailable floor itself is judged as before: the host stays protected.
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -100,6 +101,10 @@ class ParentPressure:
     failcnt: int | None = None
     """How often a memory limit was hit in the parent's subtree: its own or an instance's
     (v1 memory.failcnt summed, v2 memory.events `max`): either stalls the experiment's tasks."""
+    hits: Callable[[], int | None] | None = field(default=None, compare=False, repr=False)
+    """Reads `failcnt` when it is needed (the reading walks every cgroup of the subtree: with
+    1024 LXC instances about 3000 directories, far too slow under the thrash the guard must
+    stop, so the cheap readings decide first)."""
     peak: int | None = None
     """v1 memory.max_usage_in_bytes: the highest usage since the workload window began (the
     fleet resets it then). This kernel's v1 failcnt stays 0 at the limit; the peak does not."""
@@ -137,8 +142,8 @@ def read_parent(relative: str, limit: int) -> ParentPressure:
         except (OSError, ValueError):
             psi = None
     return ParentPressure(cgroups.memory_usage(relative), limit, psi.some_avg10 if psi else None,
-                          psi.full_avg10 if psi else None, cgroups.memory_reclaimable(relative),
-                          cgroups.limit_hits(relative),
+                          psi.full_avg10 if psi else None, cgroups.memory_reclaimable(relative), None,
+                          lambda: cgroups.limit_hits(relative),
                           None if psi is not None else cgroups.memory_peak(relative))
 
 
@@ -215,8 +220,7 @@ class Guard:
         p = self.parent() if self.parent is not None else None
         if p is not None:
             reading["parent"] = p.as_dict()
-            reading["parent_hit_recently"] = self._hit_recently(p)
-            reading["parent_at_limit_recently"] = self._at_limit_recently()
+            reading["parent_at_limit_recently"] = self._at_limit(p)
         limits = self.thresholds(r.mem_total, p.limit if p is not None else None)
         why = None
         if r.mem_available < limits["min_available"]:
@@ -288,7 +292,7 @@ class Guard:
         if avail is not None:
             reading["confined_available"] = avail
             if avail < floor:
-                return (f"{size}: available memory {avail / MIB:.0f} MiB below {floor / MIB:.0f} MiB (usage "
+                return (f"{size}: available memory {avail / MIB:.1f} MiB below {floor / MIB:.1f} MiB (usage "
                         f"{(p.usage or 0) / MIB:.0f} MiB, of which {(p.reclaimable or 0) / MIB:.0f} MiB "
                         f"reclaimable page cache) ({when})")
         if not reading.get("parent_at_limit_recently"):
@@ -319,6 +323,10 @@ class Guard:
                    or (some is not None and some > self.settings.max_psi_some))
         if p is None or not pressed:
             return some, full
+        if p.failcnt is None and p.hits is not None:  # only now: the slow subtree walk
+            p = dataclasses.replace(p, failcnt=p.hits())
+            reading["parent"]["failcnt"] = p.failcnt
+        reading["parent_hit_recently"] = self._hit_recently(p)
         if p.psi_some_avg10 is not None:  # v2: subtract the parent's own stalls
             some = max(0.0, (some or 0.0) - p.psi_some_avg10)
             full = None if full is None else max(0.0, full - (p.psi_full_avg10 or 0.0))
@@ -337,6 +345,13 @@ class Guard:
                                      f"{r.mem_available / MIB:.0f} MiB; PSI full judged")
         return None, full
 
+    def _at_limit(self, p: ParentPressure) -> bool:
+        """The parent at its limit now (usage, or while a workload runs its peak since the
+        window began), or seen there within RECENT seconds: cheap readings only."""
+        if p.near_limit or (self._window and p.peaked):
+            self._near_seen = time.monotonic()
+        return time.monotonic() - self._near_seen <= RECENT
+
     def _hit_recently(self, p: ParentPressure) -> bool:
         """Near its limit now, or seen near it / its limit-hit counter rose within RECENT
         seconds. The guard's own sightings matter: this kernel's v1 memory.failcnt stayed 0
@@ -354,10 +369,6 @@ class Guard:
         recent_hits = self._parent_hits is not None and now - self._parent_hits[1] <= RECENT
         return at_limit or recent_hits or now - self._near_seen <= RECENT
 
-    def _at_limit_recently(self) -> bool:
-        """The parent itself (not an instance inside its own limit) was seen at its limit within
-        RECENT seconds (`_hit_recently` updated the sighting for this reading)."""
-        return time.monotonic() - self._near_seen <= RECENT
 
     def wait_calm(self, seconds: float = 120.0, sleep: float = 2.0) -> bool:
         """Before a fresh probe: wait until no threshold is crossed (PSI averages decay over

@@ -20,8 +20,10 @@ from .model import Section, Table
 
 STOP_KEY = "density-stop"
 _COUNT = re.compile(r"^density\[count=(\d+)\]$")
-_NOT_WORKLOAD = ("memory", "sync")
-"""Sample categories of a count that are not the workload's throughput."""
+_BOOKKEEPING = ("memory_per_instance", "mem_available_drop_per_instance", "parent_memory_peak")
+"""Samples of a count that are density's own (category `memory`, as a memory benchmark's
+metrics are too: mbw's vanished from the table and the figure when the category decided),
+besides the `sync` category."""
 
 REASONS = {
     "start_failure": "an instance did not start",
@@ -58,7 +60,7 @@ def density_data(store: Store, run: Run) -> list[dict[str, Any]]:
             continue
         count = int(m.group(1))
         samples = by_exec.get(e.id, [])
-        work = [s for s in samples if s.category not in _NOT_WORKLOAD]
+        work = [s for s in samples if s.category != "sync" and s.metric not in _BOOKKEEPING]
         per = sorted((s.instance, s.value) for s in work if s.instance > 0 and not s.metric.endswith("_total"))
         mean = next((s.value for s in work if s.instance == 0 and not s.metric.endswith("_total")), None)
         total = next((s.value for s in work if s.metric.endswith("_total")), None)
