@@ -237,3 +237,10 @@ def _fstype(path: Path, root: Path) -> str:
             if (target == mp or target.startswith(mp.rstrip("/") + "/")) and len(mp) >= len(best):
                 best, fstype = mp, parts[2]
     return fstype
+
+
+def emulated(vm: str) -> bool:
+    """Whether a host's virtualization (host.virtualization()['vm']) is QEMU without KVM:
+    systemd-detect-virt says 'qemu' for a TCG guest (every instruction translated), 'kvm' with
+    KVM. Its numbers measure the emulator on another CPU, not the machine it imitates."""
+    return vm.split(" ")[0] == "qemu"

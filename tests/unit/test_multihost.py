@@ -124,3 +124,38 @@ def test_a_remote_host_without_the_memory_controller_is_refused_before_anything_
     assert exc.value.message.startswith("host b: ") and "small cannot limit memory" in exc.value.message
     assert "disabled" in exc.value.message and "cgroup_enable=memory" in exc.value.fix
     assert "prepare" not in calls and "ship" not in calls and len(exc.value.message.splitlines()) == 1
+
+
+def test_a_campaign_on_boards_only_builds_no_image_for_the_controllers_own_architecture(monkeypatch):
+    """#20: a campaign whose only host is an armhf board needs the armhf image; the controller
+    (x86) took part in nothing, yet its own image was built first (109 s on a fresh machine)."""
+    from virtbench.platforms.base import Paths
+    from virtbench.runner import hosts
+
+    class Stop(Exception):
+        pass
+
+    class Board:
+        def __init__(self, spec, runtime):
+            self.spec = spec
+
+        def open(self):
+            pass
+
+        def run(self, argv, **kw):
+            out = {"uname": "armv7l", "python3": "3.11"}.get(argv[0], "")
+            return SimpleNamespace(ok=True, returncode=0, stdout=out + "\n", stderr="")
+
+        def close(self):
+            pass
+
+    built: list[str] = []
+    monkeypatch.setattr(hosts, "SSHExecutor", Board)
+    monkeypatch.setattr(hosts.images, "build", lambda recipe, **kw: built.append(recipe.arch) or
+                        SimpleNamespace(arch=recipe.arch, root=Path("/nonexistent")))
+    monkeypatch.setattr(hosts.ship, "ensure_virtbench", lambda *a, **k: (_ for _ in ()).throw(Stop()))
+    c = parse_campaign({"name": "t", "hosts": [{"name": "pi2", "address": "192.0.2.2"}], "platforms": ["native"],
+                        "benchmarks": [{"name": "openssl"}]})
+    with pytest.raises(Stop):
+        hosts.prepare_parts(c, Paths(Path("/nonexistent-state"), Path("/nonexistent-run")), 1, lambda m: None)
+    assert built == ["armhf"]

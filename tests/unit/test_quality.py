@@ -77,6 +77,8 @@ def test_host_conditions():
     unknown = q.host_conditions({**quiet, "governor": "unknown (no cpufreq)"})
     assert [f.severity for f in unknown] == ["info"]
     assert q.host_conditions({}) == []
+    tcg = " ".join(f.message for f in q.host_conditions({**quiet, "virtualization": {"vm": "qemu"}}))
+    assert "emulated machine (QEMU TCG" in tcg and "itself a VM" not in tcg  # an emulated board (#20)
 
 
 def test_run_checks():

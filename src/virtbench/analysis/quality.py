@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..boards import emulated
 from . import special, stats
 
 DRIFT_MIN_N = 5
@@ -216,7 +217,10 @@ def host_conditions(facts: dict[str, Any]) -> list[Flag]:
         out.append(Flag("host", "info", "turbo boost on: the clock depends on temperature and on how many "
                         "cores are busy; watch for drift"))
     virt = facts.get("virtualization")
-    if isinstance(virt, dict) and virt.get("vm") not in (None, "", "none"):
+    if isinstance(virt, dict) and emulated(str(virt.get("vm") or "")):
+        out.append(Flag("host", "warn", "the host is an emulated machine (QEMU TCG, no KVM): its numbers measure "
+                        "the emulator on another CPU, not the hardware it imitates"))
+    elif isinstance(virt, dict) and virt.get("vm") not in (None, "", "none"):
         out.append(Flag("host", "warn", f"the host is itself a VM ({virt.get('vm')}): overheads are relative "
                         "to this VM, not to bare metal"))
     return out

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..analysis.summary import Row
+from ..boards import emulated
 from ..store.db import Store
 from ..store.models import Run
 from .model import Section, Table
@@ -28,12 +29,6 @@ def hardware(facts: dict[str, Any]) -> dict[str, Any]:
             "cpus": facts.get("cpus"), "board": facts.get("board", ""), "aes": bool(crypto.get("aes")),
             "crypto": crypto, "storage": (facts.get("storage") or {}).get("kind", ""),
             "virtualized": vm, "emulated": emulated(vm)}
-
-
-def emulated(vm: str) -> bool:
-    """systemd-detect-virt says 'qemu' for a QEMU guest without KVM (TCG: every instruction
-    translated), 'kvm' with it."""
-    return vm.split(" ")[0] == "qemu"
 
 
 def throttled(store: Store, run: Run) -> list[dict[str, Any]]:

@@ -27,6 +27,7 @@ from ..analysis import quality
 from ..analysis.summary import Row
 from ..analysis.tables import geomean
 from ..analysis.verdict import combine
+from ..boards import emulated
 
 CATEGORIES = ("cpu", "memory", "storage", "network", "application", "lifecycle", "kernel")
 """The headline's categories, in order ('storage' is shown as disk)."""
@@ -139,7 +140,7 @@ def host_notes(facts: Mapping[str, Any]) -> list[str]:
     if facts.get("arch"):
         crypto = facts.get("crypto") or {"aes": bool(facts.get("aes"))}
         out.append(f"{facts['arch']}, AES {'yes' if crypto.get('aes') else 'no'}")
-    if vm.split(" ")[0] == "qemu":  # systemd-detect-virt: 'qemu' is TCG, 'kvm' with KVM (report/boards.py)
+    if emulated(vm):
         out.append("emulated (QEMU TCG): its numbers measure the emulator, not a board")
     elif vm not in ("", "none"):
         out.append(f"host is itself a VM ({vm}): costs are relative to it")
