@@ -99,8 +99,19 @@ def density_data(store: Store, run: Run) -> list[dict[str, Any]]:
             "mem_total": summary.get("mem_total"), "guard_thresholds": summary.get("guard_thresholds"),
             "duration_s": summary.get("duration_s"), "probes": summary.get("probes", []), "points": pts,
             "min_overlap": summary.get("min_overlap"),
+            "confined_memory_per_instance_bytes": confined_cost(top),
         })
     return out
+
+
+def confined_cost(point: dict[str, Any] | None) -> float | None:
+    """What one instance cost the confined host at the maximum: the parent's memory peak during
+    that count's workload over the count. The instances' own cgroups count far less (an idle
+    LXC container: 0.2 MiB, while a 1 GiB parent filled at 2.3 MiB per container), and it is the
+    parent's usage that the guard and the OOM killer judge, so this is what explains the maximum."""
+    if not point or not point.get("count") or point.get("parent_memory_peak_bytes") is None:
+        return None
+    return point["parent_memory_peak_bytes"] / point["count"]
 
 
 def figures(entries: list[dict[str, Any]]) -> list[FigureSpec]:
@@ -164,6 +175,12 @@ def notes(entries: list[dict[str, Any]]) -> list[str]:
         if e["confined"]:
             out.append(f"{e['platform']}: cgroup-confined host: all instances under one parent cgroup of "
                        f"{_mib(e['host_memory'])} (memory and memory+swap), on a host of {_mib(e['mem_total'])}.")
+            if (cost := e.get("confined_memory_per_instance_bytes")) is not None:
+                out.append(f"{e['platform']}: why the maximum is {e['max_count']}: at that count the confined host "
+                           f"held {_mib(cost * e['max_count'])} at its peak during the workload, "
+                           f"{_mib(cost)} per instance (each instance's own cgroup: "
+                           f"{_mib(e['memory_per_instance_bytes'])} at idle; the rest is what the parent is charged "
+                           f"beyond that, the workload's own memory included).")
         evidence = e["stop_evidence"]
         brief = {k: v for k, v in evidence.items() if k in ("oom_kills", "oom_counters", "limit", "reading",
                                                             "error", "failures", "total", "kernel_log")}

@@ -1,0 +1,34 @@
+"""The density report explains its maximum by what each instance cost the confined host."""
+from __future__ import annotations
+
+from virtbench.report import density
+
+MIB = 2**20
+
+
+def _entry(**over):
+    top = {"count": 398, "ok": True, "parent_memory_peak_bytes": 933.8 * MIB, "overlap": 0.51}
+    entry = {"platform": "lxc-64m", "confined": True, "host_memory": 1024 * MIB, "mem_total": 24105 * MIB,
+             "max_count": 398, "stop_reason": "guard", "stop_detail": "confined host of 1024 MiB: ...",
+             "stop_evidence": {}, "memory_per_instance_bytes": 0.2 * MIB, "points": [top],
+             "confined_memory_per_instance_bytes": density.confined_cost(top), "min_overlap": 0.5}
+    return {**entry, **over}
+
+
+def test_the_confined_cost_is_the_parent_peak_over_the_count():
+    # the run of 2026-11-26: 398 LXC containers, parent peak 933.8 MiB: 2.3 MiB each, not the 0.2
+    # MiB their own cgroups count
+    assert round(density.confined_cost({"count": 398, "parent_memory_peak_bytes": 933.8 * MIB}) / MIB, 2) == 2.35
+    assert density.confined_cost(None) is None
+    assert density.confined_cost({"count": 4, "parent_memory_peak_bytes": None}) is None
+
+
+def test_the_notes_say_why_the_maximum_is_where_it_is():
+    text = "\n".join(density.notes([_entry()]))
+    assert "why the maximum is 398" in text
+    assert "933.8 MiB" in text and "2.3 MiB per instance" in text and "0.2 MiB at idle" in text
+
+
+def test_an_unconfined_run_says_nothing_of_a_parent():
+    text = "\n".join(density.notes([_entry(confined=False)]))
+    assert "why the maximum" not in text
