@@ -89,7 +89,9 @@ def test_the_wrapper_waits_boosted_and_the_tool_runs_at_its_given_niceness(shell
     -10, where the instance may: root here) its fork/exec on the way does not wait behind them
     (64 LXC instances spread their starts over 5 s of a 10 s window at nice 0). The tool runs
     at the niceness the wrapper was given (3 here), as the baseline does."""
-    tool = ["sh", "-c", "echo tool=$(nice) wrapper=$(($(ps -o ni= -p $PPID)))"]
+    # the wrapper's niceness from /proc (field 19), not ps: under busybox sh an unprivileged
+    # user's `ps` can be busybox's applet, which has no -p, and the reading came out 0
+    tool = ["sh", "-c", "echo tool=$(nice) wrapper=$(cut -d' ' -f19 /proc/$PPID/stat)"]
     deadline = time.time_ns() + 300_000_000
     r = subprocess.run(["nice", "-n", "3", *shell, *ds.wrap(tool, deadline)[1:]], capture_output=True,
                        text=True, timeout=30)
