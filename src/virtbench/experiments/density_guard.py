@@ -347,7 +347,8 @@ class Guard:
 
     def _at_limit(self, p: ParentPressure) -> bool:
         """The parent at its limit now (usage, or while a workload runs its peak since the
-        window began), or seen there within RECENT seconds: cheap readings only."""
+        window began: it tells the parent reached its limit in this window even when a 0.5 s
+        reading missed the moment), or seen there within RECENT seconds: cheap readings only."""
         if p.near_limit or (self._window and p.peaked):
             self._near_seen = time.monotonic()
         return time.monotonic() - self._near_seen <= RECENT
@@ -361,14 +362,8 @@ class Guard:
             if self._parent_hits is None or p.failcnt > self._parent_hits[0]:
                 # the first reading cannot tell when earlier hits were: not recent (the safe side)
                 self._parent_hits = (p.failcnt, now if self._parent_hits is not None else float("-inf"))
-        # while a workload runs, the peak (reset when its window began) tells that the parent
-        # reached its limit in this window even when a 0.5 s reading missed the moment
-        at_limit = p.near_limit or (self._window and p.peaked)
-        if at_limit:
-            self._near_seen = now
         recent_hits = self._parent_hits is not None and now - self._parent_hits[1] <= RECENT
-        return at_limit or recent_hits or now - self._near_seen <= RECENT
-
+        return self._at_limit(p) or recent_hits
 
     def wait_calm(self, seconds: float = 120.0, sleep: float = 2.0) -> bool:
         """Before a fresh probe: wait until no threshold is crossed (PSI averages decay over

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -337,9 +338,6 @@ def kill_tasks(relative: str) -> int:
     density guard's brake: stopping 1024 thrashing containers one by one took minutes while
     the host stalled, a kill of their processes frees their memory at once. Never the
     hierarchy's root."""
-    import os
-    import signal
-
     if not relative.strip("/"):
         raise ValueError("refusing to kill every process of the root cgroup")
     d = memory_dir(relative)
