@@ -213,3 +213,22 @@ def test_qemu_virt_has_no_model_and_is_named_by_its_compatible_string(tmp_path: 
     dt.mkdir(parents=True)
     (dt / "compatible").write_bytes(b"linux,dummy-virt\x00")
     assert boards.board_model(tmp_path) == "linux,dummy-virt"
+
+
+def test_a_run_on_one_remote_board_is_described_by_the_board_not_the_controller() -> None:
+    """The headline's and the intro's host facts: a campaign whose only host is a Pi measured
+    the Pi; with several hosts each is described apart and the controller stays the 'host'."""
+    from virtbench.report import summary
+    from virtbench.store.models import Run
+
+    laptop = {"hostname": "laptop", "arch": "x86_64", "crypto": {"aes": True}, "cpus": 8}
+    pi = {"hostname": "pi", "arch": "aarch64", "crypto": {"aes": False}, "cpus": 4,
+          "virtualization": {"vm": "none"}}
+    one = Run(campaign={}, host_facts=laptop, provenance={"hosts": {"pi": {"facts": pi}}})
+    assert report_boards.measured_on(one)["hostname"] == "pi"
+    assert summary.headline_json(one, [])["host"][0] == "aarch64, AES no"
+    two = Run(campaign={}, host_facts=laptop, provenance={"hosts": {"local": {"facts": {}}, "pi": {"facts": pi}}})
+    assert report_boards.measured_on(two)["hostname"] == "laptop"
+    doc = summary.headline_json(two, [])
+    assert doc["host"][0] == "x86_64, AES yes" and doc["hosts"]["pi"][0] == "aarch64, AES no"
+    assert report_boards.measured_on(Run(host_facts=laptop, provenance={}))["hostname"] == "laptop"

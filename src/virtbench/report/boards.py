@@ -74,6 +74,16 @@ def host_facts(run: Run) -> list[tuple[str, dict[str, Any]]]:
     return out or [(str(facts(run).get("hostname") or "local"), facts(run))]
 
 
+def measured_on(run: Run) -> dict[str, Any]:
+    """The facts of the host the numbers were measured on when there is one: a campaign whose
+    only host is a board reached over SSH measured the board, not the controller that ran
+    virtbench; several hosts keep the controller's facts here (each host is described apart)."""
+    from .summary import facts
+
+    hosts = host_facts(run)
+    return dict(hosts[0][1]) if len(hosts) == 1 and hosts[0][1] else facts(run)
+
+
 def build(store: Store, run: Run) -> Section | None:
     hosts = {name: hardware(f) for name, f in host_facts(run)}
     events = throttled(store, run)

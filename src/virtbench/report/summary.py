@@ -165,7 +165,7 @@ def headline_json(run: Run, rows: Sequence[Row]) -> dict[str, Any]:
     """Per platform its kind, verdict per category and biggest cost; the host facts that matter."""
     lines = headline.headline([(p.name, p.type, p.config or {}) for p in run.platforms], rows,
                               run.baseline)
-    return headline.to_json(lines, facts(run), boards.host_facts(run))
+    return headline.to_json(lines, boards.measured_on(run), boards.host_facts(run))
 
 
 def tables_json(run: Run, rows: Sequence[Row]) -> dict[str, Any]:

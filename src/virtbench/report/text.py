@@ -67,10 +67,6 @@ def cell(v: Any, wide: bool = False) -> str:
     return escape(str(v))
 
 
-def _facts(run: Run) -> dict[str, Any]:
-    return {**(run.host.facts if run.host else {}), **run.host_facts}
-
-
 def render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: Console,
            detail: bool = False, wide: bool = False, sections: Sequence[Section] = ()) -> None:
     """Headline first, then the report's layout (report/layout.py: results, lifecycle,
@@ -87,7 +83,7 @@ def render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: C
 
 
 def _intro(run: Run, rows: list[Row], console: Console) -> None:
-    facts = _facts(run)
+    facts = boards.measured_on(run)
     console.print(f"[bold]virtbench run {run.id}[/bold] ({run.name}, {run.status})")
     render_headline(run, rows, console)
     console.print()
@@ -205,7 +201,7 @@ def render_headline(run: Run, rows: Sequence[Row], console: Console) -> None:
     if labels:
         console.print("[dim]platforms: " + escape("; ".join(f"{k} = {v}" for k, v in labels.items())) + "[/dim]")
     hosts = boards.host_facts(run)
-    for name, facts in hosts if len(hosts) > 1 else [("", _facts(run))]:
+    for name, facts in hosts if len(hosts) > 1 else [("", boards.measured_on(run))]:
         notes = H.host_notes(facts)
         if notes:
             console.print(f"[dim]host{' ' + escape(name) if name else ''}: " + escape("; ".join(notes)) + "[/dim]")
