@@ -5,10 +5,10 @@ the parent cgroup is at, or was recently at, its limit) had been tried on made-u
 only: every real trip came from the available-memory floor. Here a real 64 MiB parent cgroup
 (`cgroups.Confinement`, as `host_memory:` makes it) holds a real workload
 (`hostsupport/thrash.py`, started inside it from its first page) that pins most of the limit
-in anonymous memory (no swap: reclaim cannot take it) and reads a file on a disk filesystem,
-larger than what is left, over and over. Each pass evicts the pages of the last one and
-reads them back: the reader spends its time in reclaim and refaults, which the kernel counts
-as memory stalls, while the parent sits at its limit, its available memory (limit minus what
+in anonymous memory (no swap: reclaim cannot take it) and reads random pages of a file on a
+disk filesystem a little larger than what is left: its working set does not fit, every miss
+is a refault after a reclaim, which the kernel counts as memory stalls (half the time, here),
+while the parent sits at its limit, its available memory (limit minus what
 reclaim cannot give back) stays above the floor and nothing is OOM-killed. A real Guard fed
 the parent's real readings must trip on the confined host thrashing, naming the PSI values
 and the parent's usage; the workload, the cgroup and the file are removed whatever happens.
@@ -35,18 +35,27 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 THRASH = Path(__file__).resolve().parents[1] / "hostsupport" / "thrash.py"
 LIMIT = 64 * MIB
 ANON_MIB = 40
-"""Pinned by the workload: with its interpreter (about 8 MiB) it leaves about 16 MiB of the
+"""Pinned by the workload: with its interpreter (about 4 MiB) it leaves about 20 MiB of the
 limit to page cache, well above the 6.4 MiB floor (10 % of the limit): the floor must not be
 what trips."""
-FILE_MIB = 48
-"""Three times what is left for page cache: every pass must read the file back from disk."""
+FILE_MIB = 24
+"""A little more than the page cache left: stalled about half the time (thrash.py's
+docstring has the measurements; a file twice that size stalls far less)."""
 DISK_DIRS = ("/var/tmp", "/var/lib")
 MEMORY_FS = {"tmpfs", "ramfs", "devtmpfs", "overlay", "squashfs"}
-SOME, FULL = 40.0, 10.0
-"""The guard's defaults: the workload makes the confined host thrash beyond them (measured
-here: see the docstring of test_a_thrashing_confined_host_trips_the_guard)."""
+SOME, FULL = 20.0, 5.0
+"""Half the guard's defaults (40 %, 10 %). At the defaults the test tripped here at load
+0.3-1.2 after 4.0, 16.1 and 8.5 s, the second only just (full avg10 10.01 %), and at load 2
+the same workload stalled some 30 %, full 18 % of the time (thrash.py): other engineers'
+work on the 2 CPUs dilutes PSI, so at the defaults the test would fail for the machine's
+load, not for the guard. What is under test is the rule (the confined parent's stalls judged
+while it is at its limit), not the default values; half of them is still far above a calm
+host (avg10 below 1 % here) and the test first waits for the host to be calm."""
 DEADLINE = 30.0
 INTERVAL = 0.5
+CALM = 20.0
+"""Seconds to wait for the host's PSI to settle below half the thresholds before starting:
+a stall already in avg10 (another test's, another engineer's) must not be what trips."""
 
 
 def _skip_reason() -> str | None:
@@ -78,6 +87,22 @@ def _file(path: Path, mib: int) -> None:
         os.posix_fadvise(out.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
 
 
+def _host_psi() -> tuple[float, float]:
+    from virtbench.probes.hostpressure import parse_psi
+
+    psi = parse_psi(Path("/proc/pressure/memory").read_text())
+    return psi.some_avg10, psi.full_avg10 or 0.0
+
+
+def _wait_calm() -> None:
+    deadline = time.monotonic() + CALM
+    while (psi := _host_psi())[0] >= SOME / 2 or psi[1] >= FULL / 2:
+        if time.monotonic() > deadline:
+            pytest.skip(f"the host stays under memory pressure (PSI some/full avg10 {psi[0]}/{psi[1]} %): "
+                        "a trip could not be told from it")
+        time.sleep(1)
+
+
 def _psi_share(before: str, after: str, seconds: float) -> dict[str, float]:
     """Exact share of wall time stalled (%) between two /proc/pressure/memory readings."""
     from virtbench.probes.hostpressure import parse_psi
@@ -91,7 +116,8 @@ def _psi_share(before: str, after: str, seconds: float) -> dict[str, float]:
 
 @pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")
 def test_a_thrashing_confined_host_trips_the_guard():
-    """Thresholds are the defaults (some 40 %, full 10 %)."""
+    """The guard trips on the confined host thrashing, not on its floor, with the workload
+    alive and never OOM-killed; thresholds: SOME and FULL (why half the defaults: there)."""
     rel = f"virtbench-test-thrash-{os.getpid()}"
     conf = cgroups.Confinement(rel, LIMIT)
     data = _disk_dir() / f"virtbench-test-thrash-{os.getpid()}.bin"
@@ -100,6 +126,7 @@ def test_a_thrashing_confined_host_trips_the_guard():
     proc = None
     try:
         _file(data, FILE_MIB)
+        _wait_calm()
         conf.create()
         empty = guard.check("empty parent")
         assert empty is None or "confined host" not in empty.reason, empty.reason
@@ -141,6 +168,8 @@ def test_a_thrashing_confined_host_trips_the_guard():
     psi = parent if cgroups.is_v2() else trip.reading
     some, full = psi["psi_some_avg10"], psi["psi_full_avg10"]
     assert (full is not None and full > FULL) or some > SOME, trip.reading
-    named = f"{full:.1f}%" if "full avg10" in trip.reason else f"{some:.1f}%"
-    assert named in trip.reason, (named, trip.reason)
+    kind = "full" if "full avg10" in trip.reason else "some"
+    assert f"{full if kind == 'full' else some:.1f}%" in trip.reason, trip.reason
+    # the stall is real, not a rounding of avg10: the exact stall time over the run says so too
+    assert share[kind] > (FULL if kind == "full" else SOME), seen
     print(f"tripped {seen}: {trip.reason}")
