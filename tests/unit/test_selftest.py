@@ -104,6 +104,15 @@ def test_aa_judge():
     assert aa.judge("inconclusive", "noise +-4 %").passed is False
 
 
+def test_aa_judge_after_a_first_difference_measured_again():
+    """One false difference is the rule's designed 5 %: the repetition decides."""
+    j = aa.judge("same", "same within +-2%: +0.1 %", ("slower", "slower by 2.4 %"))
+    assert j.passed and "first comparison came out slower" in j.measured
+    j = aa.judge("slower", "slower by 2.2 %", ("slower", "slower by 2.4 %"))
+    assert j.passed is False and "twice in a row" in j.reason
+    assert aa.judge("inconclusive", "noise +-4 %", ("faster", "faster by 3 %")).passed is False
+
+
 class _Fixed(Check):
     name = "fixed"
     title = "test"
