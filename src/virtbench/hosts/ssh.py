@@ -22,9 +22,13 @@ from .inventory import HostSpec
 
 SSH = "ssh"
 CONNECT_TIMEOUT = 10
-ALIVE_INTERVAL = 5
-ALIVE_COUNT = 3
-"""A dead host is noticed within about ALIVE_INTERVAL * ALIVE_COUNT seconds."""
+ALIVE_INTERVAL = 15
+ALIVE_COUNT = 8
+"""A silent host is given up after about ALIVE_INTERVAL * ALIVE_COUNT seconds (2 min); a host
+that goes down or whose sshd dies closes the connection and is noticed at once. 15 s (5 x 3)
+lost an emulated arm64 board in a CI run: its sshd fell silent while the guest wrote the
+329 MiB image it had just been sent and started the agent under TCG; a Pi writing to its SD
+card stalls the same way."""
 PERSIST = 120
 """Seconds the shared connection outlives its last session."""
 UNREACHABLE = 255

@@ -23,7 +23,7 @@ from .. import host as hostfacts
 from .. import proc
 from ..config import Campaign, cross_host
 from ..errors import InputError, VirtbenchError
-from ..hosts import ship
+from ..hosts import ship, ssh
 from ..hosts.inventory import HostSpec
 from ..hosts.ssh import SSHExecutor
 from ..images import build as images
@@ -377,6 +377,10 @@ def _run_parts(store: Store, run_id: str, campaign: Campaign, session: Session |
     return Outcome(run_id, total, failed)
 
 
+_SILENT = (f"connection closed: the host closed it, or did not answer SSH keepalives for "
+           f"{ssh.ALIVE_INTERVAL * ssh.ALIVE_COUNT} s")
+
+
 def _remote_part(store: Store, run_id: str, campaign: Campaign, part: Part, reporter: Reporter,
                  stop: threading.Event) -> None:
     assert part.executor is not None
@@ -408,7 +412,7 @@ def _remote_part(store: Store, run_id: str, campaign: Campaign, part: Part, repo
             part.status = "finished"
             return
         part.reason = end.get("message") or (
-            f"host {part.name} lost (ssh exit {rc}: {_tail(part.stream.stderr()) or 'connection closed'})"
+            f"host {part.name} lost (ssh exit {rc}: {_tail(part.stream.stderr()) or _SILENT})"
             if rc == 255 or not end else f"agent ended {end.get('status', '?')}")
     except VirtbenchError as exc:
         part.reason = f"host {part.name}: {exc}"
