@@ -70,13 +70,22 @@ def test_crashed_sandbox_removed_by_cleanup(paths, image, run_id):
 
 
 def test_kvm_mode_decided_by_trying(paths):
-    """Each mode the installed runsc lists is tried with a bounded timeout; the verdict has a reason."""
+    """Each mode the installed runsc lists is tried with a bounded timeout; the verdict has a reason.
+    Nothing of a probe stays, not even for a mode whose sandbox hung (kvm without working KVM
+    left an empty cgroup per hierarchy and runsc's lock file each time)."""
+    def probe_cgroups() -> set[Path]:
+        return set(Path("/sys/fs/cgroup").glob("virtbench/vb-probe-*")) | set(
+            Path("/sys/fs/cgroup").glob("*/virtbench/vb-probe-*"))
+
+    before = probe_cgroups()
     for mode in installed_modes()[0]:
         v = try_mode(paths, mode, timeout=20)
         assert v.reason.startswith(f"runsc --platform={mode}")
         if mode == "ptrace":
             assert v.available, v.reason
     assert not list((paths.runtime / "probe").glob("runsc-*")) if (paths.runtime / "probe").is_dir() else True
+    assert probe_cgroups() <= before, sorted(map(str, probe_cgroups() - before))
+    assert not list((paths.runtime / "runsc").glob("vb-probe-*")) if (paths.runtime / "runsc").is_dir() else True
 
 
 def test_campaign_runsc_cpu_native_syscalls_dearer(paths, tmp_path):

@@ -153,6 +153,7 @@ class _OCIRuntime(Platform):
             finally:
                 with suppress(Exception):  # best effort: `cleanup` removes what is left
                     proc.run([*rt, "delete", "--force", name], timeout=30, check=False)
+                forget_probe(name)
 
     @classmethod
     def probe_failed(cls, exc: Exception, fix: str) -> Availability:
@@ -289,6 +290,14 @@ def _v2_controllers() -> str:
         except OSError:
             continue
     return ""
+
+
+def forget_probe(name: str) -> None:
+    """Remove the empty cgroups a probe container may leave: a runtime whose container never
+    finished (runsc on a KVM that does not run guests) deletes it without its cgroups, one
+    empty `virtbench/vb-probe-...` per hierarchy each time the host is probed."""
+    with suppress(Exception):
+        cgroups.remove_cgroups(f"virtbench/{name}")
 
 
 def _rt(runtime: str, paths: Paths) -> list[str]:

@@ -27,7 +27,7 @@ from .. import proc
 from ..errors import CommandError, InputError
 from . import mounts
 from .base import Availability, Executor, Paths, PlatformOptions
-from .oci import _OCIRuntime, _rt, build_oci_config
+from .oci import _OCIRuntime, _rt, build_oci_config, forget_probe
 
 Mode = Literal["ptrace", "systrap", "kvm"]
 PROBE_TIMEOUT = 30.0
@@ -90,8 +90,11 @@ def try_mode(paths: Paths, mode: str, timeout: float = PROBE_TIMEOUT) -> Availab
         try:
             proc.run([*_rt("runsc", paths), "delete", "--force", name], timeout=30, check=False)
             mounts.safe_rmtree(bundle)
+            for lock in (paths.runtime / "runsc").glob(f"{name}_sandbox:*.lock"):  # a hung sandbox's
+                lock.unlink(missing_ok=True)
         except Exception:  # noqa: BLE001
             pass
+        forget_probe(name)
 
 
 class Runsc(_OCIRuntime):
