@@ -16,12 +16,12 @@ estimate was +0.7 % [-0.3 to +1.7 %]: medians of unpaired halves carry the drift
 """
 from __future__ import annotations
 
-import math
 import statistics
 from typing import Any, ClassVar
 
 from .. import proc
 from ..analysis import verdict as vd
+from ..analysis.tables import geomean
 from ..images import build as images
 from ..platforms.base import EXEC_ENV
 from ..registry import BENCHMARKS
@@ -33,12 +33,6 @@ PAIRS = 8
 MAX_PAIRS = 24
 PARAMS: dict[str, Any] = {"algorithm": "aes-128-cbc", "bytes": 1024, "multi": 1, "seconds": 1}
 METRIC = "throughput"
-
-
-def paired_ratio(through: list[float], direct: list[float]) -> float:
-    """The geometric mean of the per-turn ratios through/direct."""
-    n = min(len(through), len(direct))
-    return math.exp(sum(math.log(t / d) for t, d in zip(through[:n], direct[:n])) / n)
 
 
 def _decide(through: list[float], direct: list[float], tolerance: float) -> vd.Verdict:
@@ -68,7 +62,7 @@ def judge(through: list[float], direct: list[float], tolerance: float = TOLERANC
     of twenty by chance once pairs are added while undecided."""
     if len(through) < 2 or len(direct) < 2 or any(v <= 0 for v in (*through, *direct)):
         return Judgement(False, "-", "too few (positive) values to compare")
-    ratio = paired_ratio(through, direct)
+    ratio = geomean(t / d for t, d in zip(through, direct)) or 0.0  # per turn; values checked positive above
     medians = statistics.median(through) / statistics.median(direct)
     v = _decide(through, direct, tolerance)
     shown = (f"{ratio:.4f} of direct (paired, {min(len(through), len(direct))} pairs; medians {medians:.4f}; "
