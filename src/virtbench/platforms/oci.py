@@ -272,7 +272,9 @@ class _OCIRuntime(Platform):
         if run_id is None:
             probes = paths.runtime / "probe"
             for d in sorted(probes.glob(f"{cls.runtime}-*")) if probes.is_dir() else []:
-                proc.run([*rt, "delete", "--force", d.name.split("-", 1)[1]], timeout=30, check=False)
+                probe = d.name.split("-", 1)[1]
+                proc.run([*rt, "delete", "--force", probe], timeout=30, check=False)
+                forget_probe(probe)
                 mounts.safe_rmtree(d)
                 removed.append(f"probe bundle {d}")
             removed += bridge.remove_bridge_if_unused()
