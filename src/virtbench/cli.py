@@ -165,9 +165,12 @@ def image_prune(everything: bool, dry_run: bool) -> None:
 @click.option("--wait", is_flag=True, help="If another run is measuring on this host, wait for it instead of refusing.")
 @click.option("--probe", "probes", multiple=True, metavar="NAME",
               help="With --quick: a probe beside every execution (energy, perf, pressure; repeat for several).")
+@click.option("--dynamic-inventory", is_flag=True,
+              help="Let ansible-inventory run the campaign's inventory script or plugin (it runs as this user; "
+                   "without this flag an inventory is read as YAML or INI data only).")
 @db_option
 def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_report: bool, wait: bool,
-        probes: tuple[str, ...], db_url: str | None) -> None:
+        probes: tuple[str, ...], dynamic_inventory: bool, db_url: str | None) -> None:
     """Run a campaign (YAML file), the quick campaign, or resume a run."""
     from .config import campaign_path, load_campaign
     from .report.progress import RichReporter
@@ -186,7 +189,8 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
     paths = _paths()
     reporter = RichReporter(console)
     if campaign_file:
-        campaign = load_campaign(campaign_file)  # validated before the store is even opened
+        # validated before the store is even opened
+        campaign = load_campaign(campaign_file, dynamic_inventory=dynamic_inventory)
     store = _store(db_url)
     what = f"run {resume_id}" if resume_id else "the quick campaign" if quick else f"campaign {campaign.name!r}"
     with hostlock.hold(paths, f"`virtbench run` of {what}", wait=wait, log=reporter.log):

@@ -30,6 +30,7 @@ from .errors import InputError
 from .experiments.registry import DEFAULT as DEFAULT_EXPERIMENT
 from .experiments.registry import EXPERIMENTS
 from .hosts.inventory import HostSpec, parse_hosts
+from .images.build import Mirror
 from .images.guest import PlatformImage
 from .registry import BENCHMARKS, PLATFORMS, PROBES, hint
 
@@ -41,7 +42,7 @@ class ImageSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     profile: str = Field("auto", description="quick, full, or auto (smallest profile holding the tools)")
     release: str = Field("bookworm", description="Debian release of the guest image")
-    mirrors: tuple[str, ...] = Field((), description="apt source lines instead of the default ones (as "
+    mirrors: tuple[Mirror, ...] = Field((), description="apt source lines instead of the default ones (as "
                                      "`image build --mirror`): a local mirror, or a suite caught mid-sync")
 
 
@@ -130,11 +131,12 @@ class Campaign(BaseModel):
 
     @field_validator("hosts", mode="before")
     @classmethod
-    def _hosts(cls, v: Any) -> Any:
-        """Inline entries or an Ansible inventory; stored resolved, so a resumed run needs no file."""
+    def _hosts(cls, v: Any, info: ValidationInfo) -> Any:
+        """Inline entries or an Ansible inventory; stored resolved, so a resumed run needs no file.
+        A dynamic inventory only runs when the caller's context says the CLI user asked for it."""
         if v is None:
             return []
-        return parse_hosts(v)
+        return parse_hosts(v, dynamic=bool((info.context or {}).get("dynamic_inventory")))
 
     @model_validator(mode="before")
     @classmethod
@@ -528,12 +530,13 @@ def _first_error(exc: ValidationError, where: str, model: type[BaseModel] | None
     return f"{field}: {err['msg']}{more}"
 
 
-def parse_campaign(data: Any, source: str = "<campaign>") -> Campaign:
-    """Validate a campaign mapping; raise one InputError line naming source, field and fix."""
+def parse_campaign(data: Any, source: str = "<campaign>", *, dynamic_inventory: bool = False) -> Campaign:
+    """Validate a campaign mapping; raise one InputError line naming source, field and fix.
+    dynamic_inventory: the CLI user allowed ansible-inventory to run an inventory script/plugin."""
     if not isinstance(data, dict):
         raise InputError(f"{source}: a campaign must be a mapping with name, platforms and benchmarks")
     try:
-        return Campaign(**data)
+        return Campaign.model_validate(data, context={"dynamic_inventory": dynamic_inventory})
     except InputError as exc:
         raise InputError(f"{source}: {exc.message}", exc.fix) from None
     except ValidationError as exc:
@@ -561,7 +564,7 @@ def campaign_path(path: str | Path) -> Path:
     return shipped if not p.is_file() and p.parent == Path(".") and shipped.is_file() else p
 
 
-def load_campaign(path: str | Path) -> Campaign:
+def load_campaign(path: str | Path, *, dynamic_inventory: bool = False) -> Campaign:
     p = campaign_path(path)
     if not p.is_file():
         names = ", ".join(sorted(f.stem for f in SHIPPED.glob("*.yaml")))
@@ -569,7 +572,7 @@ def load_campaign(path: str | Path) -> Campaign:
                          f"give the path of a YAML campaign file, or a shipped campaign: {names or 'none'}")
     if p.stat().st_size > MAX_CAMPAIGN_BYTES:
         raise InputError(f"{p}: larger than {MAX_CAMPAIGN_BYTES} bytes; not a campaign file")
-    return parse_campaign(load_yaml(p.read_text(), str(p)), str(p))
+    return parse_campaign(load_yaml(p.read_text(), str(p)), str(p), dynamic_inventory=dynamic_inventory)
 
 
 def load_yaml(text: str, source: str) -> Any:

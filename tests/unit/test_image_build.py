@@ -16,3 +16,73 @@ def test_force_rebuild_refuses_an_image_in_use(monkeypatch, tmp_path):
     monkeypatch.setattr(build, "mounts_using", lambda root: ["/var/lib/virtbench/instances/x/root"])
     with pytest.raises(InputError, match="in use"):
         build.build(recipe, tmp_path, force=True)
+
+
+# -- mirrors reach mmdebstrap's command line (issue 25) --------------------------------------------
+CAMPAIGN = {"name": "m", "platforms": ["native"], "benchmarks": ["openssl"]}
+BAD_MIRRORS = ["--setup-hook=touch /tmp/vb-pwned", "-", "/etc/shadow", "deb.debian.org/debian",
+               "deb http://deb.debian.org/debian bookworm main\ndeb http://evil/ x main",
+               "http://deb.debian.org/$(id)", "ftp://deb.debian.org/debian",
+               "deb http://deb.debian.org/debian bookworm main; touch /tmp/x", "deb --setup-hook=x bookworm main"]
+GOOD_MIRRORS = ["http://deb.debian.org/debian", "https://[2001:db8::1]:3142/debian", "file:///srv/mirror",
+                "deb http://deb.debian.org/debian bookworm-updates main contrib",
+                "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg arch=amd64] "
+                "https://deb.debian.org/debian bookworm main"]
+
+
+@pytest.mark.parametrize("mirror", BAD_MIRRORS)
+def test_a_mirror_that_is_not_a_mirror_is_refused_when_the_campaign_is_parsed(mirror):
+    from virtbench.config import parse_campaign
+
+    with pytest.raises(InputError) as exc:
+        parse_campaign({**CAMPAIGN, "image": {"mirrors": [mirror]}}, "c.yaml")
+    assert "mirror" in exc.value.message and "\n" not in exc.value.message
+
+
+@pytest.mark.parametrize("mirror", GOOD_MIRRORS)
+def test_urls_and_deb_lines_are_mirrors(mirror):
+    from virtbench.config import parse_campaign
+
+    assert parse_campaign({**CAMPAIGN, "image": {"mirrors": [mirror]}}, "c.yaml").image.mirrors == (mirror,)
+
+
+def test_image_build_mirror_option_is_refused_before_anything_runs(monkeypatch, capsys):
+    from virtbench import cli
+
+    monkeypatch.setattr(build, "build", lambda *a, **k: pytest.fail("the build started"))
+    monkeypatch.setattr("sys.argv", ["virtbench", "image", "build", "--mirror=--setup-hook=touch /tmp/vb-pwned"])
+    with pytest.raises(SystemExit) as exc:
+        cli.main()
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.startswith("error: mirror") and len(err.strip().splitlines()) == 2
+
+
+def test_mmdebstrap_takes_suite_target_and_mirrors_after_a_double_dash(monkeypatch, tmp_path):
+    from virtbench import proc
+    from virtbench.errors import CommandError
+    from virtbench.images.arch import Emulation
+
+    calls: list[list[str]] = []
+
+    def run(argv, **_kw):
+        calls.append(list(argv))
+        raise CommandError(list(argv), 100, "", "E: apt-get update failed")
+
+    monkeypatch.setattr(proc, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(build, "require_buildable", lambda r, a: Emulation(a, True, True, "native"))
+    monkeypatch.setattr(proc, "run", run)
+    recipe = build.Recipe(release="bookworm", arch="amd64", profile="quick", packages=("fio",),
+                          mirrors=("http://deb.debian.org/debian",))
+    with pytest.raises(CommandError):
+        build.build(recipe, tmp_path)
+    assert len(calls) == 2  # the build, then its verbose --simulate retry
+    for argv in calls:
+        dash = argv.index("--")
+        assert argv[dash + 1:dash + 2] == ["bookworm"] and argv[-1] == "http://deb.debian.org/debian"
+        assert all(a.startswith("--") or a == "mmdebstrap" for a in argv[:dash])
+    assert "--simulate" in calls[1][:calls[1].index("--")]
+
+
+def test_a_recipe_made_directly_is_checked_too():
+    with pytest.raises(InputError, match="not a mirror"):
+        build.Recipe(release="bookworm", arch="amd64", profile="quick", packages=(), mirrors=("--setup-hook=x",))

@@ -55,3 +55,19 @@ def test_the_report_says_what_was_built_and_what_the_host_had():
     text = _shipped(s.public())
     assert text.startswith("3.0 MiB in 1 files sent, 0 present")
     assert "built from sdists: hdrhistogram" in text and "the host's Debian python3-numpy 1.24.2" in text
+
+
+def test_scp_takes_every_file_after_a_double_dash(monkeypatch, tmp_path: Path):
+    """A file name is never an scp option (issue 25): `--` ends them before the sources."""
+    from virtbench import proc
+    from virtbench.hosts.inventory import HostSpec
+    from virtbench.hosts.ssh import SSHExecutor
+
+    calls: list[list[str]] = []
+    monkeypatch.setattr(proc, "run", lambda argv, **_kw: calls.append(list(argv)) or proc.Result(list(argv), 0, "", "", 0))
+    ex = SSHExecutor(HostSpec(name="b", address="192.0.2.5"), tmp_path)
+    wheel = tmp_path / "-oProxyCommand=x.whl"
+    wheel.write_bytes(b"w")
+    ship.send(ex, [wheel], "/var/lib/virtbench-remote/ship", ship.Shipment(), "wheel")
+    scp = next(a for a in calls if a[0] == "scp")
+    assert scp.index("--") < scp.index(str(wheel)) and scp[-1] == "root@192.0.2.5:/var/lib/virtbench-remote/ship/"

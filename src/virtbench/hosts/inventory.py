@@ -1,16 +1,18 @@
 """Hosts a campaign runs on: inline in the campaign, or read from an Ansible inventory.
 
 Users already keep their machines in Ansible inventories (YAML or INI, with groups, ranges,
-group_vars and plugins). Rather than re-implement that format, an inventory is read with
-`ansible-inventory --list`, Ansible's own reader, so a file means exactly what it means to
-Ansible; it runs as a subprocess (argv list) and only when a campaign names an inventory, so
-virtbench neither imports nor bundles Ansible (GPL). Missing tool, file or group: one line
-naming the fix, exit 2, before anything starts.
+group_vars). Validating a campaign (CLI or web) must run nothing, so an inventory is read as
+data by `inventory_files` (Ansible's YAML and INI formats, its precedence of variables);
+a dynamic inventory (a script, a plugin configuration, a directory) is refused unless the CLI
+user asks for it (`run --dynamic-inventory`), and then only `ansible-inventory` runs it, with
+a private HOME and an empty configuration. Missing tool, file or group: one line naming the
+fix, exit 2, before anything starts; no message quotes the file or a variable's value.
 """
 from __future__ import annotations
 
 import json
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .. import proc
 from ..errors import InputError
+from . import inventory_files
 
 LOCAL = "local"
 """The inventory name of the machine virtbench is started on (no SSH)."""
@@ -52,16 +55,28 @@ class HostSpec(BaseModel):
     @field_validator("address")
     @classmethod
     def _address(cls, v: str) -> str:
-        if v and not re.fullmatch(r"[A-Za-z0-9_.:%\[\]-]{1,253}", v):
-            raise ValueError(f"{v!r} is not a host name or IP address")
+        # never an ssh option (-oProxyCommand=..., -J...): the address is a command-line word
+        if v and not re.fullmatch(r"[A-Za-z0-9_.:%\[\]][A-Za-z0-9_.:%\[\]-]{0,252}", v):
+            raise ValueError("not a host name or IP address (letters, digits and . - _ : [ ] %, "
+                             "not starting with -)")
         return v
 
     @field_validator("work_dir")
     @classmethod
     def _work_dir(cls, v: str) -> str:
-        if not v.startswith("/") or ".." in Path(v).parts or len(v) > 200:
-            raise ValueError(f"{v!r}: give an absolute path without '..'")
+        # reaches scp's remote path (which an old scp hands to the remote shell): no metacharacters
+        if not re.fullmatch(r"/[A-Za-z0-9_./+,@=-]{0,199}", v) or ".." in Path(v).parts:
+            raise ValueError("give an absolute path without '..', spaces or shell metacharacters")
         return v.rstrip("/") or "/"
+
+    @field_validator("key", "known_hosts")
+    @classmethod
+    def _local_file(cls, v: str | None) -> str | None:
+        # ssh splits an -o value at blanks and quotes: one plain path, never a second option
+        if v is not None and (not v or v.startswith("-") or re.search(r"[\s\"'\\\x00-\x1f\x7f]", v)):
+            raise ValueError("give a file path without spaces, quotes or control characters, "
+                             "not starting with -")
+        return v
 
     @model_validator(mode="before")
     @classmethod
@@ -83,8 +98,10 @@ class InventoryRef(BaseModel):
     group: str = "all"
 
 
-def parse_hosts(value: Any) -> list[HostSpec]:
-    """The campaign's `hosts:` value -> HostSpecs, each named once; ValueError (one line) if bad."""
+def parse_hosts(value: Any, *, dynamic: bool = False) -> list[HostSpec]:
+    """The campaign's `hosts:` value -> HostSpecs, each named once; ValueError (one line) if bad.
+
+    dynamic: the CLI user asked that an inventory script or plugin may run (never on the web)."""
     if isinstance(value, dict):
         try:
             ref = InventoryRef(**value)
@@ -92,7 +109,7 @@ def parse_hosts(value: Any) -> list[HostSpec]:
             err = exc.errors()[0]
             loc = ".".join(str(p) for p in err["loc"])
             raise ValueError(f"hosts.{loc}: {err['msg']} (give {{inventory: PATH, group: NAME}})") from None
-        return _unique(read_inventory(Path(ref.inventory).expanduser(), ref.group))
+        return _unique(read_inventory(Path(ref.inventory).expanduser(), ref.group, dynamic=dynamic))
     if not isinstance(value, list) or not value:
         raise ValueError("hosts: give a list of hosts (names or mappings with name and address) "
                          "or {inventory: PATH, group: NAME}")
@@ -127,44 +144,74 @@ def _unique(hosts: list[HostSpec]) -> list[HostSpec]:
     return hosts
 
 
-def read_inventory(path: Path, group: str) -> list[HostSpec]:
-    """The hosts of `group` (and its child groups) in an Ansible inventory, in file order."""
-    if not path.is_file():
-        raise InputError(f"inventory {str(path)!r} not found", "give the path of an Ansible inventory (YAML or INI)")
+DYNAMIC_FIX = ("export it once as data: ansible-inventory -i PATH --list --yaml > hosts.yml, or let "
+               "ansible-inventory run it: virtbench run --dynamic-inventory CAMPAIGN (CLI only)")
+
+
+def read_inventory(path: Path, group: str, *, dynamic: bool = False) -> list[HostSpec]:
+    """The hosts of `group` (and its child groups) in an Ansible inventory, in file order.
+
+    Read as YAML or INI data; with `dynamic`, what only Ansible can read (a script, a plugin
+    configuration, a directory) goes to ansible-inventory instead of being refused."""
+    unreadable = (f"inventory {str(path)!r}: could not read it as a YAML or INI inventory",
+                  "give the path of an Ansible inventory file (YAML or INI) that root can read; "
+                  "check it with `ansible-inventory -i FILE --list`")
+    try:
+        listing = inventory_files.read_listing(path)
+    except inventory_files.NotData as exc:
+        if not dynamic:
+            raise InputError(f"inventory {str(path)!r} is {exc.kind}: virtbench reads inventories as "
+                             "YAML or INI data and runs nothing while reading a campaign", DYNAMIC_FIX) from None
+        listing = _ansible_listing(path)
+    except inventory_files.Unreadable as exc:
+        why = f" ({exc.detail})" if exc.detail else " (not found, not readable, or not an inventory)"
+        raise InputError(unreadable[0] + why, unreadable[1]) from None
+    return hosts_of_listing(listing, group, str(path))
+
+
+def _ansible_listing(path: Path) -> dict[str, Any]:
+    """`ansible-inventory --list`, asked for on the command line: a private HOME and an empty
+    configuration, so no ansible.cfg of another user (a world-writable /tmp, the current
+    directory) configures what runs as root."""
     tool = proc.which("ansible-inventory")
     if tool is None:
-        raise InputError(f"reading the inventory {path} needs `ansible-inventory`",
+        raise InputError(f"reading the dynamic inventory {path} needs `ansible-inventory`",
                          "apt-get install ansible-core (or pip install ansible-core), or list the hosts inline")
-    res = proc.run([tool, "-i", str(path), "--list"], timeout=120, check=False,
-                   env={"PATH": "/usr/local/bin:/usr/bin:/bin", "ANSIBLE_INVENTORY_UNPARSED_FAILED": "True",
-                        "ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED": "True", "ANSIBLE_NOCOLOR": "1",
-                        "ANSIBLE_LOCAL_TEMP": "/tmp", "HOME": "/tmp"})
-    if not res.ok:
-        detail = " ".join((res.stderr or res.stdout).split())[-240:]
-        raise InputError(f"inventory {path}: ansible-inventory could not read it: {detail}",
-                         "fix the inventory (check it with `ansible-inventory -i FILE --list`)")
-    return hosts_of_listing(json.loads(res.stdout), group, str(path))
+    with tempfile.TemporaryDirectory(prefix="vb-ansible-") as home:
+        config = Path(home) / "ansible.cfg"
+        config.write_text("")
+        res = proc.run([tool, "-i", str(path.resolve()), "--list"], timeout=120, check=False, cwd=home,
+                       env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "ANSIBLE_CONFIG": str(config),
+                            "ANSIBLE_LOCAL_TEMP": str(Path(home) / "tmp"), "ANSIBLE_NOCOLOR": "1",
+                            "ANSIBLE_INVENTORY_UNPARSED_FAILED": "True",
+                            "ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED": "True", "LANG": "C.UTF-8"})
+    try:
+        listing = json.loads(res.stdout) if res.ok else None
+    except ValueError:
+        listing = None
+    if not isinstance(listing, dict):
+        # its output is not repeated: Ansible's errors quote the lines they could not parse
+        raise InputError(f"inventory {str(path)!r}: ansible-inventory could not read it (exit {res.returncode})",
+                         f"see why with `ansible-inventory -i {path} --list`")
+    return listing
 
 
 def hosts_of_listing(listing: dict[str, Any], group: str, source: str = "<inventory>") -> list[HostSpec]:
     """`ansible-inventory --list` JSON -> the group's hosts with their variables mapped."""
     groups = {k: v for k, v in listing.items() if k != "_meta" and isinstance(v, dict)}
     if group not in groups:
-        known = ", ".join(sorted(g for g in groups if g != "ungrouped")) or "none"
+        known = ", ".join(sorted(inventory_files.shown(g) for g in groups if g != "ungrouped")) or "none"
         raise InputError(f"inventory {source}: no group {group!r}", f"use one of: {known}")
     names: list[str] = []
-
-    def collect(g: str, seen: set[str]) -> None:
+    seen: set[str] = set()
+    todo = [group]
+    while todo:  # depth first, in file order: a group's own hosts, then each child's
+        g = todo.pop()
         if g in seen:
-            return
+            continue
         seen.add(g)
-        for h in groups.get(g, {}).get("hosts", []):
-            if h not in names:
-                names.append(h)
-        for child in groups.get(g, {}).get("children", []):
-            collect(child, seen)
-
-    collect(group, set())
+        names += [h for h in groups.get(g, {}).get("hosts", []) if h not in names]
+        todo += reversed(groups.get(g, {}).get("children", []))
     if not names:
         raise InputError(f"inventory {source}: group {group!r} has no hosts", "add hosts to it or name another group")
     hostvars = listing.get("_meta", {}).get("hostvars", {})
@@ -182,6 +229,11 @@ def hosts_of_listing(listing: dict[str, Any], group: str, source: str = "<invent
             hosts.append(HostSpec(**fields))
         except ValidationError as exc:
             err = exc.errors()[0]
-            raise InputError(f"inventory {source}: host {name!r}: {'.'.join(map(str, err['loc']))}: {err['msg']}",
+            field = ".".join(map(str, err["loc"]))
+            var = next((k for k, f in ANSIBLE_VARS.items() if f == field and k in v), field)
+            # the message names the variable, never its value (a key path, a password nearby)
+            msg = str(err["msg"]).removeprefix("Value error, ")
+            where = field if var == field else f"{field} ({var})"
+            raise InputError(f"inventory {source}: host {inventory_files.shown(name)}: {where}: {msg}",
                              "fix that host's variables in the inventory") from None
     return hosts

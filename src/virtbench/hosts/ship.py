@@ -197,7 +197,7 @@ def send(ex: SSHExecutor, files: list[Path], remote_dir: str, shipment: Shipment
     if not todo:
         return
     s = ex.spec
-    proc.run(["scp", "-q", *ex.options(), *map(str, todo), f"{s.user}@{_scp_host(s.address)}:{remote_dir}/"],
+    proc.run(["scp", "-q", *ex.options(), "--", *map(str, todo), f"{s.user}@{_scp_host(s.address)}:{remote_dir}/"],
              timeout=3600)
     shipment.sent += [{"what": what, "file": f.name, "bytes": f.stat().st_size} for f in todo]
 

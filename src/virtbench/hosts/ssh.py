@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
+import stat
 import tempfile
 from pathlib import Path
 
@@ -70,8 +71,9 @@ class SSHExecutor:
         """The local argv that runs `argv` there (quoted for the remote shell, one word each)."""
         if not argv:
             raise ValueError("empty argv")
+        # "--" before the destination: an address is never an option, and what follows is the command
         return [SSH, *self.options(), "-o", "ControlMaster=no", *(["-tt"] if tty else ["-T"]),
-                self.spec.address, "--", shlex.join([*self.sudo, *map(str, argv)])]
+                "--", self.spec.address, shlex.join([*self.sudo, *map(str, argv)])]
 
     # -- Executor -----------------------------------------------------------------------------
     def run(self, argv: list[str], *, timeout: float | None = proc.DEFAULT_TIMEOUT,
@@ -103,11 +105,11 @@ class SSHExecutor:
         unreachable address, no root and no passwordless sudo."""
         if self._open:
             return
-        self.control.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(self.control.parent)
         # ControlPersist bounded: if the controller dies (kill -9) the shared connection ends on
         # its own once no session uses it, and the host's sshd with it
         master = [SSH, *self.options(), "-o", "ControlMaster=yes", "-o", f"ControlPersist={PERSIST}",
-                  "-f", "-N", self.spec.address]
+                  "-f", "-N", "--", self.spec.address]
         res = proc.run(master, timeout=CONNECT_TIMEOUT + 20, check=False, detached_children=True)
         if not res.ok:
             raise connect_error(self.spec, res.stderr)
@@ -126,13 +128,13 @@ class SSHExecutor:
         """Whether the shared connection still stands (ssh -O check)."""
         if not self._open:
             return False
-        res = proc.run([SSH, *self.options(), "-O", "check", self.spec.address], timeout=15, check=False)
+        res = proc.run([SSH, *self.options(), "-O", "check", "--", self.spec.address], timeout=15, check=False)
         return res.ok
 
     def close(self) -> None:
         """End the shared connection (and every session on it)."""
         if self.control.exists():
-            proc.run([SSH, *self.options(), "-O", "exit", self.spec.address], timeout=15, check=False)
+            proc.run([SSH, *self.options(), "-O", "exit", "--", self.spec.address], timeout=15, check=False)
         self._open = False
 
     def __enter__(self) -> SSHExecutor:
@@ -170,13 +172,35 @@ def _tail(text: str) -> str:
     return " | ".join(lines[-2:])
 
 
+SHORT_RUNTIME = Path("/run/virtbench")
+"""Where control sockets go when the runtime directory's path is too long for a socket (root)."""
+
+
 def _control_path(runtime_dir: Path, spec: HostSpec) -> Path:
     """One socket per host; short (a Unix socket path is limited to 108 bytes)."""
     digest = hashlib.sha256(f"{spec.user}@{spec.address}:{spec.port}".encode()).hexdigest()[:12]
     path = runtime_dir / "ssh" / f"{digest}.sock"
     if len(str(path)) > 100:
-        path = Path(tempfile.gettempdir()) / f"vbssh-{os.getuid()}" / f"{digest}.sock"
+        base = SHORT_RUNTIME if os.geteuid() == 0 else Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir())
+        path = base / f"vbssh-{os.geteuid()}" / f"{digest}.sock"
     return path
+
+
+def private_dir(path: Path) -> None:
+    """Create `path` (mode 0700) or check that it is ours: a directory another user made first
+    (in /tmp, say) or may write to could hold a socket that is not our connection."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    why = ("is not a directory" if not stat.S_ISDIR(st.st_mode) else
+           f"belongs to uid {st.st_uid}, not {os.geteuid()}" if st.st_uid != os.geteuid() else
+           f"has mode {stat.S_IMODE(st.st_mode):04o}, not 0700" if st.st_mode & 0o077 else "")
+    if why:
+        raise InputError(f"the SSH control directory {path} {why}: it is not private to this user",
+                         f"remove it (rm -r {path}); virtbench creates it again, mode 0700")
 
 
 class _TtyBackground(proc.Background):

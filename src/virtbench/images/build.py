@@ -10,11 +10,16 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
+from urllib.parse import urlsplit
+
+from pydantic import AfterValidator
 
 from .. import proc
 from ..errors import CommandError, InputError, UnavailableError
@@ -30,6 +35,37 @@ alone took over 15 minutes on a loaded 2-core x86 host."""
 BASE_PACKAGES = ("ca-certificates", "procps", "iproute2")
 """In every image: tools the harness itself uses inside instances (ps, ip/ss for addresses and ports)."""
 
+MIRROR_SCHEMES = ("http", "https", "file")
+_URI = re.compile(r"[A-Za-z0-9._~:/?#@%+,=\[\]-]+")
+"""A URI's characters, without the shell's: a mirror never needs ; $ ` | & < > ( ) quotes or blanks."""
+_DEB_LINE = re.compile(r"(deb|deb-src)(?: \[([A-Za-z0-9._/:,=+ -]*)\])? (\S+) (\S+)((?: [A-Za-z0-9._/+-]+)*)")
+MIRROR_FIX = "give an http(s):// or file:// URL, or a line `deb [OPTIONS] URI SUITE COMPONENT...`"
+
+
+def check_mirror(value: str) -> str:
+    """A mirror as mmdebstrap takes it and nothing else: a URI, or one `deb` line. Anything
+    else on its command line would be an option (--setup-hook=CMD runs CMD as root), a file
+    whose content it pastes into the image, or standard input ("-")."""
+    if not isinstance(value, str) or not value or len(value) > 1000:
+        raise ValueError(f"a mirror must be a non-empty line of at most 1000 characters; {MIRROR_FIX}")
+    shown = repr(value[:60] + ("..." if len(value) > 60 else ""))
+    if re.search(r"[\x00-\x1f\x7f]", value):
+        raise ValueError(f"mirror {shown}: one line without control characters; {MIRROR_FIX}")
+    line = _DEB_LINE.fullmatch(value)
+    uri = line.group(3) if line else value
+    parts = urlsplit(uri) if _URI.fullmatch(uri) else None
+    if parts is None or parts.scheme not in MIRROR_SCHEMES or not (parts.netloc or parts.scheme == "file") \
+            or not parts.path.startswith("/") and parts.scheme == "file":
+        raise ValueError(f"mirror {shown} is not a mirror; {MIRROR_FIX}")
+    if line and (line.group(4).startswith("-") or not re.fullmatch(r"[A-Za-z0-9._/+-]+", line.group(4))):
+        raise ValueError(f"mirror {shown}: the suite is not a Debian suite name; {MIRROR_FIX}")
+    return value
+
+
+Mirror = Annotated[str, AfterValidator(check_mirror)]
+"""A campaign's `image.mirrors` entry: refused when the campaign is parsed, not when mmdebstrap starts."""
+
+
 @dataclass(frozen=True)
 class Recipe:
     release: str
@@ -40,6 +76,13 @@ class Recipe:
     mirrors: tuple[str, ...] = ()
     """apt source lines instead of mmdebstrap's default (the release, -updates and -security from
     deb.debian.org): a local mirror, or the suites of a mirror that is mid-sync. Part of the hash."""
+
+    def __post_init__(self) -> None:
+        for mirror in self.mirrors:  # `image build --mirror`, a campaign, a cached image's manifest
+            try:
+                check_mirror(mirror)
+            except ValueError as exc:
+                raise InputError(str(exc).split("; ")[0], MIRROR_FIX) from None
 
     def hash(self) -> str:
         fields: dict[str, object] = {"release": self.release, "arch": self.arch, "variant": self.variant,
@@ -93,17 +136,19 @@ def build(recipe: Recipe, cache: Path = DEFAULT_CACHE, *, force: bool = False,
         how = "" if emulated.native else f" on {host_arch()}, through {emulated.reason}"
         log(f"building image {digest[:12]} ({recipe.release}/{recipe.arch}, profile {recipe.profile}){how}: "
             f"{' '.join(recipe.packages)}")
-        argv = ["mmdebstrap", f"--variant={recipe.variant}", f"--architectures={recipe.arch}",
-                f"--include={','.join(recipe.packages)}", "--quiet", recipe.release, str(tmp / "rootfs.tar"),
-                *recipe.mirrors]
+        options = ["mmdebstrap", f"--variant={recipe.variant}", f"--architectures={recipe.arch}",
+                   f"--include={','.join(recipe.packages)}"]
+        # "--": SUITE, TARGET and the MIRRORs are never options, whatever they say
+        positional = ["--", recipe.release, str(tmp / "rootfs.tar"), *recipe.mirrors]
         work = tmp / "work"  # mmdebstrap's chroot goes here (TMPDIR), so a killed build's mounts are found
         work.mkdir()
         try:
-            proc.run(argv, timeout=BUILD_TIMEOUT if emulated.native else EMULATED_BUILD_TIMEOUT,
+            proc.run([*options, "--quiet", *positional],
+                     timeout=BUILD_TIMEOUT if emulated.native else EMULATED_BUILD_TIMEOUT,
                      env={**os.environ, "TMPDIR": str(work)})
         except CommandError as exc:
             if "apt-get update" in exc.stderr:  # --quiet hid apt's reason: ask again, verbosely and quickly
-                again = proc.run([a for a in argv if a != "--quiet"] + ["--simulate"], timeout=600, check=False,
+                again = proc.run([*options, "--simulate", *positional], timeout=600, check=False,
                                  env={**os.environ, "TMPDIR": str(work)})
                 _mirror_mid_sync(f"{again.stderr}\n{again.stdout}", recipe)
             raise

@@ -1,0 +1,492 @@
+"""Ansible inventories read as data: the YAML and INI formats, parsed here, nothing executed.
+
+A campaign naming an inventory is validated by the CLI and by the web app; running
+`ansible-inventory` for that would run whatever the file names (an executable file is a
+dynamic inventory script, a YAML file with `plugin:` loads an inventory plugin) as root, and
+read a configuration from wherever HOME points. So an inventory is read the way Ansible's own
+`yaml` and `ini` inventory plugins read it (groups, `children`, `vars`, hosts with variables,
+`host:port`, ranges such as `web[01:03]`, `[group:vars]`, `[group:children]`) plus the
+`group_vars/` and `host_vars/` files beside it, with Ansible's variable precedence, into the
+JSON shape `ansible-inventory --list` prints (`hosts_of_listing` maps either). Scripts,
+directories, plugin configurations and vault-encrypted files are refused here; the CLI runs
+them through ansible-inventory only when its user asks (`run --dynamic-inventory`).
+
+No error carries a line of the file: a path that is not an inventory (a key, /etc/shadow)
+is answered with its line number and what was expected, never with what it holds.
+"""
+from __future__ import annotations
+
+import ast
+import ipaddress
+import os
+import re
+import shlex
+import stat
+import string
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+MAX_BYTES = 1 << 20
+MAX_HOSTS = 4096
+MAX_GROUPS = 4096
+YAML_SUFFIXES = ("", ".yml", ".yaml", ".json")
+"""The suffixes Ansible's yaml plugin takes (and group_vars/host_vars files)."""
+VAULT_HEADER = b"$ANSIBLE_VAULT;"
+
+
+class NotData(Exception):
+    """The file is an inventory Ansible would run or load code for: a script, a directory, a
+    plugin configuration, a vault-encrypted file. `kind` names which."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
+class Unreadable(Exception):
+    """Not a YAML or INI inventory; `detail` says where and why without quoting the file."""
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class Vaulted(str):
+    """A `!vault` value: kept encrypted (virtbench needs none of the variables Ansible vaults)."""
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader plus Ansible's own tags (as data: nothing is decrypted or templated)."""
+
+
+_Loader.add_constructor("!vault", lambda loader, node: Vaulted("<vault>"))
+_Loader.add_constructor("!unsafe", lambda loader, node: str(loader.construct_scalar(node)))  # type: ignore[arg-type]
+
+
+@dataclass
+class _Group:
+    vars: dict[str, Any] = field(default_factory=dict)
+    hosts: list[str] = field(default_factory=list)
+    children: list[str] = field(default_factory=list)
+    parents: set[str] = field(default_factory=set)
+
+
+@dataclass
+class _Inventory:
+    groups: dict[str, _Group] = field(default_factory=lambda: {"all": _Group(), "ungrouped": _Group()})
+    hostvars: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def group(self, name: Any) -> _Group:
+        if not isinstance(name, str) or not name:
+            raise Unreadable("a group name that is not a string")
+        if name not in self.groups and len(self.groups) > MAX_GROUPS:
+            raise Unreadable(f"more than {MAX_GROUPS} groups")
+        return self.groups.setdefault(name, _Group())
+
+    def add_child(self, parent: str, child: str) -> None:
+        if parent == child or parent in self._descendants(child):
+            raise Unreadable(f"group {shown(child)} is its own ancestor")
+        if child not in self.group(parent).children:
+            self.groups[parent].children.append(child)
+        self.group(child).parents.add(parent)
+
+    def _descendants(self, name: str) -> set[str]:
+        seen: set[str] = set()
+        todo = [name]
+        while todo:
+            for c in self.groups.get(todo.pop(), _Group()).children:
+                if c not in seen:
+                    seen.add(c)
+                    todo.append(c)
+        return seen
+
+    def add_hosts(self, group: str, names: list[str], variables: dict[str, Any]) -> None:
+        g = self.group(group)
+        for name in names:
+            if name not in g.hosts:
+                g.hosts.append(name)
+            self.hostvars.setdefault(name, {}).update(variables)
+            if len(self.hostvars) > MAX_HOSTS:
+                raise Unreadable(f"more than {MAX_HOSTS} hosts")
+
+
+# -- the file ------------------------------------------------------------------------------------
+def read_listing(path: Path) -> dict[str, Any]:
+    """The inventory at `path` as `ansible-inventory --list` would print it (group vars merged
+    into each host's variables). NotData for what only Ansible can run; Unreadable otherwise."""
+    data = _read_file(path, inventory=True)
+    inv = _Inventory()
+    text = _text(data)
+    loaded: Any = None
+    why = "not a YAML mapping of groups"
+    if path.suffix in YAML_SUFFIXES:
+        try:
+            loaded = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            why = f"line {mark.line + 1}: not valid YAML" if mark else "not valid YAML"
+        except (RecursionError, ValueError):
+            why = "not valid YAML"
+    if isinstance(loaded, dict):
+        if "plugin" in loaded:
+            raise NotData("an inventory plugin configuration")
+        _parse_yaml(inv, loaded)
+    elif path.suffix in (".yml", ".yaml", ".json"):
+        raise Unreadable(why)
+    else:
+        _parse_ini(inv, text)
+    return _listing(inv, path.parent)
+
+
+def _read_file(path: Path, *, inventory: bool) -> bytes:
+    """A regular file's bytes (at most MAX_BYTES); never blocks on a FIFO or a device."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        if inventory and path.is_dir():
+            raise NotData("a directory of inventory sources") from None
+        raise Unreadable() from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode) and inventory:
+            raise NotData("a directory of inventory sources")
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
+            raise Unreadable()
+        if inventory and st.st_mode & 0o111:
+            raise NotData("an executable file (a dynamic inventory script)")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    if data.startswith(VAULT_HEADER):
+        raise NotData("a vault-encrypted file")
+    return data
+
+
+def _text(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Unreadable("not UTF-8 text") from None
+
+
+def shown(name: str) -> str:
+    """A name from the file, quoted only when it looks like one (never a line of a random file)."""
+    return repr(name) if isinstance(name, str) and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}", name) else "(a name with odd characters)"
+
+
+# -- YAML -----------------------------------------------------------------------------------------
+def _parse_yaml(inv: _Inventory, data: dict[Any, Any]) -> None:
+    for name, body in data.items():
+        _yaml_group(inv, name, body, depth=0)
+        if name != "all":
+            inv.add_child("all", name)
+
+
+def _yaml_group(inv: _Inventory, name: Any, body: Any, depth: int) -> None:
+    if depth > 50:
+        raise Unreadable("groups nested more than 50 deep")
+    if body is not None and not isinstance(body, dict):
+        return  # Ansible skips a group that is not a mapping (with a warning)
+    group = inv.group(name)
+    if body is None:
+        return
+    for section in ("vars", "children", "hosts"):
+        value = body.get(section)
+        if isinstance(value, str):
+            value = {value: None}
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            raise Unreadable(f"group {shown(name)}: {section} must be a mapping")
+        if section == "vars":
+            group.vars.update({str(k): v for k, v in value.items()})
+        elif section == "children":
+            for child, child_body in value.items():
+                _yaml_group(inv, child, child_body, depth + 1)
+                inv.add_child(name, child)
+        else:
+            for pattern, variables in value.items():
+                if not isinstance(pattern, str):
+                    raise Unreadable(f"group {shown(name)}: a host name that is not a string (quote numbers)")
+                if variables is not None and not isinstance(variables, dict):
+                    raise Unreadable(f"group {shown(name)}: a host's variables must be a mapping")
+                names, port = expand_pattern(pattern)
+                inv.add_hosts(name, names, _with_port(variables or {}, port))
+
+
+def _with_port(variables: dict[Any, Any], port: int | None) -> dict[str, Any]:
+    out = {str(k): v for k, v in variables.items()}
+    if port is not None:
+        out["ansible_port"] = port
+    return out
+
+
+# -- INI ------------------------------------------------------------------------------------------
+_SECTION = re.compile(r"^\[([^:\]\s]+)(?::(\w+))?\]\s*(?:[#;].*)?$")
+_GROUP_NAME = re.compile(r"^([^:\]\s]+)\s*(?:#.*)?$")
+
+
+def _parse_ini(inv: _Inventory, text: str) -> None:
+    """Ansible's ini plugin: lines before any section are ungrouped hosts; [g] hosts,
+    [g:vars] key=value, [g:children] group names; a group must be declared somewhere."""
+    group, state = "ungrouped", "hosts"
+    declared = {"all", "ungrouped"}
+    referenced: dict[str, int] = {}
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        try:
+            m = _SECTION.match(line)
+            if m:
+                group, state = m.group(1), m.group(2) or "hosts"
+                if state not in ("hosts", "children", "vars"):
+                    raise Unreadable("a section of unknown type (give [group], [group:vars] or [group:children])")
+                inv.group(group)
+                if state != "vars":
+                    declared.add(group)
+                else:
+                    referenced.setdefault(group, lineno)
+                continue
+            if line.startswith("["):
+                raise Unreadable("a malformed section header")
+            if state == "hosts":
+                pattern, variables = _ini_host_line(line)
+                names, port = expand_pattern(pattern)
+                inv.add_hosts(group, names, _with_port(variables, port))
+            elif state == "vars":
+                if "=" not in line:
+                    raise Unreadable("expected key=value")
+                key, value = (e.strip() for e in line.split("=", 1))
+                inv.group(group).vars[key] = _ini_value(value)
+            else:
+                m = _GROUP_NAME.match(line)
+                if not m:
+                    raise Unreadable("expected a group name")
+                inv.add_child(group, m.group(1))
+                referenced.setdefault(m.group(1), lineno)
+        except Unreadable as exc:
+            raise Unreadable(f"line {lineno}: {exc.detail}") from None
+    for name, lineno in referenced.items():
+        if name not in declared:
+            raise Unreadable(f"line {lineno}: group {shown(name)} is used but never declared as [{name}]"
+                             if shown(name).startswith("'") else f"line {lineno}: a group used but never declared")
+    for name in inv.groups:
+        if name not in ("all", "ungrouped") and not inv.groups[name].parents:
+            inv.add_child("all", name)
+
+
+def _ini_host_line(line: str) -> tuple[str, dict[str, Any]]:
+    try:
+        tokens = shlex.split(line, comments=True)
+    except ValueError:
+        raise Unreadable("a host line with unbalanced quotes") from None
+    if not tokens:
+        raise Unreadable("an empty host line")
+    variables: dict[str, Any] = {}
+    for token in tokens[1:]:
+        if "=" not in token:
+            raise Unreadable("a host variable without '=' (give key=value)")
+        key, value = token.split("=", 1)
+        variables[key] = _ini_value(value)
+    return tokens[0], variables
+
+
+def _ini_value(value: str) -> Any:
+    """As Ansible: a Python literal (a number, a quoted string, a list) if it is one, else the text."""
+    if len(value) > 4096:
+        return value
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return value
+
+
+# -- host patterns --------------------------------------------------------------------------------
+_HOSTPORT = re.compile(r"((?:[^:\[\]]|\[[^\]]*\])*):([0-9]+)")
+_RANGED_NAME = re.compile(r"(?:[A-Za-z0-9_-]|\[[^\]]*\])+(?:\.(?:[A-Za-z0-9_-]|\[[^\]]*\])+)*")
+
+
+def expand_pattern(pattern: str) -> tuple[list[str], int | None]:
+    """`web[01:03].lab:2222` -> ([web01.lab, web02.lab, web03.lab], 2222), as Ansible expands it."""
+    host, port = pattern, None
+    m = re.fullmatch(r"\[(.+)\]:([0-9]+)", pattern) or _HOSTPORT.fullmatch(pattern)
+    if m and _is_address(m.group(1)):
+        host, port = m.group(1), int(m.group(2))
+    if pattern.endswith(":") and port is None:
+        raise Unreadable("a host pattern ending in ':' (give host:PORT)")
+    if port is not None and not 0 < port < 65536:
+        raise Unreadable("a port out of range")
+    if "[" not in host or _is_ip(host):
+        return [host], port
+    if _count(host) > MAX_HOSTS:
+        raise Unreadable(f"a host range of more than {MAX_HOSTS} hosts")
+    return _expand(host), port
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_address(text: str) -> bool:
+    return _is_ip(text) or bool(_RANGED_NAME.fullmatch(text))
+
+
+def _bounds(nrange: str) -> tuple[list[str], int]:
+    """The values of one [beg:end(:step)] range, zero-padded as written; and their count."""
+    parts = nrange.split(":")
+    if len(parts) not in (2, 3):
+        raise Unreadable("a host range that is not [begin:end] or [begin:end:step]")
+    beg, end = parts[0] or "0", parts[1]
+    if not end:
+        raise Unreadable("a host range without an end")
+    try:
+        step = int(parts[2]) if len(parts) == 3 else 1
+    except ValueError:
+        raise Unreadable("a host range step that is not a number") from None
+    if step < 1:
+        raise Unreadable("a host range step below 1")
+    if len(beg) == len(end) == 1 and beg in string.ascii_letters and end in string.ascii_letters:
+        i, j = string.ascii_letters.index(beg), string.ascii_letters.index(end)
+        if i > j:
+            raise Unreadable("a host range whose begin is after its end")
+        values = list(string.ascii_letters[i:j + 1:step])
+        return values, len(values)
+    if not (beg.isdigit() and end.isdigit()):
+        raise Unreadable("a host range that is neither numbers nor single letters")
+    width = len(beg) if beg[0] == "0" and len(beg) > 1 else 0
+    if width and width != len(end):
+        raise Unreadable("a zero-padded host range with begin and end of different lengths")
+    lo, hi = int(beg), int(end)
+    count = max(0, (hi - lo) // step + 1)
+    if count > MAX_HOSTS:
+        return [], count
+    return [str(v).zfill(width) for v in range(lo, hi + 1, step)], count
+
+
+def _split_range(name: str) -> tuple[str, str, str]:
+    head, _, rest = name.partition("[")
+    nrange, sep, tail = rest.partition("]")
+    if not sep:
+        raise Unreadable("a host range without its closing ']'")
+    return head, nrange, tail
+
+
+def _count(name: str) -> int:
+    """How many names a pattern expands to, computed before expanding anything."""
+    total = 1
+    while "[" in name:
+        head, nrange, name = _split_range(name)
+        total *= _bounds(nrange)[1]
+        if total > MAX_HOSTS:
+            return total
+    return total
+
+
+def _expand(name: str) -> list[str]:
+    if "[" not in name:
+        return [name]
+    head, nrange, tail = _split_range(name)
+    rest = _expand(tail)
+    return [f"{head}{v}{t}" for v in _bounds(nrange)[0] for t in rest]
+
+
+# -- variables and the listing --------------------------------------------------------------------
+def _vars_file(directory: Path, name: str) -> dict[str, Any]:
+    """group_vars/NAME or host_vars/NAME beside the inventory: a file (NAME, NAME.yml, .yaml,
+    .json) or a directory of such files, read as YAML data."""
+    out: dict[str, Any] = {}
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", name):
+        return out  # never a path: a group named ../x reads no file outside group_vars/
+    base = directory / name
+    candidates = [base.with_name(name + s) for s in YAML_SUFFIXES if (base.with_name(name + s)).is_file()]
+    if base.is_dir():
+        candidates += sorted(p for p in base.rglob("*") if p.is_file() and p.suffix in YAML_SUFFIXES)[:256]
+    for path in candidates:
+        try:
+            loaded = yaml.load(_text(_read_file(path, inventory=False)), Loader=_Loader)  # noqa: S506
+        except (yaml.YAMLError, RecursionError, ValueError):
+            raise Unreadable(f"{path.parent.name}/{path.name}: not valid YAML") from None
+        except NotData:
+            continue  # a vaulted vars file: nothing virtbench maps can be in it as plain text
+        if loaded is None:
+            continue
+        if not isinstance(loaded, dict):
+            raise Unreadable(f"{path.parent.name}/{path.name}: not a mapping of variables")
+        out.update({str(k): v for k, v in loaded.items()})
+    return out
+
+
+def _depths(inv: _Inventory) -> dict[str, int]:
+    depth = {"all": 0}
+    todo = ["all"]
+    while todo:
+        g = todo.pop()
+        for c in inv.groups[g].children:
+            if depth.get(c, -1) < depth[g] + 1:
+                depth[c] = depth[g] + 1
+                todo.append(c)
+    return depth
+
+
+def _listing(inv: _Inventory, base: Path) -> dict[str, Any]:
+    """Ansible's precedence: all's vars < other groups' (by depth, priority, name) <
+    group_vars/all < group_vars/GROUP < the host's own < host_vars/HOST."""
+    grouped = {h for name, g in inv.groups.items() if name not in ("all", "ungrouped") for h in g.hosts}
+    for host in inv.hostvars:
+        if host not in grouped and host not in inv.groups["ungrouped"].hosts:
+            inv.groups["ungrouped"].hosts.append(host)
+    depth = _depths(inv)
+
+    def priority(name: str) -> int:
+        try:
+            return int(inv.groups[name].vars.get("ansible_group_priority", 1))
+        except (TypeError, ValueError):
+            return 1
+
+    def ancestors(host: str) -> list[str]:
+        found = {g for g, body in inv.groups.items() if host in body.hosts}
+        todo = list(found)
+        while todo:
+            for p in inv.groups[todo.pop()].parents:
+                if p not in found:
+                    found.add(p)
+                    todo.append(p)
+        found.discard("all")
+        return sorted(found, key=lambda g: (depth.get(g, 1), priority(g), g))
+
+    group_vars_dir, host_vars_dir = base / "group_vars", base / "host_vars"
+    files: dict[str, dict[str, Any]] = {}
+    if group_vars_dir.is_dir():
+        files = {g: _vars_file(group_vars_dir, g) for g in inv.groups}
+    hostvars: dict[str, dict[str, Any]] = {}
+    for host, own in inv.hostvars.items():
+        groups = ancestors(host)
+        merged = dict(inv.groups["all"].vars)
+        for g in groups:
+            merged.update(inv.groups[g].vars)
+        merged.update(files.get("all", {}))
+        for g in groups:
+            merged.update(files.get(g, {}))
+        merged.update(own)
+        if host_vars_dir.is_dir():
+            merged.update(_vars_file(host_vars_dir, host))
+        hostvars[host] = merged
+    listing: dict[str, Any] = {"_meta": {"hostvars": hostvars}}
+    for name, g in inv.groups.items():
+        entry: dict[str, Any] = {}
+        if g.hosts and name != "all":
+            entry["hosts"] = list(g.hosts)
+        if g.children:
+            entry["children"] = list(g.children)
+        listing[name] = entry
+    listing["all"] = {"children": ["ungrouped", *(c for c in inv.groups["all"].children if c != "ungrouped")]}
+    return listing
