@@ -175,7 +175,8 @@ def _text(data: bytes) -> str:
 
 def shown(name: str) -> str:
     """A name from the file, quoted only when it looks like one (never a line of a random file)."""
-    return repr(name) if isinstance(name, str) and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}", name) else "(a name with odd characters)"
+    plain = isinstance(name, str) and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}", name)
+    return repr(name) if plain else "(a name with odd characters)"
 
 
 # -- YAML -----------------------------------------------------------------------------------------
@@ -481,12 +482,12 @@ def _listing(inv: _Inventory, base: Path) -> dict[str, Any]:
             merged.update(_vars_file(host_vars_dir, host))
         hostvars[host] = merged
     listing: dict[str, Any] = {"_meta": {"hostvars": hostvars}}
-    for name, g in inv.groups.items():
+    for name, body in inv.groups.items():
         entry: dict[str, Any] = {}
-        if g.hosts and name != "all":
-            entry["hosts"] = list(g.hosts)
-        if g.children:
-            entry["children"] = list(g.children)
+        if body.hosts and name != "all":
+            entry["hosts"] = list(body.hosts)
+        if body.children:
+            entry["children"] = list(body.children)
         listing[name] = entry
     listing["all"] = {"children": ["ungrouped", *(c for c in inv.groups["all"].children if c != "ungrouped")]}
     return listing

@@ -219,7 +219,7 @@ def brought(archive: Path, cache: Path = debian.DEFAULT_CACHE, log: Callable[[st
 
 def _members(archive: Path) -> list[str]:
     try:
-        out = proc.run(["tar", "-tf", str(archive)], timeout=600).stdout
+        out = proc.run(["tar", "--force-local", "-tf", str(archive)], timeout=600).stdout
     except CommandError as exc:
         raise InputError(f"{archive} is not a tar archive tar can read ({exc.stderr.strip()[:200]})",
                          "give an LXC template (.tar.xz, .tar.zst, .tar.gz) or a `docker save` archive") from None
@@ -227,8 +227,9 @@ def _members(archive: Path) -> list[str]:
 
 
 def _untar(archive: Path, into: Path) -> None:
-    """GNU tar as root keeps owners and modes; it refuses members reaching outside `into`."""
-    proc.run(["tar", "--numeric-owner", "-xpf", str(archive), "-C", str(into)], timeout=1800)
+    """GNU tar as root keeps owners and modes; it refuses members reaching outside `into`.
+    --force-local: an archive named host:file is a file here, never a remote tape over rsh."""
+    proc.run(["tar", "--force-local", "--numeric-owner", "-xpf", str(archive), "-C", str(into)], timeout=1800)
 
 
 def _unpack_docker_save(archive: Path, tmp: Path, fs: Path) -> None:
@@ -240,6 +241,9 @@ def _unpack_docker_save(archive: Path, tmp: Path, fs: Path) -> None:
     if not isinstance(manifest, list) or not manifest or "Layers" not in manifest[0]:
         raise InputError(f"{archive}: manifest.json is not a docker save manifest")
     for layer in manifest[0]["Layers"]:
+        if not isinstance(layer, str) or not (saved / layer).resolve().is_relative_to(saved.resolve()):
+            raise InputError(f"{archive}: manifest.json names a layer outside the archive",
+                             "give a `docker save` archive as docker writes it")
         members = _members(saved / layer)
         for name in members:
             base = os.path.basename(name.rstrip("/"))
