@@ -23,7 +23,8 @@ CAMPAIGN = {"name": "m", "platforms": ["native"], "benchmarks": ["openssl"]}
 BAD_MIRRORS = ["--setup-hook=touch /tmp/vb-pwned", "-", "/etc/shadow", "deb.debian.org/debian",
                "deb http://deb.debian.org/debian bookworm main\ndeb http://evil/ x main",
                "http://deb.debian.org/$(id)", "ftp://deb.debian.org/debian",
-               "deb http://deb.debian.org/debian bookworm main; touch /tmp/x", "deb --setup-hook=x bookworm main"]
+               "deb http://deb.debian.org/debian bookworm main; touch /tmp/x", "deb --setup-hook=x bookworm main",
+               "https://user:S3cr3t@mirror.example/debian"]
 GOOD_MIRRORS = ["http://deb.debian.org/debian", "https://[2001:db8::1]:3142/debian", "file:///srv/mirror",
                 "deb http://deb.debian.org/debian bookworm-updates main contrib",
                 "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg arch=amd64] "
@@ -36,7 +37,7 @@ def test_a_mirror_that_is_not_a_mirror_is_refused_when_the_campaign_is_parsed(mi
 
     with pytest.raises(InputError) as exc:
         parse_campaign({**CAMPAIGN, "image": {"mirrors": [mirror]}}, "c.yaml")
-    assert "mirror" in exc.value.message and "\n" not in exc.value.message
+    assert "mirror" in exc.value.message and "\n" not in exc.value.message and "S3cr3t" not in str(exc.value)
 
 
 @pytest.mark.parametrize("mirror", GOOD_MIRRORS)

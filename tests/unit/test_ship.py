@@ -59,6 +59,8 @@ def test_the_report_says_what_was_built_and_what_the_host_had():
 
 def test_scp_takes_every_file_after_a_double_dash(monkeypatch, tmp_path: Path):
     """A file name is never an scp option (issue 25): `--` ends them before the sources."""
+    import shlex
+
     from virtbench import proc
     from virtbench.hosts.inventory import HostSpec
     from virtbench.hosts.ssh import SSHExecutor
@@ -70,4 +72,7 @@ def test_scp_takes_every_file_after_a_double_dash(monkeypatch, tmp_path: Path):
     wheel.write_bytes(b"w")
     ship.send(ex, [wheel], "/var/lib/virtbench-remote/ship", ship.Shipment(), "wheel")
     scp = next(a for a in calls if a[0] == "scp")
+    remote = [shlex.split(a[-1]) for a in calls if a[0] == "ssh"]
+    assert ["mkdir", "-p", "--", "/var/lib/virtbench-remote/ship"] in remote
+    assert ["ls", "-1", "--", "/var/lib/virtbench-remote/ship"] in remote
     assert scp.index("--") < scp.index(str(wheel)) and scp[-1] == "root@192.0.2.5:/var/lib/virtbench-remote/ship/"

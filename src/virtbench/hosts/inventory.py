@@ -200,8 +200,10 @@ def hosts_of_listing(listing: dict[str, Any], group: str, source: str = "<invent
     """`ansible-inventory --list` JSON -> the group's hosts with their variables mapped."""
     groups = {k: v for k, v in listing.items() if k != "_meta" and isinstance(v, dict)}
     if group not in groups:
-        known = ", ".join(sorted(inventory_files.shown(g) for g in groups if g != "ungrouped")) or "none"
-        raise InputError(f"inventory {source}: no group {group!r}", f"use one of: {known}")
+        shown = [inventory_files.shown(g) for g in groups if g != "ungrouped"]
+        plain = sorted(n.strip("'") for n in shown if n.startswith("'"))
+        odd = f" (and {len(shown) - len(plain)} names with odd characters)" if len(plain) < len(shown) else ""
+        raise InputError(f"inventory {source}: no group {group!r}", f"use one of: {', '.join(plain) or 'none'}{odd}")
     names: list[str] = []
     seen: set[str] = set()
     todo = [group]

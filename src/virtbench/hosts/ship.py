@@ -190,8 +190,8 @@ def _norm(name: str) -> str:
 
 def send(ex: SSHExecutor, files: list[Path], remote_dir: str, shipment: Shipment, what: str) -> None:
     """Copy the files the host does not have yet (by name, which carries their hash) into remote_dir."""
-    ex.run(["mkdir", "-p", remote_dir], timeout=60)
-    present = set(ex.run(["ls", "-1", remote_dir], timeout=60).stdout.split())
+    ex.run(["mkdir", "-p", "--", remote_dir], timeout=60)
+    present = set(ex.run(["ls", "-1", "--", remote_dir], timeout=60).stdout.split())
     todo = [f for f in files if f.name not in present]
     shipment.skipped += [f"{what}: {f.name}" for f in files if f.name in present]
     if not todo:
@@ -249,14 +249,14 @@ def ensure_virtbench(ex: SSHExecutor, arch: str, python: str, shipment: Shipment
     send(ex, deps.wheels, f"{work}/ship/wheels", shipment, "dependency wheel")
     send(ex, [own], f"{work}/ship/{own.parent.name}", shipment, "virtbench wheel")
     log(f"{ex.spec.name}: installing virtbench into {venv}")
-    ex.run(["rm", "-rf", venv], timeout=120)
+    ex.run(["rm", "-rf", "--", venv], timeout=120)
     ex.run(["python3", "-m", "venv", *(["--system-site-packages"] if deps.system else []), venv], timeout=300)
     # exactly these files, no resolution: every version is pinned already, and a Debian package
     # standing in for one (deps.system) is older than virtbench's own floor for the controller
     ex.run([f"{venv}/bin/pip", "install", "-q", "--disable-pip-version-check", "--no-index", "--no-deps",
             *(f"{work}/ship/wheels/{p.name}" for p in deps.wheels), f"{work}/ship/{own.parent.name}/{own.name}"],
            timeout=1800)
-    ex.run(["touch", f"{venv}/.installed"], timeout=60)
+    ex.run(["touch", "--", f"{venv}/.installed"], timeout=60)
     return exe
 
 
@@ -273,17 +273,17 @@ def ensure_image(ex: SSHExecutor, image_root: Path, remote_cache: str, shipment:
     if not tar.is_file():
         raise InputError(f"image {name} has no rootfs.tar to send", "rebuild it: virtbench image build --force")
     incoming = f"{remote_cache}/.{name}.incoming"
-    ex.run(["rm", "-rf", incoming], timeout=300)
+    ex.run(["rm", "-rf", "--", incoming], timeout=300)
     log(f"{ex.spec.name}: sending image {name} ({tar.stat().st_size / 2**20:.0f} MiB)")
     send(ex, [tar, manifest], incoming, shipment, f"image {name}")
     import json
 
     want = json.loads(manifest.read_text())["tar_sha256"]
-    got = ex.run(["sha256sum", f"{incoming}/rootfs.tar"], timeout=600).stdout.split()[0]
+    got = ex.run(["sha256sum", "--", f"{incoming}/rootfs.tar"], timeout=600).stdout.split()[0]
     if got != want:
         raise InputError(f"host {ex.spec.name}: image {name} arrived damaged (sha256 {got[:12]} != {want[:12]})",
                          "run the campaign again")
-    ex.run(["mkdir", "-p", f"{incoming}/rootfs"], timeout=60)
+    ex.run(["mkdir", "-p", "--", f"{incoming}/rootfs"], timeout=60)
     ex.run(["tar", "--numeric-owner", "-xpf", f"{incoming}/rootfs.tar", "-C", f"{incoming}/rootfs"], timeout=1800)
-    ex.run(["mkdir", "-p", f"{incoming}/rootfs/var/tmp/virtbench"], timeout=60)
-    ex.run(["mv", "-T", incoming, target], timeout=60)
+    ex.run(["mkdir", "-p", "--", f"{incoming}/rootfs/var/tmp/virtbench"], timeout=60)
+    ex.run(["mv", "-T", "--", incoming, target], timeout=60)

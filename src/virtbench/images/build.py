@@ -57,6 +57,9 @@ def check_mirror(value: str) -> str:
     if parts is None or parts.scheme not in MIRROR_SCHEMES or not (parts.netloc or parts.scheme == "file") \
             or not parts.path.startswith("/") and parts.scheme == "file":
         raise ValueError(f"mirror {shown} is not a mirror; {MIRROR_FIX}")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(f"mirror {uri.split('://')[0]}://...@{parts.hostname}: a password in a mirror URL would be "
+                         f"stored with the image and the run; give a mirror that needs none (or a local copy)")
     if line and (line.group(4).startswith("-") or not re.fullmatch(r"[A-Za-z0-9._/+-]+", line.group(4))):
         raise ValueError(f"mirror {shown}: the suite is not a Debian suite name; {MIRROR_FIX}")
     return value
