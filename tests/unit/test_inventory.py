@@ -237,3 +237,18 @@ def test_the_lab_inventory_maps_precedence_ranges_and_ports():
     assert (hosts["web01.lab"].user, hosts["web01.lab"].port) == ("deploy", 2200)
     assert hosts["webb.lab"].port == 2201 and hosts["webb.lab"].work_dir == "/srv/backend"
     assert hosts["10.0.0.4"].user == "ops" and hosts["10.0.0.4"].key == "~/.ssh/lab_ed25519"
+
+
+def test_alias_bombs_and_loops_are_refused_not_walked(tmp_path):
+    from virtbench.hosts.inventory_files import Unreadable, read_listing
+
+    lines = ["l0: &l0 {hosts: {h1: null}}"]
+    lines += [f"l{n}: &l{n} {{children: {{g{n}a: *l{n - 1}, g{n}b: *l{n - 1}}}}}" for n in range(1, 45)]
+    bomb = tmp_path / "bomb.yml"
+    bomb.write_text("\n".join(lines) + "\n")  # 2**44 group entries if walked
+    with pytest.raises(Unreadable, match="more than 100000 group and host entries"):
+        read_listing(bomb)
+    loop = tmp_path / "loop.ini"
+    loop.write_text("[a:children]\nb\n[b:children]\na\n[c]\nh\n")
+    with pytest.raises(Unreadable, match="its own ancestor"):
+        read_listing(loop)

@@ -36,6 +36,9 @@ ANSIBLE_VARS = {
     "virtbench_work_dir": "work_dir", "virtbench_known_hosts": "known_hosts",
 }
 
+MAPPED_VARS = frozenset({*ANSIBLE_VARS, "ansible_connection"})
+"""The only variables read from an inventory (others, passwords included, are never kept)."""
+
 
 class HostSpec(BaseModel):
     """One machine of a campaign: its inventory name and how to reach it over SSH.
@@ -157,7 +160,7 @@ def read_inventory(path: Path, group: str, *, dynamic: bool = False) -> list[Hos
                   "give the path of an Ansible inventory file (YAML or INI) that root can read; "
                   "check it with `ansible-inventory -i FILE --list`")
     try:
-        listing = inventory_files.read_listing(path)
+        listing = inventory_files.read_listing(path, keep=MAPPED_VARS)
     except inventory_files.NotData as exc:
         if not dynamic:
             raise InputError(f"inventory {str(path)!r} is {exc.kind}: virtbench reads inventories as "

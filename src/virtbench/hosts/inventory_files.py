@@ -23,6 +23,7 @@ import re
 import shlex
 import stat
 import string
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,8 @@ import yaml
 
 MAX_BYTES = 1 << 20
 MAX_HOSTS = 4096
-MAX_GROUPS = 4096
+MAX_GROUPS = 1024
+MAX_ENTRIES = 100_000
 YAML_SUFFIXES = ("", ".yml", ".yaml", ".json")
 """The suffixes Ansible's yaml plugin takes (and group_vars/host_vars files)."""
 VAULT_HEADER = b"$ANSIBLE_VAULT;"
@@ -69,8 +71,9 @@ _Loader.add_constructor("!unsafe", lambda loader, node: str(loader.construct_sca
 @dataclass
 class _Group:
     vars: dict[str, Any] = field(default_factory=dict)
-    hosts: list[str] = field(default_factory=list)
-    children: list[str] = field(default_factory=list)
+    hosts: dict[str, None] = field(default_factory=dict)
+    """In file order (a dict: membership in constant time)."""
+    children: dict[str, None] = field(default_factory=dict)
     parents: set[str] = field(default_factory=set)
 
 
@@ -78,6 +81,13 @@ class _Group:
 class _Inventory:
     groups: dict[str, _Group] = field(default_factory=lambda: {"all": _Group(), "ungrouped": _Group()})
     hostvars: dict[str, dict[str, Any]] = field(default_factory=dict)
+    budget: int = MAX_ENTRIES
+    """Group and host entries left to read: YAML aliases can repeat a subtree exponentially."""
+
+    def spend(self) -> None:
+        self.budget -= 1
+        if self.budget < 0:
+            raise Unreadable(f"more than {MAX_ENTRIES} group and host entries")
 
     def group(self, name: Any) -> _Group:
         if not isinstance(name, str) or not name:
@@ -87,36 +97,27 @@ class _Inventory:
         return self.groups.setdefault(name, _Group())
 
     def add_child(self, parent: str, child: str) -> None:
-        if parent == child or parent in self._descendants(child):
-            raise Unreadable(f"group {shown(child)} is its own ancestor")
-        if child not in self.group(parent).children:
-            self.groups[parent].children.append(child)
+        """(A loop is found once everything is read, in `_depths`.)"""
+        if parent == child:
+            raise Unreadable(f"group {shown(child)} is its own child")
+        self.group(parent).children[child] = None
         self.group(child).parents.add(parent)
-
-    def _descendants(self, name: str) -> set[str]:
-        seen: set[str] = set()
-        todo = [name]
-        while todo:
-            for c in self.groups.get(todo.pop(), _Group()).children:
-                if c not in seen:
-                    seen.add(c)
-                    todo.append(c)
-        return seen
 
     def add_hosts(self, group: str, names: list[str], variables: dict[str, Any]) -> None:
         g = self.group(group)
         for name in names:
-            if name not in g.hosts:
-                g.hosts.append(name)
+            self.spend()
+            g.hosts[name] = None
             self.hostvars.setdefault(name, {}).update(variables)
             if len(self.hostvars) > MAX_HOSTS:
                 raise Unreadable(f"more than {MAX_HOSTS} hosts")
 
 
 # -- the file ------------------------------------------------------------------------------------
-def read_listing(path: Path) -> dict[str, Any]:
+def read_listing(path: Path, keep: Collection[str] | None = None) -> dict[str, Any]:
     """The inventory at `path` as `ansible-inventory --list` would print it (group vars merged
-    into each host's variables). NotData for what only Ansible can run; Unreadable otherwise."""
+    into each host's variables; only the variables in `keep` when given, which bounds the work
+    and holds no password). NotData for what only Ansible can run; Unreadable otherwise."""
     data = _read_file(path, inventory=True)
     inv = _Inventory()
     text = _text(data)
@@ -138,7 +139,7 @@ def read_listing(path: Path) -> dict[str, Any]:
         raise Unreadable(why)
     else:
         _parse_ini(inv, text)
-    return _listing(inv, path.parent)
+    return _listing(inv, path.parent, keep)
 
 
 def _read_file(path: Path, *, inventory: bool) -> bytes:
@@ -190,6 +191,7 @@ def _parse_yaml(inv: _Inventory, data: dict[Any, Any]) -> None:
 def _yaml_group(inv: _Inventory, name: Any, body: Any, depth: int) -> None:
     if depth > 50:
         raise Unreadable("groups nested more than 50 deep")
+    inv.spend()
     if body is not None and not isinstance(body, dict):
         return  # Ansible skips a group that is not a mapping (with a warning)
     group = inv.group(name)
@@ -427,25 +429,49 @@ def _vars_file(directory: Path, name: str) -> dict[str, Any]:
 
 
 def _depths(inv: _Inventory) -> dict[str, int]:
-    depth = {"all": 0}
-    todo = ["all"]
-    while todo:
-        g = todo.pop()
+    """Each group's depth below `all` (its longest path from it, as Ansible counts), in one
+    pass in topological order; a group that is its own ancestor is refused, as Ansible does."""
+    waiting = {g: len(body.parents) for g, body in inv.groups.items()}
+    ready = [g for g, n in waiting.items() if n == 0]
+    depth = dict.fromkeys(inv.groups, 0)
+    done = 0
+    while ready:
+        g = ready.pop()
+        done += 1
         for c in inv.groups[g].children:
-            if depth.get(c, -1) < depth[g] + 1:
-                depth[c] = depth[g] + 1
-                todo.append(c)
+            depth[c] = max(depth[c], depth[g] + 1)
+            waiting[c] -= 1
+            if waiting[c] == 0:
+                ready.append(c)
+    if done < len(inv.groups):
+        raise Unreadable("a group that is its own ancestor (through children)")
     return depth
 
 
-def _listing(inv: _Inventory, base: Path) -> dict[str, Any]:
+def _listing(inv: _Inventory, base: Path, keep: Collection[str] | None) -> dict[str, Any]:
     """Ansible's precedence: all's vars < other groups' (by depth, priority, name) <
     group_vars/all < group_vars/GROUP < the host's own < host_vars/HOST."""
-    grouped = {h for name, g in inv.groups.items() if name not in ("all", "ungrouped") for h in g.hosts}
+    member: dict[str, set[str]] = {}
+    for name, body in inv.groups.items():
+        for h in body.hosts:
+            member.setdefault(h, set()).add(name)
     for host in inv.hostvars:
-        if host not in grouped and host not in inv.groups["ungrouped"].hosts:
-            inv.groups["ungrouped"].hosts.append(host)
+        if not member.get(host, set()) - {"all", "ungrouped"}:
+            inv.groups["ungrouped"].hosts[host] = None
+            member.setdefault(host, set()).add("ungrouped")
     depth = _depths(inv)
+    lineage: dict[str, set[str]] = {}
+
+    def lineage_of(name: str) -> set[str]:  # the group and its ancestors, memoized (groups form a DAG)
+        if name not in lineage:
+            found, todo = {name}, [name]
+            while todo:
+                for p in inv.groups[todo.pop()].parents:
+                    if p not in found:
+                        found.add(p)
+                        todo.append(p)
+            lineage[name] = found
+        return lineage[name]
 
     def priority(name: str) -> int:
         try:
@@ -454,13 +480,7 @@ def _listing(inv: _Inventory, base: Path) -> dict[str, Any]:
             return 1
 
     def ancestors(host: str) -> list[str]:
-        found = {g for g, body in inv.groups.items() if host in body.hosts}
-        todo = list(found)
-        while todo:
-            for p in inv.groups[todo.pop()].parents:
-                if p not in found:
-                    found.add(p)
-                    todo.append(p)
+        found: set[str] = set().union(*(lineage_of(g) for g in member.get(host, ())))
         found.discard("all")
         return sorted(found, key=lambda g: (depth.get(g, 1), priority(g), g))
 
@@ -471,15 +491,13 @@ def _listing(inv: _Inventory, base: Path) -> dict[str, Any]:
     hostvars: dict[str, dict[str, Any]] = {}
     for host, own in inv.hostvars.items():
         groups = ancestors(host)
-        merged = dict(inv.groups["all"].vars)
-        for g in groups:
-            merged.update(inv.groups[g].vars)
-        merged.update(files.get("all", {}))
-        for g in groups:
-            merged.update(files.get(g, {}))
-        merged.update(own)
+        layers = [inv.groups["all"].vars, *(inv.groups[g].vars for g in groups), files.get("all", {}),
+                  *(files.get(g, {}) for g in groups), own]
         if host_vars_dir.is_dir():
-            merged.update(_vars_file(host_vars_dir, host))
+            layers.append(_vars_file(host_vars_dir, host))
+        merged: dict[str, Any] = {}
+        for layer in layers:
+            merged.update(layer if keep is None else {k: layer[k] for k in keep if k in layer})
         hostvars[host] = merged
     listing: dict[str, Any] = {"_meta": {"hostvars": hostvars}}
     for name, body in inv.groups.items():
