@@ -17,12 +17,10 @@ is answered with its line number and what was expected, never with what it holds
 from __future__ import annotations
 
 import ast
-import ipaddress
 import os
 import re
 import shlex
 import stat
-import string
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,8 +28,9 @@ from typing import Any
 
 import yaml
 
+from .inventory_patterns import MAX_HOSTS, expand_pattern
+
 MAX_BYTES = 1 << 20
-MAX_HOSTS = 4096
 MAX_GROUPS = 1024
 MAX_ENTRIES = 100_000
 YAML_SUFFIXES = ("", ".yml", ".yaml", ".json")
@@ -103,12 +102,16 @@ class _Inventory:
         self.group(parent).children[child] = None
         self.group(child).parents.add(parent)
 
-    def add_hosts(self, group: str, names: list[str], variables: dict[str, Any]) -> None:
+    def add_hosts(self, group: str, names: list[str], port: int | None, variables: dict[Any, Any]) -> None:
+        """Ansible: a pattern's :port is the hosts' ansible_port; a host's variables accumulate."""
         g = self.group(group)
+        own = {str(k): v for k, v in variables.items()}
+        if port is not None:
+            own["ansible_port"] = port
         for name in names:
             self.spend()
             g.hosts[name] = None
-            self.hostvars.setdefault(name, {}).update(variables)
+            self.hostvars.setdefault(name, {}).update(own)
             if len(self.hostvars) > MAX_HOSTS:
                 raise Unreadable(f"more than {MAX_HOSTS} hosts")
 
@@ -217,15 +220,14 @@ def _yaml_group(inv: _Inventory, name: Any, body: Any, depth: int) -> None:
                     raise Unreadable(f"group {shown(name)}: a host name that is not a string (quote numbers)")
                 if variables is not None and not isinstance(variables, dict):
                     raise Unreadable(f"group {shown(name)}: a host's variables must be a mapping")
-                names, port = expand_pattern(pattern)
-                inv.add_hosts(name, names, _with_port(variables or {}, port))
+                inv.add_hosts(name, *_expanded(pattern), variables or {})
 
 
-def _with_port(variables: dict[Any, Any], port: int | None) -> dict[str, Any]:
-    out = {str(k): v for k, v in variables.items()}
-    if port is not None:
-        out["ansible_port"] = port
-    return out
+def _expanded(pattern: str) -> tuple[list[str], int | None]:
+    try:
+        return expand_pattern(pattern)
+    except ValueError as exc:
+        raise Unreadable(str(exc)) from None
 
 
 # -- INI ------------------------------------------------------------------------------------------
@@ -259,8 +261,7 @@ def _parse_ini(inv: _Inventory, text: str) -> None:
                 raise Unreadable("a malformed section header")
             if state == "hosts":
                 pattern, variables = _ini_host_line(line)
-                names, port = expand_pattern(pattern)
-                inv.add_hosts(group, names, _with_port(variables, port))
+                inv.add_hosts(group, *_expanded(pattern), variables)
             elif state == "vars":
                 if "=" not in line:
                     raise Unreadable("expected key=value")
@@ -307,99 +308,6 @@ def _ini_value(value: str) -> Any:
         return ast.literal_eval(value)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return value
-
-
-# -- host patterns --------------------------------------------------------------------------------
-_HOSTPORT = re.compile(r"((?:[^:\[\]]|\[[^\]]*\])*):([0-9]+)")
-_RANGED_NAME = re.compile(r"(?:[A-Za-z0-9_-]|\[[^\]]*\])+(?:\.(?:[A-Za-z0-9_-]|\[[^\]]*\])+)*")
-
-
-def expand_pattern(pattern: str) -> tuple[list[str], int | None]:
-    """`web[01:03].lab:2222` -> ([web01.lab, web02.lab, web03.lab], 2222), as Ansible expands it."""
-    host, port = pattern, None
-    m = re.fullmatch(r"\[(.+)\]:([0-9]+)", pattern) or _HOSTPORT.fullmatch(pattern)
-    if m and _is_address(m.group(1)):
-        host, port = m.group(1), int(m.group(2))
-    if pattern.endswith(":") and port is None:
-        raise Unreadable("a host pattern ending in ':' (give host:PORT)")
-    if port is not None and not 0 < port < 65536:
-        raise Unreadable("a port out of range")
-    if "[" not in host or _is_ip(host):
-        return [host], port
-    if _count(host) > MAX_HOSTS:
-        raise Unreadable(f"a host range of more than {MAX_HOSTS} hosts")
-    return _expand(host), port
-
-
-def _is_ip(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _is_address(text: str) -> bool:
-    return _is_ip(text) or bool(_RANGED_NAME.fullmatch(text))
-
-
-def _bounds(nrange: str) -> tuple[list[str], int]:
-    """The values of one [beg:end(:step)] range, zero-padded as written; and their count."""
-    parts = nrange.split(":")
-    if len(parts) not in (2, 3):
-        raise Unreadable("a host range that is not [begin:end] or [begin:end:step]")
-    beg, end = parts[0] or "0", parts[1]
-    if not end:
-        raise Unreadable("a host range without an end")
-    try:
-        step = int(parts[2]) if len(parts) == 3 else 1
-    except ValueError:
-        raise Unreadable("a host range step that is not a number") from None
-    if step < 1:
-        raise Unreadable("a host range step below 1")
-    if len(beg) == len(end) == 1 and beg in string.ascii_letters and end in string.ascii_letters:
-        i, j = string.ascii_letters.index(beg), string.ascii_letters.index(end)
-        if i > j:
-            raise Unreadable("a host range whose begin is after its end")
-        values = list(string.ascii_letters[i:j + 1:step])
-        return values, len(values)
-    if not (beg.isdigit() and end.isdigit()):
-        raise Unreadable("a host range that is neither numbers nor single letters")
-    width = len(beg) if beg[0] == "0" and len(beg) > 1 else 0
-    if width and width != len(end):
-        raise Unreadable("a zero-padded host range with begin and end of different lengths")
-    lo, hi = int(beg), int(end)
-    count = max(0, (hi - lo) // step + 1)
-    if count > MAX_HOSTS:
-        return [], count
-    return [str(v).zfill(width) for v in range(lo, hi + 1, step)], count
-
-
-def _split_range(name: str) -> tuple[str, str, str]:
-    head, _, rest = name.partition("[")
-    nrange, sep, tail = rest.partition("]")
-    if not sep:
-        raise Unreadable("a host range without its closing ']'")
-    return head, nrange, tail
-
-
-def _count(name: str) -> int:
-    """How many names a pattern expands to, computed before expanding anything."""
-    total = 1
-    while "[" in name:
-        head, nrange, name = _split_range(name)
-        total *= _bounds(nrange)[1]
-        if total > MAX_HOSTS:
-            return total
-    return total
-
-
-def _expand(name: str) -> list[str]:
-    if "[" not in name:
-        return [name]
-    head, nrange, tail = _split_range(name)
-    rest = _expand(tail)
-    return [f"{head}{v}{t}" for v in _bounds(nrange)[0] for t in rest]
 
 
 # -- variables and the listing --------------------------------------------------------------------
