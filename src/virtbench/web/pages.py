@@ -135,13 +135,10 @@ def run_page(request: Request, run_id: str = RUN_ID) -> HTMLResponse:
     require_read(request)
     store = store_of(request)
     run = queries.get_run(store, run_id)
-    prog = queries.progress(store, run.id)
+    prog = results.progress(store, run.id)
     report = None
     if prog["executions"]:
-        from ..report.sections import sections
-
-        _, rows, failures = request.app.state.cache.report(store, run.id)
-        report = {"sections": _sections(Report(run, rows, failures, sections(store, run)))}
+        report = {"sections": _sections(results.full_report(store, request.app.state.cache, run.id))}
     return render(request, "run.html", title=f"Run {run.name}", run=run, progress=prog, report=report,
                   executions=queries.executions(store, run.id, limit=300), downloads=downloads.available(run.id),
                   active=run.status in queries.ACTIVE)

@@ -17,15 +17,58 @@ from ..analysis import quality, tables
 from ..analysis import summary as summary_mod
 from ..analysis.summary import Row
 from ..report import figures, headline, summary
+from ..report.model import Report
 from ..store.db import Store
 from ..store.models import Run
 from . import queries
 from .cache import ReportCache
 
 
+def full_report(store: Store, cache: ReportCache, run_id: str) -> Report:
+    """The run's report with every experiment and probe section: what `virtbench report` shows,
+    for the run page, the API and the downloads alike (rows from the cache)."""
+    from ..report.sections import sections
+
+    run, rows, failures = cache.report(store, run_id)
+    return Report(run, rows, failures, sections(store, run))
+
+
 def row_json(r: Row) -> dict[str, Any]:
     return {**{k: figures.finite(v) if isinstance(v, float) else v for k, v in r.public().items()},
             "category": r.category}
+
+
+# -- progress -----------------------------------------------------------------------------------
+def progress(store: Store, run_id: str) -> dict[str, Any]:
+    """The run's live state (store/browse.py) with its counts as a person reads them: executions
+    done, planned so far (the campaign's rounds plus every extra round the adaptive rule has
+    added, as logged in the run) and the cap (what the adaptive rule could add at most), so an
+    adaptive run never shows "254/96". `expected` is the planned count, `percent` done of it."""
+    doc = queries.progress(store, run_id)
+    run = queries.get_run(store, run_id)
+    planned, cap = planned_executions(run)
+    planned = max(planned, doc["executions"])
+    cap = max(cap, planned)
+    return {**doc, "expected": planned, "planned": planned, "cap": cap,
+            "percent": min(100, round(100 * doc["executions"] / planned)) if planned else 0}
+
+
+def planned_executions(run: Run) -> tuple[int, int]:
+    """(planned so far, cap) of a run's executions: rounds x platforms x (benchmarks + lifecycle),
+    plus each logged extra round's platforms and benchmarks; the cap counts every platform up to
+    the adaptive rule's max_repetitions (the time cap may stop it earlier)."""
+    campaign = run.campaign or {}
+    platforms, benchmarks = queries.platform_names(run), queries.benchmark_keys(run)
+    base = queries.expected_total(campaign, len(platforms), len(benchmarks))
+    rule = campaign.get("adaptive")
+    if not isinstance(rule, dict):
+        return base, base
+    extra = 0
+    for entry in (run.provenance or {}).get("adaptive", []):
+        per = entry.get("benchmarks") or {}
+        extra += sum(len(per.get(p, benchmarks)) + 1 for p in entry.get("platforms", []))
+    more = max(0, int(rule.get("max_repetitions", 30) or 0) - int(campaign.get("repetitions", 0) or 0))
+    return base + extra, base + more * len(platforms) * (len(benchmarks) + 1)
 
 
 # -- verify -------------------------------------------------------------------------------------
