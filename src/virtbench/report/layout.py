@@ -137,16 +137,23 @@ def headline(report: Report) -> Section:
     return _own("headline", "Headline", table, notes if rows else [])
 
 
-def warnings(report: Report) -> Section:
+def warnings(report: Report) -> list[Section]:
     """Every warning in words with its fix: host conditions, campaign design, platforms left out,
-    how many comparisons are undecided, then each result's quality flags."""
+    how many comparisons are undecided, then the quality flags that may change a conclusion
+    ('warn'); the flags given for context ('info') follow on request."""
     from . import summary
 
-    body = [[_about(w), w.get("severity", ""), w.get("message", ""), w.get("fix", "") or ""]
-            for w in summary.warnings(report.run, report.rows)]
-    return _own("warnings", "Warnings", Table("Warnings", ["about", "severity", "warning", "fix"], body,
-                                              key_columns=1, empty="No warnings: host conditions and every "
-                                              "quality check passed."))
+    every = summary.warnings(report.run, report.rows)
+    info = [w for w in every if w.get("scope") == "result" and w.get("severity") != "warn"]
+    shown = [w for w in every if w not in info]
+    cols = ["about", "severity", "warning", "fix"]
+
+    def body(ws: Sequence[dict[str, Any]]) -> list[list[Any]]:
+        return [[_about(w), w.get("severity", ""), w.get("message", ""), w.get("fix", "") or ""] for w in ws]
+    return [_own("warnings", "Warnings", Table("Warnings", cols, body(shown), key_columns=1,
+                                               empty="No warnings: host conditions and every quality check passed.")),
+            _own("quality_info", "Quality notes (context)", Table("Quality notes on results (for context)", cols,
+                                                                   body(info), key_columns=1), detail=True)]
 
 
 def _about(w: dict[str, Any]) -> str:

@@ -109,13 +109,13 @@ class Report:
 
     def layout(self, charts: bool = True) -> list[Section]:
         """Everything a report shows, in order: the headline, the report's own parts as sections
-        (results, undecided results, lifecycle, categories, stacks), the warnings, the charts,
+        (results, undecided results, lifecycle, categories, stacks), the charts, the warnings,
         the run's sections, then the failures and every statistic. Every renderer (terminal,
         HTML file, web run page) lays out this list; charts=False leaves the charts' figures
         out for a renderer that cannot draw them (the terminal), their section stays."""
         from .layout import charts_sections, closing_sections, core_sections, headline, warnings
 
-        return [headline(self), *core_sections(self), warnings(self), *charts_sections(self, charts),
+        return [headline(self), *core_sections(self), *charts_sections(self, charts), *warnings(self),
                 *self.sections, *closing_sections(self)]
 
     def __iter__(self) -> Any:

@@ -232,6 +232,16 @@ def compare(request: Request, run: list[str] = Query([], max_length=100, descrip
     return downloads.clean(results.compare_json(doc))
 
 
+@router.get("/compare/before-after", summary="Before/after: run B against run A per platform and metric (the "
+            "`virtbench compare A B --json` document)", responses={400: {"model": Problem}})
+def before_after(request: Request, a: str = Query(..., max_length=64, description="run A (before)"),
+                 b: str = Query(..., max_length=64, description="run B (after)")) -> Any:
+    try:
+        return downloads.clean(results.before_after(store_of(request), cache_of(request), a, b))
+    except InputError as exc:
+        return _problem(400, exc)
+
+
 def compare_ids(request: Request, run_ids: list[str], hostnames: list[str]) -> list[str]:
     ids = [r for r in run_ids if r]
     if hostnames:

@@ -196,10 +196,26 @@ def compare_page(request: Request, run: list[str] = Query([], max_length=100),
             charts.append(svg.draw(doc["lifecycle"], colors))
     choices = queries.finished_runs(store)
     hostnames = list(dict.fromkeys(c["host"] for c in choices if c["host"]))
-    return render(request, "compare.html", title="Compare", doc=doc, charts=charts, choices=choices,
+    return render(request, "compare.html", title="Platforms across runs", doc=doc, charts=charts, choices=choices,
                   hostnames=hostnames, chosen=set(ids), chosen_hosts=set(host), by_host=by_host,
                   baseline=baseline or "", export_query=urlencode([("run", i) for i in ids]),
                   verdict_rule=summary.VERDICT_RULE)
+
+
+@router.get("/compare/before-after", response_class=HTMLResponse)
+def before_after_page(request: Request, a: str = Query("", max_length=64),
+                      b: str = Query("", max_length=64)) -> HTMLResponse:
+    """Run B against run A, platform by platform: what `virtbench compare A B` prints."""
+    require_read(request)
+    store = store_of(request)
+    doc = error = None
+    if a and b:
+        try:
+            doc = results.before_after(store, request.app.state.cache, a, b)
+        except InputError as exc:
+            error = exc
+    return render(request, "before_after.html", 400 if error else 200, title="Before / after", doc=doc,
+                  error=error, a=a, b=b, choices=queries.finished_runs(store))
 
 
 # -- schedule -------------------------------------------------------------------------------------

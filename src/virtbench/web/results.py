@@ -283,6 +283,25 @@ def compare(store: Store, cache: ReportCache, run_ids: Sequence[str], *, baselin
     return out
 
 
+def before_after(store: Store, cache: ReportCache, run_a: str, run_b: str) -> dict[str, Any]:
+    """`virtbench compare A B` for the web: each platform of run B against itself in run A, by the
+    report's verdict rule (analysis.compare); the same document as `compare --json`."""
+    from ..analysis.compare import compare as compare_runs
+    from ..errors import InputError
+
+    if run_a == run_b:
+        raise InputError(f"A and B are the same run {run_a}: a run compared with itself tells nothing",
+                         "choose the run before and the run after the change")
+    ra, rows_a, _ = cache.report(store, run_a)
+    rb, rows_b, _ = cache.report(store, run_b)
+    rows = compare_runs(rows_a, rows_b)
+    doc = summary.compare_json(ra, rb, rows)
+    common = {p.name for p in ra.platforms} & {p.name for p in rb.platforms}
+    doc["only_one_run"] = sorted(({p.name for p in ra.platforms} | {p.name for p in rb.platforms}) - common)
+    doc["names"] = {"a": ra.name, "b": rb.name}
+    return doc
+
+
 def category_verdicts(rows: Sequence[Row], platforms: Sequence[str], baseline: str) -> dict[str, dict[str, str]]:
     """platform -> category -> the headline's verdict for it (report.headline's rule)."""
     lines = headline.headline([(p, "", {}) for p in platforms], rows, baseline)
