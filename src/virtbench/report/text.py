@@ -190,7 +190,7 @@ def _headline(s: Section, console: Console) -> None:
     headline section drawn compactly, the first thing a reader sees."""
     for t in s.tables:
         if not t.rows:
-            return
+            continue
         console.print(f"[bold]{escape(t.title)}[/bold]:")
         table = Table(box=None, show_header=True, pad_edge=False, header_style="dim")
         for i, c in enumerate(t.columns):
