@@ -146,14 +146,15 @@ def warnings(report: Report) -> list[Section]:
     every = summary.warnings(report.run, report.rows)
     info = [w for w in every if w.get("scope") == "result" and w.get("severity") != "warn"]
     shown = [w for w in every if w not in info]
-    cols = ["about", "severity", "warning", "fix"]
+    cols = ["about", "warning, and its fix"]
 
     def body(ws: Sequence[dict[str, Any]]) -> list[list[Any]]:
-        return [[_about(w), w.get("severity", ""), w.get("message", ""), w.get("fix", "") or ""] for w in ws]
-    return [_own("warnings", "Warnings", Table("Warnings", cols, body(shown), key_columns=1,
+        return [[f"{_about(w)} ({w.get('severity', '')})",
+                 str(w.get("message", "")) + (f"; fix: {w['fix']}" if w.get("fix") else "")] for w in ws]
+    return [_own("warnings", "Warnings", Table("Warnings", cols, body(shown),
                                                empty="No warnings: host conditions and every quality check passed.")),
             _own("quality_info", "Quality notes (context)", Table("Quality notes on results (for context)", cols,
-                                                                   body(info), key_columns=1), detail=True)]
+                                                                   body(info)), detail=True)]
 
 
 def _about(w: dict[str, Any]) -> str:
