@@ -128,7 +128,7 @@ def experiment_html(page: Page, secs: Sequence[ReportSection], prefix: str) -> s
 def run_section(page: Page, report: Report, label: str, prefix: str = "", *, alpha: float = stats.ALPHA,
                 min_effect: float = stats.MIN_EFFECT, secs: Sequence[ReportSection] = ()) -> str:
     """One run: a summary line, then the report's layout (report/layout.py: headline, results,
-    undecided results, lifecycle, categories, stacks, warnings, charts, the run's sections,
+    lifecycle, categories, stacks, charts, undecided results, warnings, the run's sections,
     failures, every statistic) as every renderer shows it, then the provenance."""
     run, rows, failures = report
     platforms = [p.name for p in run.platforms]

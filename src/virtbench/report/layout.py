@@ -90,7 +90,7 @@ def _core(report: Report) -> list[Section]:
     platforms = [p.name for p in run.platforms]
     label = summary.host_labels([run])[0]
     order = [b.key for b in run.benchmarks]
-    return [results(rows, platforms, baseline, order, units.labels_of(run)), undecided(rows),
+    return [results(rows, platforms, baseline, order, units.labels_of(run)),
             lifecycle(rows, platforms), categories(cat, platforms),
             *[best(tables.best_of_kind(cat, infos, kind), kind) for kind in ("vm", "container")],
             availability(tables.availability({label: cat}, {label: infos})),
@@ -161,6 +161,11 @@ def _about(w: dict[str, Any]) -> str:
     if w.get("scope") == "result":
         return f"{w.get('benchmark')} {w.get('metric')} @{w.get('platform')}: {w.get('check')}"
     return f"{w.get('scope')}: {w.get('check')}"
+
+
+def undecided_sections(report: Report) -> list[Section]:
+    """The undecided results (per host in a run over several hosts)."""
+    return per_host(report, lambda r: [undecided(r.rows)] if r.rows else [])
 
 
 def undecided(rows: Sequence[Row]) -> Section:

@@ -109,14 +109,14 @@ class Report:
 
     def layout(self, charts: bool = True) -> list[Section]:
         """Everything a report shows, in order: the headline, the report's own parts as sections
-        (results, undecided results, lifecycle, categories, stacks), the charts, the warnings,
-        the run's sections, then the failures and every statistic. Every renderer (terminal,
+        (results, lifecycle, categories, stacks), the charts, the undecided results with what
+        would decide each, the warnings, the run's sections, then the failures and every statistic. Every renderer (terminal,
         HTML file, web run page) lays out this list; charts=False leaves the charts' figures
         out for a renderer that cannot draw them (the terminal), their section stays."""
-        from .layout import charts_sections, closing_sections, core_sections, headline, warnings
+        from .layout import charts_sections, closing_sections, core_sections, headline, undecided_sections, warnings
 
-        return [headline(self), *core_sections(self), *charts_sections(self, charts), *warnings(self),
-                *self.sections, *closing_sections(self)]
+        return [headline(self), *core_sections(self), *charts_sections(self, charts), *undecided_sections(self),
+                *warnings(self), *self.sections, *closing_sections(self)]
 
     def __iter__(self) -> Any:
         return iter((self.run, self.rows, self.failures))

@@ -76,8 +76,8 @@ def cell(v: Any, wide: bool = False) -> str:
 
 def render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: Console,
            detail: bool = False, wide: bool = False, sections: Sequence[Section] = ()) -> None:
-    """The report's layout (report/layout.py: headline, results, undecided results, lifecycle,
-    categories, stacks, warnings, the run's sections, failures), the run's facts after the
+    """The report's layout (report/layout.py: headline, results, lifecycle, categories,
+    stacks, undecided results, warnings, the run's sections, failures), the run's facts after the
     headline; at most WIDTH columns unless wide (the old layout)."""
     width = console.width
     if not wide:
