@@ -112,8 +112,14 @@ def cell_text(cv: CategoryVerdict) -> str:
         return " ".join(parts) or "="
     if cv.ratio is None:
         return "?"
-    span = f" [{(cv.ci[0] - 1) * 100:+.0f}..{(cv.ci[1] - 1) * 100:+.0f}]" if cv.ci else ""
-    return f"? {(cv.ratio - 1) * 100:+.0f}%{span}"
+    span = f" [{_signed(cv.ci[0])}..{_signed(cv.ci[1])}]" if cv.ci else ""
+    return f"? {_signed(cv.ratio)}%{span}"
+
+
+def _signed(ratio: float) -> str:
+    """The change of a ratio in whole per cent with its sign ('-3', '+2'), '±0' when it rounds to 0."""
+    pct = round((ratio - 1) * 100)
+    return f"{pct:+d}" if pct else "±0"
 
 
 def headline(platforms: Sequence[tuple[str, str, Mapping[str, Any]]], rows: Sequence[Row],
