@@ -131,8 +131,7 @@ def summarize(samples: Iterable[SampleView | tuple], failures: dict[tuple[str, s
     failures: (platform, benchmark) -> failed executions. metrics_of: benchmark -> declared
     (metric, unit, higher_is_better, category), so a platform whose every execution failed
     still gets a row with n=0 and its failure count instead of disappearing. Samples with
-    warmup=True only feed the warm-up check and trend plots. Holm's correction runs over
-    every comparison with the baseline in this call, which is the family a report shows.
+    warmup=True only feed the warm-up check and trend plots.
     """
     rows = samples if isinstance(samples, list) else list(samples)
     meta: dict[tuple[str, str], tuple[str, bool, str]] = {}
