@@ -338,7 +338,7 @@ def _print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool, min_
 def runs_cmd(db_url: str | None) -> None:
     """List runs in the store, newest first."""
     for r in _store(db_url).runs():
-        console.print(f"{r.id}  {r.status:<11} {r.name:<20} {r.created_at:%Y-%m-%d %H:%M}  "
+        console.print(f"{r.id}  {r.status:<11} {r.name:<20} {r.created_at:%Y-%m-%d %H:%M} UTC  "
                       f"{len(r.campaign.get('platforms', []))} platforms")
 
 
