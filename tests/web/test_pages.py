@@ -160,3 +160,12 @@ def test_progress_of_an_adaptive_run_counts_done_of_planned_never_over_100_perce
     assert p["percent"] <= 100 and p["cap"] > p["planned"]
     page = client.get("/runs/r1").text
     assert f"{done}/{p['planned']}" in page and f"adaptive cap {p['cap']}" in page
+    listed = client.get("/runs").text
+    assert f"{done}/{p['planned']}" in listed and f"{done}/{queries_expected(filled)}" not in listed
+
+
+def queries_expected(store) -> int:
+    """What the store's run list says the run will record (the campaign's rounds only)."""
+    from virtbench.web import queries
+
+    return next(r["expected"] for r in queries.list_runs(store) if r["id"] == "r1")

@@ -96,8 +96,10 @@ def _local(next_url: str | None) -> str:
 def dashboard(request: Request) -> HTMLResponse:
     require_read(request)
     doc = api.dashboard(request)
+    store = store_of(request)
     return render(request, "dashboard.html", title="virtbench", hosts=doc["hosts"], counts=doc["counts"],
-                  active=doc["active"], recent=doc["recent_runs"], results=doc["recent_results"],
+                  active=results.with_planned(store, doc["active"]),
+                  recent=results.with_planned(store, doc["recent_runs"]), results=doc["recent_results"],
                   workers=doc["workers"])
 
 
@@ -107,7 +109,8 @@ def runs_page(request: Request, status: str | None = Query(None, max_length=16),
     require_read(request)
     store = store_of(request)
     rows = queries.list_runs(store, status=status or None, host=host or None, limit=51, offset=(page - 1) * 50)
-    return render(request, "runs.html", title="Runs", runs=rows[:50], more=len(rows) > 50, page=page,
+    return render(request, "runs.html", title="Runs", runs=results.with_planned(store, rows[:50]), more=len(rows) > 50,
+                  page=page,
                   status=status or "", host=host or "", counts=queries.status_counts(store))
 
 

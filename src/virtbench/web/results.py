@@ -53,6 +53,17 @@ def progress(store: Store, run_id: str) -> dict[str, Any]:
             "percent": min(100, round(100 * doc["executions"] / planned)) if planned else 0}
 
 
+def with_planned(store: Store, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Run list entries with the running ones' `expected` as planned so far (progress()), so a list
+    shows done/planned before its poller first asks."""
+    for r in runs:
+        if r["status"] == "running":
+            planned, _ = planned_executions(queries.get_run(store, r["id"]))
+            r["expected"] = max(planned, r["executions"])
+            r["percent"] = min(100, round(100 * r["executions"] / r["expected"])) if r["expected"] else 0
+    return runs
+
+
 def planned_executions(run: Run) -> tuple[int, int]:
     """(planned so far, cap) of a run's executions: rounds x platforms x (benchmarks + lifecycle),
     plus each logged extra round's platforms and benchmarks; the cap counts every platform up to
