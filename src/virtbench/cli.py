@@ -374,8 +374,7 @@ def list_group() -> None:
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--markdown", is_flag=True, help="The README's reference tables.")
 def list_benchmarks(as_json: bool, markdown: bool) -> None:
-    from .docs import benchmark_catalog, readme_section
-    from .report.units import SPELLED, labelled
+    from .docs import benchmark_catalog, metric_line, readme_section
 
     if markdown:
         click.echo(readme_section())
@@ -387,11 +386,7 @@ def list_benchmarks(as_json: bool, markdown: bool) -> None:
     for d in docs:
         # escaped: units such as [ms] or [s] would otherwise be read as rich markup and vanish
         console.print(f"[bold]{escape(d['name'])}[/bold] ({escape(d['tool'])}): {escape(d['description'])}")
-        console.print("  metrics:")
-        for m in d["metrics"]:
-            unit = labelled(SPELLED.get(m["unit"], m["unit"]), m["label"])
-            console.print(escape(f"    {m['name']} [{unit}] {'↑' if m['higher_is_better'] else '↓'} "
-                                 f"{m['category']}: {m['description']}"))
+        console.print("  metrics:\n" + escape("\n".join(f"    {metric_line(m)}" for m in d["metrics"])))
         console.print("  parameters: " + escape(", ".join(f"{p['name']}={p['default']}" for p in d["parameters"])))
 
 

@@ -45,6 +45,15 @@ def every_metric(cls: Any) -> list[Any]:
     return list(found.values())
 
 
+def metric_line(m: dict[str, Any]) -> str:
+    """A metric of the catalogue for `list benchmarks`: name, unit as a person reads it, direction,
+    category and description."""
+    from .report.units import SPELLED, labelled
+
+    unit = labelled(SPELLED.get(m["unit"], m["unit"]), m["label"])
+    return f"{m['name']} [{unit}] {'↑' if m['higher_is_better'] else '↓'} {m['category']}: {m['description']}"
+
+
 def benchmarks_markdown() -> str:
     lines = ["| benchmark | what | metrics (unit, ↑ higher / ↓ lower is better) | parameters (default) |",
              "|---|---|---|---|"]
