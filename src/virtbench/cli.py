@@ -284,13 +284,18 @@ def _report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, 
               help="Smallest relative difference called better/worse when significant.")
 @db_option
 def compare(run_a: str, run_b: str, as_json: bool, min_effect: float, db_url: str | None) -> None:
-    """The same platforms in two runs (before/after an upgrade), with significance."""
+    """The same platforms in two runs (before/after an upgrade): B against A by the verdict rule of
+    `report` (unpaired: two runs' rounds share nothing to pair on)."""
     from .analysis.compare import compare as do_compare
     from .report import summary, text
 
     store = _store(db_url)
-    ra, rows_a, _ = summary.build(store, run_a, min_effect=min_effect)
-    rb, rows_b, _ = summary.build(store, run_b, min_effect=min_effect)
+    ra, rb = store.run(run_a), store.run(run_b)
+    if ra.id == rb.id:
+        raise InputError(f"A and B are the same run {ra.id}: a run compared with itself tells nothing; "
+                         "give the run before and the run after the change")
+    _, rows_a, _ = summary.build(store, ra.id, min_effect=min_effect, sections=False)
+    _, rows_b, _ = summary.build(store, rb.id, min_effect=min_effect, sections=False)
     rows = do_compare(rows_a, rows_b, min_effect=min_effect)
     doc = summary.compare_json(ra, rb, rows, min_effect=min_effect)
     if as_json:
@@ -337,7 +342,7 @@ def _print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool, min_
 def runs_cmd(db_url: str | None) -> None:
     """List runs in the store, newest first."""
     for r in _store(db_url).runs():
-        console.print(f"{r.id}  {r.status:<11} {r.name:<20} {r.created_at:%Y-%m-%d %H:%M}  "
+        console.print(f"{r.id}  {r.status:<11} {r.name:<20} {r.created_at:%Y-%m-%d %H:%M} UTC  "
                       f"{len(r.campaign.get('platforms', []))} platforms")
 
 
@@ -373,7 +378,7 @@ def list_group() -> None:
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--markdown", is_flag=True, help="The README's reference tables.")
 def list_benchmarks(as_json: bool, markdown: bool) -> None:
-    from .docs import benchmark_catalog, readme_section
+    from .docs import benchmark_catalog, metric_line, readme_section
 
     if markdown:
         click.echo(readme_section())
@@ -385,8 +390,7 @@ def list_benchmarks(as_json: bool, markdown: bool) -> None:
     for d in docs:
         # escaped: units such as [ms] or [s] would otherwise be read as rich markup and vanish
         console.print(f"[bold]{escape(d['name'])}[/bold] ({escape(d['tool'])}): {escape(d['description'])}")
-        console.print("  metrics: " + escape(", ".join(
-            f"{m['name']} [{m['unit']}] {'↑' if m['higher_is_better'] else '↓'}" for m in d["metrics"])))
+        console.print("  metrics:\n" + escape("\n".join(f"    {metric_line(m)}" for m in d["metrics"])))
         console.print("  parameters: " + escape(", ".join(f"{p['name']}={p['default']}" for p in d["parameters"])))
 
 

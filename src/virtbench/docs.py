@@ -2,6 +2,7 @@
 from the code: `virtbench list benchmarks --markdown` prints it, a test compares it."""
 from __future__ import annotations
 
+import typing
 from typing import Any
 
 from .registry import BENCHMARKS, PLATFORMS
@@ -19,11 +20,38 @@ def benchmark_catalog() -> list[dict[str, Any]]:
         out.append({
             "name": name, "tool": cls.tool, "description": cls.description, "packages": list(cls.packages),
             "metrics": [{"name": m.name, "unit": m.unit, "higher_is_better": m.higher_is_better,
-                         "category": m.category} for m in cls(params).metrics()],
+                         "category": m.category, "description": m.description, "label": m.label}
+                        for m in every_metric(cls)],
             "parameters": [{"name": k, "default": getattr(params, k), "description": f.description or ""}
                            for k, f in cls.Params.model_fields.items()],
         })
     return out
+
+
+def every_metric(cls: Any) -> list[Any]:
+    """Every metric a benchmark can report: its defaults', then those a choice of one parameter
+    adds (fio's `measure: cpu` gives the `_cpu` metrics, openssl's `clock: cpu` throughput_cpu),
+    each name once, in the order found."""
+    found = {m.name: m for m in cls(cls.Params()).metrics()}
+    for key, f in cls.Params.model_fields.items():
+        choices = typing.get_args(f.annotation) if typing.get_origin(f.annotation) is typing.Literal else ()
+        for choice in choices:
+            try:
+                params = cls.Params(**{key: choice})
+            except ValueError:  # a choice that needs other parameters too
+                continue
+            for m in cls(params).metrics():
+                found.setdefault(m.name, m)
+    return list(found.values())
+
+
+def metric_line(m: dict[str, Any]) -> str:
+    """A metric of the catalogue for `list benchmarks`: name, unit as a person reads it, direction,
+    category and description."""
+    from .report.units import SPELLED, labelled
+
+    unit = labelled(SPELLED.get(m["unit"], m["unit"]), m["label"])
+    return f"{m['name']} [{unit}] {'↑' if m['higher_is_better'] else '↓'} {m['category']}: {m['description']}"
 
 
 def benchmarks_markdown() -> str:

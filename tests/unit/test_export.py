@@ -50,7 +50,8 @@ def test_round_trip_through_pandas(store, tmp_path, fmt):
     assert docker["mean"] == pytest.approx(row.mean) and docker["relative"] == pytest.approx(row.relative)
     assert docker["relative_ci95_low"] == pytest.approx(row.relative_ci95[0])
     assert docker["verdict"] == row.verdict
-    assert summ["p_holm"].dtype.kind == "f"
+    assert summ["p_value"].dtype.kind == "f" and "p_holm" not in summ
+    assert docker["ratio_of_means"] == pytest.approx(row.ratio_of_means)
     for table in (samples, executions, summ):
         assert set(table["format_version"]) == {FORMAT_VERSION}
 

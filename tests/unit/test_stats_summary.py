@@ -1,9 +1,9 @@
-"""summarize() with significance, Holm over the report, warm-up kept apart; the JSON contract."""
+"""summarize(): one estimate per cell (the verdict's), its interval and the p of the test that
+decided; warm-up kept apart; the JSON contract."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import stats as sst
 
 from virtbench.analysis import stats as st
 from virtbench.analysis import synthetic
@@ -31,7 +31,7 @@ def test_positional_sampleview_of_the_core_still_works():
     assert (s.round, s.warmup) == (0, False)
 
 
-def test_significance_holm_and_verdicts():
+def test_one_estimate_its_interval_and_the_deciding_p_per_cell():
     base = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8, 100.1]
     slow = [80.0, 81.0, 79.0, 80.5, 79.5, 80.2, 79.8, 80.1]
     same = [100.3, 99.7, 100.1, 99.9, 100.6, 99.4, 100.0, 100.2]
@@ -39,16 +39,20 @@ def test_significance_holm_and_verdicts():
     rows = summarize(samples("native", base) + samples("slow", slow) + samples("same", same) + samples("tiny", tiny),
                      {}, ["native", "slow", "same", "tiny"], "native")
     by = {r.platform: r for r in rows}
-    assert by["native"].verdict == "baseline" and by["native"].p_value is None
-    raw = [sst.mannwhitneyu(x, base, alternative="two-sided").pvalue for x in (slow, same, tiny)]
-    assert [by[p].p_value for p in ("slow", "same", "tiny")] == pytest.approx(raw)
-    assert [by[p].p_holm for p in ("slow", "same", "tiny")] == pytest.approx(st.holm(raw))
-    assert by["slow"].verdict == "slower" and by["slow"].effect_size == -1.0
+    assert by["native"].verdict == "baseline" and by["native"].p_value is None and by["native"].relative == 1.0
+    assert by["slow"].verdict == "slower" and by["slow"].p_value < 0.05
+    logs = np.log(np.asarray(slow) / np.asarray(base))  # paired by round: the mean log ratio's t test
+    t = logs.mean() / (logs.std(ddof=1) / np.sqrt(logs.size))
+    assert by["slow"].relative == pytest.approx(float(np.exp(logs.mean())))
+    assert by["slow"].p_value == pytest.approx(2 * st.special.t_sf(abs(t), logs.size - 1))
+    assert all(by[p].p_value < 0.05 for p in ("same", "tiny")), "TOST: the test that decided 'same'"
     assert by["slow"].verdict_reason.startswith("slower by 20.0 % [")
     assert by["same"].verdict == "same" and by["same"].verdict_reason.startswith("same within +-2%")
     assert by["tiny"].verdict == "same", "1 % slower is within the 2 % margin"
-    assert by["slow"].relative_ci95[0] < by["slow"].relative < by["slow"].relative_ci95[1]
-    assert by["slow"].relative_boot_ci95 == pytest.approx(st.ratio_ci(slow, base, True))
+    for p in ("slow", "same", "tiny"):
+        assert by[p].relative_ci95[0] <= by[p].relative <= by[p].relative_ci95[1]
+        assert not hasattr(by[p], "p_holm") and not hasattr(by[p], "relative_boot_ci95")
+    assert by["slow"].ratio_of_means == pytest.approx(np.mean(slow) / np.mean(base))
     assert by["slow"].median_ci95 and by["slow"].mean_boot_ci95
 
 
@@ -67,7 +71,7 @@ def test_degenerate_rows():
                      {"b": [("rate", "op/s", True, "cpu")]})
     by = {r.platform: r for r in rows}
     assert by["one"].relative == pytest.approx(0.8) and by["one"].relative_ci95 is None
-    assert by["one"].p_value == 1.0 and by["one"].verdict == "inconclusive"
+    assert by["one"].p_value is None and by["one"].verdict == "inconclusive"
     assert "at least 2" in by["one"].verdict_reason
     assert by["flat"].mean_boot_ci95 == [5.0, 5.0] and by["flat"].cv == 0.0 and by["flat"].quality == []
     assert by["dead"].n == 0 and by["dead"].failed == 3 and by["dead"].verdict == "inconclusive"
@@ -97,13 +101,14 @@ def test_json_keeps_the_core_contract_and_adds(tmp_path):
     assert CORE_TOP_FIELDS <= set(doc)
     for result in doc["results"]:
         assert CORE_RESULT_FIELDS <= set(result)
-        assert {"p_value", "p_holm", "verdict", "verdict_reason", "median_ci95", "mean_boot_ci95",
+        assert {"p_value", "ratio_of_means", "verdict", "verdict_reason", "median_ci95", "mean_boot_ci95",
                 "quality"} <= set(result)
+        assert not {"p_holm", "effect_size", "relative_boot_ci95"} & set(result)
         assert "values" not in result and "rounds" not in result
     assert doc["failures"][0]["platform"] == "docker" and "device busy" in doc["failures"][0]["output_tail"]
     host = [w["message"] for w in doc["warnings"] if w["scope"] == "host"]
     assert any("powersave" in m for m in host) and any("load average 3.00" in m for m in host)
-    assert doc["statistics"]["correction"] == "holm"
+    assert "correction" not in doc["statistics"] and "test that decided" in doc["statistics"]["p_value"]
     assert doc["tables"]["stacks"] and doc["tables"]["best"]["vm"][0]["best"] == "qemu"
     assert doc["tables"]["platform_kinds"]["qemu-docker"] == {"kind": "container", "inside": "qemu"}
     import json
@@ -133,5 +138,6 @@ def test_relative_ci_agrees_with_summarize_and_numpy():
     base, x = list(rng.normal(10, 0.5, 12)), list(rng.normal(12, 0.5, 12))
     rows = summarize(samples("native", base) + samples("x", x), {}, ["native", "x"], "native")
     r = next(r for r in rows if r.platform == "x")
-    assert r.relative == pytest.approx(np.mean(x) / np.mean(base))
+    assert r.ratio_of_means == pytest.approx(np.mean(x) / np.mean(base))
+    assert r.relative == pytest.approx(float(np.exp(np.mean(np.log(np.asarray(x) / np.asarray(base))))))
     assert r.median == pytest.approx(np.median(x)) and r.stdev == pytest.approx(np.std(x, ddof=1))

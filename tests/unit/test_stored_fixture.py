@@ -1,7 +1,9 @@
 """A run stored by the code before the report model (tests/data/report/store-0003.sqlite, made by
 make_store_fixture.py at schema 0003) reports the same numbers today: every statistic and
-descriptive field of every cell is as it was; only what #17 changed on purpose differs (the
-verdict words with their reason and the interval they are read from)."""
+descriptive field of every cell is as it was; only what #17 and #27 changed on purpose differs
+(the verdict words with their reason and the interval they are read from; `relative` became the
+verdict's own estimate, the old ratio of means is `ratio_of_means`; the rank test's p-values
+gave way to the p of the test that decided)."""
 import json
 import shutil
 from pathlib import Path
@@ -13,11 +15,11 @@ from virtbench.store.db import Store
 
 DATA = Path(__file__).parents[1] / "data" / "report"
 UNCHANGED = ("benchmark", "metric", "platform", "unit", "higher_is_better", "n", "failed", "mean", "median",
-             "stdev", "ci95", "mean_boot_ci95", "median_ci95", "cv", "relative", "p_value", "p_holm",
-             "effect_size")
-"""Fields of each result that must not change; relative_ci95 became the verdict's interval (the old
-bootstrap one is relative_boot_ci95) and verdict/verdict_reason are the new four verdicts. The
-quality flags may only lose drift/outlier flags within 1 % of the median (quality.MATERIAL)."""
+             "stdev", "ci95", "mean_boot_ci95", "median_ci95", "cv")
+"""Fields of each result that must not change; relative_ci95 became the verdict's interval and
+verdict/verdict_reason are the new four verdicts (#17); relative is the verdict's estimate and the
+old relative is ratio_of_means (#27). The quality flags may only lose drift/outlier flags within
+1 % of the median (quality.MATERIAL)."""
 
 
 @pytest.fixture()
@@ -36,6 +38,15 @@ def kept(new, old) -> bool:
     return new == old
 
 
+def shape(v):
+    """v with every float as 'float': its structure, not its numbers."""
+    if isinstance(v, dict):
+        return {k: shape(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [shape(x) for x in v]
+    return "float" if isinstance(v, float) else v
+
+
 def test_old_run_reports_the_same_numbers(old_store):
     before = json.loads((DATA / "store-0003-report.json").read_text())
     after = json.loads(json.dumps(summary.report_json(summary.build(old_store, "fixture-0003")), default=str))
@@ -45,6 +56,9 @@ def test_old_run_reports_the_same_numbers(old_store):
             for kind in before[key]["best"].values():
                 for row in kind:
                     row.pop("best"), row.pop("worst")
+            # the geometric means are of the verdicts' estimates since #27: the same tables, other ratios
+            assert kept(shape(after[key]), shape(before[key])), key
+            continue
         assert kept(after[key], before[key]), key
     best = {b["category"]: b for b in after["tables"]["best"]["container"]}
     # runc's cells are all inconclusive: no best or worst is named from the ratios
@@ -60,11 +74,14 @@ def test_old_run_reports_the_same_numbers(old_store):
                 (old["benchmark"], old["metric"], old["platform"], field)
         assert all(q in old["quality"] for q in new["quality"]), (old["benchmark"], old["platform"])
         assert all(q["check"] in ("drift", "outliers") for q in old["quality"] if q not in new["quality"])
-        assert new["relative_boot_ci95"] == pytest.approx(old["relative_ci95"]) if old["relative_ci95"] and \
-            old["verdict"] != "baseline" else True
+        if old["relative"] is not None:  # the old ratio of means, under its own name
+            assert new["ratio_of_means"] == pytest.approx(old["relative"], rel=1e-12)
+        if new["relative_ci95"] and new["verdict"] != "baseline":  # one estimate, inside its interval
+            assert new["relative_ci95"][0] <= new["relative"] <= new["relative_ci95"][1]
+        assert not {"p_holm", "effect_size", "relative_boot_ci95"} & set(new)
     qemu = next(r for r in after["results"] if r["benchmark"] == "openssl" and r["platform"] == "qemu")
     assert qemu["n"] == 0 and qemu["failed"] == 3 and qemu["unit"] == "B/s", "declared metrics of a failed benchmark"
-    assert after["format_version"] == 2 and "format_version" not in before
+    assert after["format_version"] == 3 and "format_version" not in before
 
 
 def test_old_run_is_backfilled_and_reported_without_any_plugin(old_store, monkeypatch):

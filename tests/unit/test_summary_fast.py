@@ -1,14 +1,12 @@
 """The report's batched statistics give what the per-row reference functions give.
 
-summarize() computes descriptive statistics once per row, rank tests in numpy batches
-(analysis.special) and per-round means in numpy; each is checked here against the plain
-reference on synthetic data: mean_ci, stats.cv, scipy's Mann-Whitney test and Holm, and
-verdict.decide on the same values."""
+summarize() computes descriptive statistics once per row and per-round means in numpy; each
+is checked here against the plain reference on synthetic data: mean_ci, stats.cv, and
+verdict.decide on the same values, whose estimate, interval and p every row shows."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import stats as sst
 
 from virtbench.analysis import stats as st
 from virtbench.analysis import summary, verdict
@@ -33,7 +31,6 @@ def _samples(seed: int, rounds: int) -> list[tuple]:
 def test_summarize_equals_the_reference_per_row(seed: int, rounds: int) -> None:
     rows = summary.summarize(_samples(seed, rounds), {}, ["native", "docker", "kvm"], "native")
     assert rows
-    tested = []
     for r in rows:
         base = next(b for b in rows if b.metric == r.metric and b.platform == "native")
         assert r.mean == float(np.mean(r.values))
@@ -42,14 +39,12 @@ def test_summarize_equals_the_reference_per_row(seed: int, rounds: int) -> None:
         assert r.stdev == (float(np.std(r.values, ddof=1)) if r.n > 1 else None)
         if r.platform == "native":
             continue
-        ref = sst.mannwhitneyu(r.values, base.values, alternative="two-sided")
-        assert r.p_value == pytest.approx(float(ref.pvalue), rel=1e-10)
-        tested.append((r, float(ref.pvalue)))
         v = verdict.decide(r.values, base.values, r.higher_is_better, rounds=r.rounds, base_rounds=base.rounds)
         assert (r.verdict, r.verdict_reason, r.repetitions_needed) == (v.verdict, v.reason, v.needed)
         assert r.relative_ci95 == (list(v.ci) if v.ci else None)
-    for (r, _), adj in zip(tested, st.holm([p for _, p in tested])):
-        assert r.p_holm == pytest.approx(adj, rel=1e-10)
+        assert (r.relative, r.p_value) == (v.ratio, v.p), "the verdict's own estimate and test, nothing else"
+        assert r.relative_ci95[0] <= r.relative <= r.relative_ci95[1]
+        assert (r.p_value is not None and r.p_value < 0.05) == (r.verdict in ("slower", "faster", "same"))
 
 
 def test_report_cache_gives_back_the_very_rows() -> None:
@@ -79,10 +74,10 @@ def test_verdicts_only_give_the_same_ratios_and_verdicts() -> None:
     args = (grouped, warm, meta, {}, ["native", "docker", "kvm"], "native")
     full = summary.summarize_grouped(*args)
     light = summary.summarize_grouped(*args, inference=False)
-    shown = ("relative", "relative_ci95", "verdict", "verdict_reason", "mean", "n", "failed", "ci95", "cv")
+    shown = ("relative", "relative_ci95", "p_value", "verdict", "verdict_reason", "mean", "n", "failed", "ci95", "cv")
     assert [[getattr(r, f) for f in shown] for r in light] == [[getattr(r, f) for f in shown] for r in full]
-    assert all(r.p_value is None and r.mean_boot_ci95 is None and not r.quality for r in light)
-    assert any(r.p_value is not None for r in full)
+    assert all(r.mean_boot_ci95 is None and not r.quality for r in light)
+    assert any(r.mean_boot_ci95 is not None for r in full)
 
 
 def test_without_bootstrap_only_the_intervals_not_shown_are_left_out() -> None:
@@ -99,9 +94,9 @@ def test_without_bootstrap_only_the_intervals_not_shown_are_left_out() -> None:
         meta.setdefault((b, m), (u, hib, c))
     light = summary.summarize_grouped(grouped, warm, meta, {}, ["native", "docker", "kvm"], "native", bootstrap=False)
     for f, lt in zip(full, light):
-        assert (lt.p_value, lt.p_holm, lt.quality, lt.verdict, lt.relative_ci95) == \
-            (f.p_value, f.p_holm, f.quality, f.verdict, f.relative_ci95)
+        assert (lt.p_value, lt.relative, lt.quality, lt.verdict, lt.relative_ci95) == \
+            (f.p_value, f.relative, f.quality, f.verdict, f.relative_ci95)
         if f.category == "lifecycle":
             assert lt.mean_boot_ci95 == f.mean_boot_ci95 is not None
         else:
-            assert lt.mean_boot_ci95 is None and lt.relative_boot_ci95 is None
+            assert lt.mean_boot_ci95 is None and lt.median_ci95 is None

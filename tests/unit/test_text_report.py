@@ -38,7 +38,7 @@ def test_headline_first_and_nothing_wider_than_100_columns(tmp_path):
     out = console.export_text()
     lines = out.splitlines()
     assert max(len(line) for line in lines) <= 100, max(lines, key=len)
-    head = "\n".join(lines[:20])
+    head = "\n".join(lines[:out[:out.index("Performance relative to native")].count("\n")])
     assert "Against native" in head and "biggest cost" in head
     qemu = next(line for line in lines[:20] if line.startswith("qemu "))
     assert " vm " in qemu and "▼" in qemu, "the VM's headline line carries its kind and a slower category"
@@ -80,3 +80,38 @@ def test_one_shot_commands_run_without_the_collector_and_restore_it(monkeypatch)
     with one_shot():
         assert not gc.isenabled() and os.environ["OPENBLAS_NUM_THREADS"] == "1"
     assert gc.isenabled() and "OPENBLAS_NUM_THREADS" not in os.environ
+
+
+def test_the_text_report_lists_warnings_undecided_results_rounds_and_human_units(tmp_path):
+    """Before: platforms left out, the host load and the quality flags appeared in HTML and JSON
+    only; an undecided cell was a bare '?'; 'repetitions' said what the campaign asked, not the
+    rounds measured; lifecycle in seconds; a rate in B/s printed as 1.873e+09."""
+    from virtbench.store.models import RunBenchmark
+
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    bench = synthetic.SimBenchmark("openssl", "openssl", {}, (
+        synthetic.SimMetric("throughput_cpu", "B/s", True, "cpu", 1.873e9, 0.02),))
+    synthetic.fill(store, "r", repetitions=7, warmups=0, benchmarks=[bench, *synthetic.default_benchmarks()[:2]],
+                   facts=synthetic.host_facts("h", loadavg=[6.0, 5.0, 5.0]))
+    run = store.run("r")
+    store.update_run("r", campaign={**run.campaign, "repetitions": 3},
+                     provenance={**run.provenance, "left_out": [
+                         {"platform": "crun", "reason": "crun refuses hybrid cgroup hierarchies",
+                          "fix": "use runc on this host"}]})
+    with store.session.begin() as s:
+        rb = s.query(RunBenchmark).filter_by(run_id="r", key="openssl").one()
+        rb.metrics = [{"name": "throughput_cpu", "unit": "B/s", "higher_is_better": True, "category": "cpu",
+                       "description": "per CPU second", "label": "{unit} of CPU time"}]
+    report = summary.build(store, "r")
+    console = Console(record=True, width=400)
+    text.render(*report, console, wide=True)  # no cell wrapped: each sentence on one line
+    out = " ".join(console.export_text().split())
+    assert "7 rounds measured (3 asked, 4 added to decide)" in out and "3 repetitions" not in out
+    assert "crun not measured: crun refuses hybrid cgroup hierarchies" in out and "use runc on this host" in out
+    assert "host load average 6.00" in out, "the host's load in words"
+    assert "GB/s of CPU time" in out and "e+09" not in out
+    assert "median ms per step" in out and " UTC" in out
+    undecided = [r for r in report.rows if r.verdict == "inconclusive"]
+    for r in undecided:  # each undecided result with what would decide it
+        assert " ".join(r.verdict_reason.split()) in out
+    assert "disk" not in out.split("Against native")[1].split("\n")[0]

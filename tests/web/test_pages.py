@@ -128,3 +128,44 @@ def test_list_parameters_are_comma_separated():
     campaign, text = campaigns.from_form(model)
     [b] = campaign.benchmarks
     assert b.params == {"algorithms": ["AES-128", "Twofish"], "msec": 200} and "Twofish" in text
+
+
+def test_before_after_page_and_api_compare_two_runs_and_refuse_one_with_itself(client):
+    """The web's A/B comparison is `virtbench compare A B`: B against A by the report's rule."""
+    page = client.get("/compare/before-after", params={"a": "r1", "b": "r2"})
+    assert page.status_code == 200 and "Before / after" in page.text and 'id="before-after-table"' in page.text
+    doc = client.get("/api/compare/before-after", params={"a": "r1", "b": "r2"}).json()
+    assert doc["a"] == "r1" and doc["b"] == "r2" and doc["results"]
+    for r in doc["results"]:
+        if r["ratio_ci95"]:
+            assert r["ratio_ci95"][0] <= r["ratio"] <= r["ratio_ci95"][1]
+        assert "p_holm" not in r
+    same = client.get("/compare/before-after", params={"a": "r1", "b": "r1"})
+    assert same.status_code == 400 and "same run" in same.text
+    assert client.get("/api/compare/before-after", params={"a": "r1", "b": "r1"}).status_code == 400
+    assert "Platforms across runs" in client.get("/compare").text and "Before / after" in client.get("/").text
+
+
+def test_progress_of_an_adaptive_run_counts_done_of_planned_never_over_100_percent(client, filled):
+    """Before: '254/96 executions' (265 %) once adaptive rounds ran: the planned count was the
+    campaign's declared rounds only."""
+    run = filled.run("r1")
+    done = client.get("/api/runs/r1/progress").json()["executions"]
+    filled.update_run("r1", status="running", campaign={**run.campaign, "repetitions": 2,
+                                                         "adaptive": {"max_repetitions": 16}},
+                      provenance={**run.provenance, "adaptive": [
+                          {"round": 3, "platforms": ["docker", "native"], "reasons": {}}]})
+    p = client.get("/api/runs/r1/progress").json()
+    assert p["executions"] == done and p["planned"] >= done and p["expected"] == p["planned"]
+    assert p["percent"] <= 100 and p["cap"] > p["planned"]
+    page = client.get("/runs/r1").text
+    assert f"{done}/{p['planned']}" in page and f"adaptive cap {p['cap']}" in page
+    listed = client.get("/runs").text
+    assert f"{done}/{p['planned']}" in listed and f"{done}/{queries_expected(filled)}" not in listed
+
+
+def queries_expected(store) -> int:
+    """What the store's run list says the run will record (the campaign's rounds only)."""
+    from virtbench.web import queries
+
+    return next(r["expected"] for r in queries.list_runs(store) if r["id"] == "r1")

@@ -1,10 +1,12 @@
 """Before/after: the same platforms and metrics in two runs (a kernel or runtime upgrade).
 
-Each platform is compared with itself: the ratio is run B's mean over run A's,
-direction-aware (above 1.0: B is better), with the verdict of analysis.verdict (B slower,
-faster, the same or inconclusive against A) and, for information, the Mann-Whitney test with
-Holm's correction over every comparison shown. Lifecycle times are compared too:
-an upgrade that slows container start-up is exactly what this should show.
+Each platform is compared with itself: run B against run A with the verdict rule of
+analysis.verdict (B slower, faster, the same or inconclusive against A), the rule `report`
+uses within a run. The two runs' rounds are not paired: round 3 of A and round 3 of B ran
+at different times on a host in a different state, so nothing they share cancels in their
+ratio; the interval is the unpaired one (Welch t of the log ratio of means), its point the
+ratio of the means, its p the t test that decided. Lifecycle times are compared too: an
+upgrade that slows container start-up is exactly what this should show.
 """
 from __future__ import annotations
 
@@ -13,7 +15,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from . import stats as st
-from .summary import Row, relative
 from .verdict import decide
 
 
@@ -30,11 +31,11 @@ class CompareRow:
     mean_a: float | None
     mean_b: float | None
     ratio: float | None
-    """Run B relative to run A (1.0 = unchanged, above 1 = B better)."""
+    """Run B relative to run A (1.0 = unchanged, above 1 = B better): the verdict's estimate."""
     ratio_ci95: list[float] | None
+    """The verdict's 95 % interval of the ratio; `ratio` lies inside it."""
     p_value: float | None = None
-    p_holm: float | None = None
-    effect_size: float | None = None
+    """The p of the test that decided (analysis.verdict.Verdict.p); None while inconclusive."""
     verdict: str = "inconclusive"
     """B against A: slower, faster, same, inconclusive (or 'unit changed': not comparable)."""
     verdict_reason: str = ""
@@ -44,9 +45,8 @@ class CompareRow:
         return asdict(self)
 
 
-def compare(rows_a: Sequence[Row], rows_b: Sequence[Row], *, alpha: float = st.ALPHA,
-            min_effect: float = st.MIN_EFFECT) -> list[CompareRow]:
-    """Rows present in both runs, in (benchmark, metric, platform) order."""
+def compare(rows_a: Sequence[Any], rows_b: Sequence[Any], *, min_effect: float = st.MIN_EFFECT) -> list[CompareRow]:
+    """Rows (analysis.summary.Row) present in both runs, in (benchmark, metric, platform) order."""
     a = {(r.benchmark, r.metric, r.platform): r for r in rows_a}
     out: list[CompareRow] = []
     for rb in rows_b:
@@ -55,19 +55,11 @@ def compare(rows_a: Sequence[Row], rows_b: Sequence[Row], *, alpha: float = st.A
             continue
         row = CompareRow(rb.benchmark, rb.metric, rb.platform, rb.unit, rb.higher_is_better, rb.category,
                          ra.n, rb.n, ra.mean, rb.mean, None, None, unit_changed=ra.unit != rb.unit)
-        if ra.values and rb.values and not row.unit_changed:
-            row.ratio = relative(rb.mean, ra.mean, rb.higher_is_better)  # type: ignore[arg-type]
-            test = st.rank_test(rb.values, ra.values)
-            if test is not None:
-                row.p_value, row.effect_size = test.p, test.effect
         if row.unit_changed:
             row.verdict, row.verdict_reason = "unit changed", f"not compared: unit {ra.unit} in A, {rb.unit} in B"
         else:
             v = decide(rb.values, ra.values, rb.higher_is_better, min_effect=min_effect)
-            row.verdict, row.verdict_reason = v.verdict, v.reason
+            row.verdict, row.verdict_reason, row.ratio, row.p_value = v.verdict, v.reason, v.ratio, v.p
             row.ratio_ci95 = list(v.ci) if v.ci else None
         out.append(row)
-    tested = [r for r in out if r.p_value is not None]
-    for row, adj in zip(tested, st.holm([r.p_value for r in tested])):
-        row.p_holm = adj
     return sorted(out, key=lambda r: (r.benchmark, r.metric, r.platform))

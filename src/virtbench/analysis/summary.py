@@ -1,16 +1,16 @@
 """Per platform and metric: descriptive statistics and performance relative to the baseline.
 
 `relative` is direction-aware so that 1.0 always means "as the baseline" and 0.5 "half as
-good": mean/baseline_mean for higher-is-better metrics, baseline_mean/mean for lower-is-better.
-Its 95% interval and the verdict (slower, faster, same, inconclusive with its reason) come
-from analysis.verdict: a t interval of the log ratio, paired by round where the rounds allow,
-which keeps its error rates at 3 repetitions, where a bootstrap or a rank test cannot.
+good". It is the verdict's own estimate (analysis.verdict): the geometric mean of the
+per-round ratios where the rounds pair, else the ratio of the means; `relative_ci95` is the
+verdict's 95 % t interval around it, so every surface shows one number per cell and that
+number lies inside its interval. `p_value` is the p of the test that decided (None while
+inconclusive), never another test's. The plain ratio of means stays as `ratio_of_means`, a
+descriptive statistic.
 
-Beyond the descriptive fields each row carries bootstrap intervals of mean, median and ratio
-(seeded, so a report is reproducible), a Mann-Whitney test against the baseline with Holm's
-correction over every comparison of the report (for information: the verdict does not use
-it), and quality flags (analysis.quality).
-Warm-up samples are kept apart: they feed the warm-up check and the trend plot only.
+Beyond that each row carries bootstrap intervals of its own mean and median (seeded, so a
+report is reproducible) and quality flags (analysis.quality). Warm-up samples are kept
+apart: they feed the warm-up check and the trend plot only.
 """
 from __future__ import annotations
 
@@ -43,9 +43,11 @@ class Row:
     stdev: float | None = None
     ci95: list[float] | None = None
     relative: float | None = None
+    """The verdict's point estimate (analysis.verdict.Verdict.ratio): the geometric mean of the per-round
+    ratios where the rounds pair, else the ratio of means; 1.0 for the baseline's own cells."""
     relative_ci95: list[float] | None = None
     """The interval the verdict is read from: 95 % t interval of the log ratio, paired by round where the
-    rounds allow, else Welch (analysis.verdict)."""
+    rounds allow, else Welch (analysis.verdict). `relative` always lies inside it."""
     values: list[float] = field(default_factory=list, repr=False)
     rounds: list[int] = field(default_factory=list, repr=False)
     warmup_values: list[float] = field(default_factory=list, repr=False)
@@ -54,11 +56,8 @@ class Row:
     median_ci95: list[float] | None = None
     cv: float | None = None
     p_value: float | None = None
-    """Two-sided Mann-Whitney p against the baseline, before correction."""
-    p_holm: float | None = None
-    effect_size: float | None = None
-    """Rank-biserial correlation against the baseline's values: +1 when every value is larger (for a
-    lower-is-better metric that is worse), -1 when every value is smaller."""
+    """The p of the test that decided the verdict (analysis.verdict.Verdict.p): the two-sided t test for
+    slower/faster, TOST for same; None while inconclusive and for the baseline."""
     verdict: str | None = None
     """slower, faster, same or inconclusive against the baseline; 'baseline' for the baseline's
     own cells; None where nothing is compared (lifecycle)."""
@@ -66,8 +65,8 @@ class Row:
     """The verdict's number ('slower by 7.1 % [...]'), or why it is inconclusive and what would decide it."""
     repetitions_needed: int | None = None
     """Inconclusive: about how many repetitions per side would decide it at the noise seen."""
-    relative_boot_ci95: list[float] | None = None
-    """Percentile bootstrap interval of the ratio (too narrow for a verdict below ~10 repetitions)."""
+    ratio_of_means: float | None = None
+    """Descriptive: the direction-aware ratio of the means (not the verdict's estimate when rounds pair)."""
     quality: list[dict] = field(default_factory=list)
     host: str = ""
     """Inventory name of the host that measured, in a multi-host run ('' otherwise, and not in the JSON)."""
@@ -124,12 +123,6 @@ def relative(mean: float, base_mean: float, higher_is_better: bool) -> float | N
     return base_mean / mean if mean else None
 
 
-def relative_ci(values: Sequence[float], base: Sequence[float], higher_is_better: bool,
-                confidence: float = 0.95) -> list[float] | None:
-    """Percentile bootstrap of the direction-aware ratio of means (see analysis.stats)."""
-    return st.ratio_ci(values, base, higher_is_better, confidence)
-
-
 def summarize(samples: Iterable[SampleView | tuple], failures: dict[tuple[str, str], int], platforms: Sequence[str],
               baseline: str, metrics_of: dict[str, list[tuple[str, str, bool, str]]] | None = None, *,
               alpha: float = ALPHA, min_effect: float = MIN_EFFECT) -> list[Row]:
@@ -138,8 +131,7 @@ def summarize(samples: Iterable[SampleView | tuple], failures: dict[tuple[str, s
     failures: (platform, benchmark) -> failed executions. metrics_of: benchmark -> declared
     (metric, unit, higher_is_better, category), so a platform whose every execution failed
     still gets a row with n=0 and its failure count instead of disappearing. Samples with
-    warmup=True only feed the warm-up check and trend plots. Holm's correction runs over
-    every comparison with the baseline in this call, which is the family a report shows.
+    warmup=True only feed the warm-up check and trend plots.
     """
     rows = samples if isinstance(samples, list) else list(samples)
     meta: dict[tuple[str, str], tuple[str, bool, str]] = {}
@@ -195,12 +187,11 @@ def summarize_grouped(grouped: Group, warm: Group, meta: dict[tuple[str, str], t
     """summarize() of samples already grouped (meta: (benchmark, metric) -> unit, direction,
     category): pooling reports that are grouped already need not take them apart first.
 
-    inference=False leaves out what only a full table shows (bootstrap intervals, rank tests
-    and Holm, quality flags: those fields stay None/empty) for views that show the ratio, its
-    verdict interval and the verdict alone, like hosts side by side: half the work.
-    bootstrap=False leaves out the bootstrap intervals (mean_boot_ci95, median_ci95,
-    relative_boot_ci95 stay None) but the lifecycle rows', for views that show the flags, tests
-    and the lifecycle figure's error bars but no other bootstrap interval."""
+    inference=False leaves out what only a full table shows (bootstrap intervals and quality
+    flags: those fields stay None/empty) for views that show the ratio, its verdict interval
+    and the verdict alone, like hosts side by side: half the work. bootstrap=False leaves out
+    the bootstrap intervals (mean_boot_ci95, median_ci95 stay None) but the lifecycle rows',
+    for views that show the flags and the lifecycle figure's error bars but no other."""
     for bench, declared in (metrics_of or {}).items():
         for metric, unit, hib, category in declared:
             meta.setdefault((bench, metric), (unit, hib, category))
@@ -220,16 +211,14 @@ def summarize_grouped(grouped: Group, warm: Group, meta: dict[tuple[str, str], t
                 _describe(row)
                 base_values = base_of[(bench, metric)]
                 if base_values and category != "lifecycle":
-                    row.relative = relative(row.mean, float(np.mean(base_values)), hib)  # type: ignore[arg-type]
+                    row.ratio_of_means = relative(row.mean, float(np.mean(base_values)), hib)  # type: ignore[arg-type]
                     if platform == baseline:
+                        row.relative = 1.0
                         row.relative_ci95 = [1.0, 1.0] if len(values) > 1 else None
                         row.verdict = "baseline"
             rows.append(row)
     if inference:
-        _infer(rows, base_of, baseline, bootstrap)
-    tested = [r for r in rows if r.p_value is not None]
-    for row, adj in zip(tested, st.holm([r.p_value for r in tested])):
-        row.p_holm = adj
+        _infer(rows, bootstrap)
     base_means: dict[tuple[str, str], tuple[np.ndarray, np.ndarray] | None] = {}  # per metric, for every platform
     for row in rows:
         if row.category != "lifecycle" and row.platform != baseline:
@@ -243,6 +232,7 @@ def summarize_grouped(grouped: Group, warm: Group, meta: dict[tuple[str, str], t
             if row.failed and not row.values:
                 row.verdict_reason = f"no values: all {row.failed} executions failed (see the failures)"
             row.relative_ci95 = list(v.ci) if v.ci else None
+            row.relative, row.p_value = v.ratio if v.ratio is not None else row.ratio_of_means, v.p
     return rows
 
 
@@ -262,42 +252,24 @@ def _describe(row: Row) -> None:
     row.cv = sd / abs(m) if m else None
 
 
-def _infer(rows: Sequence[Row], base_of: dict[tuple[str, str], list[float]], baseline: str,
-           bootstrap: bool = True) -> None:
-    """Bootstrap intervals, rank tests and quality flags of every row, each kind in one batch.
+def _infer(rows: Sequence[Row], bootstrap: bool = True) -> None:
+    """Bootstrap intervals and quality flags of every row, each kind in one batch.
 
-    A report has hundreds of platform-metric rows; one scipy or numpy call per kind instead
-    of one per row keeps a report over 100,000 samples within seconds.
+    A report has hundreds of platform-metric rows; one numpy call per kind instead of one per
+    row keeps a report over 100,000 samples within seconds.
     """
     withdata = [r for r in rows if r.values]
-    compared = [r for r in withdata
-                if base_of[(r.benchmark, r.metric)] and r.category != "lifecycle" and r.platform != baseline]
-    if bootstrap:
-        _bootstrap(withdata, compared, base_of)
-    else:  # the lifecycle figure's error bars are shown: those few rows only (the same intervals)
-        _bootstrap([r for r in withdata if r.category == "lifecycle"], [], base_of)
-    tests = st.rank_tests([(r.values, base_of[(r.benchmark, r.metric)]) for r in compared])
-    for r, test in zip(compared, tests):
-        if test is not None:
-            r.p_value, r.effect_size = test.p, test.effect
+    # without bootstrap: the lifecycle figure's error bars are shown, those few rows only (the same intervals)
+    _bootstrap(withdata if bootstrap else [r for r in withdata if r.category == "lifecycle"])
     flags = q.check_many([(r.values, r.rounds, r.warmup_values, r.higher_is_better, r.category) for r in withdata])
     for r, fl in zip(withdata, flags):
         r.quality = [f.public() for f in fl]
 
 
-def _bootstrap(withdata: Sequence[Row], compared_rows: Sequence[Row], base_of: dict[tuple[str, str], list[float]]
-               ) -> None:
-    """The rows' bootstrap intervals of mean, median and ratio, in one batch each."""
+def _bootstrap(withdata: Sequence[Row]) -> None:
+    """The rows' bootstrap intervals of mean and median, in one batch each."""
     boots = st.resampled_many([r.values if r.n > 1 else [] for r in withdata])
-    keys = list(base_of) if compared_rows else []
-    base_boot = dict(zip(keys, st.resampled_many([base_of[k] if len(base_of[k]) > 1 else [] for k in keys], stream=1)))
-    boot_of = {id(r): b for r, b in zip(withdata, boots)}
-    ratios = [st.ratio_of(boot_of[id(r)][0], base_boot[(r.benchmark, r.metric)][0], r.higher_is_better)  # type: ignore[index]
-              if boot_of[id(r)] is not None and base_boot[(r.benchmark, r.metric)] is not None else None
-              for r in compared_rows]
-    cis = st.percentile_cis([b[0] if b else None for b in boots] + [b[1] if b else None for b in boots] + ratios)
+    cis = st.percentile_cis([b[0] if b else None for b in boots] + [b[1] if b else None for b in boots])
     k = len(withdata)
     for j, r in enumerate(withdata):
         r.mean_boot_ci95, r.median_ci95 = cis[j], cis[k + j]
-    for j, r in enumerate(compared_rows):
-        r.relative_boot_ci95 = cis[2 * k + j]

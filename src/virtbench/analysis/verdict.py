@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from .special import t_sf
 from .stats import MIN_EFFECT, t_quantile
 
 CONFIDENCE = 0.95
@@ -61,6 +62,14 @@ class Verdict:
     """The ratio's interval the verdict was read from."""
     needed: int | None = None
     """Inconclusive: about how many repetitions per side would decide it (None: more than MAX_ADVICE)."""
+    ratio: float | None = None
+    """The point estimate the interval is centred on: the geometric mean of the per-round ratios when
+    paired, else the ratio of means (also with fewer than two values, where there is no interval).
+    Every surface shows this number as the cell's `relative`, so it always lies inside `ci`."""
+    p: float | None = None
+    """The p-value of the test that decided, and only then: for slower/faster the two-sided t test of
+    ratio = 1 (below 0.05 exactly when the 95 % interval excludes 1), for same the TOST p (below 0.05
+    exactly when the 90 % interval lies within the margin); None while inconclusive."""
 
 
 def combine(verdicts: Sequence[str | None]) -> str:
@@ -202,6 +211,43 @@ def _interval(values: Sequence[float], base: Sequence[float], higher_is_better: 
         values, base, higher_is_better, confidence, moments)
 
 
+def _log_se(values: Sequence[float], base: Sequence[float], logs: list[float] | None, moments: Any
+            ) -> tuple[float, float]:
+    """(standard error, degrees of freedom) of the log ratio the interval is built on."""
+    if logs is not None:
+        k, _, sd = moments
+        return sd / math.sqrt(k), k - 1
+    (nx, mx, sx), (nb, mb, sb) = moments
+    vx, vb = (sx / mx) ** 2 / nx, (sb / mb) ** 2 / nb
+    if vx + vb == 0:
+        return 0.0, 1.0
+    return math.sqrt(vx + vb), (vx + vb) ** 2 / (vx ** 2 / (nx - 1) + vb ** 2 / (nb - 1))
+
+
+def _tail(t: float, df: float) -> float:
+    return (0.0 if t > 0 else 1.0) if math.isinf(t) else t_sf(t, df)
+
+
+def p_value(log_r: float, se: float, df: float, verdict: str, margin: float) -> float | None:
+    """The p of the test behind the verdict (see Verdict.p): two-sided t for slower/faster, TOST for same."""
+    if verdict in ("slower", "faster"):
+        return 0.0 if se == 0 else min(1.0, 2 * _tail(abs(log_r) / se, df))
+    if verdict == "same":
+        if se == 0:
+            return 0.0
+        return max(_tail((log_r + margin) / se, df), _tail((margin - log_r) / se, df))
+    return None
+
+
+def ratio_of_means(values: Sequence[float], base: Sequence[float], higher_is_better: bool) -> float | None:
+    """The direction-aware ratio of the means (None when a mean is zero or a side is empty)."""
+    if not len(values) or not len(base):
+        return None
+    mx, mb = float(np.mean(values)), float(np.mean(base))
+    num, den = (mx, mb) if higher_is_better else (mb, mx)
+    return num / den if den else None
+
+
 def decide(values: Sequence[float], base: Sequence[float], higher_is_better: bool, *,
            min_effect: float = MIN_EFFECT, confidence: float = CONFIDENCE, equivalence: float = EQUIVALENCE,
            rounds: Sequence[int] | None = None, base_rounds: Sequence[int] | None = None,
@@ -218,25 +264,31 @@ def decide(values: Sequence[float], base: Sequence[float], higher_is_better: boo
         return Verdict("inconclusive", "the baseline has no values to compare with")
     if len(values) < 2 or len(base) < 2:
         return Verdict("inconclusive", f"{min(len(values), len(base))} repetition on one side: "
-                       "an interval needs at least 2, better 3")
+                       "an interval needs at least 2, better 3",
+                       ratio=ratio_of_means(values, base, higher_is_better))
     logs = paired_log_ratios(values, rounds, base, base_rounds, higher_is_better, base_means=base_means)
     # each side's mean and spread once (the two intervals and the advice below all read them)
     moments: Any = _moments(logs) if logs is not None else (_moments(values), _moments(base))
     iv = _interval(values, base, higher_is_better, logs, confidence, moments)
     eq = _interval(values, base, higher_is_better, logs, equivalence, moments)
     if iv is None or eq is None:
-        return Verdict("inconclusive", "a mean is zero or negative: the ratio is undefined")
+        return Verdict("inconclusive", "a mean is zero or negative: the ratio is undefined",
+                       ratio=ratio_of_means(values, base, higher_is_better))
     ratio, lo, hi, half = iv
+    se, df = _log_se(values, base, logs, moments)
+    log_r, margin = math.log(ratio), math.log1p(min_effect)
     paired = f", {len(logs)} rounds paired" if logs is not None else ""
     span = f"[{(lo - 1) * 100:+.1f} to {(hi - 1) * 100:+.1f} %{paired}]"
-    margin = math.log1p(min_effect)
     if eq[1] >= 1 / (1 + min_effect) and eq[2] <= 1 + min_effect:
         eq_span = f"[{(eq[1] - 1) * 100:+.1f} to {(eq[2] - 1) * 100:+.1f} %, {equivalence * 100:.0f} % interval{paired}]"
-        return Verdict("same", f"same within +-{min_effect:.0%}: {(ratio - 1) * 100:+.1f} % {eq_span}", (lo, hi))
+        return Verdict("same", f"same within +-{min_effect:.0%}: {(ratio - 1) * 100:+.1f} % {eq_span}", (lo, hi),
+                       ratio=ratio, p=p_value(log_r, se, df, "same", margin))
     if hi < 1:
-        return Verdict("slower", f"slower by {_pct(1 - ratio)} {span}", (lo, hi))
+        return Verdict("slower", f"slower by {_pct(1 - ratio)} {span}", (lo, hi), ratio=ratio,
+                       p=p_value(log_r, se, df, "slower", margin))
     if lo > 1:
-        return Verdict("faster", f"faster by {_pct(ratio - 1)} {span}", (lo, hi))
+        return Verdict("faster", f"faster by {_pct(ratio - 1)} {span}", (lo, hi), ratio=ratio,
+                       p=p_value(log_r, se, df, "faster", margin))
     effect = abs(math.log(ratio))
     # Deciding needs the interval off 1 (a real difference) or the equivalence one inside the margin.
     if effect >= margin:
@@ -251,4 +303,4 @@ def decide(values: Sequence[float], base: Sequence[float], higher_is_better: boo
               else f"more than {MAX_ADVICE} repetitions at this noise: the noise dominates" if needed is None
               else "one more repetition may decide it")
     return Verdict("inconclusive", f"noise +-{half * 100:.1f} % ({(ratio - 1) * 100:+.1f} % {span}): {advice}",
-                   (lo, hi), needed)
+                   (lo, hi), needed, ratio=ratio)

@@ -29,6 +29,9 @@ class Metric:
     higher_is_better: bool
     category: Category
     description: str = ""
+    label: str = ""
+    """How a person reads the number, with `{unit}` where the (scaled) unit goes: "{unit} of CPU
+    time per I/O" shows as "µs of CPU time per I/O" (report/units.py); "" shows the unit alone."""
 
 
 class Params(BaseModel):

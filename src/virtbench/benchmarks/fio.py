@@ -132,7 +132,7 @@ class Fio(Benchmark):
                 out.append(Metric(job, "IOPS", True, "storage", f"operations per second, {what}"))
             if p.measure != "throughput":
                 out.append(Metric(f"{job}_cpu", "us", False, "storage",
-                                  f"CPU time (user + sys) per I/O, {what}"))
+                                  f"CPU time (user + sys) per I/O, {what}", label="{unit} of CPU per I/O"))
         return out
 
     def command(self, workdir: str) -> list[str]:

@@ -75,7 +75,8 @@ class OpenSSLSpeed(Benchmark):
         p = self.params
         if p.clock == "cpu":
             return [Metric("throughput_cpu", "B/s", True, "cpu",
-                           f"{self.evp_name}, {p.bytes} B blocks, {p.multi} process(es) summed, per CPU second")]
+                           f"{self.evp_name}, {p.bytes} B blocks, {p.multi} process(es) summed, per CPU second",
+                           label="{unit} of CPU time")]
         return [
             Metric(
                 "throughput", "B/s", True, "cpu",

@@ -137,9 +137,10 @@ class SQLiteCalls(Benchmark):
             "delete": "delete the oldest month",
         }
         cpu, sfx = (", CPU time (user + sys)", "_cpu_s") if p.clock == "cpu" else ("", "_s")
-        out = [Metric(f"{ph}{sfx}", "s", False, "application", f"{what[ph]}, {ctx}{cpu}")
+        label = "{unit} of CPU time" if p.clock == "cpu" else ""
+        out = [Metric(f"{ph}{sfx}", "s", False, "application", f"{what[ph]}, {ctx}{cpu}", label)
                for ph in _PHASES if p.phases]
-        out.append(Metric(f"total{sfx}", "s", False, "application", f"sum of all phases, {ctx}{cpu}"))
+        out.append(Metric(f"total{sfx}", "s", False, "application", f"sum of all phases, {ctx}{cpu}", label))
         return out
 
     def command(self, workdir: str) -> list[str]:

@@ -72,8 +72,8 @@ def summary_table(run: Run, rows: Iterable[Row], host: str) -> list[dict[str, An
                     "n": r.n, "failed": r.failed, "mean": r.mean, **_split("mean_ci95", r.ci95),
                     **_split("mean_boot_ci95", r.mean_boot_ci95), "median": r.median,
                     **_split("median_ci95", r.median_ci95), "stdev": r.stdev, "cv": r.cv, "relative": r.relative,
-                    **_split("relative_ci95", r.relative_ci95), "p_value": r.p_value, "p_holm": r.p_holm,
-                    "effect_size": r.effect_size, "verdict": r.verdict,
+                    **_split("relative_ci95", r.relative_ci95), "p_value": r.p_value,
+                    "verdict": r.verdict, "ratio_of_means": r.ratio_of_means,
                     "quality": "; ".join(f"{f['check']}: {f['message']}" for f in r.quality)})
     return out
 

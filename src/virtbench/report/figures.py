@@ -76,7 +76,8 @@ def _by_metric(rows: Sequence[Row]) -> dict[tuple[str, str], list[Row]]:
 
 
 def bar_figures(rows: Sequence[Row], baseline: str, names: dict[str, str] | None = None) -> list[FigureSpec]:
-    """Per benchmark (all keys of one benchmark together): relative performance, 95% bootstrap CI.
+    """Per benchmark (all keys of one benchmark together): relative performance with the verdict's
+    95 % interval (the numbers of the tables: `relative` inside `relative_ci95`).
 
     names: benchmark key -> benchmark name; keys of a sweep share one figure, labelled by
     the key's parameter part.
@@ -99,15 +100,12 @@ def bar_figures(rows: Sequence[Row], baseline: str, names: dict[str, str] | None
             series.append(Series(platform, labels, [r.relative if r else None for r in get],
                                  [r.relative_ci95[0] if r and r.relative_ci95 else None for r in get],
                                  [r.relative_ci95[1] if r and r.relative_ci95 else None for r in get], "bar",
-                                 [f"{r.verdict}, p(Holm)={_p(r.p_holm)}" if r else "" for r in get]))
+                                 [f"{r.verdict}: {r.verdict_reason}" if r else "" for r in get]))
         out.append(FigureSpec(slug("bar", bench), "bar", f"{bench}: performance relative to {baseline}",
                               "metric", f"relative to {baseline} (1.0 = same, higher = better)", series,
-                              group=bench, refline=1.0, note="error bars: 95% bootstrap CI of the ratio"))
+                              group=bench, refline=1.0, note="error bars: the verdict's 95 % interval of the ratio "
+                              "(paired by round where the rounds pair)"))
     return out
-
-
-def _p(p: float | None) -> str:
-    return "-" if p is None else f"{p:.3g}"
 
 
 def category_figure(table: dict[str, dict[str, CategoryCell]], baseline: str, host: str = "") -> FigureSpec | None:
@@ -125,19 +123,23 @@ def category_figure(table: dict[str, dict[str, CategoryCell]], baseline: str, ho
 
 
 def lifecycle_figure(rows: Sequence[Row]) -> FigureSpec | None:
-    life = [r for r in rows if r.benchmark == LIFECYCLE and r.mean is not None]
+    """The lifecycle table's numbers drawn: the median per step in ms, with its bootstrap interval."""
+    life = [r for r in rows if r.benchmark == LIFECYCLE and r.median is not None]
     if not life:
         return None
     steps = list(dict.fromkeys(r.metric for r in life))
+
+    def ms(v: float | None) -> float | None:
+        return None if v is None else v * 1000.0
     series = []
     for platform in dict.fromkeys(r.platform for r in life):
         per = {r.metric: r for r in life if r.platform == platform}
         get = [per.get(s) for s in steps]
-        series.append(Series(platform, steps, [r.mean if r else None for r in get],
-                             [r.mean_boot_ci95[0] if r and r.mean_boot_ci95 else None for r in get],
-                             [r.mean_boot_ci95[1] if r and r.mean_boot_ci95 else None for r in get], "bar"))
-    return FigureSpec("lifecycle", "bar", "Instance lifecycle: mean seconds per step (lower is better)", "step",
-                      "seconds", series, group=LIFECYCLE, note="error bars: 95% bootstrap CI of the mean")
+        series.append(Series(platform, [s.removesuffix("_s") for s in steps], [ms(r.median) if r else None for r in get],
+                             [ms(r.median_ci95[0]) if r and r.median_ci95 else None for r in get],
+                             [ms(r.median_ci95[1]) if r and r.median_ci95 else None for r in get], "bar"))
+    return FigureSpec("lifecycle", "bar", "Instance lifecycle: median ms per step (lower is better)", "step",
+                      "ms", series, group=LIFECYCLE, note="error bars: 95% bootstrap CI of the median")
 
 
 def box_figures(rows: Sequence[Row], names: dict[str, str] | None = None) -> list[FigureSpec]:

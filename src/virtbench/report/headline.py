@@ -11,9 +11,12 @@ headline can never say more than the cells behind it:
   category's ratios;
 - the biggest cost is the decided "slower" cell with the lowest ratio.
 
-A category's cell in the terminal says its verdict with its size, never a signed change that
-can contradict the arrow: "▼7%" is 7 % slower (the geometric mean of the category's slower
-cells), "▲3%" 3 % faster, "▼7% ▲3%" mixed, "=" the same, "?" undecided (`cell_text`).
+A category's cell says its verdict with its size, never a signed change that can contradict
+the arrow: "▼7%" is 7 % slower (the geometric mean of the category's slower cells), "▲3%" 3 %
+faster, "▼7% ▲3%" mixed, "=" the same; undecided, "? -3% [-8..+2]" says the estimate (the
+geometric mean of its ratios) and the interval its cells leave open (from the lowest end of
+their 95 % intervals to the highest: one cell's own interval), so an undecided answer still
+says how large the cost could be (`cell_text`). Lifecycle: the median start time in ms.
 """
 from __future__ import annotations
 
@@ -25,16 +28,16 @@ import numpy as np
 
 from ..analysis import quality
 from ..analysis.summary import Row
+from ..analysis.tables import CATEGORIES as ORDER
 from ..analysis.tables import geomean
 from ..analysis.verdict import combine
 from ..boards import emulated
 
-CATEGORIES = ("cpu", "memory", "storage", "network", "application", "lifecycle", "kernel")
-"""The headline's categories, in order ('storage' is shown as disk)."""
-LEGEND = "▼7% = 7 % slower, ▲ faster, = the same within the margin, ? undecided"
+CATEGORIES = (*ORDER, "lifecycle")
+"""The headline's categories, in the order and with the names of every table (analysis.tables)."""
+LEGEND = ("▼7% = 7 % slower, ▲ faster, = the same within the margin, ? undecided with its estimate and "
+          "interval; lifecycle: median start in ms")
 """How to read the category cells (`cell_text`)."""
-SHORT = {"cpu": "cpu", "memory": "mem", "storage": "disk", "network": "net", "application": "app",
-         "lifecycle": "start", "kernel": "kern"}
 
 
 @dataclass
@@ -50,6 +53,8 @@ class CategoryVerdict:
     """Slower or mixed: how much slower its slower cells are (geometric mean; 0.07 = 7 %)."""
     faster_by: float | None = None
     """Faster or mixed: how much faster its faster cells are (geometric mean; 0.03 = 3 %)."""
+    ci: list[float] | None = None
+    """The lowest and highest end of its cells' 95 % intervals (one cell: its own interval)."""
 
 
 @dataclass
@@ -84,8 +89,10 @@ def _category(cat: str, rows: Sequence[Row]) -> CategoryVerdict | None:
     verdict = combine([r.verdict for r in rows])
     slow = geomean(r.relative for r in rows if r.verdict == "slower" and r.relative)
     fast = geomean(r.relative for r in rows if r.verdict == "faster" and r.relative)
+    cis = [r.relative_ci95 for r in rows if r.relative_ci95]
     return CategoryVerdict(cat, verdict, ratio, counts, None if slow is None else 1 - slow,
-                           None if fast is None else fast - 1)
+                           None if fast is None else fast - 1,
+                           [min(c[0] for c in cis), max(c[1] for c in cis)] if cis else None)
 
 
 def _size(x: float) -> str:
@@ -95,13 +102,24 @@ def _size(x: float) -> str:
 def cell_text(cv: CategoryVerdict) -> str:
     """The category's verdict with its size, unsigned: the arrow says the direction."""
     if cv.category == "lifecycle":
-        return f"{cv.ratio:.2f} s" if cv.ratio is not None else "-"
+        return f"{cv.ratio * 1000:.0f} ms" if cv.ratio is not None else "-"
     parts = []
     if cv.slower_by is not None:
         parts.append("▼" + _size(cv.slower_by))
     if cv.faster_by is not None:
         parts.append("▲" + _size(cv.faster_by))
-    return " ".join(parts) or {"same": "=", "inconclusive": "?"}.get(cv.verdict, "?")
+    if parts or cv.verdict == "same":
+        return " ".join(parts) or "="
+    if cv.ratio is None:
+        return "?"
+    span = f" [{_signed(cv.ci[0])}..{_signed(cv.ci[1])}]" if cv.ci else ""
+    return f"? {_signed(cv.ratio)}%{span}"
+
+
+def _signed(ratio: float) -> str:
+    """The change of a ratio in whole per cent with its sign ('-3', '+2'), '±0' when it rounds to 0."""
+    pct = round((ratio - 1) * 100)
+    return f"{pct:+d}" if pct else "±0"
 
 
 def headline(platforms: Sequence[tuple[str, str, Mapping[str, Any]]], rows: Sequence[Row],

@@ -22,7 +22,6 @@ from . import figures as F
 from . import html_parts as H
 from . import interactive as I
 from . import summary as S
-from .layout import base_key, closing_sections
 from .model import Report as Model
 from .sections import ReportSection
 
@@ -104,10 +103,6 @@ class Page:
         return "".join(out)
 
 
-CLOSING = ("failures", "statistics")
-"""The layout's closing sections (report/layout.py): the interactive charts go before them."""
-
-
 def section_html(page: Page, s: ReportSection, prefix: str) -> str:
     """Any section of the report's layout: its tables, figures and notes, one way for all."""
     parts = [f'<p class="note">{H.e(n)}</p>' for n in s.notes]
@@ -132,34 +127,24 @@ def experiment_html(page: Page, secs: Sequence[ReportSection], prefix: str) -> s
 
 def run_section(page: Page, report: Report, label: str, prefix: str = "", *, alpha: float = stats.ALPHA,
                 min_effect: float = stats.MIN_EFFECT, secs: Sequence[ReportSection] = ()) -> str:
+    """One run: a summary line, then the report's layout (report/layout.py: headline, results,
+    lifecycle, categories, stacks, charts, undecided results, warnings, the run's sections,
+    failures, every statistic) as every renderer shows it, then the provenance."""
     run, rows, failures = report
-    baseline = run.baseline
     platforms = [p.name for p in run.platforms]
     model = Model(run, rows, failures, list(secs))
-    figs = F.run_figures(run, rows)
     counts: dict[str, int] = {}
     for r in rows:
         if r.verdict and r.verdict != "baseline":
             counts[r.verdict] = counts.get(r.verdict, 0) + 1
     verdicts = ", ".join(f"{n} {H.badge(v)}" for v, n in sorted(counts.items()))
-    overview = [f for f in figs if f.group in ("overview", "stacks")]
-    per_bench: dict[str, list[F.FigureSpec]] = {}
-    for f in figs:
-        if f.group not in ("overview", "stacks"):
-            per_bench.setdefault(f.group, []).append(f)
     parts = [
         f'<section id="{H.e(prefix)}run"><h2>Run {H.e(run.id)} on {H.e(label)}</h2>',
-        f"<p>{len(platforms)} platforms, {len(run.benchmarks)} benchmarks, baseline <b>{H.e(baseline)}</b>. "
+        f"<p>{len(platforms)} platforms, {len(run.benchmarks)} benchmarks, baseline <b>{H.e(run.baseline)}</b>. "
         f"Comparisons with the baseline: {verdicts or 'none'} ({H.e(S.VERDICT_RULE)} Minimum effect "
         f"{min_effect:.0%}.)</p>",
-        "<h3>Warnings</h3>", H.warnings_html(S.warnings(run, rows)),
-        *[section_html(page, s, prefix) for s in model.layout() if base_key(s.key) not in CLOSING],
-        "<h3>Overview charts</h3>", page.grid(overview, prefix),
-    ]
-    for group, specs in per_bench.items():
-        parts += [f"<h3>{H.e(group)}</h3>", page.grid(specs, prefix)]
-    parts += [*[section_html(page, s, prefix) for s in closing_sections(model)],
-              "<h3>Provenance</h3>", H.provenance(run, S.facts(run), label), "</section>"]
+        *[section_html(page, s, prefix) for s in model.layout()],
+        "<h3>Provenance</h3>", H.provenance(run, S.facts(run), label, rows), "</section>"]
     return page.filterable("".join(parts))
 
 

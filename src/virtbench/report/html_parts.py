@@ -8,9 +8,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
-from .model import Comparison
+from . import units
+from .model import Comparison, Mark
 
-BADGE = {"faster": ("good", "faster"), "slower": ("bad", "slower"), "same": ("same", "same"),
+BADGE = {"faster": ("good", "faster"), "slower": ("bad", "slower"), "same": ("same", "same"), "mixed": ("ns", "mixed"),
          "inconclusive": ("ns", "inconclusive"), "baseline": ("base", "baseline"), "unit changed": ("ns", "unit changed")}
 """Verdict -> (CSS class, word): colour follows the verdict, never the raw ratio."""
 
@@ -53,7 +54,7 @@ def kv(pairs: Iterable[tuple[str, Any]]) -> str:
     return table(["", ""], ([e(k), e(v)] for k, v in pairs), "kv")
 
 
-def provenance(run: Any, facts: Mapping[str, Any], label: str) -> str:
+def provenance(run: Any, facts: Mapping[str, Any], label: str, rows: Sequence[Any] = ()) -> str:
     virt = facts.get("virtualization") or {}
     mem = facts.get("memory_bytes") or 0
     mitig = facts.get("mitigations") or {}
@@ -71,8 +72,8 @@ def provenance(run: Any, facts: Mapping[str, Any], label: str) -> str:
     img = run.image or {}
     camp = run.campaign or {}
     design = kv([("run", run.id), ("name", run.name), ("status", run.status),
-                 ("started", run.started_at or "?"), ("finished", run.finished_at or "?"),
-                 ("repetitions", camp.get("repetitions")), ("warm-up rounds", camp.get("warmups")),
+                 ("started", units.when(run.started_at)), ("finished", units.when(run.finished_at)),
+                 ("rounds", units.rounds_measured(run, rows)), ("warm-up rounds", camp.get("warmups")),
                  ("randomized order", f"{camp.get('shuffle', True)} (seed {run.seed})"),
                  ("baseline", run.baseline),
                  ("image", f"{str(img.get('recipe_hash', '?'))[:12]} {img.get('release', '')}/{img.get('arch', '')} "
@@ -133,6 +134,9 @@ def cell(v: Any) -> str:
     """Any cell of a model table as escaped HTML (the HTML file and the web pages)."""
     if isinstance(v, Comparison):
         return comparison(v)
+    if isinstance(v, Mark):
+        cls = BADGE.get(v.verdict or "", ("ns", ""))[0]
+        return f'<span class="badge {cls}">{e(v.text)}</span>' if v.verdict else e(v.text)
     if v is None:
         return "–"
     if isinstance(v, float):

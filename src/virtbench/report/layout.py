@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 from ..analysis import tables
 from ..analysis.summary import Row
 from ..constants import LIFECYCLE, LIFECYCLE_STEPS
-from .model import Comparison, Section, Table
+from . import headline as H
+from . import units
+from .model import Comparison, Mark, Section, Table
 
 if TYPE_CHECKING:
     from .model import Report
@@ -88,7 +90,8 @@ def _core(report: Report) -> list[Section]:
     platforms = [p.name for p in run.platforms]
     label = summary.host_labels([run])[0]
     order = [b.key for b in run.benchmarks]
-    return [results(rows, platforms, baseline, order), lifecycle(rows, platforms), categories(cat, platforms),
+    return [results(rows, platforms, baseline, order, units.labels_of(run)),
+            lifecycle(rows, platforms), categories(cat, platforms),
             *[best(tables.best_of_kind(cat, infos, kind), kind) for kind in ("vm", "container")],
             availability(tables.availability({label: cat}, {label: infos})),
             stacks(tables.stack_predictions(rows, infos))]
@@ -104,8 +107,101 @@ def row_key(r: Row) -> tuple[str, ...]:
     return (r.benchmark, r.metric, *([str(host)] if host else []))
 
 
-def results(rows: Sequence[Row], platforms: Sequence[str], baseline: str, order: Sequence[str] = ()) -> Section:
-    """Relative performance per benchmark metric (rows) and platform (columns), with verdicts."""
+def headline(report: Report) -> Section:
+    """Per platform its kind and verdict per category (report/headline.py), then each platform's
+    biggest cost, the platforms' labels and the host facts that change how to read them."""
+    run, rows = report.run, report.rows
+    lines = H.headline([(p.name, p.type, p.config or {}) for p in run.platforms], rows, run.baseline)
+    present = {cv.category for line in lines for cv in line.categories}
+    cats = [c for c in H.CATEGORIES if c in present] + sorted(present - set(H.CATEGORIES))
+    body = []
+    for line in lines:
+        by = {cv.category: cv for cv in line.categories}
+        body.append([line.platform, line.kind,
+                     *[Mark(H.cell_text(by[c]), by[c].verdict) if c in by else None for c in cats],
+                     f"{line.decided}/{line.compared}"])
+    notes = [H.LEGEND] if body else []
+    notes += [f"{line.platform}: biggest cost {b['benchmark']} {b['metric']}: {b['verdict_reason']}"
+              for line in lines if (b := line.biggest_cost)]
+    labels = {p.name: p.label for p in run.platforms if p.label and p.label != p.name}
+    if labels:
+        notes.append("platforms: " + "; ".join(f"{k} = {v}" for k, v in labels.items()))
+    from . import boards
+
+    hosts = boards.host_facts(run)
+    for name, facts in hosts if len(hosts) > 1 else [("", boards.measured_on(run))]:
+        if facts_notes := H.host_notes(facts):
+            notes.append(f"host{' ' + name if name else ''}: " + "; ".join(facts_notes))
+    table = Table(f"Against {run.baseline}", ["platform", "kind", *cats, "decided"], body if rows else [],
+                  key_columns=1)
+    return _own("headline", "Headline", table, notes if rows else [])
+
+
+def warnings(report: Report) -> list[Section]:
+    """Every warning in words with its fix: host conditions, campaign design, platforms left out,
+    how many comparisons are undecided, then the quality flags that may change a conclusion
+    ('warn'); the flags given for context ('info') follow on request."""
+    from . import summary
+
+    every = summary.warnings(report.run, report.rows)
+    info = [w for w in every if w.get("scope") == "result" and w.get("severity") != "warn"]
+    shown = [w for w in every if w not in info]
+    cols = ["about", "warning, and its fix"]
+
+    def body(ws: Sequence[dict[str, Any]]) -> list[list[Any]]:
+        return [[f"{_about(w)} ({w.get('severity', '')})",
+                 str(w.get("message", "")) + (f"; fix: {w['fix']}" if w.get("fix") else "")] for w in ws]
+    return [_own("warnings", "Warnings", Table("Warnings", cols, body(shown),
+                                               empty="No warnings: host conditions and every quality check passed.")),
+            _own("quality_info", "Quality notes (context)", Table("Quality notes on results (for context)", cols,
+                                                                   body(info)), detail=True)]
+
+
+def _about(w: dict[str, Any]) -> str:
+    if w.get("scope") == "result":
+        return f"{w.get('benchmark')} {w.get('metric')} @{w.get('platform')}: {w.get('check')}"
+    return f"{w.get('scope')}: {w.get('check')}"
+
+
+def undecided_sections(report: Report) -> list[Section]:
+    """The undecided results (per host in a run over several hosts)."""
+    return per_host(report, lambda r: [undecided(r.rows)] if r.rows else [])
+
+
+def undecided(rows: Sequence[Row]) -> Section:
+    """Each inconclusive comparison with its estimate, interval and what would decide it."""
+    body = [[" ".join(row_key(r)[:2]) + (f" @{row_key(r)[2]}" if len(row_key(r)) > 2 else ""), r.platform,
+             r.verdict_reason or ""] for r in rows if r.verdict == "inconclusive"]
+    return _own("undecided", "Undecided results", Table(
+        "Undecided: the estimate, its 95 % interval and what would decide it",
+        ["benchmark / metric", "platform", "why undecided, what would decide it"], body, key_columns=2))
+
+
+def charts_sections(report: Report, draw: bool = True) -> list[Section]:
+    """The run's figures (report/figures.py): the results drawn (categories, stacks, relative
+    performance per benchmark, lifecycle) as one section, every repetition (box, trend, sweeps,
+    latency) as a second one shown on request. draw=False: the sections without their figures."""
+    from ..experiments.registry import DEFAULT as DEFAULT_KIND
+    from ..experiments.registry import EXPERIMENTS
+    from . import figures as F
+
+    run = report.run
+    kind = (run.campaign or {}).get("experiment") or DEFAULT_KIND
+    if not report.rows or not EXPERIMENTS.get(kind).uses_benchmarks:
+        return []
+    figs = F.run_figures(run, report.rows) if draw else []
+    main = [f for f in figs if f.group in ("overview", "stacks") or f.kind == "bar"]
+    rest = [f for f in figs if f not in main]
+    note = ["charts: in the HTML report (`virtbench report --html FILE`), the web run page and as files "
+            "(`--figures DIR`)"]
+    return [Section("charts", "Charts", None, figures=main, notes=[] if draw else note, in_json=False),
+            Section("charts_detail", "Every repetition, charted", None, figures=rest, in_json=False, detail=True)]
+
+
+def results(rows: Sequence[Row], platforms: Sequence[str], baseline: str, order: Sequence[str] = (),
+            labels: dict[tuple[str, str], str] | None = None) -> Section:
+    """Relative performance per benchmark metric (rows) and platform (columns), with verdicts;
+    the baseline's mean in a unit a person reads (units.py: 1.873 GB/s, µs of CPU per I/O)."""
     pos = {k: i for i, k in enumerate(order)}
     by: dict[tuple[str, ...], dict[str, Row]] = {}
     for r in sorted(rows, key=lambda r: pos.get(r.benchmark, len(pos))):
@@ -117,8 +213,10 @@ def results(rows: Sequence[Row], platforms: Sequence[str], baseline: str, order:
         first = next(iter(per.values()))
         base = per.get(baseline)
         name = " ".join(key[:2]) + (f" @{key[2]}" if len(key) > 2 else "")
-        body.append([f"{name} {'↑' if first.higher_is_better else '↓'}", first.unit,
-                     base.mean if base and base.mean is not None else "no data",
+        factor, unit = units.scale([base.mean if base else None], first.unit)
+        body.append([f"{name} {'↑' if first.higher_is_better else '↓'}",
+                     units.labelled(unit, (labels or {}).get((first.benchmark, first.metric), "")),
+                     base.mean / factor if base and base.mean is not None else "no data",
                      *[Comparison.of(per[p]) if p in per else None for p in others]])
     table = Table(f"Performance relative to {baseline}", ["benchmark / metric", "unit", f"{baseline} mean", *others],
                   body, key_columns=3, main=True)  # none: an experiment whose section is the result (density)
@@ -129,9 +227,10 @@ def lifecycle(rows: Sequence[Row], platforms: Sequence[str]) -> Section:
     life = [r for r in rows if r.benchmark == LIFECYCLE]
     known = [f"{s}_s" for s in LIFECYCLE_STEPS]
     steps = sorted(dict.fromkeys(r.metric for r in life), key=lambda m: known.index(m) if m in known else 99)
-    per = {(r.platform, r.metric): r.median for r in life}
+    per = {(r.platform, r.metric): r.median * 1000 for r in life if r.median is not None}
     body = [[p, *[per.get((p, s)) for s in steps]] for p in platforms] if life else []
-    return _own("lifecycle", "Lifecycle", Table("Lifecycle (median seconds, lower is better)",
+    return _own("lifecycle", "Lifecycle", Table("Lifecycle (median ms per step, lower is better; the chart "
+                                                "draws the same medians)",
                                                 ["platform", *[s.removesuffix("_s") for s in steps]], body,
                                                 key_columns=1))
 

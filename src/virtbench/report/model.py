@@ -20,10 +20,12 @@ if TYPE_CHECKING:
     from ..analysis.summary import Row
     from ..store.models import Run
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 """Version of the `report --json` document and of exports. 1: before the field existed;
 2: verdicts slower/faster/same/inconclusive with `verdict_reason`, the headline, experiment
-sections as top-level keys, samples of several instances summarized per round."""
+sections as top-level keys, samples of several instances summarized per round; 3: `relative`
+is the verdict's estimate (inside `relative_ci95`), `p_value` the p of the test that decided,
+`ratio_of_means` the old `relative`, no `p_holm`, `effect_size` or `relative_boot_ci95`."""
 
 
 @dataclass
@@ -64,6 +66,18 @@ class Comparison:
                    tuple(f["message"] for f in row.quality if f.get("severity") == "warn"), row.failed)
 
 
+@dataclass(frozen=True)
+class Mark:
+    """A short text standing for a verdict (a headline cell: '▼7%', '? -3% [-8..+2]'): renderers
+    colour it by the verdict."""
+
+    text: str
+    verdict: str | None = None
+
+    def __str__(self) -> str:
+        return self.text
+
+
 @dataclass
 class Section:
     """One experiment kind's (or report part's) share of a report."""
@@ -93,13 +107,16 @@ class Report:
     failures: list[dict[str, Any]]
     sections: list[Section] = field(default_factory=list)
 
-    def layout(self) -> list[Section]:
-        """Everything shown after the headline, in order: the report's own parts as sections
-        (results, lifecycle, categories, stacks), the run's sections, then the failures and
-        every statistic. Every renderer (terminal, HTML file, web run page) lays out this list."""
-        from .layout import closing_sections, core_sections
+    def layout(self, charts: bool = True) -> list[Section]:
+        """Everything a report shows, in order: the headline, the report's own parts as sections
+        (results, lifecycle, categories, stacks), the charts, the undecided results with what
+        would decide each, the warnings, the run's sections, then the failures and every statistic. Every renderer (terminal,
+        HTML file, web run page) lays out this list; charts=False leaves the charts' figures
+        out for a renderer that cannot draw them (the terminal), their section stays."""
+        from .layout import charts_sections, closing_sections, core_sections, headline, undecided_sections, warnings
 
-        return [*core_sections(self), *self.sections, *closing_sections(self)]
+        return [headline(self), *core_sections(self), *charts_sections(self, charts), *undecided_sections(self),
+                *warnings(self), *self.sections, *closing_sections(self)]
 
     def __iter__(self) -> Any:
         return iter((self.run, self.rows, self.failures))

@@ -129,7 +129,7 @@ def _view(base: tuple[str, str, int, bool], metric: str, value: float, unit: str
 
 def _row_json(r: Row) -> dict[str, Any]:
     return {k: getattr(r, k) for k in ("benchmark", "metric", "unit", "platform", "n", "mean", "ci95", "relative",
-                                       "relative_ci95", "p_holm", "verdict")}
+                                       "relative_ci95", "p_value", "verdict")}
 
 
 def _by_row(rows: list[Row], sources: dict[tuple[str, str], set[str]], reason: str) -> dict[str, Any]:

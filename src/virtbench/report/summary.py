@@ -26,6 +26,9 @@ VERDICT_RULE = ("Verdicts read a 95 % t interval of the ratio on the log scale, 
                 "rounds measured both sides (else the Welch t interval of the ratio of means): slower or faster "
                 "when it excludes 1.0, same when the 90 % interval lies within the minimum effect (TOST at 5 %), "
                 "otherwise inconclusive with the noise and the repetitions that would decide it.")
+ESTIMATOR = ("the verdict's estimate: the geometric mean of the per-round ratios where the rounds pair (each round "
+             "measures every platform, so load that drifts between rounds cancels in its ratio), else the ratio of "
+             "the means; it always lies inside relative_ci95")
 
 
 def declared_metrics(run: Run) -> dict[str, list[tuple[str, str, bool, str]]]:
@@ -150,15 +153,17 @@ def power_note(rows: Sequence[Row]) -> dict[str, Any] | None:
 def statistics_json(rows: Sequence[Row], alpha: float, min_effect: float) -> dict[str, Any]:
     return {"verdict": VERDICT_RULE, "verdict_interval": "t, 95 %, mean of the rounds' log ratios (paired by round, >= 3 "
             "common rounds; the reason says 'k rounds paired'), else Welch t of the log ratio of means (delta method)",
-            "test": "Mann-Whitney U, two-sided, against the baseline (information only)", "correction": "holm",
+            "relative": ESTIMATOR,
+            "p_value": "the p of the test that decided: two-sided t test of ratio = 1 for slower/faster, TOST for "
+                       "same (each below alpha exactly when the verdict's interval decides); null while inconclusive",
             "alpha": alpha, "min_effect": min_effect,
-            "comparisons": sum(r.p_value is not None for r in rows),
             "bootstrap": {"method": "percentile", "resamples": stats.BOOTSTRAP_RESAMPLES,
                           "seed": stats.BOOTSTRAP_SEED},
             "ci95": "Student t interval of the mean", "mean_boot_ci95": "bootstrap interval of the mean",
             "median_ci95": "bootstrap interval of the median",
             "relative_ci95": "the verdict's interval: paired t by round, else Welch t, on the log scale",
-            "relative_boot_ci95": "bootstrap interval of the ratio of means (independent resampling)"}
+            "ratio_of_means": "descriptive: the direction-aware ratio of the means (the verdict's estimate only "
+                              "where the rounds do not pair)"}
 
 
 def headline_json(run: Run, rows: Sequence[Row]) -> dict[str, Any]:
@@ -230,6 +235,11 @@ def merged_json(reports: Sequence[tuple[Run, list[Row], list[dict[str, Any]]]], 
     }
 
 
+COMPARE_METHOD = ("B against A by the verdict rule of `report`: the unpaired 95 % Welch t interval of the log ratio "
+                  "of means (the rounds of two runs share nothing to pair on), same when the 90 % interval lies "
+                  "within the minimum effect")
+
+
 def compare_json(run_a: Run, run_b: Run, rows: Sequence[Any], *,
                  min_effect: float = stats.MIN_EFFECT) -> dict[str, Any]:
     """`virtbench compare --json`: the same platforms in two runs, B relative to A."""
@@ -242,4 +252,4 @@ def compare_json(run_a: Run, run_b: Run, rows: Sequence[Any], *,
     if changed:
         notes.append("changed between the runs: " + ", ".join(f"{k} {conds[0][k]} -> {conds[1][k]}" for k in changed))
     return {"format_version": FORMAT_VERSION, "a": run_a.id, "b": run_b.id, "hosts": hosts,
-            "min_effect": min_effect, "correction": "holm", "notes": notes, "results": [r.public() for r in rows]}
+            "min_effect": min_effect, "method": COMPARE_METHOD, "notes": notes, "results": [r.public() for r in rows]}

@@ -10,13 +10,12 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis import quality
 from ..analysis.compare import CompareRow
 from ..analysis.summary import Row
 from ..store.models import Run
-from . import boards
-from . import headline as H
-from .model import Comparison, Report, Section
+from . import boards, units
+from .layout import base_key
+from .model import Comparison, Mark, Report, Section
 from .model import Table as ModelTable
 
 
@@ -28,6 +27,8 @@ def _fmt(x: float | None, digits: int = 4) -> str:
     mag = abs(x)
     if mag >= 1e6 or mag < 1e-3:
         return f"{x:.{digits - 1}e}"
+    if mag >= 10 ** digits:
+        return f"{x:,.0f}"
     return f"{x:.{digits}g}"
 
 
@@ -56,10 +57,16 @@ def _rel(row: Row | Comparison, ci: bool = True) -> str:
     return text
 
 
+COLOUR = {"slower": "red", "faster": "green", "same": "dim", "mixed": "yellow", "inconclusive": "yellow"}
+
+
 def cell(v: Any, wide: bool = False) -> str:
     """Any cell of a model table as terminal markup."""
     if isinstance(v, Comparison):
         return _rel(v, ci=wide)
+    if isinstance(v, Mark):
+        colour = COLOUR.get(v.verdict or "")
+        return f"[{colour}]{escape(v.text)}[/]" if colour else escape(v.text)
     if v is None:
         return "[dim]-[/dim]"
     if isinstance(v, float):
@@ -69,42 +76,41 @@ def cell(v: Any, wide: bool = False) -> str:
 
 def render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: Console,
            detail: bool = False, wide: bool = False, sections: Sequence[Section] = ()) -> None:
-    """Headline first, then the report's layout (report/layout.py: results, lifecycle,
-    categories, stacks, failures, then the run's sections); at most WIDTH columns unless wide
-    (the old layout)."""
+    """The report's layout (report/layout.py: headline, results, lifecycle, categories,
+    stacks, undecided results, warnings, the run's sections, failures), the run's facts after the
+    headline; at most WIDTH columns unless wide (the old layout)."""
     width = console.width
     if not wide:
         console.width = min(width, WIDTH)
     try:
+        secs = Report(run, rows, failures, list(sections)).layout(charts=False)
+        console.print(f"[bold]virtbench run {run.id}[/bold] ({run.name}, {run.status})")
+        for s in secs:
+            if s.key == "headline":
+                _headline(s, console)
         _intro(run, rows, console)
-        render_sections(Report(run, rows, failures, list(sections)).layout(), console, detail=detail, wide=wide)
+        render_sections([s for s in secs if s.key != "headline"], console, detail=detail, wide=wide)
     finally:
         console.width = width
 
 
 def _intro(run: Run, rows: list[Row], console: Console) -> None:
     facts = boards.measured_on(run)
-    console.print(f"[bold]virtbench run {run.id}[/bold] ({run.name}, {run.status})")
-    render_headline(run, rows, console)
-    console.print()
     console.print(f"host {facts.get('hostname', '?')}: {facts.get('cpu_model', '?')}, {facts.get('cpus', '?')} CPUs, "
                   f"{(facts.get('memory_bytes') or 0) / 2**30:.1f} GiB, kernel {facts.get('kernel', '?')}, "
                   f"governor {facts.get('governor', '?')}, cgroup {facts.get('cgroup', '?')}")
     image = (f"image {run.image['recipe_hash'][:12]} ({run.image.get('release')}/{run.image.get('arch')}), "
              "same binaries on every platform" if run.image.get("recipe_hash")
              else "images named per platform in the sections below")
-    console.print(f"{image}; {run.campaign.get('repetitions')} repetitions after "
-                  f"{run.campaign.get('warmups')} warm-up, randomized order (seed {run.seed})")
-    for flag in quality.host_conditions(facts) + quality.run_checks(run.campaign):
-        colour = "yellow" if flag.severity == "warn" else "dim"
-        console.print(f"[{colour}]{flag.check}:[/{colour}] {escape(flag.message)}")
+    console.print(f"{image}; {units.rounds_measured(run, rows)} after {run.campaign.get('warmups')} warm-up, "
+                  f"randomized order (seed {run.seed}); started {units.when(run.started_at or run.created_at)}")
     console.print(f"[dim]{escape(LEGEND)}[/dim]")
 
 
 def render_sections(secs: Sequence[Section], console: Console, *, detail: bool = False, wide: bool = False) -> None:
     """Every section the same way: its tables (split by columns to fit the width), then its notes."""
     for s in secs:
-        if s.detail and not detail:
+        if s.detail and not detail or (base_key(s.key) == "charts_detail"):
             continue
         for t in s.tables:
             if not t.rows:
@@ -173,46 +179,28 @@ def _natural_width(console: Console, table: Table) -> int:
 
 
 def render_headline(run: Run, rows: Sequence[Row], console: Console) -> None:
-    """Per platform: kind, verdict per category, then the biggest costs and the host facts."""
-    baseline = run.baseline
-    lines = H.headline([(p.name, p.type, p.config or {}) for p in run.platforms], rows, baseline)
-    if not lines or not rows:
-        return
-    cats = [c for c in H.CATEGORIES if any(cv.category == c for line in lines for cv in line.categories)]
-    cats += sorted({cv.category for line in lines for cv in line.categories} - set(cats))
-    console.print(f"[bold]Against {escape(baseline)}[/bold] ({H.LEGEND}):")
-    t = Table(box=None, show_header=True, pad_edge=False, header_style="dim")
-    t.add_column("platform")
-    t.add_column("kind")
-    for c in cats:
-        t.add_column(H.SHORT.get(c, c), justify="right")
-    t.add_column("decided", justify="right")
-    for line in lines:
-        by = {cv.category: cv for cv in line.categories}
-        t.add_row(escape(line.platform), line.kind, *[_headline_cell(by.get(c)) for c in cats],
-                  f"{line.decided}/{line.compared}")
-    console.print(t)
-    for line in lines:
-        if line.biggest_cost:
-            b = line.biggest_cost
-            console.print(escape(f"  {line.platform}: biggest cost {b['benchmark']} {b['metric']}: "
-                                 f"{b['verdict_reason']}"))
-    labels = {p.name: p.label for p in run.platforms if p.label and p.label != p.name}
-    if labels:
-        console.print("[dim]platforms: " + escape("; ".join(f"{k} = {v}" for k, v in labels.items())) + "[/dim]")
-    hosts = boards.host_facts(run)
-    for name, facts in hosts if len(hosts) > 1 else [("", boards.measured_on(run))]:
-        notes = H.host_notes(facts)
-        if notes:
-            console.print(f"[dim]host{' ' + escape(name) if name else ''}: " + escape("; ".join(notes)) + "[/dim]")
+    """The headline alone (report/layout.py's headline section)."""
+    from .layout import headline
+
+    _headline(headline(Report(run, list(rows), [])), console)
 
 
-def _headline_cell(cv: H.CategoryVerdict | None) -> str:
-    if cv is None:
-        return "[dim]-[/dim]"
-    colour = {"slower": "red", "faster": "green", "same": "dim", "mixed": "yellow", "inconclusive": "yellow"}
-    text = escape(H.cell_text(cv))
-    return f"[{colour[cv.verdict]}]{text}[/]" if cv.verdict in colour else text
+def _headline(s: Section, console: Console) -> None:
+    """Per platform: kind, verdict per category, then the biggest costs and the host facts: the
+    headline section drawn compactly, the first thing a reader sees."""
+    for t in s.tables:
+        if not t.rows:
+            continue
+        console.print(f"[bold]{escape(t.title)}[/bold]:")
+        table = Table(box=None, show_header=True, pad_edge=False, header_style="dim")
+        for i, c in enumerate(t.columns):
+            table.add_column(escape(c), justify="right" if i > 1 else "left")
+        for row in t.rows:
+            table.add_row(*[cell(v) for v in row])
+        console.print(table)
+    for note in s.notes:
+        text = escape(note)
+        console.print(f"  {text}" if ": biggest cost " in note else f"[dim]{text}[/dim]")
 
 
 def render_merged(doc: dict[str, Any], console: Console) -> None:
@@ -244,25 +232,42 @@ def render_merged(doc: dict[str, Any], console: Console) -> None:
 
 def render_compare(run_a: Run, run_b: Run, rows: list[CompareRow], console: Console,
                    notes: list[str] | None = None) -> None:
-    """Before/after: each platform against itself in the other run."""
-    for note in notes or []:
+    """Before/after: each platform against itself in the other run, at most WIDTH columns."""
+    width = console.width
+    console.width = min(width, WIDTH)
+    try:
+        _compare(run_a, run_b, rows, console, notes or [])
+    finally:
+        console.width = width
+
+
+def _compare(run_a: Run, run_b: Run, rows: list[CompareRow], console: Console, notes: list[str]) -> None:
+    for note in notes:
         console.print(f"[yellow]note:[/yellow] {escape(note)}")
-    console.print(f"[bold]compare {run_a.id} (A) -> {run_b.id} (B)[/bold]: ratio of B to A, direction-aware "
-                  "(above 1.0: B better); Mann-Whitney with Holm's correction")
-    table = Table(title_justify="left")
-    for col in ("benchmark / metric", "platform", "unit", "mean A", "mean B", "B / A", "95% CI", "p (Holm)",
-                "verdict"):
-        table.add_column(col)
+    console.print(f"[bold]compare {escape(run_a.id)} (A) -> {escape(run_b.id)} (B)[/bold]")
+    console.print("[dim]" + escape("B / A direction-aware (above 1: B better), with the 95 % interval the verdict "
+                                   "reads (report's rule, unpaired: two runs' rounds share nothing to pair on)")
+                  + "[/dim]")
+    table = Table(title_justify="left", pad_edge=False, box=None, header_style="bold")
+    table.add_column("benchmark / metric", ratio=1)
+    for col in ("platform", "mean A", "mean B", "B / A [95 %]", "verdict"):
+        table.add_column(col, no_wrap=True)
     colour = {"faster": "green", "slower": "red", "same": "default"}
-    for r in rows:
+    for r in sorted(rows, key=lambda r: r.category == "lifecycle"):  # stable: lifecycle after the benchmarks
         c = colour.get(r.verdict, "dim")
+        factor, unit = units.scale([r.mean_a, r.mean_b], r.unit)
+        mean = [f"{_fmt(m / factor)} {unit}" if m is not None else "-" for m in (r.mean_a, r.mean_b)]
+        ratio = "-" if r.ratio is None else f"{r.ratio:.3f}" + (
+            f" [{r.ratio_ci95[0]:.2f}-{r.ratio_ci95[1]:.2f}]" if r.ratio_ci95 else "")
         table.add_row(escape(f"{r.benchmark} {r.metric} {'↑' if r.higher_is_better else '↓'}"), escape(r.platform),
-                      escape(r.unit),
-                      _fmt(r.mean_a), _fmt(r.mean_b), _fmt(r.ratio),
-                      f"{r.ratio_ci95[0]:.3f}-{r.ratio_ci95[1]:.3f}" if r.ratio_ci95 else "-",
-                      _fmt(r.p_holm, 2), f"[{c}]{r.verdict}[/{c}]")
+                      escape(mean[0]), escape(mean[1]), ratio, f"[{c}]{escape(r.verdict)}[/{c}]")
     console.print(table)
+    undecided = [r for r in rows if r.verdict == "inconclusive"]
+    if undecided:
+        console.print(f"{len(undecided)} of {len(rows)} undecided; what would decide each:")
+        for r in undecided:
+            console.print(escape(f"  {r.benchmark} {r.metric} @{r.platform}: {r.verdict_reason}"))
     common = {p.name for p in run_a.platforms} & {p.name for p in run_b.platforms}
     only = sorted(({p.name for p in run_a.platforms} | {p.name for p in run_b.platforms}) - common)
     if only:
-        console.print(f"[yellow]platforms in only one run (not compared): {', '.join(only)}[/yellow]")
+        console.print(f"[yellow]platforms in only one run (not compared): {escape(', '.join(only))}[/yellow]")

@@ -151,9 +151,10 @@ def run(request: Request, run_id: str = RUN_ID) -> dict[str, Any]:
             "downloads": downloads.available(r.id)}
 
 
-@router.get("/runs/{run_id}/progress", summary="Live progress: counts, current step, log tail, heartbeat")
+@router.get("/runs/{run_id}/progress", summary="Live progress: executions done, planned so far and the adaptive "
+            "cap; current step, log tail, heartbeat")
 def progress(request: Request, run_id: str = RUN_ID) -> dict[str, Any]:
-    return queries.progress(store_of(request), run_id)
+    return results.progress(store_of(request), run_id)
 
 
 @router.post("/runs/{run_id}/cancel", summary="Cancel a queued or running run",
@@ -193,8 +194,7 @@ def delete_run(request: Request, run_id: str) -> dict[str, Any]:
 
 @router.get("/runs/{run_id}/report", summary="The report (the `virtbench report --json` document)")
 def report(request: Request, run_id: str = RUN_ID) -> dict[str, Any]:
-    run, rows, failures = cache_of(request).report(store_of(request), run_id)
-    return downloads.clean(summary.to_json(run, rows, failures))
+    return downloads.clean(summary.report_json(results.full_report(store_of(request), cache_of(request), run_id)))
 
 
 @router.get("/runs/{run_id}/verify", summary="Every repetition of one metric per platform, drift and outlier flags")
@@ -230,6 +230,16 @@ def compare(request: Request, run: list[str] = Query([], max_length=100, descrip
         raise HTTPException(400, "choose runs (run=...) or hosts (host=...) to compare")
     doc = results.compare(store_of(request), cache_of(request), ids, baseline=baseline, by_host=by_host)
     return downloads.clean(results.compare_json(doc))
+
+
+@router.get("/compare/before-after", summary="Before/after: run B against run A per platform and metric (the "
+            "`virtbench compare A B --json` document)", responses={400: {"model": Problem}})
+def before_after(request: Request, a: str = Query(..., max_length=64, description="run A (before)"),
+                 b: str = Query(..., max_length=64, description="run B (after)")) -> Any:
+    try:
+        return downloads.clean(results.before_after(store_of(request), cache_of(request), a, b))
+    except InputError as exc:
+        return _problem(400, exc)
 
 
 def compare_ids(request: Request, run_ids: list[str], hostnames: list[str]) -> list[str]:

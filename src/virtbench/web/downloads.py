@@ -62,20 +62,23 @@ def available(run_id: str) -> list[dict[str, str]]:
 
 def response(store: Store, reports: cache.ReportCache, run_id: str, fmt: str, table: str = "report"
              ) -> Response:
-    run, rows, failures = reports.report(store, run_id)
+    from .results import full_report
+
     if table not in ("report", *TABLES):
         raise HTTPException(400, f"unknown table {table!r}; one of report, {', '.join(TABLES)}")
+    report = full_report(store, reports, run_id)
+    run, rows = report.run, report.rows
     name = f"virtbench-{run.id}"
     try:
         if fmt == "html":
             from ..report import html
 
-            body: bytes = html.render([(run, rows, failures)]).encode()
+            body: bytes = html.render([(run, rows, report.failures)], sections=[report.sections]).encode()
             filename = f"{name}.html"
         elif table == "report":
             if fmt != "json":
                 raise HTTPException(400, "the report document is JSON; use table=samples|executions|summary")
-            body = json.dumps(clean(summary.to_json(run, rows, failures)), indent=1, default=str).encode()
+            body = json.dumps(clean(summary.report_json(report)), indent=1, default=str).encode()
             filename = f"{name}-report.json"
         else:
             body, filename = _table(store, run, rows, table, fmt), f"{name}-{table}.{fmt}"

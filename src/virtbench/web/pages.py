@@ -96,8 +96,10 @@ def _local(next_url: str | None) -> str:
 def dashboard(request: Request) -> HTMLResponse:
     require_read(request)
     doc = api.dashboard(request)
+    store = store_of(request)
     return render(request, "dashboard.html", title="virtbench", hosts=doc["hosts"], counts=doc["counts"],
-                  active=doc["active"], recent=doc["recent_runs"], results=doc["recent_results"],
+                  active=results.with_planned(store, doc["active"]),
+                  recent=results.with_planned(store, doc["recent_runs"]), results=doc["recent_results"],
                   workers=doc["workers"])
 
 
@@ -107,7 +109,8 @@ def runs_page(request: Request, status: str | None = Query(None, max_length=16),
     require_read(request)
     store = store_of(request)
     rows = queries.list_runs(store, status=status or None, host=host or None, limit=51, offset=(page - 1) * 50)
-    return render(request, "runs.html", title="Runs", runs=rows[:50], more=len(rows) > 50, page=page,
+    return render(request, "runs.html", title="Runs", runs=results.with_planned(store, rows[:50]), more=len(rows) > 50,
+                  page=page,
                   status=status or "", host=host or "", counts=queries.status_counts(store))
 
 
@@ -135,13 +138,10 @@ def run_page(request: Request, run_id: str = RUN_ID) -> HTMLResponse:
     require_read(request)
     store = store_of(request)
     run = queries.get_run(store, run_id)
-    prog = queries.progress(store, run.id)
+    prog = results.progress(store, run.id)
     report = None
     if prog["executions"]:
-        from ..report.sections import sections
-
-        _, rows, failures = request.app.state.cache.report(store, run.id)
-        report = {"sections": _sections(Report(run, rows, failures, sections(store, run)))}
+        report = {"sections": _sections(results.full_report(store, request.app.state.cache, run.id))}
     return render(request, "run.html", title=f"Run {run.name}", run=run, progress=prog, report=report,
                   executions=queries.executions(store, run.id, limit=300), downloads=downloads.available(run.id),
                   active=run.status in queries.ACTIVE)
@@ -199,10 +199,26 @@ def compare_page(request: Request, run: list[str] = Query([], max_length=100),
             charts.append(svg.draw(doc["lifecycle"], colors))
     choices = queries.finished_runs(store)
     hostnames = list(dict.fromkeys(c["host"] for c in choices if c["host"]))
-    return render(request, "compare.html", title="Compare", doc=doc, charts=charts, choices=choices,
+    return render(request, "compare.html", title="Platforms across runs", doc=doc, charts=charts, choices=choices,
                   hostnames=hostnames, chosen=set(ids), chosen_hosts=set(host), by_host=by_host,
                   baseline=baseline or "", export_query=urlencode([("run", i) for i in ids]),
                   verdict_rule=summary.VERDICT_RULE)
+
+
+@router.get("/compare/before-after", response_class=HTMLResponse)
+def before_after_page(request: Request, a: str = Query("", max_length=64),
+                      b: str = Query("", max_length=64)) -> HTMLResponse:
+    """Run B against run A, platform by platform: what `virtbench compare A B` prints."""
+    require_read(request)
+    store = store_of(request)
+    doc = error = None
+    if a and b:
+        try:
+            doc = results.before_after(store, request.app.state.cache, a, b)
+        except InputError as exc:
+            error = exc
+    return render(request, "before_after.html", 400 if error else 200, title="Before / after", doc=doc,
+                  error=error, a=a, b=b, choices=queries.finished_runs(store))
 
 
 # -- schedule -------------------------------------------------------------------------------------

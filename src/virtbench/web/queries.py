@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..analysis.summary import Row
-from ..analysis.tables import geomean
+from ..analysis.tables import CATEGORIES, geomean
 from ..store import browse
 from ..store.browse import (  # noqa: F401 - the web's read API, re-exported for its modules
     ACTIVE,
@@ -40,9 +40,9 @@ from ..store.db import Store
 
 
 def recent_results(store: Store, rows_of: Callable[[str], Sequence[Row]], limit: int = 3) -> list[dict[str, Any]]:
-    """The last finished runs at a glance: per platform, geometric mean of mean ratios per category.
+    """The last finished runs at a glance: per platform, geometric mean of its ratios per category.
 
-    The ratios of means come from the runs' reports (rows_of: the web's report cache, which
+    The ratios (the verdicts' estimates) come from the runs' reports (rows_of: the web's report cache, which
     the dashboard reads for the verdicts anyway), not from a query grouping every sample
     again: a summary to click through, the run's own page has the intervals and tests.
     """
@@ -52,7 +52,8 @@ def recent_results(store: Store, rows_of: Callable[[str], Sequence[Row]], limit:
         for r in rows_of(run.id):
             if r.category != "lifecycle" and r.relative and r.relative > 0 and math.isfinite(r.relative):
                 ratios[(r.category, r.platform)].append(r.relative)
-        categories = sorted({c for c, _ in ratios})
+        order = {c: i for i, c in enumerate(CATEGORIES)}  # one order of the categories everywhere
+        categories = sorted({c for c, _ in ratios}, key=lambda c: (order.get(c, len(order)), c))
         platforms = platform_names(run)
         table = {p: {c: geomean(ratios.get((c, p), [])) for c in categories} for p in platforms}
         out.append({"id": run.id, "name": run.name, "baseline": run.baseline, "finished_at": iso(run.finished_at),

@@ -17,15 +17,69 @@ from ..analysis import quality, tables
 from ..analysis import summary as summary_mod
 from ..analysis.summary import Row
 from ..report import figures, headline, summary
+from ..report.model import Report
 from ..store.db import Store
 from ..store.models import Run
 from . import queries
 from .cache import ReportCache
 
 
+def full_report(store: Store, cache: ReportCache, run_id: str) -> Report:
+    """The run's report with every experiment and probe section: what `virtbench report` shows,
+    for the run page, the API and the downloads alike (rows from the cache)."""
+    from ..report.sections import sections
+
+    run, rows, failures = cache.report(store, run_id)
+    return Report(run, rows, failures, sections(store, run))
+
+
 def row_json(r: Row) -> dict[str, Any]:
     return {**{k: figures.finite(v) if isinstance(v, float) else v for k, v in r.public().items()},
             "category": r.category}
+
+
+# -- progress -----------------------------------------------------------------------------------
+def progress(store: Store, run_id: str) -> dict[str, Any]:
+    """The run's live state (store/browse.py) with its counts as a person reads them: executions
+    done, planned so far (the campaign's rounds plus every extra round the adaptive rule has
+    added, as logged in the run) and the cap (what the adaptive rule could add at most), so an
+    adaptive run never shows "254/96". `expected` is the planned count, `percent` done of it."""
+    doc = queries.progress(store, run_id)
+    run = queries.get_run(store, run_id)
+    planned, cap = planned_executions(run)
+    planned = max(planned, doc["executions"])
+    cap = max(cap, planned)
+    return {**doc, "expected": planned, "planned": planned, "cap": cap,
+            "percent": min(100, round(100 * doc["executions"] / planned)) if planned else 0}
+
+
+def with_planned(store: Store, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Run list entries with the running ones' `expected` as planned so far (progress()), so a list
+    shows done/planned before its poller first asks."""
+    for r in runs:
+        if r["status"] == "running":
+            planned, _ = planned_executions(queries.get_run(store, r["id"]))
+            r["expected"] = max(planned, r["executions"])
+            r["percent"] = min(100, round(100 * r["executions"] / r["expected"])) if r["expected"] else 0
+    return runs
+
+
+def planned_executions(run: Run) -> tuple[int, int]:
+    """(planned so far, cap) of a run's executions: rounds x platforms x (benchmarks + lifecycle),
+    plus each logged extra round's platforms and benchmarks; the cap counts every platform up to
+    the adaptive rule's max_repetitions (the time cap may stop it earlier)."""
+    campaign = run.campaign or {}
+    platforms, benchmarks = queries.platform_names(run), queries.benchmark_keys(run)
+    base = queries.expected_total(campaign, len(platforms), len(benchmarks))
+    rule = campaign.get("adaptive")
+    if not isinstance(rule, dict):
+        return base, base
+    extra = 0
+    for entry in (run.provenance or {}).get("adaptive", []):
+        per = entry.get("benchmarks") or {}
+        extra += sum(len(per.get(p, benchmarks)) + 1 for p in entry.get("platforms", []))
+    more = max(0, int(rule.get("max_repetitions", 30) or 0) - int(campaign.get("repetitions", 0) or 0))
+    return base + extra, base + more * len(platforms) * (len(benchmarks) + 1)
 
 
 # -- verify -------------------------------------------------------------------------------------
@@ -238,6 +292,25 @@ def compare(store: Store, cache: ReportCache, run_ids: Sequence[str], *, baselin
                lifecycle=figures.lifecycle_figure(rows),
                power=summary.power_note(rows), category_verdicts=category_verdicts(rows, platforms, baseline))
     return out
+
+
+def before_after(store: Store, cache: ReportCache, run_a: str, run_b: str) -> dict[str, Any]:
+    """`virtbench compare A B` for the web: each platform of run B against itself in run A, by the
+    report's verdict rule (analysis.compare); the same document as `compare --json`."""
+    from ..analysis.compare import compare as compare_runs
+    from ..errors import InputError
+
+    if run_a == run_b:
+        raise InputError(f"A and B are the same run {run_a}: a run compared with itself tells nothing",
+                         "choose the run before and the run after the change")
+    ra, rows_a, _ = cache.report(store, run_a)
+    rb, rows_b, _ = cache.report(store, run_b)
+    rows = compare_runs(rows_a, rows_b)
+    doc = summary.compare_json(ra, rb, rows)
+    common = {p.name for p in ra.platforms} & {p.name for p in rb.platforms}
+    doc["only_one_run"] = sorted(({p.name for p in ra.platforms} | {p.name for p in rb.platforms}) - common)
+    doc["names"] = {"a": ra.name, "b": rb.name}
+    return doc
 
 
 def category_verdicts(rows: Sequence[Row], platforms: Sequence[str], baseline: str) -> dict[str, dict[str, str]]:

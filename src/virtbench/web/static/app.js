@@ -26,7 +26,8 @@
         .then(function (r) { return r.ok ? r.json() : Promise.reject(r.status); })
         .then(function (p) {
           setStatus(root, p.status);
-          setText(root, "counts", p.executions + "/" + p.expected);
+          setText(root, "counts", p.executions + "/" + p.planned);
+          setText(root, "cap", p.cap > p.planned ? "(planned so far; adaptive cap " + p.cap + ")" : "");
           setText(root, "failed", p.failed ? p.failed + " failed" : "");
           setText(root, "step", p.step || "–");
           setText(root, "error", p.error || "");
@@ -34,7 +35,7 @@
           setText(root, "worker", p.worker || (ACTIVE[p.status] ? "none yet" : "–"));
           if (p.log) setText(root, "log", p.log.join("\n"));
           var bar = root.querySelector("progress");
-          if (bar) { bar.max = p.expected || 1; bar.value = p.executions; }
+          if (bar) { bar.max = p.planned || 1; bar.value = p.executions; }
           var active = !!ACTIVE[p.status];
           root.setAttribute("data-status", p.status);
           if (p.status === "running") {  // deleting is refused while a worker measures: hide it

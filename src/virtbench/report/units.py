@@ -1,0 +1,70 @@
+"""Numbers as people read them: SI prefixes instead of exponents, µs instead of us, each
+metric's label ("µs of CPU per I/O") where its declaration has one, times with their zone and
+the rounds a run actually measured.
+
+A column of one metric is scaled once, by its largest magnitude, so the values in it stay
+comparable at a glance: openssl's 1.873e+09 B/s is 1.873 GB/s.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+SCALABLE = {"B/s": "B/s", "B": "B", "bit/s": "bit/s", "Hz": "Hz", "b/s": "bit/s"}
+"""Units an SI prefix goes in front of (k, M, G, T)."""
+PREFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+SPELLED = {"us": "µs"}
+
+
+def scale(values: Iterable[float | None], unit: str) -> tuple[float, str]:
+    """(divisor, shown unit) for a column of values in `unit`: 1e9 and 'GB/s' for 1.9e9 B/s."""
+    if unit == "s":  # start-up times, phases: below a second in ms
+        big = max((abs(v) for v in values if v is not None and math.isfinite(v)), default=1.0)
+        return (1e-3, "ms") if big < 1 else (1.0, "s")
+    if unit in SCALABLE:
+        big = max((abs(v) for v in values if v is not None and math.isfinite(v)), default=0.0)
+        for factor, prefix in PREFIXES:
+            if big >= factor:
+                return factor, prefix + SCALABLE[unit]
+        return 1.0, SCALABLE[unit]
+    return 1.0, SPELLED.get(unit, unit)
+
+
+def shown(value: float | None, unit: str) -> tuple[float | None, str]:
+    """One value in its own scale: (1.873, 'GB/s') of (1.873e9, 'B/s')."""
+    factor, text = scale([value], unit)
+    return (None if value is None else value / factor), text
+
+
+def labelled(unit: str, label: str = "") -> str:
+    """The unit as a person reads it: the metric's label with the unit put in, else the unit."""
+    return label.replace("{unit}", unit) if label else unit
+
+
+def labels_of(run: Any) -> dict[tuple[str, str], str]:
+    """(benchmark key, metric) -> label, from the declarations stored with the run (older runs
+    declared none: their units show alone)."""
+    return {(b.key, m["name"]): str(m.get("label") or "") for b in run.benchmarks for m in (b.metrics or [])
+            if isinstance(m, Mapping)}
+
+
+def rounds_measured(run: Any, rows: Iterable[Any]) -> str:
+    """What the header says of the repetitions: the rounds actually measured (adaptive rounds
+    included), beside what the campaign asked for when that differs."""
+    measured = {r_ for row in rows for r_ in row.rounds}
+    asked = run.campaign.get("repetitions")
+    if not measured:
+        return f"{asked} repetitions asked, none measured"
+    n = len(measured)
+    if not asked or n == asked:
+        return f"{n} rounds measured"
+    return f"{n} rounds measured ({asked} asked, {n - asked} added to decide)" if n > asked else \
+        f"{n} rounds measured (of {asked} asked)"
+
+
+def when(t: Any) -> str:
+    """A stored time (UTC, naive or aware) with its zone: '2026-11-27 12:58:44 UTC'."""
+    if t is None:
+        return "-"
+    return f"{t:%Y-%m-%d %H:%M:%S} UTC" if hasattr(t, "strftime") else f"{t} UTC"
