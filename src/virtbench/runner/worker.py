@@ -306,4 +306,4 @@ def main(db_url: str | None, *, once: bool = False, poll_s: float = 2.0, probe: 
          after_run: Callable[[Store, str], None] | None = None) -> None:
     """Entry point of `virtbench worker`."""
     store = Store(db_url)
-    QueueWorker(store, Paths.from_env(), poll_s=poll_s, once=once, probe=probe, after_run=after_run).run()
+    QueueWorker(store, Paths.from_env().make_private(), poll_s=poll_s, once=once, probe=probe, after_run=after_run).run()
