@@ -5,7 +5,7 @@ import re
 
 from virtbench.store.models import Run
 
-from .helpers import login
+from .helpers import login, running_owner
 
 
 def test_every_page_renders(client):
@@ -128,3 +128,18 @@ def test_list_parameters_are_comma_separated():
     campaign, text = campaigns.from_form(model)
     [b] = campaign.benchmarks
     assert b.params == {"algorithms": ["AES-128", "Twofish"], "msec": 200} and "Twofish" in text
+
+
+def test_killed_run_can_be_cancelled_and_deleted_through_pages(client, filled):
+    """The run page of a run whose process was killed with SIGKILL offers cancel and delete."""
+    p = running_owner(filled.url, "stuck")
+    csrf = login(client)
+    assert 'id="delete"' not in client.get("/runs/stuck").text  # it measures
+    p.kill()
+    p.wait()
+    page = client.get("/runs/stuck").text
+    assert 'id="cancel"' in page and 'id="delete"' in page and "interrupted" in page
+    assert client.post("/runs/stuck/cancel", data={"csrf": csrf}, follow_redirects=False).status_code == 303
+    assert client.post("/runs/stuck/delete", data={"csrf": "wrong"}, follow_redirects=False).status_code == 403
+    assert client.post("/runs/stuck/delete", data={"csrf": csrf}, follow_redirects=False).status_code == 303
+    assert client.get("/runs/stuck").status_code == 404
