@@ -116,6 +116,31 @@ def test_crash_leaves_nothing_after_cleanup(env, tmp_path):
     assert leftovers(env) == []
 
 
+def test_run_killed_with_sigkill_is_interrupted_and_cancel_removes_what_it_left(env, tmp_path):
+    """Before, such a run stayed `running` forever and could be neither cancelled nor deleted."""
+    camp = tmp_path / "c.yaml"
+    camp.write_text("name: killed\nrepetitions: 2\nwarmups: 0\nplatforms: [native]\n"
+                    "benchmarks: [{name: sysbench-cpu, time: 30}]\n")
+    p = subprocess.Popen([sys.executable, "-m", "virtbench", "run", str(camp), "--no-report"], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not (leftovers(env) and _run_started(env)):
+        time.sleep(0.2)
+    [(run_id,)] = db_rows(env, "SELECT id FROM runs")
+    refused = vb(env, "delete", run_id)
+    assert refused.returncode == 2 and "is running (pid" in refused.stderr, refused.stderr
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    assert leftovers(env), "SIGKILL gives no chance to clean up"
+    listed = vb(env, "runs")
+    assert f"{run_id}  interrupted" in listed.stdout, listed.stdout + listed.stderr
+    res = vb(env, "cancel", run_id)
+    assert res.returncode == 0 and "removed leftover: native" in res.stdout, res.stdout + res.stderr
+    assert leftovers(env) == []
+    assert vb(env, "delete", run_id).returncode == 0
+    assert db_rows(env, "SELECT count(*) FROM runs") == [(0,)]
+
+
 def test_sigterm_interrupts_cleanly(env, tmp_path):
     camp = tmp_path / "c.yaml"
     camp.write_text(CAMPAIGN.replace("time: 1", "time: 30"))

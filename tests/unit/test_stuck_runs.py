@@ -14,25 +14,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from dbsupport import running_owner
 from virtbench.store import owner
 from virtbench.store.db import Store
-
-OWNER = """
-import sys, time
-from virtbench.store.db import Store
-Store(sys.argv[1]).create_run(run_id=sys.argv[2], name="stuck", campaign={"platforms": [{"name": "native", "type": "native"}]}, source="",
-                              seed=1, host_id=None, host_facts={}, image={}, provenance={}, platforms=[],
-                              benchmarks=[], status="running")
-print("running", flush=True)
-time.sleep(600)
-"""
-
-
-def start_owner(url: str, run_id: str) -> subprocess.Popen[str]:
-    """A process that sets run_id running in the store and then lives until killed."""
-    p = subprocess.Popen([sys.executable, "-c", OWNER, url, run_id], stdout=subprocess.PIPE, text=True)
-    assert p.stdout is not None and p.stdout.readline().strip() == "running"
-    return p
 
 
 def kill9(p: subprocess.Popen[str]) -> None:
@@ -59,7 +43,7 @@ def status_in_runs(env: dict[str, str], run_id: str) -> str:
 
 def test_killed_run_is_interrupted_then_cancelled_and_deleted_from_the_cli(env):
     run_id = "20260101-000000-dead"
-    p = start_owner(env["VIRTBENCH_DB"], run_id)
+    p = running_owner(env["VIRTBENCH_DB"], run_id)
     try:
         assert status_in_runs(env, run_id) == "running"
         res = vb(env, "delete", run_id)
@@ -80,7 +64,7 @@ def test_killed_run_is_interrupted_then_cancelled_and_deleted_from_the_cli(env):
 
 def test_killed_run_can_be_deleted_without_cancelling_and_resumed_runs_are_left_alone(env):
     url = env["VIRTBENCH_DB"]
-    p = start_owner(url, "r-dead")
+    p = running_owner(url, "r-dead")
     kill9(p)
     store = Store(url)
     assert store.run("r-dead").status == "interrupted"
@@ -92,11 +76,12 @@ def test_killed_run_can_be_deleted_without_cancelling_and_resumed_runs_are_left_
     assert store.run("r-live").owner == owner.identity() and store.reap_dead() == []
 
 
-def test_owner_identity_tells_a_reused_pid_and_another_boot(monkeypatch):
+def test_owner_identity_tells_a_reused_pid_another_boot_and_another_machine():
     me = owner.identity()
-    host, boot, pid, started = me.split("|")
-    assert not owner.is_dead(me)
-    assert owner.is_dead(f"{host}|{boot}|{pid}|{int(started) + 1}")  # the pid now names another process
-    assert owner.is_dead(f"{host}|another-boot|{pid}|{started}")  # the host rebooted since
-    assert not owner.is_dead(f"elsewhere|x|{pid}|{started}")  # another host: unknown, not dead
+    host, machine, boot, pid, started = me.split("|")
+    assert not owner.is_dead(me) and owner.on_this_host(me)
+    assert owner.is_dead(f"{host}|{machine}|{boot}|{pid}|{int(started) + 1}")  # the pid names another process now
+    assert owner.is_dead(f"{host}|{machine}|another-boot|{pid}|{started}")  # the machine rebooted since
+    assert not owner.is_dead(f"elsewhere|{machine}|x|{pid}|{started}")  # another host: unknown, not dead
+    assert not owner.is_dead(f"{host}|other-machine|x|{pid}|{started}")  # the same name, another machine
     assert not owner.is_dead(None)  # runs stored before owners were recorded

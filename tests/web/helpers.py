@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 from virtbench.analysis import synthetic
 from virtbench.store.db import Store
@@ -35,21 +33,3 @@ def login(client) -> str:
     home = client.get("/schedule")
     return re.search(r'name="csrf" value="([^"]+)"', home.text).group(1)
 
-
-OWNER = """
-import sys, time
-from virtbench.store.db import Store
-Store(sys.argv[1]).create_run(run_id=sys.argv[2], name="stuck", campaign={"platforms": [{"name": "native", "type": "native"}]}, source="",
-                              seed=1, host_id=None, host_facts={}, image={}, provenance={}, platforms=[],
-                              benchmarks=[], status="running")
-print("running", flush=True)
-time.sleep(600)
-"""
-
-
-def running_owner(url: str, run_id: str) -> subprocess.Popen[str]:
-    """A real process that sets run_id running in the store, as `virtbench run` does, and then
-    lives until killed (the tests kill it with SIGKILL: a crash that marks nothing)."""
-    p = subprocess.Popen([sys.executable, "-c", OWNER, url, run_id], stdout=subprocess.PIPE, text=True)
-    assert p.stdout is not None and p.stdout.readline().strip() == "running"
-    return p

@@ -6,10 +6,9 @@ import sys
 
 import pytest
 
+from dbsupport import running_owner
 from virtbench.config import load_yaml, parse_campaign
 from virtbench.errors import InputError
-
-from .helpers import running_owner
 
 QUICK = {"name": "quick", "repetitions": 2, "warmups": 0, "platforms": ["native", "runc"],
          "benchmarks": [{"name": "sysbench-cpu", "time": 1}]}

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import re
 
+from dbsupport import running_owner
 from virtbench.store.models import Run
 
-from .helpers import login, running_owner
+from .helpers import login
 
 
 def test_every_page_renders(client):

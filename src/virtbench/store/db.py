@@ -313,10 +313,6 @@ class Store:
                 reaped.append(run_id)
         return reaped
 
-    def is_live(self, run: Run) -> bool:
-        """Whether something may still be measuring the run: running and not known to be dead."""
-        return run.status == "running" and not owners.is_dead(run.owner)
-
     def run(self, ref: str = "latest") -> Run:
         """A run by id, unique id prefix, or 'latest'."""
         self.reap_dead()
