@@ -141,6 +141,25 @@ def test_run_killed_with_sigkill_is_interrupted_and_cancel_removes_what_it_left(
     assert db_rows(env, "SELECT count(*) FROM runs") == [(0,)]
 
 
+def test_cancel_of_a_measuring_cli_run_stops_it_between_instances(env, tmp_path):
+    camp = tmp_path / "c.yaml"
+    camp.write_text("name: cancelled\nrepetitions: 3\nwarmups: 0\nplatforms: [native]\n"
+                    "benchmarks: [{name: sysbench-cpu, time: 3}]\n")
+    p = subprocess.Popen([sys.executable, "-m", "virtbench", "run", str(camp), "--no-report"], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not _run_started(env):
+        time.sleep(0.2)
+    [(run_id,)] = db_rows(env, "SELECT id FROM runs")
+    res = vb(env, "cancel", run_id)
+    assert res.returncode == 0 and "is measuring (pid" in res.stdout, res.stdout + res.stderr
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 130 and f"run {run_id} cancelled" in err, out + err
+    assert db_rows(env, "SELECT status FROM runs") == [("cancelled",)]
+    assert db_rows(env, "SELECT count(*) FROM executions")[0][0] < 3 * 2
+    assert leftovers(env) == []
+
+
 def test_sigterm_interrupts_cleanly(env, tmp_path):
     camp = tmp_path / "c.yaml"
     camp.write_text(CAMPAIGN.replace("time: 1", "time: 30"))

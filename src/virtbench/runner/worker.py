@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import __version__
-from ..errors import InputError
+from ..errors import InputError, StoreError
 from ..platforms.base import Paths
 from ..store import queue
 from ..store.db import Store, now, redact
@@ -229,6 +229,8 @@ class QueueWorker:
             say(f"run {run_id}: {exc}")
             if cancel_requested(self.store, run_id):
                 mark_cancelled(self.store, run_id)
+        except StoreError as exc:  # the store could not be written: the run is interrupted, not failed
+            say(f"run {run_id}: {exc.message}; it resumes when a worker starts again")
         except InputError as exc:  # e.g. resume refused: the image changed; retrying cannot help
             self.store.set_status(run_id, "failed", exc.message)
             say(f"run {run_id}: failed: {exc.message}")
