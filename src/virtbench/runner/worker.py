@@ -33,7 +33,7 @@ from .. import __version__
 from ..errors import InputError, StoreError
 from ..platforms.base import Paths
 from ..store import queue
-from ..store.db import Store, now, redact
+from ..store.db import Store, now
 from ..store.queue import cancel_requested, claim_next, hostname, mark_cancelled, orphans, take_over
 from . import execute, hostlock
 
@@ -123,7 +123,7 @@ class QueueWorker:
         try:
             if not self._acquire_host_lock():
                 return
-            self.echo(f"{self.id} ready; database {redact(self.store.url)}")
+            self.echo(f"{self.id} ready; database {self.store.shown}")
             self._recover()
             if self.probe and not self.stop.is_set():
                 self._probe_platforms()
