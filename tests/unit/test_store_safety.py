@@ -140,3 +140,16 @@ def test_state_runtime_and_image_cache_are_closed_at_start(tmp_path):
     fresh = Paths(state=tmp_path / "a" / "state", runtime=tmp_path / "a" / "run").make_private()
     assert stat.S_IMODE(fresh.state.stat().st_mode) == 0o700
     assert stat.S_IMODE(Path(tmp_path / "a").stat().st_mode) == 0o700
+
+
+def test_locked_database_through_the_cli_names_it_and_the_fix(tmp_path):
+    """Opening a store another process holds locked (here before its schema exists) waits
+    10 s, then says so in one line, instead of "check the path ... and its permissions"."""
+    path = tmp_path / "r.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        err = one_line_exit_2(vb("runs", "--db", f"sqlite:///{path}"))
+    finally:
+        holder.close()
+    assert f"{path} is locked" in err and "fuser" in err and "permissions" not in err
