@@ -4,13 +4,11 @@ execution in progress, and the unique keys make a resumed run unable to write a 
 """
 from __future__ import annotations
 
-import errno
 import fcntl
 import hashlib
 import json
 import os
 import re
-import shutil
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -25,8 +23,9 @@ from sqlalchemy.orm import sessionmaker
 
 from ..errors import InputError, StoreError
 from ..extras import require
-from ..filemodes import PRIVATE_DIR, PRIVATE_FILE, make_private_dirs, owner_only
+from ..filemodes import PRIVATE_FILE
 from . import owner as owners
+from .files import DISK_FULL_FIX, LOW_SPACE, create_private, free_bytes, size_text
 from .models import JSON_MEDIA_TYPE, Attachment, Execution, Host, Run, RunBenchmark, RunPlatform, Sample
 
 HERE = Path(__file__).parent
@@ -48,9 +47,6 @@ def default_url() -> str:
 
 BUSY_TIMEOUT_MS = 10_000
 """How long an SQLite statement waits for another process's write transaction to end."""
-
-SQLITE_FILES = ("", "-wal", "-shm", "-journal", ".migrate-lock")
-"""A SQLite store's files: the database, its WAL, shared memory, rollback journal, migration lock."""
 
 T = TypeVar("T")
 
@@ -112,7 +108,7 @@ class Store:
                              "postgresql+psycopg://user@host/db") from None
         self.path = self._sqlite_path()
         if self.path is not None:
-            _create_private(self.path, self.shown, tighten=self.path == default_path())
+            create_private(self.path, self.shown, tighten=self.path == default_path())
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         event.listen(self.engine, "handle_error", self._unusable)
@@ -171,12 +167,12 @@ class Store:
                               "let that process finish (another virtbench run or worker, an open sqlite3 shell; "
                               + (f"`fuser {self.path}` names it" if self.path else "see pg_stat_activity")
                               + "), then try again")
-        free = _free_bytes(self.path.parent) if self.path else None
+        free = free_bytes(self.path.parent) if self.path else None
         low = free is not None and free < LOW_SPACE and any(w in said for w in ("disk I/O error", "unable to open"))
         if "disk is full" in said or "No space left" in said or low:
-            shown_free = f"{_size(free)} free" if free is not None else "no space left"
+            shown_free = f"{size_text(free)} free" if free is not None else "no space left"
             return StoreError(f"disk full: {where} cannot be written ({shown_free} on its filesystem)",
-                              "free space there, or point --db / VIRTBENCH_DB at a larger filesystem")
+                              DISK_FULL_FIX)
         return None
 
     def _unusable(self, context: Any) -> None:
@@ -469,44 +465,3 @@ def _password(url: str) -> str:
         return m.group(1) if m else ""
 
 
-LOW_SPACE = 1 << 20
-"""Below this many free bytes an SQLite I/O error on opening is a full disk."""
-
-
-def _free_bytes(directory: Path) -> int | None:
-    try:
-        return shutil.disk_usage(directory).free
-    except OSError:
-        return None
-
-
-def _size(n: int) -> str:
-    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 1024:.0f} KiB"
-
-
-def _create_private(path: Path, shown: str, *, tighten: bool) -> None:
-    """The SQLite file and the directories leading to it, readable by this user only: missing
-    directories made 0700, a new database file 0600 (SQLite gives its WAL and shared-memory
-    files the database's mode). tighten: also the existing files of virtbench's own default
-    store, made world-readable by older versions. One line, exit 2, when it cannot be."""
-    fix = "give --db (or VIRTBENCH_DB) a path in a directory you can write, e.g. sqlite:///results.db"
-    blocker = next((p for p in reversed(path.parents) if p.exists() and not p.is_dir()), None)
-    if blocker is not None:
-        raise InputError(f"cannot create the results database {path}: {blocker} is a file, not a directory", fix)
-    try:
-        make_private_dirs(path.parent)
-        if not path.exists():  # an existing one is only opened (perhaps read-only) by SQLite
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
-    except FileExistsError:
-        pass  # created meanwhile by another process
-    except OSError as exc:
-        if exc.errno == errno.ENOSPC:
-            free = _free_bytes(path.parent)
-            raise StoreError(f"disk full: cannot create the results database {shown}"
-                             + (f" ({_size(free)} free on its filesystem)" if free is not None else ""),
-                             "free space there, or point --db / VIRTBENCH_DB at a larger filesystem") from None
-        raise InputError(f"cannot create the results database {path}: {exc.strerror}", fix) from None
-    if tighten:
-        for suffix in SQLITE_FILES:
-            owner_only(Path(f"{path}{suffix}"), PRIVATE_FILE)
-        owner_only(path.parent, PRIVATE_DIR)
