@@ -18,9 +18,11 @@ from .extras import require
 
 def _paths() -> Any:
     """The state and runtime directories (imported here: `report` and `runs` never need the platforms)."""
+    from .images.build import close_cache
     from .platforms.base import Paths
 
-    return Paths.from_env()
+    close_cache()
+    return Paths.from_env().make_private()
 
 
 def _store(db_url: str | None):
@@ -48,14 +50,14 @@ def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
     from .registry import PLATFORMS
     from .runner import hostlock
     from .runner.session import probe_types
-    from .store.db import default_url
+    from .store.db import default_url, redact
 
     paths = _paths()
     # Probes start tiny instances: never while a run measures here (they would disturb it).
     with hostlock.hold(paths, "`virtbench doctor`", wait=wait, log=errconsole.print):
         verdicts = probe_types(PLATFORMS.names(), paths)
         facts = host.facts()
-        doc: dict[str, Any] = {"host": facts, "store": db_url or default_url(), "image_cache": str(DEFAULT_CACHE),
+        doc: dict[str, Any] = {"host": facts, "store": redact(db_url or default_url()), "image_cache": str(DEFAULT_CACHE),
                "platforms": [{"name": n, "kind": PLATFORMS.get(n).kind, "available": v.available, "reason": v.reason,
                               "fix": v.fix} for n, v in verdicts.items()],
                "sandboxes": sandboxes.report(paths), "cross_build": cross_build_report()}
@@ -192,17 +194,29 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
         # validated before the store is even opened
         campaign = load_campaign(campaign_file, dynamic_inventory=dynamic_inventory)
     store = _store(db_url)
+    from .store.queue import cancel_requested, mark_cancelled
+
+    run_id = store.run(resume_id).id if resume_id else execute.new_run_id()
+
+    def stop_requested() -> bool:  # `virtbench cancel` or the web app, read between instances
+        return cancel_requested(store, run_id)
+
     what = f"run {resume_id}" if resume_id else "the quick campaign" if quick else f"campaign {campaign.name!r}"
     with hostlock.hold(paths, f"`virtbench run` of {what}", wait=wait, log=reporter.log):
         if resume_id:
-            outcome = execute.resume(store, resume_id, paths, reporter=reporter)
+            outcome = execute.resume(store, run_id, paths, reporter=reporter, stop_requested=stop_requested)
         else:
             source = campaign_path(campaign_file).read_text() if campaign_file else ""
             left_out = None
             if quick:
                 plan = quick_campaign(paths, reporter.log, probes=list(probes))
                 campaign, left_out = plan.campaign, plan.left_out
-            outcome = execute.start(store, campaign, paths, source=source, reporter=reporter, left_out=left_out)
+            outcome = execute.start(store, campaign, paths, source=source, reporter=reporter, left_out=left_out,
+                                    run_id=run_id, stop_requested=stop_requested)
+    if outcome.interrupted and cancel_requested(store, outcome.run_id):
+        mark_cancelled(store, outcome.run_id)
+        errconsole.print(f"run {outcome.run_id} cancelled")
+        sys.exit(130)
     if outcome.interrupted:
         errconsole.print(f"[yellow]run {outcome.run_id} interrupted; complete it with "
                          f"`virtbench run --resume {outcome.run_id}`[/yellow]")
@@ -337,15 +351,6 @@ def _print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool, min_
                     sections=report.sections)
 
 
-@cli.command("runs")
-@db_option
-def runs_cmd(db_url: str | None) -> None:
-    """List runs in the store, newest first."""
-    for r in _store(db_url).runs():
-        console.print(f"{r.id}  {r.status:<11} {r.name:<20} {r.created_at:%Y-%m-%d %H:%M} UTC  "
-                      f"{len(r.campaign.get('platforms', []))} platforms")
-
-
 @cli.command()
 @click.argument("run_ref", default="latest")
 @click.option("--failed", is_flag=True, help="Only failed executions.")
@@ -476,10 +481,14 @@ def worker(once: bool, poll: float, probe: bool, db_url: str | None) -> None:
 
 from .commands.agent import agent  # noqa: E402 - commands register after the group exists
 from .commands.cleanup import cleanup  # noqa: E402
+from .commands.runs import cancel, delete, runs_cmd  # noqa: E402
 from .commands.selftest import selftest  # noqa: E402
 from .commands.study import study  # noqa: E402
 
 cli.add_command(cleanup)
+cli.add_command(runs_cmd)
+cli.add_command(cancel)
+cli.add_command(delete)
 cli.add_command(agent)
 cli.add_command(selftest)
 cli.add_command(study)

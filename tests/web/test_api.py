@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from dbsupport import running_owner
 from virtbench.config import load_yaml, parse_campaign
 from virtbench.errors import InputError
 
@@ -187,3 +188,20 @@ def test_validate_and_downloads(client):
         r = client.get(link["url"])
         assert r.status_code == 200 and r.content, link
     assert client.get("/api/runs/r1/download/exe").status_code == 422
+
+
+def test_run_of_a_process_killed_with_sigkill_is_interrupted_cancelled_and_deleted(client, filled, auth):
+    """A `virtbench run` killed with -9 stayed `running`: neither cancel nor delete worked."""
+    p = running_owner(filled.url, "stuck")
+    try:
+        assert client.get("/api/runs/stuck").json()["status"] == "running"
+        assert client.delete("/api/runs/stuck", headers=auth).status_code == 409  # it measures: never deleted
+    finally:
+        p.kill()
+        p.wait()
+    assert client.get("/api/runs/stuck").json()["status"] == "interrupted"
+    assert "stuck" in [r["id"] for r in client.get("/api/runs", params={"status": "interrupted"}).json()]
+    assert client.post("/api/runs/stuck/cancel").status_code == 401  # still the token, as every change
+    c = client.post("/api/runs/stuck/cancel", headers=auth).json()
+    assert c["status"] == "cancelled"
+    assert client.delete("/api/runs/stuck", headers=auth).json() == {"run_id": "stuck", "deleted": True}

@@ -81,6 +81,15 @@ class Paths:
         return cls(state=Path(env.get("VIRTBENCH_STATE_DIR", "/var/lib/virtbench")),
                    runtime=Path(env.get("VIRTBENCH_RUNTIME_DIR", "/run/virtbench")))
 
+    def make_private(self) -> Paths:
+        """The state and runtime directories readable by this user only (0700), created so or
+        closed if an older virtbench left them open: instance directories hold guest root
+        filesystems with setuid-root binaries, the runtime one the lock and sockets."""
+        from ..filemodes import private_dirs
+
+        private_dirs(self.state, self.runtime)
+        return self
+
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
 

@@ -30,10 +30,10 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import __version__
-from ..errors import InputError
+from ..errors import InputError, StoreError
 from ..platforms.base import Paths
 from ..store import queue
-from ..store.db import Store, now, redact
+from ..store.db import Store, now
 from ..store.queue import cancel_requested, claim_next, hostname, mark_cancelled, orphans, take_over
 from . import execute, hostlock
 
@@ -123,7 +123,7 @@ class QueueWorker:
         try:
             if not self._acquire_host_lock():
                 return
-            self.echo(f"{self.id} ready; database {redact(self.store.url)}")
+            self.echo(f"{self.id} ready; database {self.store.shown}")
             self._recover()
             if self.probe and not self.stop.is_set():
                 self._probe_platforms()
@@ -229,6 +229,8 @@ class QueueWorker:
             say(f"run {run_id}: {exc}")
             if cancel_requested(self.store, run_id):
                 mark_cancelled(self.store, run_id)
+        except StoreError as exc:  # the store could not be written: the run is interrupted, not failed
+            say(f"run {run_id}: {exc.message}; it resumes when a worker starts again")
         except InputError as exc:  # e.g. resume refused: the image changed; retrying cannot help
             self.store.set_status(run_id, "failed", exc.message)
             say(f"run {run_id}: failed: {exc.message}")
@@ -306,4 +308,4 @@ def main(db_url: str | None, *, once: bool = False, poll_s: float = 2.0, probe: 
          after_run: Callable[[Store, str], None] | None = None) -> None:
     """Entry point of `virtbench worker`."""
     store = Store(db_url)
-    QueueWorker(store, Paths.from_env(), poll_s=poll_s, once=once, probe=probe, after_run=after_run).run()
+    QueueWorker(store, Paths.from_env().make_private(), poll_s=poll_s, once=once, probe=probe, after_run=after_run).run()
