@@ -170,13 +170,16 @@ def image_prune(everything: bool, dry_run: bool) -> None:
 @click.option("--dynamic-inventory", is_flag=True,
               help="Let ansible-inventory run the campaign's inventory script or plugin (it runs as this user; "
                    "without this flag an inventory is read as YAML or INI data only).")
+@click.option("--allow-meter", is_flag=True,
+              help="Let the campaign's energy probe run its `meter:` command (as root); refused without it.")
 @db_option
 def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_report: bool, wait: bool,
-        probes: tuple[str, ...], dynamic_inventory: bool, db_url: str | None) -> None:
+        probes: tuple[str, ...], dynamic_inventory: bool, allow_meter: bool, db_url: str | None) -> None:
     """Run a campaign (YAML file), the quick campaign, or resume a run."""
-    from .config import campaign_path, load_campaign
+    from .config import campaign_path, load_campaign, parse_campaign
     from .report.progress import RichReporter
     from .runner import execute, hostlock
+    from .runner.probing import require_consent
     from .runner.quick import quick_campaign
 
     if sum(bool(x) for x in (campaign_file, quick, resume_id)) != 1:
@@ -193,7 +196,10 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
     if campaign_file:
         # validated before the store is even opened
         campaign = load_campaign(campaign_file, dynamic_inventory=dynamic_inventory)
+        require_consent(campaign, allow_meter)
     store = _store(db_url)
+    if resume_id:  # the stored campaign may have come from anyone (the web queue)
+        require_consent(parse_campaign(store.run(resume_id).campaign, f"run {resume_id}"), allow_meter)
     from .store.queue import cancel_requested, mark_cancelled
 
     run_id = store.run(resume_id).id if resume_id else execute.new_run_id()
@@ -470,13 +476,15 @@ def serve(host: str, port: int, token: str | None, private: bool, worker: bool, 
 @click.option("--poll", default=2.0, show_default=True, type=click.FloatRange(0.1, 3600), help="Seconds between queue checks.")
 @click.option("--probe/--no-probe", default=True, show_default=True,
               help="Probe which platforms run here at start (shown in the schedule form).")
+@click.option("--allow-meter", is_flag=True,
+              help="Let queued campaigns' energy probes run their `meter:` command (as root); refused without it.")
 @db_option
-def worker(once: bool, poll: float, probe: bool, db_url: str | None) -> None:
+def worker(once: bool, poll: float, probe: bool, allow_meter: bool, db_url: str | None) -> None:
     """Execute queued runs one at a time on this host; resume runs a stopped worker left."""
     from .runner.worker import main as worker_main
     from .web.cache import precompute
 
-    worker_main(db_url, once=once, poll_s=poll, probe=probe, after_run=precompute)
+    worker_main(db_url, once=once, poll_s=poll, probe=probe, after_run=precompute, allow_meter=allow_meter)
 
 
 from .commands.agent import agent  # noqa: E402 - commands register after the group exists

@@ -121,6 +121,9 @@ class Energy(SamplingProbe):
         return Availability(works, reason, "" if works else "give a meter command: {name: energy, meter: [...]}")
 
     # -- before the run -------------------------------------------------------------
+    def commands(self) -> list[list[str]]:
+        return [list(self.opts.meter)] if self.opts.meter else []
+
     def check(self) -> None:
         """Choose the source and try it once: a meter that fails or prints garbage, a
         source asked for that does not work here, or an interval below what the source
