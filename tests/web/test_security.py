@@ -39,7 +39,8 @@ def test_a_session_cookie_is_not_enough_for_the_api(client):
 def test_guessing_is_slowed_down(client):
     for _ in range(20):
         assert client.post("/api/runs/r1/cancel", headers={"Authorization": "Bearer guess"}).status_code == 403
-    assert client.post("/api/runs/r1/cancel", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 429
+    assert client.post("/api/runs/r1/cancel", headers={"Authorization": "Bearer guess"}).status_code == 429
+    assert client.post("/api/runs/r1/cancel", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 409
 
 
 def test_forms_need_a_session_and_its_csrf_value(client, filled):

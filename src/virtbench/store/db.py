@@ -66,21 +66,43 @@ def head_revision() -> str:
     return heads.pop() if len(heads) == 1 else ""  # several heads: Alembic decides (and complains)
 
 
+class DatabaseBusy(OperationalError):
+    """A statement gave up waiting for a lock another connection holds (SQLite busy,
+    PostgreSQL lock_timeout): nothing is wrong, a retry later succeeds. Raised in place of
+    the driver's error (_busy), so callers tell it from a broken database."""
+
+
+def _busy(ctx: Any) -> BaseException | None:
+    orig = ctx.original_exception
+    text = str(orig).lower()
+    if "database is locked" in text or "database table is locked" in text or getattr(orig, "sqlstate", "") == "55P03":
+        return DatabaseBusy(ctx.statement, None, orig, hide_parameters=True)
+    return None
+
+
 class Store:
-    def __init__(self, url: str | None = None, *, migrate: bool = True) -> None:
+    def __init__(self, url: str | None = None, *, migrate: bool = True, busy_timeout_s: float | None = None) -> None:
+        """busy_timeout_s: how long a statement waits for another connection's lock before
+        DatabaseBusy (default: 10 s on SQLite, PostgreSQL's own setting)."""
         self.url = url or default_url()
         if self.url.startswith(("postgresql", "postgres:")):
             require("postgres", "a PostgreSQL store")
+        self.busy_ms = int(1000 * (10.0 if busy_timeout_s is None else busy_timeout_s))
+        connect_args: dict[str, Any] = {}
+        if busy_timeout_s is not None and self.url.startswith(("postgresql", "postgres:")):
+            connect_args["options"] = f"-c lock_timeout={self.busy_ms}"
         try:
             if self.url.startswith("sqlite:///") and self.url != "sqlite:///:memory:":
                 Path(self.url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-            self.engine: Engine = create_engine(self.url, future=True)
+            self.engine: Engine = create_engine(self.url, future=True, connect_args=connect_args)
         except (ArgumentError, ImportError) as exc:
             raise InputError(f"cannot use database URL {self.url!r}: {exc}",
                              "give an SQLAlchemy URL such as sqlite:///results.db or "
                              "postgresql+psycopg://user@host/db") from None
         if self.engine.dialect.name == "sqlite":
-            event.listen(self.engine, "connect", _sqlite_pragmas)
+            busy_ms = self.busy_ms
+            event.listen(self.engine, "connect", lambda conn, record: _sqlite_pragmas(conn, busy_ms))
+        event.listen(self.engine, "handle_error", _busy)
         self.session = sessionmaker(self.engine, expire_on_commit=False)
         if migrate:
             self.migrate()
@@ -322,11 +344,11 @@ def _attachment(execution_id: int, run_id: str, *, name: str, kind: str, data: b
                       status=status, error=error, data=data, created_at=now())
 
 
-def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+def _sqlite_pragmas(dbapi_conn: Any, busy_ms: int) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA journal_mode=WAL")
-    cur.execute("PRAGMA busy_timeout=10000")
+    cur.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
     cur.close()
 
 
