@@ -460,15 +460,18 @@ def list_experiments() -> None:
               help="Start a worker process with the app (else run `virtbench worker` yourself).")
 @click.option("--secure-cookies", is_flag=True, envvar="VIRTBENCH_SECURE_COOKIES",
               help="Mark the login and session cookies Secure: behind an HTTPS reverse proxy.")
+@click.option("--allow-path", "allow_paths", multiple=True, metavar="DIR",
+              help="Campaigns from the web may name files under DIR (inventories, SSH keys, rootfs archives, "
+                   "migration destinations); repeatable. Default: none.")
 @db_option
 def serve(host: str, port: int, token: str | None, private: bool, worker: bool, secure_cookies: bool,
-          db_url: str | None) -> None:
+          allow_paths: tuple[str, ...], db_url: str | None) -> None:
     """Web app: schedule and watch campaigns, verify raw measurements, compare platforms."""
     require("web", "`virtbench serve`")
     from .web.server import serve as run_server
 
     run_server(db_url=db_url, host=host, port=port, token=token, private=private, worker=worker,
-               secure_cookies=secure_cookies)
+               secure_cookies=secure_cookies, allow_paths=allow_paths)
 
 
 @cli.command()

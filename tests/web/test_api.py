@@ -23,7 +23,8 @@ def test_openapi_documents_every_route_and_marks_the_writes(client):
                  "/api/runs/{run_id}/cancel", "/api/campaigns/validate", "/api/runs/{run_id}/download/{fmt}"):
         assert path in paths, path
     secured = {(m, p) for p, ops in paths.items() for m, op in ops.items() if op.get("security")}
-    assert secured == {("post", "/api/runs"), ("post", "/api/runs/{run_id}/cancel"), ("delete", "/api/runs/{run_id}")}
+    assert secured == {("post", "/api/runs"), ("post", "/api/runs/{run_id}/cancel"), ("delete", "/api/runs/{run_id}"),
+                       ("post", "/api/campaigns/validate")}
     assert doc["components"]["securitySchemes"]["bearerToken"]["scheme"] == "bearer"
     assert all(op.get("summary") for ops in paths.values() for op in ops.values())
     page = client.get("/api")
@@ -151,7 +152,7 @@ def test_refused_campaign_has_the_cli_message(client, auth, text, expect):
     assert r.status_code == 400
     assert r.json()["detail"] == cli.message and expect in cli.message
     assert r.json().get("fix") == cli.fix
-    v = client.post("/api/campaigns/validate", json={"yaml": text})
+    v = client.post("/api/campaigns/validate", json={"yaml": text}, headers=auth)
     assert v.status_code == 400 and v.json()["detail"] == cli.message
     assert client.get("/api/runs", params={"status": "queued"}).json() == []
 
@@ -174,8 +175,8 @@ def test_form_upload_message_equals_the_cli_output(client, tmp_path):
     assert escape(line) in page.text
 
 
-def test_validate_and_downloads(client):
-    ok = client.post("/api/campaigns/validate", json={"campaign": QUICK}).json()
+def test_validate_and_downloads(client, auth):
+    ok = client.post("/api/campaigns/validate", json={"campaign": QUICK}, headers=auth).json()
     assert ok["valid"] and ok["expected_executions"] == 8
     rep = client.get("/api/runs/r1/download/json")
     assert rep.status_code == 200 and "attachment" in rep.headers["content-disposition"]

@@ -93,15 +93,27 @@ def head_revision() -> str:
     return heads.pop() if len(heads) == 1 else ""  # several heads: Alembic decides (and complains)
 
 
+class DatabaseBusy(StoreError):
+    """A statement gave up waiting for a lock another connection holds (SQLite busy,
+    PostgreSQL lock_timeout): nothing is wrong with the database and a retry later succeeds
+    (the web app answers 503 with Retry-After)."""
+
+
 class Store:
-    def __init__(self, url: str | None = None, *, migrate: bool = True) -> None:
+    def __init__(self, url: str | None = None, *, migrate: bool = True, busy_timeout_s: float | None = None) -> None:
+        """busy_timeout_s: how long a statement waits for another connection's lock before
+        DatabaseBusy (default: 10 s on SQLite, PostgreSQL's own setting)."""
         self.url = url or default_url()
         self.shown = redact(self.url)
         """The URL without its password: the only form of it any message or log may carry."""
         if self.url.startswith(("postgresql", "postgres:")):
             require("postgres", "a PostgreSQL store")
+        self.busy_ms = BUSY_TIMEOUT_MS if busy_timeout_s is None else int(1000 * busy_timeout_s)
+        connect_args: dict[str, Any] = {}
+        if busy_timeout_s is not None and self.url.startswith(("postgresql", "postgres:")):
+            connect_args["options"] = f"-c lock_timeout={self.busy_ms}"
         try:
-            self.engine: Engine = create_engine(self.url, future=True)
+            self.engine: Engine = create_engine(self.url, future=True, connect_args=connect_args)
         except (ArgumentError, ImportError, ValueError) as exc:
             raise InputError(f"cannot use database URL {self.shown}: {self.scrub(str(exc))}",
                              "give an SQLAlchemy URL such as sqlite:///results.db or "
@@ -110,7 +122,8 @@ class Store:
         if self.path is not None:
             create_private(self.path, self.shown, tighten=self.path == default_path())
         if self.engine.dialect.name == "sqlite":
-            event.listen(self.engine, "connect", _sqlite_pragmas)
+            busy_ms = self.busy_ms
+            event.listen(self.engine, "connect", lambda conn, _record: _sqlite_pragmas(conn, busy_ms))
         event.listen(self.engine, "handle_error", self._unusable)
         self.session = sessionmaker(self.engine, expire_on_commit=False)
         if migrate:
@@ -161,9 +174,11 @@ class Store:
         """Locked or disk full: nothing any statement can do until another process or the
         administrator acts; None for every other error."""
         said, where = self._said(exc), f"the results database {self.shown}"
-        if "database is locked" in said or "database table is locked" in said or "could not obtain lock" in said:
-            return StoreError(f"{where} is locked: another process holds a write transaction on it "
-                              f"(waited {BUSY_TIMEOUT_MS // 1000} s)",
+        orig = getattr(exc, "orig", None)
+        if "database is locked" in said or "database table is locked" in said or "could not obtain lock" in said \
+                or getattr(orig, "sqlstate", "") == "55P03":  # PostgreSQL: lock_not_available (lock_timeout)
+            return DatabaseBusy(f"{where} is locked: another process holds a write transaction on it "
+                                f"(waited {self.busy_ms / 1000:g} s)",
                               "let that process finish (another virtbench run or worker, an open sqlite3 shell; "
                               + (f"`fuser {self.path}` names it" if self.path else "see pg_stat_activity")
                               + "), then try again")
@@ -437,9 +452,9 @@ def _attachment(execution_id: int, run_id: str, *, name: str, kind: str, data: b
                       status=status, error=error, data=data, created_at=now())
 
 
-def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+def _sqlite_pragmas(dbapi_conn: Any, busy_ms: int) -> None:
     cur = dbapi_conn.cursor()
-    cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")  # first: switching to WAL may wait for a lock too
+    cur.execute(f"PRAGMA busy_timeout={int(busy_ms)}")  # first: switching to WAL may wait for a lock too
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA journal_mode=WAL")
     cur.close()

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -23,6 +24,7 @@ from ..experiments.registry import EXPERIMENTS
 from ..registry import BENCHMARKS, PLATFORMS
 from ..runner.execute import enqueue
 from ..store.db import Store
+from . import hostpaths
 
 MAX_DEPTH = 12
 MAX_NODES = 5000
@@ -61,10 +63,17 @@ def check_yaml_shape(text: str, source: str, limit: int) -> None:
         pass  # load_yaml below reports it with the CLI's own message
 
 
-def from_yaml(text: str, source: str, limit: int) -> tuple[Campaign, str]:
+def from_yaml(text: str, source: str, limit: int, allowed: Sequence[Path] = ()) -> tuple[Campaign, str]:
     """(campaign, the text as given) or one InputError line."""
     check_yaml_shape(text, source, limit)
-    return parse_campaign(load_yaml(text, source), source), text
+    return from_mapping(load_yaml(text, source), source, allowed), text
+
+
+def from_mapping(data: Any, source: str, allowed: Sequence[Path] = ()) -> Campaign:
+    """The campaign of a request: the host paths it names checked before it is parsed (parsing
+    reads an inventory, see hostpaths), then exactly what the CLI does with a file."""
+    hostpaths.check(data, allowed, source)
+    return parse_campaign(data, source)
 
 
 def decode_upload(data: bytes, source: str, limit: int) -> str:
@@ -293,9 +302,9 @@ def _scalar(text: str) -> Any:
     return text
 
 
-def from_form(model: dict[str, Any]) -> tuple[Campaign, str]:
+def from_form(model: dict[str, Any], allowed: Sequence[Path] = ()) -> tuple[Campaign, str]:
     data = to_mapping(model)
-    campaign = parse_campaign(data, FORM_SOURCE)
+    campaign = from_mapping(data, FORM_SOURCE, allowed)
     return campaign, yaml.safe_dump(data, sort_keys=False)
 
 
