@@ -463,15 +463,17 @@ def list_experiments() -> None:
 @click.option("--allow-path", "allow_paths", multiple=True, metavar="DIR",
               help="Campaigns from the web may name files under DIR (inventories, SSH keys, rootfs archives, "
                    "migration destinations); repeatable. Default: none.")
+@click.option("--allow-meter", is_flag=True,
+              help="Campaigns from the web may name an energy `meter:` command, which the worker runs as root.")
 @db_option
 def serve(host: str, port: int, token: str | None, private: bool, worker: bool, secure_cookies: bool,
-          allow_paths: tuple[str, ...], db_url: str | None) -> None:
+          allow_paths: tuple[str, ...], allow_meter: bool, db_url: str | None) -> None:
     """Web app: schedule and watch campaigns, verify raw measurements, compare platforms."""
     require("web", "`virtbench serve`")
     from .web.server import serve as run_server
 
     run_server(db_url=db_url, host=host, port=port, token=token, private=private, worker=worker,
-               secure_cookies=secure_cookies, allow_paths=allow_paths)
+               secure_cookies=secure_cookies, allow_paths=allow_paths, allow_meter=allow_meter)
 
 
 @cli.command()

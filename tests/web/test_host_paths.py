@@ -172,3 +172,17 @@ def test_an_allowed_inventory_is_read(filled, tmp_path):
         **BASE, "hosts": {"inventory": str(allowed / "hosts.yml"), "group": "all"}}})
     assert r.status_code == 200 and r.json()["campaign"]["hosts"][0]["address"] == "10.0.0.2"
     assert os.path.exists(allowed / "hosts.yml")
+
+
+def test_a_meter_command_is_refused_unless_the_server_allows_it(client, filled, tmp_path):
+    """The energy probe's meter is the one program a campaign can name; the web queues it only
+    where the server was started with --allow-meter (whose worker then runs it)."""
+    marker = tmp_path / "meter-ran"
+    campaign = {**BASE, "probes": [{"name": "energy", "meter": ["/bin/sh", "-c", f"touch {marker}; echo 1"]}]}
+    for api in ("/api/campaigns/validate", "/api/runs"):
+        r = client.post(api, json={"campaign": campaign}, headers=AUTH)
+        assert r.status_code == 400 and "needs --allow-meter" in r.json()["detail"], r.text
+    assert queued(client.app.state.store) == 0 and not marker.exists()
+    allowing = make_client(filled, allow_meter=True)
+    assert allowing.post("/api/campaigns/validate", json={"campaign": campaign}, headers=AUTH).status_code == 200
+    assert not marker.exists()  # validating runs nothing, even where the meter is allowed

@@ -96,8 +96,9 @@ def _campaign_of(request: Request, req: ScheduleRequest):
     if (req.campaign is None) == (req.yaml is None):
         raise InputError("give either 'campaign' (a mapping) or 'yaml' (text)", "see /api for an example")
     if req.yaml is not None:
-        return campaigns.from_yaml(req.yaml, "campaign", settings.max_campaign_bytes, settings.allowed_paths)
-    campaign = campaigns.from_mapping(req.campaign, "campaign", settings.allowed_paths)
+        return campaigns.from_yaml(req.yaml, "campaign", settings.max_campaign_bytes, settings.allowed_paths,
+                                   settings.allow_meter)
+    campaign = campaigns.from_mapping(req.campaign, "campaign", settings.allowed_paths, settings.allow_meter)
     return campaign, yaml.safe_dump(req.campaign, sort_keys=False)
 
 

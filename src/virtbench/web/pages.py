@@ -266,9 +266,9 @@ async def schedule_submit(request: Request) -> Response:
             else:
                 source = "pasted campaign"
             campaign, text = campaigns.from_yaml(yaml_text, source, settings.max_campaign_bytes,
-                                                 settings.allowed_paths)
+                                                 settings.allowed_paths, settings.allow_meter)
         else:
-            campaign, text = campaigns.from_form(model, settings.allowed_paths)
+            campaign, text = campaigns.from_form(model, settings.allowed_paths, settings.allow_meter)
     except InputError as exc:
         code = 403 if isinstance(exc, hostpaths.PathNotAllowed) else 400
         return _schedule_page(request, model, exc, yaml_text if len(yaml_text) < 20000 else "", code)

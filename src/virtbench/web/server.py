@@ -48,10 +48,11 @@ def worker_env(db_url: str, drop: tuple[str, ...] = (), hide: tuple[str, ...] = 
     return {k: v for k, v in os.environ.items() if keep(k, v)} | {"VIRTBENCH_DB": db_url}
 
 
-def start_worker(db_url: str, drop: tuple[str, ...] = (), hide: tuple[str, ...] = ()) -> subprocess.Popen:
+def start_worker(db_url: str, drop: tuple[str, ...] = (), hide: tuple[str, ...] = (),
+                 allow_meter: bool = False) -> subprocess.Popen:
     """The worker process (argv without any secret; environment from worker_env)."""
-    return subprocess.Popen([sys.executable, "-m", "virtbench", "worker"], env=worker_env(db_url, drop, hide),
-                            preexec_fn=_die_with_parent)
+    argv = [sys.executable, "-m", "virtbench", "worker", *(["--allow-meter"] if allow_meter else [])]
+    return subprocess.Popen(argv, env=worker_env(db_url, drop, hide), preexec_fn=_die_with_parent)
 
 
 def stop_worker(proc: subprocess.Popen | None) -> None:
@@ -75,7 +76,8 @@ def check_token(token: str) -> None:
 
 
 def serve(*, db_url: str | None, host: str, port: int, token: str | None, private: bool, worker: bool,
-          secure_cookies: bool = False, log_level: str = "warning", allow_paths: tuple[str, ...] = ()) -> None:
+          secure_cookies: bool = False, log_level: str = "warning", allow_paths: tuple[str, ...] = (),
+          allow_meter: bool = False) -> None:
     generated = not token
     token = token or secrets.token_urlsafe(32)
     check_token(token)
@@ -87,7 +89,7 @@ def serve(*, db_url: str | None, host: str, port: int, token: str | None, privat
 
     store = Store(db_url, busy_timeout_s=BUSY_TIMEOUT_S)  # migrations run here, before the worker opens it
     settings = Settings(db_url=store.url, token=token, private=private, allowed_hosts=loopback_hosts(host, port),
-                        secure_cookies=secure_cookies, allowed_paths=allowed,
+                        secure_cookies=secure_cookies, allowed_paths=allowed, allow_meter=allow_meter,
                         worker_hint="virtbench worker" + ("" if db_url is None else " --db URL"))
     app = create_app(settings, store)
     shown = f"[{host}]" if ":" in host else host
@@ -99,7 +101,7 @@ def serve(*, db_url: str | None, host: str, port: int, token: str | None, privat
         say("requests may name files under: " + ", ".join(map(str, allowed)))
     if host not in ("127.0.0.1", "localhost", "::1") and not private:
         say("warning: listening beyond this host and not --private: anyone who can reach it reads the results")
-    proc = start_worker(store.url, (BLAS_THREADS,) if blas_set else (), (token,)) if worker else None
+    proc = start_worker(store.url, (BLAS_THREADS,) if blas_set else (), (token,), allow_meter) if worker else None
     if proc:
         say(f"worker started (pid {proc.pid}); stop both with Ctrl-C")
     try:

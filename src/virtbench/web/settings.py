@@ -27,6 +27,8 @@ class Settings:
     allowed_paths: tuple[Path, ...] = ()
     """Directories (resolved) under which a request's campaign may name files of this host:
     inventories, keys, rootfs archives, migration destinations (web.hostpaths); none by default."""
+    allow_meter: bool = False
+    """Campaigns may name an energy meter command (it runs as root): only with `serve --allow-meter`."""
     worker_hint: str = "virtbench worker"
     """How the pages tell a user to start a worker when none is alive."""
 
