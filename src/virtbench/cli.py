@@ -169,7 +169,7 @@ def image_prune(everything: bool, dry_run: bool) -> None:
 def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_report: bool, wait: bool,
         probes: tuple[str, ...], db_url: str | None) -> None:
     """Run a campaign (YAML file), the quick campaign, or resume a run."""
-    from .config import campaign_path, load_campaign
+    from .config import check_host, read_campaign
     from .report.progress import RichReporter
     from .runner import execute, hostlock
     from .runner.quick import quick_campaign
@@ -185,15 +185,16 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
         PROBES.get(name)  # an unknown name: one line, exit 2, before anything starts
     paths = _paths()
     reporter = RichReporter(console)
-    if campaign_file:
-        campaign = load_campaign(campaign_file)  # validated before the store is even opened
+    source = ""
+    if campaign_file:  # validated, and checked against this host, before the store is even opened
+        campaign, source = read_campaign(campaign_file)
+        check_host(campaign, paths)
     store = _store(db_url)
     what = f"run {resume_id}" if resume_id else "the quick campaign" if quick else f"campaign {campaign.name!r}"
     with hostlock.hold(paths, f"`virtbench run` of {what}", wait=wait, log=reporter.log):
         if resume_id:
             outcome = execute.resume(store, resume_id, paths, reporter=reporter)
         else:
-            source = campaign_path(campaign_file).read_text() if campaign_file else ""
             left_out = None
             if quick:
                 plan = quick_campaign(paths, reporter.log, probes=list(probes))
@@ -490,8 +491,12 @@ def main() -> None:
     except click.exceptions.Abort:
         errconsole.print("aborted")
         sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
+    except click.ClickException as exc:  # a bad option or argument: one line and its fix, like any bad input
+        from .config.messages import one_line
+
+        click.echo(f"error: {one_line(' '.join(exc.format_message().split(' ')))}", err=True)
+        ctx = getattr(exc, "ctx", None)
+        click.echo(f"  fix: see `{ctx.command_path if ctx else 'virtbench'} --help`", err=True)
         sys.exit(2)
     except VirtbenchError as exc:
         # Plain, unwrapped lines: scripts and tests read them, terminals wrap them anyway.

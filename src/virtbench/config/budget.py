@@ -1,0 +1,117 @@
+"""Budgets checked by arithmetic before anything is built, allocated or started.
+
+`check_budget` needs no host: the number of executions a campaign asks for is the product of
+its rounds, platforms and benchmark points (each point's instances counted), computed from
+the counts alone. `check_host` compares what the campaign asks of this host (CPUs, memory,
+scratch space) with what the host has, reading /proc/meminfo and one statvfs: cheap, no
+program run, no platform probed, so the CLI calls it before the store is opened and the
+runner before its probes.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import host as hostfacts
+from ..errors import InputError
+from ..migrate.storage import free_bytes
+from ..registry import BENCHMARKS
+
+if TYPE_CHECKING:
+    from ..platforms.base import Paths
+    from .campaign import Campaign
+
+MAX_EXECUTIONS = 1_000_000
+"""Executions (one benchmark in one instance in one round) a campaign may ask for: at a second
+each, eleven days of measuring; more is a typo (repetitions: 100000) or a generated campaign
+gone wrong, refused before the schedule (a list of units) is built."""
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.1f} GiB"
+
+
+def check_budget(campaign: Campaign) -> None:
+    """Refuse a campaign whose executions exceed MAX_EXECUTIONS (rounds x platforms x points)."""
+    if not campaign.benchmarks:
+        return
+    most = max(campaign.repetitions, campaign.adaptive.max_repetitions if campaign.adaptive else 0)
+    rounds = campaign.warmups + most
+    per_round = sum(b.instances or 1 for b in campaign.benchmarks)
+    total = rounds * len(campaign.platforms) * per_round
+    if total > MAX_EXECUTIONS:
+        reps = "adaptive.max_repetitions" if most > campaign.repetitions else "repetitions"
+        raise InputError(f"{rounds} rounds x {len(campaign.platforms)} platforms x {per_round} benchmark executions "
+                         f"per round = {total} executions, more than {MAX_EXECUTIONS}",
+                         f"lower {reps}, platforms or sweep values, or split the campaign")
+
+
+def _existing(path: Path) -> Path:
+    """The directory itself or its nearest existing parent (a fresh machine has no state yet)."""
+    path = path.absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _cpuset_max(cpuset: str) -> int:
+    return max(int(bound) for part in cpuset.split(",") for bound in part.split("-"))
+
+
+def check_host(campaign: Campaign, paths: Paths, *, cpus: int | None = None, memory: int | None = None,
+               free: int | None = None) -> None:
+    """Refuse what this host cannot give: a platform's CPUs or memory beyond the host's, a
+    confined density host larger than the host, a benchmark's scratch files beyond the free
+    space of the state directory's filesystem. A campaign with `hosts:` is checked on each
+    host by its own preflight. cpus/memory/free: the host's figures (tests), else read here."""
+    if campaign.hosts:
+        return
+    cpus = cpus if cpus is not None else os.cpu_count() or 1
+    memory = memory if memory is not None else hostfacts.meminfo().get("MemTotal", 0)
+    for i, p in enumerate(campaign.platforms):
+        if p.inside is not None:
+            continue  # limits inside a VM are the VM's, checked against its own vcpus and memory
+        where = f"platforms[{i}] {p.name!r}"
+        want = p.options.get("cpus")
+        if isinstance(want, (int, float)) and want > cpus:
+            raise InputError(f"{where}: cpus {want:g} is more than this host's {cpus} CPUs",
+                             f"give cpus: {cpus} or fewer")
+        cpuset = p.options.get("cpuset")
+        if isinstance(cpuset, str) and _cpuset_max(cpuset) >= cpus:
+            raise InputError(f"{where}: cpuset {cpuset!r} names CPU {_cpuset_max(cpuset)}; this host has CPUs "
+                             f"0-{cpus - 1}", f"use CPUs from 0 to {cpus - 1}")
+        mem = p.options.get("memory")
+        if memory and isinstance(mem, int) and mem > memory:
+            raise InputError(f"{where}: memory {_gib(mem)} is more than this host's {_gib(memory)} (MemTotal)",
+                             f"give memory: {memory * 3 // 4 >> 20}M or less")
+    section = campaign.section
+    confined = getattr(section, "host_memory", None)
+    if memory and isinstance(confined, int) and confined > memory:
+        raise InputError(f"{campaign.experiment}.host_memory: {_gib(confined)} is more than this host's "
+                         f"{_gib(memory)} (MemTotal)", f"give host_memory: {memory * 3 // 4 >> 20}M or less")
+    _check_scratch(campaign, paths, free)
+
+
+def _check_scratch(campaign: Campaign, paths: Paths, free: int | None) -> None:
+    """Each benchmark point's files (fio, dd, sysbench-fileio size, times its instances) and each
+    lxc disk image, against the free space where instances keep their scratch directories."""
+    needs: list[tuple[str, int, str]] = []
+    for b in campaign.benchmarks:
+        params: Any = BENCHMARKS.get(b.name).Params.model_validate(b.params)
+        size = params.scratch_bytes() * (b.instances or 1)
+        if size:
+            many = f" in each of {b.instances} instances" if b.instances else ""
+            needs.append((f"benchmark {b.key!r}", size, f"{_gib(size / (b.instances or 1))} of files{many}"))
+    for i, p in enumerate(campaign.platforms):
+        disk = p.options.get("disk")
+        if isinstance(disk, int) and p.inside is None:
+            needs.append((f"platforms[{i}] {p.name!r}", disk, f"a disk image of {_gib(disk)}"))
+    if not needs:
+        return
+    where = _existing(paths.state)
+    have = free if free is not None else free_bytes(where)
+    what, size, why = max(needs, key=lambda n: n[1])
+    if size > have:
+        raise InputError(f"{what}: needs {why}, but {where} has {_gib(have)} free",
+                         "lower the size, free space there, or set VIRTBENCH_STATE_DIR to a larger filesystem")
