@@ -11,7 +11,7 @@ import click
 from rich.markup import escape
 
 from . import __version__
-from .commands.shared import console, db_option, errconsole, one_shot
+from .commands.shared import FiniteRange, console, db_option, errconsole, one_shot
 from .errors import InputError, VirtbenchError, disk_full
 from .extras import require
 
@@ -188,7 +188,7 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
     source = ""
     if campaign_file:  # validated, and checked against this host, before the store is even opened
         campaign, source = read_campaign(campaign_file)
-        check_host(campaign, paths)
+        check_host(campaign, paths, source=campaign_file)
     store = _store(db_url)
     what = f"run {resume_id}" if resume_id else "the quick campaign" if quick else f"campaign {campaign.name!r}"
     with hostlock.hold(paths, f"`virtbench run` of {what}", wait=wait, log=reporter.log):
@@ -226,7 +226,7 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
               help="Write one self-contained HTML report (works offline) to this file.")
 @click.option("--figures", "figures_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write every figure as PNG, SVG and PDF into this directory.")
-@click.option("--min-effect", type=click.FloatRange(0, 1), default=0.02, show_default=True,
+@click.option("--min-effect", type=FiniteRange(0, 1), default=0.02, show_default=True,
               help="Margin of the 'same' verdict: the ratio's 95% interval within 1 +- this.")
 @db_option
 def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, html_file: Path | None,
@@ -277,7 +277,7 @@ def _report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, 
 @click.argument("run_a")
 @click.argument("run_b")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@click.option("--min-effect", type=click.FloatRange(0, 1), default=0.02, show_default=True,
+@click.option("--min-effect", type=FiniteRange(0, 1), default=0.02, show_default=True,
               help="Smallest relative difference called better/worse when significant.")
 @db_option
 def compare(run_a: str, run_b: str, as_json: bool, min_effect: float, db_url: str | None) -> None:
@@ -455,7 +455,7 @@ def serve(host: str, port: int, token: str | None, private: bool, worker: bool, 
 
 @cli.command()
 @click.option("--once", is_flag=True, help="Exit when the queue is empty instead of waiting for more.")
-@click.option("--poll", default=2.0, show_default=True, type=click.FloatRange(0.1, 3600), help="Seconds between queue checks.")
+@click.option("--poll", default=2.0, show_default=True, type=FiniteRange(0.1, 3600), help="Seconds between queue checks.")
 @click.option("--probe/--no-probe", default=True, show_default=True,
               help="Probe which platforms run here at start (shown in the schedule form).")
 @db_option

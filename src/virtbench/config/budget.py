@@ -17,6 +17,7 @@ from .. import host as hostfacts
 from ..errors import InputError
 from ..migrate.storage import free_bytes
 from ..registry import BENCHMARKS
+from .messages import one_line
 
 if TYPE_CHECKING:
     from ..platforms.base import Paths
@@ -59,14 +60,22 @@ def _cpuset_max(cpuset: str) -> int:
     return max(int(bound) for part in cpuset.split(",") for bound in part.split("-"))
 
 
-def check_host(campaign: Campaign, paths: Paths, *, cpus: int | None = None, memory: int | None = None,
-               free: int | None = None) -> None:
+def check_host(campaign: Campaign, paths: Paths, *, source: str = "", cpus: int | None = None,
+               memory: int | None = None, free: int | None = None) -> None:
     """Refuse what this host cannot give: a platform's CPUs or memory beyond the host's, a
     confined density host larger than the host, a benchmark's scratch files beyond the free
     space of the state directory's filesystem. A campaign with `hosts:` is checked on each
-    host by its own preflight. cpus/memory/free: the host's figures (tests), else read here."""
+    host by its own preflight. source: the file, named first in the message. cpus/memory/free:
+    the host's figures (tests), else read here."""
     if campaign.hosts:
         return
+    try:
+        _check_host(campaign, paths, cpus, memory, free)
+    except InputError as exc:
+        raise InputError(one_line(f"{source}: {exc.message}") if source else exc.message, exc.fix) from None
+
+
+def _check_host(campaign: Campaign, paths: Paths, cpus: int | None, memory: int | None, free: int | None) -> None:
     cpus = cpus if cpus is not None else os.cpu_count() or 1
     memory = memory if memory is not None else hostfacts.meminfo().get("MemTotal", 0)
     for i, p in enumerate(campaign.platforms):

@@ -28,7 +28,7 @@ from ..images.build import RELEASES
 from ..images.profiles import PROFILES
 from ..registry import BENCHMARKS, PLATFORMS, PROBES, hint
 from .budget import check_budget
-from .entries import MAX_POINTS, NAME_RE, PlatformEntry, _benchmark_points, _platform_entry
+from .entries import MAX_POINTS, PlatformEntry, _benchmark_points, _platform_entry, check_name
 from .messages import first_error, locate, one_line, unknown_key
 
 SEED_RANGE = (-(2**31), 2**31 - 1)
@@ -98,7 +98,7 @@ class ProbeEntry(BaseModel):
 class Campaign(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(pattern=NAME_RE, description="campaign name (letters, digits, . _ -)")
+    name: str = Field(description="campaign name (letters, digits, . _ -)")
     description: str = ""
     experiment: str = Field(DEFAULT_EXPERIMENT, description=(
         "experiment kind (benchmarks, line, ...); its settings are the section of the same name"))
@@ -123,6 +123,11 @@ class Campaign(BaseModel):
         "or {inventory: PATH, group: NAME} (Ansible YAML/INI); default: this machine only"))
     parallel: bool = Field(True, description="with several hosts: measure them at the same time "
                                              "(false: one host after another)")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return check_name(v)
 
     @field_validator("hosts", mode="before")
     @classmethod
@@ -405,9 +410,12 @@ def _check_cross_host(campaign: Campaign) -> None:
 def parse_campaign(data: Any, source: str = "<campaign>") -> Campaign:
     """Validate a campaign mapping; raise one InputError line naming source, field and fix."""
     if not isinstance(data, dict):
-        got = "empty" if data is None else f"a {type(data).__name__}"
+        got = "empty" if data is None else "a list" if isinstance(data, list) else "a single value"
         raise InputError(f"{source}: a campaign must be a mapping with name, platforms and benchmarks (this one is "
                          f"{got})", "write `name: ...`, `platforms: [...]` and `benchmarks: [...]` at the top level")
+    odd = next((k for k in data if not isinstance(k, str)), None)
+    if odd is not None or None in data:
+        raise InputError(one_line(f"{source}: unknown key {odd!r}"), unknown_key(str(odd), str(odd), Campaign))
     try:
         return Campaign.model_validate(data)
     except InputError as exc:

@@ -40,6 +40,14 @@ class PlatformEntry(BaseModel):
     """The platform's own guest image (images.guest.PlatformImage), else the campaign's."""
 
 
+def check_name(name: str) -> str:
+    """A name that goes into instance names, paths and argv: letters, digits, . _ - (not first)."""
+    if not re.fullmatch(NAME_RE, name):
+        raise ValueError(f"{name!r} is not a valid name (letters, digits, . _ -, starting with a letter or "
+                         "digit; at most 63)")
+    return name
+
+
 def _as_mapping(value: Any, where: str, expected: str) -> dict[str, Any]:
     """A plain name is short for {name: ...}; anything else must be a mapping with a name."""
     if isinstance(value, str):
@@ -65,8 +73,10 @@ def _platform_entry(index: int, value: Any, node_types: tuple[str, ...] = ()) ->
                 f"{where}.image: image", f"{where}.image")) from None
     if inside is not None and not isinstance(inside, str):
         raise ValueError(f"{where}.inside: give the name of the platform this one runs inside")
-    if not re.fullmatch(NAME_RE, name):
-        raise ValueError(f"{where}.name: {name!r} is not a valid name (letters, digits, . _ -; at most 63)")
+    try:
+        check_name(name)
+    except ValueError as exc:
+        raise ValueError(f"{where}.name: {exc}") from None
     ptype = str(value.pop("type", name))
     if ptype in node_types:  # a node the experiment kind builds itself (e.g. a bare netns): no options
         if value or inside is not None:

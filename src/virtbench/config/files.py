@@ -105,11 +105,14 @@ def load_yaml(text: str | bytes, source: str) -> Any:
             raise _Refused(f"more than {MAX_NODES} values once its aliases (*name) are expanded ({n} counted "
                            "before giving up)")
         return loader.construct_document(node)
+    except yaml.reader.ReaderError as exc:  # a control character: a binary file
+        raise InputError(one_line(f"{source}: not a text file (character #x{exc.character:04x} at position "
+                                  f"{exc.position})"), "give the campaign file itself (YAML text)") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
+        where = f"{source}: line {mark.line + 1}" if mark else source
         problem = getattr(exc, "problem", None) or exc
-        raise InputError(one_line(f"{source}:{where}: not valid YAML ({problem})"),
+        raise InputError(one_line(f"{where}: not valid YAML ({problem})"),
                          "fix the YAML" if not isinstance(exc, _Refused) else
                          "write the campaign out plainly (a campaign is a few kilobytes)") from None
     except (ValueError, RecursionError) as exc:  # an integer of 5,000 digits; a structure PyYAML cannot build

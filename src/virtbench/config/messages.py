@@ -29,8 +29,8 @@ def _members(annotation: Any) -> list[Any]:
     origin = typing.get_origin(annotation)
     if origin is typing.Annotated:
         return _members(typing.get_args(annotation)[0])
-    if origin is typing.Union or origin is types.UnionType:
-        return [m for arg in typing.get_args(annotation) for m in _members(arg)]
+    if origin is typing.Union or origin is types.UnionType:  # Optional's None is no branch pydantic tags
+        return [m for arg in typing.get_args(annotation) if arg is not type(None) for m in _members(arg)]
     return [annotation]
 
 
@@ -66,10 +66,12 @@ def locate(model: type[BaseModel] | None, loc: tuple[str | int, ...]) -> tuple[s
         annotation, visible = _step(annotation, part)
         if visible:
             shown.append(f"[{part}]" if isinstance(part, int) else f".{part}")
-    owner = next((m for m in map(_model, _members(annotation)) if m is not None), None)
+    members = _members(annotation)
+    owner = next((m for m in map(_model, members) if m is not None), None)
     if loc:
         last = loc[-1]
-        if not (isinstance(last, str) and len(_members(annotation)) > 1 and owner is None):
+        tag = isinstance(last, str) and len(members) > 1 and (owner is None or last not in owner.model_fields)
+        if not tag:
             shown.append(f"[{last}]" if isinstance(last, int) else f".{last}")
     return "".join(shown).lstrip("."), owner
 
@@ -85,13 +87,11 @@ def unknown_key(key: str, path: str, owner: type[BaseModel] | None) -> str:
 
 
 def _pick(errors: list[Any]) -> Any:
-    """The error to show: for a union, the branch whose failure is more than a type mismatch
-    (a mapping given for `counts` fails as a list first, but its real error is inside Until)."""
-    first = errors[0]
-    for err in errors:
-        if err["loc"][:1] == first["loc"][:1] and not str(err["type"]).endswith("_type"):
-            return err
-    return first
+    """The error to show: of the first field's errors the deepest, which for a union is the
+    branch the input was meant for (a mapping given for `counts: list[int] | Until` fails as a
+    list first, but its real error is inside Until)."""
+    field = errors[0]["loc"][:1]
+    return max((e for e in errors if e["loc"][:1] == field), key=lambda e: len(e["loc"]))
 
 
 def first_error(exc: ValidationError, where: str, model: type[BaseModel] | None = None) -> str:
@@ -105,4 +105,6 @@ def first_error(exc: ValidationError, where: str, model: type[BaseModel] | None 
         return one_line(f"{field}: unknown key; {unknown_key(key, field, owner)}")
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     msg = str(err["msg"]).removeprefix("Value error, ")
+    if err["loc"] and isinstance(err["loc"][-1], str):  # a validator that named its field itself
+        msg = msg.removeprefix(f"{err['loc'][-1]}: ")
     return one_line(f"{field}: {msg}{more}")
