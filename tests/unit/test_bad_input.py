@@ -287,6 +287,12 @@ CAMPAIGNS: list[tuple[str, Any, str]] = [
     ("density-workload-unknown", section(DENSITY, workload={"name": "nosuch"}), "unknown benchmark"),
     ("density-workload-pair", section(DENSITY, workload={"name": "iperf3"}), "client-server"),
     ("density-workload-bad-param", section(DENSITY, workload={"name": "openssl", "seconds": -1}), "seconds"),
+    ("density-workload-unknown-param", section(DENSITY, workload={"name": "openssl", "secs": 1}),
+     "its parameters: algorithm, bytes"),
+    ("density-workload-integer-key", section(DENSITY, workload={"name": "openssl", 5: 1}), "density.workload"),
+    ("density-image-unknown-key", {**DENSITY, "platforms": [{"name": "n", "type": "lxc",
+                                                             "image": {"release": "bookworm", "x": 1}}]},
+     "known keys of platforms[0].image: release, rootfs"),
     ("density-host-memory-inf", "name: d\nexperiment: density\nplatforms: [native]\n"
                                 "density: {workload: openssl, counts: [1], host_memory: .inf}\n", "host_memory"),
     ("density-host-memory-beyond-host", section(DENSITY, host_memory="900T"), "MemTotal"),

@@ -78,7 +78,9 @@ def locate(model: type[BaseModel] | None, loc: tuple[str | int, ...]) -> tuple[s
 
 def unknown_key(key: str, path: str, owner: type[BaseModel] | None) -> str:
     """`did you mean 'x'? known keys of PATH: ...` for an unknown key in a (nested) section."""
-    known = list(owner.model_fields) if owner is not None else []
+    if owner is None:
+        return "remove it"
+    known = list(owner.model_fields)
     close = difflib.get_close_matches(key, known, n=1)
     section = path.rpartition(".")[0] if "." in path else ""
     where = f" of {section}" if section else ""

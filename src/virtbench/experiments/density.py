@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..benchmarks.base import PairBenchmark
 from ..errors import InputError
@@ -110,7 +110,14 @@ class DensitySection(BaseModel):
         bench = BENCHMARKS.get(name)
         if issubclass(bench, PairBenchmark):
             raise ValueError(f"workload: {name} is a client-server benchmark; give a single-instance one")
-        bench.Params(**{k: x for k, x in v.items() if k != "name"})
+        try:
+            bench.Params.model_validate({k: x for k, x in v.items() if k != "name"})
+        except ValidationError as exc:  # named here: the section's path cannot walk into a plain mapping
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"])
+            what = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+            raise ValueError(f"workload: {name} parameter {where or name}: {what}; its parameters: "
+                             f"{', '.join(bench.Params.model_fields) or 'none'}") from None
         return dict(v)
 
     @field_validator("counts")
