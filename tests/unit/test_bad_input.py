@@ -169,6 +169,8 @@ CAMPAIGNS: list[tuple[str, Any, str]] = [
     ("platform-cpuset-bad", plat(cpuset="0-"), "cpuset"),
     ("platform-cpuset-letters", plat(cpuset="all"), "cpuset"),
     ("platform-cpuset-beyond-host", plat(cpuset="0-4000"), "this host has CPUs"),
+    ("platform-cpuset-billion", plat(type="runc", cpuset="0-999999999"), "within CPU 0-8191"),
+    ("platform-cpuset-downwards", plat(cpuset="3-1"), "must go upwards"),
     ("platform-memory-inf", "name: a\nplatforms: [native, {name: d, type: docker, memory: .inf}]\n"
                             "benchmarks: [fio]\n", "platforms[1].memory"),
     ("platform-memory-nan", "name: a\nplatforms: [native, {name: d, type: docker, memory: .nan}]\n"

@@ -285,3 +285,46 @@ def test_the_cli_refuses_a_campaign_beyond_the_host_before_the_store_is_opened(t
     lines = r.stderr.splitlines()
     assert len(lines) == 2 and "(MemTotal)" in lines[0] and lines[1].startswith("  fix: give memory:")
     assert not db.exists() and not (tmp_path / "state").exists()
+
+
+def test_each_host_of_a_hosts_campaign_is_checked_with_its_own_figures(monkeypatch: pytest.MonkeyPatch):
+    """A board with 4 CPUs and 1 GiB refuses `cpus: 8` after the SSH check, before anything is
+    built here or shipped there; the local host is checked with this machine's figures."""
+    from types import SimpleNamespace
+
+    from virtbench.platforms.base import Paths
+    from virtbench.runner import hosts
+
+    calls: list[object] = []
+
+    class Board:
+        def __init__(self, spec: Any, runtime: Any) -> None:
+            self.spec = spec
+
+        def open(self) -> None:
+            calls.append("open")
+
+        def run(self, argv: list[str], **_kw: Any) -> Any:
+            calls.append(argv)
+            return SimpleNamespace(ok=True, returncode=0, stdout="4\nMemTotal: 1048576 kB\nMemFree: 1 kB\n", stderr="")
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(hosts, "SSHExecutor", Board)
+    monkeypatch.setattr(hosts, "prepare", lambda *a, **k: calls.append("prepare"))
+    monkeypatch.setattr(hosts, "_prepare_remote", lambda *a, **k: calls.append("ship"))
+    paths = Paths(Path("/nonexistent-state"), Path("/nonexistent-run"))
+    board = {"name": "pi", "address": "192.0.2.7"}
+    for options, needle in (({"cpus": 8}, "host pi: platforms[1] 'd': cpus 8 is more than this host's 4 CPUs"),
+                            ({"memory": "2G"}, "host pi: platforms[1] 'd': memory 2.0 GiB is more than this host's 1.0")):
+        c = parse_campaign({**BASE, "hosts": [board], "platforms": ["native", {"name": "d", "type": "docker",
+                                                                               **options}]})
+        with pytest.raises(InputError) as exc:
+            hosts.prepare_parts(c, paths, 1, lambda m: None)
+        assert exc.value.message.startswith(needle), exc.value.message
+    assert "prepare" not in calls and "ship" not in calls
+    local = parse_campaign({**BASE, "hosts": ["local", board], "platforms": ["native", {"name": "d", "type": "docker",
+                                                                                        "cpus": 4000}]})
+    with pytest.raises(InputError, match="host local: platforms.1. 'd': cpus 4000"):
+        hosts.prepare_parts(local, paths, 1, lambda m: None)

@@ -9,13 +9,13 @@ runner before its probes.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import host as hostfacts
 from ..errors import InputError
 from ..migrate.storage import free_bytes
+from ..platforms.cgroups import online_cpus, parse_cpulist
 from ..registry import BENCHMARKS
 from .messages import one_line
 
@@ -56,18 +56,15 @@ def _existing(path: Path) -> Path:
     return path
 
 
-def _cpuset_max(cpuset: str) -> int:
-    return max(int(bound) for part in cpuset.split(",") for bound in part.split("-"))
-
-
 def check_host(campaign: Campaign, paths: Paths, *, source: str = "", cpus: int | None = None,
-               memory: int | None = None, free: int | None = None) -> None:
+               memory: int | None = None, free: int | None = None, one_of_hosts: bool = False) -> None:
     """Refuse what this host cannot give: a platform's CPUs or memory beyond the host's, a
     confined density host larger than the host, a benchmark's scratch files beyond the free
-    space of the state directory's filesystem. A campaign with `hosts:` is checked on each
-    host by its own preflight. source: the file, named first in the message. cpus/memory/free:
-    the host's figures (tests), else read here."""
-    if campaign.hosts:
+    space of the state directory's filesystem. source: the file or host, named first in the
+    message. cpus/memory/free: the host's figures (another host's, tests), else read here;
+    free=-1: scratch space not checked. A campaign with `hosts:` is checked host by host by the
+    runner's preflight (one_of_hosts), not as a whole here."""
+    if campaign.hosts and not one_of_hosts:
         return
     try:
         _check_host(campaign, paths, cpus, memory, free)
@@ -76,7 +73,7 @@ def check_host(campaign: Campaign, paths: Paths, *, source: str = "", cpus: int 
 
 
 def _check_host(campaign: Campaign, paths: Paths, cpus: int | None, memory: int | None, free: int | None) -> None:
-    cpus = cpus if cpus is not None else os.cpu_count() or 1
+    cpus = cpus if cpus is not None else len(online_cpus())
     memory = memory if memory is not None else hostfacts.meminfo().get("MemTotal", 0)
     for i, p in enumerate(campaign.platforms):
         if p.inside is not None:
@@ -87,9 +84,9 @@ def _check_host(campaign: Campaign, paths: Paths, cpus: int | None, memory: int 
             raise InputError(f"{where}: cpus {want:g} is more than this host's {cpus} CPUs",
                              f"give cpus: {cpus} or fewer")
         cpuset = p.options.get("cpuset")
-        if isinstance(cpuset, str) and _cpuset_max(cpuset) >= cpus:
-            raise InputError(f"{where}: cpuset {cpuset!r} names CPU {_cpuset_max(cpuset)}; this host has CPUs "
-                             f"0-{cpus - 1}", f"use CPUs from 0 to {cpus - 1}")
+        if isinstance(cpuset, str) and max(parse_cpulist(cpuset), default=0) >= cpus:
+            raise InputError(f"{where}: cpuset {cpuset!r} names CPU {max(parse_cpulist(cpuset))}; this host has "
+                             f"CPUs 0-{cpus - 1}", f"use CPUs from 0 to {cpus - 1}")
         mem = p.options.get("memory")
         if memory and isinstance(mem, int) and mem > memory:
             raise InputError(f"{where}: memory {_gib(mem)} is more than this host's {_gib(memory)} (MemTotal)",
@@ -99,7 +96,8 @@ def _check_host(campaign: Campaign, paths: Paths, cpus: int | None, memory: int 
     if memory and isinstance(confined, int) and confined > memory:
         raise InputError(f"{campaign.experiment}.host_memory: {_gib(confined)} is more than this host's "
                          f"{_gib(memory)} (MemTotal)", f"give host_memory: {memory * 3 // 4 >> 20}M or less")
-    _check_scratch(campaign, paths, free)
+    if free != -1:
+        _check_scratch(campaign, paths, free)
 
 
 def _check_scratch(campaign: Campaign, paths: Paths, free: int | None) -> None:

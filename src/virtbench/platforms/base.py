@@ -83,6 +83,8 @@ class Paths:
                    runtime=Path(env.get("VIRTBENCH_RUNTIME_DIR", "/run/virtbench")))
 
 
+MAX_CPU = 8191
+"""The highest CPU number Linux numbers (NR_CPUS is at most 8192)."""
 MAX_SIZE = 1 << 50
 """A pebibyte: no memory, disk or file size of a campaign is larger (and 2^63 would overflow the
 kernel's and the engines' 64-bit fields)."""
@@ -136,6 +138,10 @@ class PlatformOptions(BaseModel):
     def _cpuset(cls, v: str | None) -> str | None:
         if v is not None and not re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", v):
             raise ValueError("cpuset must look like '0', '0-3' or '0,2'")
+        for part in (v or "").split(","):
+            lo, _, hi = part.partition("-")
+            if int(hi or lo) < int(lo) or int(hi or lo) > MAX_CPU:  # before any range of them is built
+                raise ValueError(f"cpuset range {part!r} must go upwards and stay within CPU 0-{MAX_CPU}")
         return v
 
     @field_validator("memory")
