@@ -328,3 +328,31 @@ def test_each_host_of_a_hosts_campaign_is_checked_with_its_own_figures(monkeypat
                                                                                         "cpus": 4000}]})
     with pytest.raises(InputError, match="host local: platforms.1. 'd': cpus 4000"):
         hosts.prepare_parts(local, paths, 1, lambda m: None)
+
+
+def test_a_study_part_beyond_this_host_is_skipped_with_the_reason(monkeypatch: pytest.MonkeyPatch):
+    """The paper's 8 GiB confined host on a 4 GiB machine: skipped with the figure (or refused,
+    exit 2, when asked for by name), never a run that fails after the parts before it."""
+    from virtbench import host
+    from virtbench.platforms.base import Availability, Paths
+    from virtbench.studies import run as srun
+    from virtbench.studies.capabilities import Capabilities
+    from virtbench.studies.registry import study
+
+    class Everything(Capabilities):
+        def __init__(self) -> None:
+            super().__init__(Paths())
+
+        def check(self, name: str) -> Availability:
+            return Availability(True, "", "")
+
+        def platforms(self, types: Any) -> dict[str, Availability]:
+            return {t: Availability(True, "", "") for t in types}
+
+    monkeypatch.setattr(host, "meminfo", lambda text=None: {"MemTotal": 4 << 30})
+    by = {p.stem: p for p in srun.plan(study("000"), "paper", Everything())}
+    ram = by["study000-density-ram-paper"]
+    assert ram.campaign is None and "host_memory: 8.0 GiB is more than this host's 4.0 GiB" in ram.skipped
+    assert by["study000-density-hostram-2g-paper"].campaign is not None  # 2 GiB fits
+    with pytest.raises(InputError, match="part density-ram: density.host_memory: 8.0 GiB"):
+        srun.plan(study("000"), "paper", Everything(), ["density-ram"])
