@@ -105,7 +105,7 @@ def test_density_counts_have_the_cap_until_max_has():
     assert parse_campaign({**DENSITY, "density": {**DENSITY["density"], "counts": [1, 4096]}})
 
 
-LINE = {"name": "l", "experiment": "line", "platforms": [{"name": "ns", "type": "netns"}], "line": {}}
+LINE = {"name": "l", "experiment": "line", "baseline": "ns", "platforms": [{"name": "ns", "type": "netns"}], "line": {}}
 MIGRATION = {"name": "m", "experiment": "migration", "platforms": ["lxc"], "migration": {"mode": "offline"}}
 
 
@@ -356,3 +356,23 @@ def test_a_study_part_beyond_this_host_is_skipped_with_the_reason(monkeypatch: p
     assert by["study000-density-hostram-2g-paper"].campaign is not None  # 2 GiB fits
     with pytest.raises(InputError, match="part density-ram: density.host_memory: 8.0 GiB"):
         srun.plan(study("000"), "paper", Everything(), ["density-ram"])
+
+
+def test_a_steps_search_of_a_million_trials_is_refused_with_the_step_that_fits(monkeypatch: pytest.MonkeyPatch):
+    """`steps` raises the rate by `step` until loss: 1 pkt/s steps up to a 1.2 Mpkt/s generator were
+    1.2 million 20 s trials per point (before: accepted, then running for months)."""
+    from types import SimpleNamespace
+
+    from virtbench.experiments.line import kind
+    from virtbench.platforms.base import Paths
+
+    campaign = parse_campaign({**LINE, "line": {"lengths": [1], "search": {"method": "steps", "start": 1000,
+                                                                            "step": 1}}})
+    line = kind.Line(campaign, Paths())
+    monkeypatch.setattr(kind.proc, "which", lambda tool: f"/usr/bin/{tool}")
+    monkeypatch.setattr(kind.proc, "run", lambda *a, **k: SimpleNamespace(stdout="iperf version 2.1.8", stderr=""))
+    monkeypatch.setattr(line, "_check_memory", lambda section: None)
+    monkeypatch.setattr(line, "_generator_top_rate", lambda section: 1_200_000.0)
+    with pytest.raises(InputError) as info:
+        line.prepare(lambda m: None)
+    assert "up to 1199001 trials of 20 s per point" in info.value.message and info.value.fix == "give step: 1200 or more"
