@@ -500,9 +500,13 @@ def main() -> None:
         sys.exit(2)
     except VirtbenchError as exc:
         # Plain, unwrapped lines: scripts and tests read them, terminals wrap them anyway.
-        click.echo(f"error: {exc.message}", err=True)
+        # Bad input (exit 2) is one line whatever it quotes: a newline in a name is shown escaped.
+        from .config.messages import one_line
+
+        tidy = one_line if exc.exit_code == 2 else str
+        click.echo(f"error: {tidy(exc.message)}", err=True)
         if exc.fix:
-            click.echo(f"  fix: {exc.fix}", err=True)
+            click.echo(f"  fix: {tidy(exc.fix)}", err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         errconsole.print("interrupted")

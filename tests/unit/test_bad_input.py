@@ -156,6 +156,10 @@ CAMPAIGNS: list[tuple[str, Any, str]] = [
     ("platform-name-space", camp(platforms=["native", {"name": "my docker", "type": "docker"}]), "not a valid name"),
     ("platform-name-slash", camp(platforms=["native", {"name": "a/../b", "type": "docker"}]), "not a valid name"),
     ("platform-name-unicode", camp(platforms=["native", {"name": "dócker", "type": "docker"}]), "not a valid name"),
+    ("platform-type-line-separator", camp(platforms=["native", {"name": "d", "type": "dock\u2028er"}]),
+     "unknown platform type"),
+    ("netns-type-nel", {**LINE, "platforms": [{"name": "ns", "type": "netns", "x\x85y": 1}]}, "takes no options"),
+    ("benchmark-name-paragraph-separator", camp(benchmarks=["fio\u2029x"]), "unknown benchmark"),
     ("platform-unknown-option", plat(cpu=1), "did you mean 'cpus'"),
     ("platform-unknown-option-far", plat(zzz=1), "known keys of platforms[1]"),
     ("platform-cpus-zero", plat(cpus=0), "platforms[1].cpus"),
@@ -440,3 +444,18 @@ def test_bad_arguments_are_refused_in_one_line(cli, tmp_path: Path, monkeypatch:
 def test_the_suite_is_broad():
     assert len(CAMPAIGNS) + len(ARGUMENTS) > 200
     assert len({c[0] for c in CAMPAIGNS}) == len(CAMPAIGNS) and len({a[0] for a in ARGUMENTS}) == len(ARGUMENTS)
+
+
+def test_any_bad_input_message_stays_one_line(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The CLI escapes what a message quotes, whichever check raised it (a name with a newline,
+    a line separator) so a crafted value cannot forge a second `error:` or `fix:` line."""
+    import virtbench.config
+    from virtbench.errors import InputError
+
+    def forged(_path: Any) -> Any:
+        raise InputError("campaign 'a\nerror: all good\u2028ok'", "fix\n  fix: rm -rf /")
+
+    monkeypatch.setattr(virtbench.config, "read_campaign", forged)
+    code, out, err = cli("run", str(_write(tmp_path, BASE)), "--db", "{db}")
+    assert_refused(code, out, err, "campaign 'a\\nerror: all good\\u2028ok'")
+    assert err.splitlines()[1] == "  fix: fix\\n  fix: rm -rf /"

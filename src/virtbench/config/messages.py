@@ -15,7 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL = re.compile("[\x00-\x1f\x7f\x85\u2028\u2029]")
+"""Control characters and everything str.splitlines() breaks a line at."""
 
 
 def one_line(text: str) -> str:
