@@ -59,7 +59,12 @@ def test_executions_are_counted_before_the_schedule_is_built():
     many = {**BASE, "repetitions": 10000, "benchmarks": [
         {"name": "sysbench-cpu", "sweep": {"threads": list(range(1, 101))}}]}
     message = refused(many)
-    assert "10001 rounds x 2 platforms x 100" in message and "more than 1000000" in message
+    assert "10001 rounds x 2 platforms x 100 benchmark executions" in message and "more than 1000000" in message
+    lines = {**LINE, "repetitions": 10000, "line": {"lengths": [64, 128, 254], "pinning": ["none", "node", "core"]}}
+    assert "10001 rounds x 1 platforms x 1338 line nodes per round" in refused(lines)
+    moves = {**MIGRATION, "repetitions": 5000, "migration": {"mode": "lifecycle", "counts": list(range(1, 65))}}
+    assert "x 2080 instances moved per round" in refused(moves)
+    assert parse_campaign({**MIGRATION, "repetitions": 20, "migration": {"mode": "lifecycle", "counts": [1, 8]}})
 
 
 @pytest.mark.parametrize("seed", [2**31, 2**40, -(2**31) - 1])

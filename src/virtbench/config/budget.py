@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import host as hostfacts
 from ..errors import InputError
+from ..experiments.registry import EXPERIMENTS
 from ..migrate.storage import free_bytes
 from ..platforms.cgroups import online_cpus, parse_cpulist
 from ..registry import BENCHMARKS
@@ -34,18 +35,20 @@ def _gib(n: float) -> str:
 
 
 def check_budget(campaign: Campaign) -> None:
-    """Refuse a campaign whose executions exceed MAX_EXECUTIONS (rounds x platforms x points)."""
-    if not campaign.benchmarks:
-        return
+    """Refuse a campaign whose work exceeds MAX_EXECUTIONS: rounds x platforms x what one round
+    asks of a platform (benchmark points with their instances; an experiment kind's count)."""
+    if campaign.benchmarks:
+        per_round, what = sum(b.instances or 1 for b in campaign.benchmarks), "benchmark executions"
+    else:
+        per_round, what = EXPERIMENTS.get(campaign.experiment).work_per_round(campaign.section)
     most = max(campaign.repetitions, campaign.adaptive.max_repetitions if campaign.adaptive else 0)
     rounds = campaign.warmups + most
-    per_round = sum(b.instances or 1 for b in campaign.benchmarks)
     total = rounds * len(campaign.platforms) * per_round
     if total > MAX_EXECUTIONS:
         reps = "adaptive.max_repetitions" if most > campaign.repetitions else "repetitions"
-        raise InputError(f"{rounds} rounds x {len(campaign.platforms)} platforms x {per_round} benchmark executions "
-                         f"per round = {total} executions, more than {MAX_EXECUTIONS}",
-                         f"lower {reps}, platforms or sweep values, or split the campaign")
+        raise InputError(f"{rounds} rounds x {len(campaign.platforms)} platforms x {per_round} {what} "
+                         f"per round = {total}, more than {MAX_EXECUTIONS}",
+                         f"lower {reps}, platforms or the section's counts, or split the campaign")
 
 
 def _existing(path: Path) -> Path:

@@ -54,6 +54,10 @@ class Line(Experiment):
         self.skipped: dict[str, str] = {}
 
     @classmethod
+    def work_per_round(cls, section: Any) -> tuple[int, str]:
+        return sum(section.lengths) * len(section.pinning), "line nodes"
+
+    @classmethod
     def validate_campaign(cls, campaign: Any) -> None:
         for p in campaign.platforms:
             if p.type != NETNS and PLATFORMS.get(p.type).kind != "container":
