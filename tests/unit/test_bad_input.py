@@ -172,7 +172,7 @@ CAMPAIGNS: list[tuple[str, Any, str]] = [
     ("platform-cpus-beyond-host", plat(cpus=4000), "CPUs"),
     ("platform-cpuset-bad", plat(cpuset="0-"), "cpuset"),
     ("platform-cpuset-letters", plat(cpuset="all"), "cpuset"),
-    ("platform-cpuset-beyond-host", plat(cpuset="0-4000"), "this host has CPUs"),
+    ("platform-cpuset-beyond-host", plat(cpuset="0-4000"), "this host's CPUs are"),
     ("platform-cpuset-billion", plat(type="runc", cpuset="0-999999999"), "within CPU 0-8191"),
     ("platform-cpuset-downwards", plat(cpuset="3-1"), "must go upwards"),
     ("platform-memory-inf", "name: a\nplatforms: [native, {name: d, type: docker, memory: .inf}]\n"

@@ -219,11 +219,16 @@ def _docker(**options: Any) -> dict[str, Any]:
 def test_engine_limits_beyond_the_host_are_refused_with_its_figures(tmp_path: Path):
     """Before: accepted, then the engine failed in every round (or the guest never booted)."""
     assert "cpus 8 is more than this host's 2 CPUs" in _check(_docker(cpus=8), tmp_path)
-    assert "cpuset '0-7' names CPU 7; this host has CPUs 0-1" in _check(_docker(cpuset="0-7"), tmp_path)
+    assert "cpuset '0-7' names CPU 7; this host's CPUs are 0-1" in _check(_docker(cpuset="0-7"), tmp_path)
     message = _check(_docker(memory="16G"), tmp_path)
     assert "memory 16.0 GiB is more than this host's 4.0 GiB" in message and "fix: give memory:" in message
     vm = {**BASE, "platforms": ["native", {"name": "vm", "type": "qemu", "memory": "8G"}]}
     assert "this host's 4.0 GiB" in _check(vm, tmp_path)
+    stacked = {**BASE, "platforms": ["native", {"name": "vm", "type": "qemu", "vcpus": 2, "memory": "2G"},
+                                     {"name": "vm-docker", "type": "docker", "inside": "vm", "cpus": 3}]}
+    assert "platforms[2] 'vm-docker': cpus 3 is more than its VM 'vm''s 2 CPUs" in _check(stacked, tmp_path, cpus=64)
+    stacked["platforms"][2] = {"name": "vm-docker", "type": "docker", "inside": "vm", "memory": "3G"}
+    assert "memory 3.0 GiB is more than its VM 'vm''s 2.0 GiB" in _check(stacked, tmp_path, memory=64 << 30)
     confined = {**DENSITY, "density": {**DENSITY["density"], "host_memory": "8G"}}
     assert "density.host_memory: 8.0 GiB is more than this host's 4.0 GiB" in _check(confined, tmp_path)
 

@@ -17,7 +17,7 @@ from ..errors import InputError
 from ..experiments.registry import EXPERIMENTS
 from ..migrate.storage import free_bytes
 from ..platforms.cgroups import online_cpus, parse_cpulist
-from ..registry import BENCHMARKS
+from ..registry import BENCHMARKS, PLATFORMS
 from .messages import one_line
 
 if TYPE_CHECKING:
@@ -79,28 +79,38 @@ def _check_host(campaign: Campaign, paths: Paths, cpus: int | None, memory: int 
     cpus = cpus if cpus is not None else len(online_cpus())
     memory = memory if memory is not None else hostfacts.meminfo().get("MemTotal", 0)
     for i, p in enumerate(campaign.platforms):
-        if p.inside is not None:
-            continue  # limits inside a VM are the VM's, checked against its own vcpus and memory
         where = f"platforms[{i}] {p.name!r}"
-        want = p.options.get("cpus")
-        if isinstance(want, (int, float)) and want > cpus:
-            raise InputError(f"{where}: cpus {want:g} is more than this host's {cpus} CPUs",
-                             f"give cpus: {cpus} or fewer")
-        cpuset = p.options.get("cpuset")
-        if isinstance(cpuset, str) and max(parse_cpulist(cpuset), default=0) >= cpus:
-            raise InputError(f"{where}: cpuset {cpuset!r} names CPU {max(parse_cpulist(cpuset))}; this host has "
-                             f"CPUs 0-{cpus - 1}", f"use CPUs from 0 to {cpus - 1}")
-        mem = p.options.get("memory")
-        if memory and isinstance(mem, int) and mem > memory:
-            raise InputError(f"{where}: memory {_gib(mem)} is more than this host's {_gib(memory)} (MemTotal)",
-                             f"give memory: {memory * 3 // 4 >> 20}M or less")
-    section = campaign.section
-    confined = getattr(section, "host_memory", None)
+        if p.inside is None:
+            _limits(where, p.options, cpus, memory, "this host's", "(MemTotal)")
+        else:  # a container in a VM: the VM's vcpus and memory are its host
+            vm: Any = PLATFORMS.get(campaign.platform(p.inside).type).Options.model_validate(
+                campaign.platform(p.inside).options)
+            _limits(where, p.options, getattr(vm, "vcpus", cpus), getattr(vm, "memory", memory),
+                    f"its VM {p.inside!r}'s", "")
+    _confined(campaign, memory)
+    if free != -1:
+        _check_scratch(campaign, paths, free)
+
+
+def _limits(where: str, options: dict[str, Any], cpus: int, memory: int, whose: str, what: str) -> None:
+    want = options.get("cpus")
+    if isinstance(want, (int, float)) and want > cpus:
+        raise InputError(f"{where}: cpus {want:g} is more than {whose} {cpus} CPUs", f"give cpus: {cpus} or fewer")
+    cpuset = options.get("cpuset")
+    if isinstance(cpuset, str) and max(parse_cpulist(cpuset), default=0) >= cpus:
+        raise InputError(f"{where}: cpuset {cpuset!r} names CPU {max(parse_cpulist(cpuset))}; {whose} CPUs are "
+                         f"0-{cpus - 1}", f"use CPUs from 0 to {cpus - 1}")
+    mem = options.get("memory")
+    if memory and isinstance(mem, int) and mem > memory:
+        raise InputError(f"{where}: memory {_gib(mem)} is more than {whose} {_gib(memory)}{f' {what}' if what else ''}",
+                         f"give memory: {memory * 3 // 4 >> 20}M or less")
+
+
+def _confined(campaign: Campaign, memory: int) -> None:
+    confined = getattr(campaign.section, "host_memory", None)
     if memory and isinstance(confined, int) and confined > memory:
         raise InputError(f"{campaign.experiment}.host_memory: {_gib(confined)} is more than this host's "
                          f"{_gib(memory)} (MemTotal)", f"give host_memory: {memory * 3 // 4 >> 20}M or less")
-    if free != -1:
-        _check_scratch(campaign, paths, free)
 
 
 def _check_scratch(campaign: Campaign, paths: Paths, free: int | None) -> None:
