@@ -11,7 +11,7 @@ import click
 from rich.markup import escape
 
 from . import __version__
-from .commands.shared import console, db_option, errconsole, one_shot
+from .commands.shared import FiniteRange, console, db_option, errconsole, one_shot
 from .errors import InputError, VirtbenchError, disk_full
 from .extras import require
 
@@ -176,7 +176,7 @@ def image_prune(everything: bool, dry_run: bool) -> None:
 def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_report: bool, wait: bool,
         probes: tuple[str, ...], dynamic_inventory: bool, allow_meter: bool, db_url: str | None) -> None:
     """Run a campaign (YAML file), the quick campaign, or resume a run."""
-    from .config import campaign_path, load_campaign, parse_campaign
+    from .config import check_host, parse_campaign, read_campaign
     from .report.progress import RichReporter
     from .runner import execute, hostlock
     from .runner.probing import require_consent
@@ -193,10 +193,11 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
         PROBES.get(name)  # an unknown name: one line, exit 2, before anything starts
     paths = _paths()
     reporter = RichReporter(console)
-    if campaign_file:
-        # validated before the store is even opened
-        campaign = load_campaign(campaign_file, dynamic_inventory=dynamic_inventory)
+    source = ""
+    if campaign_file:  # validated, and checked against this host, before the store is even opened
+        campaign, source = read_campaign(campaign_file, dynamic_inventory=dynamic_inventory)
         require_consent(campaign, allow_meter)
+        check_host(campaign, paths, source=campaign_file)
     store = _store(db_url)
     if resume_id:  # the stored campaign may have come from anyone (the web queue)
         require_consent(parse_campaign(store.run(resume_id).campaign, f"run {resume_id}"), allow_meter)
@@ -212,7 +213,6 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
         if resume_id:
             outcome = execute.resume(store, run_id, paths, reporter=reporter, stop_requested=stop_requested)
         else:
-            source = campaign_path(campaign_file).read_text() if campaign_file else ""
             left_out = None
             if quick:
                 plan = quick_campaign(paths, reporter.log, probes=list(probes))
@@ -249,7 +249,7 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
               help="Write one self-contained HTML report (works offline) to this file.")
 @click.option("--figures", "figures_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write every figure as PNG, SVG and PDF into this directory.")
-@click.option("--min-effect", type=click.FloatRange(0, 1), default=0.02, show_default=True,
+@click.option("--min-effect", type=FiniteRange(0, 1), default=0.02, show_default=True,
               help="Margin of the 'same' verdict: the ratio's 95% interval within 1 +- this.")
 @db_option
 def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, html_file: Path | None,
@@ -300,7 +300,7 @@ def _report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, 
 @click.argument("run_a")
 @click.argument("run_b")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@click.option("--min-effect", type=click.FloatRange(0, 1), default=0.02, show_default=True,
+@click.option("--min-effect", type=FiniteRange(0, 1), default=0.02, show_default=True,
               help="Smallest relative difference called better/worse when significant.")
 @db_option
 def compare(run_a: str, run_b: str, as_json: bool, min_effect: float, db_url: str | None) -> None:
@@ -478,7 +478,7 @@ def serve(host: str, port: int, token: str | None, private: bool, worker: bool, 
 
 @cli.command()
 @click.option("--once", is_flag=True, help="Exit when the queue is empty instead of waiting for more.")
-@click.option("--poll", default=2.0, show_default=True, type=click.FloatRange(0.1, 3600), help="Seconds between queue checks.")
+@click.option("--poll", default=2.0, show_default=True, type=FiniteRange(0.1, 3600), help="Seconds between queue checks.")
 @click.option("--probe/--no-probe", default=True, show_default=True,
               help="Probe which platforms run here at start (shown in the schedule form).")
 @click.option("--allow-meter", is_flag=True,
@@ -520,14 +520,22 @@ def main() -> None:
     except click.exceptions.Abort:
         errconsole.print("aborted")
         sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
+    except click.ClickException as exc:  # a bad option or argument: one line and its fix, like any bad input
+        from .config.messages import one_line
+
+        click.echo(f"error: {one_line(' '.join(exc.format_message().split(' ')))}", err=True)
+        ctx = getattr(exc, "ctx", None)
+        click.echo(f"  fix: see `{ctx.command_path if ctx else 'virtbench'} --help`", err=True)
         sys.exit(2)
     except VirtbenchError as exc:
         # Plain, unwrapped lines: scripts and tests read them, terminals wrap them anyway.
-        click.echo(f"error: {exc.message}", err=True)
+        # Bad input (exit 2) is one line whatever it quotes: a newline in a name is shown escaped.
+        from .config.messages import one_line
+
+        tidy = one_line if exc.exit_code == 2 else str
+        click.echo(f"error: {tidy(exc.message)}", err=True)
         if exc.fix:
-            click.echo(f"  fix: {exc.fix}", err=True)
+            click.echo(f"  fix: {tidy(exc.fix)}", err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         errconsole.print("interrupted")

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from .. import __version__, boards, proc
 from .. import host as hostfacts
 from ..benchmarks.base import Benchmark, PairBenchmark
-from ..config import Campaign, parse_campaign
+from ..config import Campaign, check_host, parse_campaign
 from ..constants import LIFECYCLE, LIFECYCLE_STEPS
 from ..errors import CommandError, InputError, StoreError, VirtbenchError
 from ..experiments.registry import EXPERIMENTS
@@ -93,6 +93,7 @@ def start(store: Store, campaign: Campaign, paths: Paths, *, source: str = "",
 
         return hosts.start(store, campaign, paths, source=source, reporter=reporter or QuietReporter(),
                            run_id=run_id)
+    check_host(campaign, paths)  # CPUs, memory, scratch space: before any probe
     hostlock.announce_run(paths, run_id)
     if not EXPERIMENTS.get(campaign.experiment).uses_benchmarks:
         from . import experiment
@@ -142,6 +143,11 @@ def run_queued(store: Store, run_id: str, paths: Paths, *, reporter: Reporter | 
         except InputError as exc:  # a host refused in preflight: the queued run says why
             store.set_status(run.id, "failed", exc.message)
             raise
+    try:
+        check_host(campaign, paths)  # CPUs, memory, scratch space: before any probe
+    except InputError as exc:
+        store.set_status(run.id, "failed", exc.message)
+        raise
     if not EXPERIMENTS.get(campaign.experiment).uses_benchmarks:
         from . import experiment
 
