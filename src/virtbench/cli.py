@@ -191,13 +191,15 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
 
     for name in probes:
         PROBES.get(name)  # an unknown name: one line, exit 2, before anything starts
-    paths = _paths()
     reporter = RichReporter(console)
     source = ""
-    if campaign_file:  # validated, and checked against this host, before the store is even opened
+    if campaign_file:  # validated, and checked against this host, before anything is created
+        from .platforms.base import Paths
+
         campaign, source = read_campaign(campaign_file, dynamic_inventory=dynamic_inventory)
         require_consent(campaign, allow_meter)
-        check_host(campaign, paths, source=campaign_file)
+        check_host(campaign, Paths.from_env(), source=campaign_file)
+    paths = _paths()
     store = _store(db_url)
     if resume_id:  # the stored campaign may have come from anyone (the web queue)
         require_consent(parse_campaign(store.run(resume_id).campaign, f"run {resume_id}"), allow_meter)

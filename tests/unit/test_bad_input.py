@@ -452,7 +452,7 @@ def test_any_bad_input_message_stays_one_line(cli, tmp_path: Path, monkeypatch: 
     import virtbench.config
     from virtbench.errors import InputError
 
-    def forged(_path: Any) -> Any:
+    def forged(_path: Any, **_kw: Any) -> Any:
         raise InputError("campaign 'a\nerror: all good\u2028ok'", "fix\n  fix: rm -rf /")
 
     monkeypatch.setattr(virtbench.config, "read_campaign", forged)
