@@ -525,19 +525,18 @@ def main() -> None:
     except click.ClickException as exc:  # a bad option or argument: one line and its fix, like any bad input
         from .config.messages import one_line
 
-        click.echo(f"error: {one_line(' '.join(exc.format_message().split(' ')))}", err=True)
         ctx = getattr(exc, "ctx", None)
-        click.echo(f"  fix: see `{ctx.command_path if ctx else 'virtbench'} --help`", err=True)
+        click.echo(f"error: {one_line(' '.join(exc.format_message().split(' ')))} "
+                   f"(fix: see `{ctx.command_path if ctx else 'virtbench'} --help`)", err=True)
         sys.exit(2)
     except VirtbenchError as exc:
-        # Plain, unwrapped lines: scripts and tests read them, terminals wrap them anyway.
-        # Bad input (exit 2) is one line whatever it quotes: a newline in a name is shown escaped.
+        # One plain, unwrapped line with the cause and the fix: scripts and tests read it,
+        # terminals wrap it anyway. Bad input (exit 2) stays one line whatever it quotes: a
+        # newline in a name is shown escaped.
         from .config.messages import one_line
 
         tidy = one_line if exc.exit_code == 2 else str
-        click.echo(f"error: {tidy(exc.message)}", err=True)
-        if exc.fix:
-            click.echo(f"  fix: {tidy(exc.fix)}", err=True)
+        click.echo(f"error: {tidy(exc.message)}" + (f" (fix: {tidy(exc.fix)})" if exc.fix else ""), err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         errconsole.print("interrupted")
@@ -546,6 +545,5 @@ def main() -> None:
         full = disk_full(exc)
         if full is None:
             raise
-        click.echo(f"error: {full.message}", err=True)  # one line, not a traceback
-        click.echo(f"  fix: {full.fix}", err=True)
+        click.echo(f"error: {full.message} (fix: {full.fix})", err=True)  # one line, not a traceback
         sys.exit(full.exit_code)

@@ -389,8 +389,7 @@ def assert_refused(code: int, out: str, err: str, needle: str) -> None:
     lines = err.splitlines()
     assert code == 2, err
     assert "Traceback" not in err and out == "", err
-    assert 1 <= len(lines) <= 2 and lines[0].startswith("error: "), err
-    assert len(lines) == 1 or lines[1].startswith("  fix: "), err
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
     assert needle.lower() in err.lower(), err
 
 
@@ -458,4 +457,4 @@ def test_any_bad_input_message_stays_one_line(cli, tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(virtbench.config, "read_campaign", forged)
     code, out, err = cli("run", str(_write(tmp_path, BASE)), "--db", "{db}")
     assert_refused(code, out, err, "campaign 'a\\nerror: all good\\u2028ok'")
-    assert err.splitlines()[1] == "  fix: fix\\n  fix: rm -rf /"
+    assert err.splitlines()[0].endswith(" (fix: fix\\n  fix: rm -rf /)")
