@@ -41,6 +41,7 @@ from .session import (
     image_recipe,
     memory_limited,
     prepare,
+    refuse_undelegated,
     refuse_unlimited_memory,
     with_platform_packages,
 )
@@ -105,6 +106,8 @@ def prepare_parts(campaign: Campaign, paths: Paths, seed: int, log: Any) -> tupl
                 if limited := memory_limited(session):  # a board booted without it (Raspberry Pi OS): refused now
                     cgroups = part.executor.run(["cat", "/proc/cgroups"], timeout=30, check=False).stdout
                     refuse_unlimited_memory(part.name, limited, cgroups)
+                v2 = part.executor.run(["cat", "/sys/fs/cgroup/cgroup.controllers"], timeout=30, check=False)
+                refuse_undelegated(part.name, session, v2.stdout if v2.ok else "")
         if any(p.spec.is_local for p in parts):
             prepare(session, log=log)
         else:  # no image for the controller's own architecture: only the hosts' (a board's) are built
