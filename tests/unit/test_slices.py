@@ -1,0 +1,61 @@
+"""Where virtbench's cgroups go on a systemd + cgroup v2 host (virtbench.slice, scopes, the
+engines' --cgroup-parent per driver) and on a host without systemd (cgroupfs paths); nothing
+is run: systemd's presence is set per test."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from virtbench.errors import InputError
+from virtbench.platforms import oci, slices
+from virtbench.platforms.base import Paths
+
+PATHS = Paths(state=Path("/nonexistent/state"), runtime=Path("/nonexistent/run"))
+
+
+@pytest.fixture(params=[True, False], ids=["systemd-v2", "cgroupfs"])
+def systemd(request, monkeypatch):
+    monkeypatch.setattr(slices, "systemd_managed", lambda: request.param)
+    return request.param
+
+
+def test_a_confining_parent_is_a_slice_in_virtbench_slice_only_where_systemd_manages_cgroups(systemd):
+    path = slices.parent_path("vb-density-1a2b3c4d-run7")
+    if systemd:  # dashes in a slice name nest: the name's own become underscores
+        assert path == "virtbench.slice/virtbench-vb_density_1a2b3c4d_run7.slice"
+        assert slices.unit_of(path) == "virtbench-vb_density_1a2b3c4d_run7.slice"
+    else:
+        assert path == "vb-density-1a2b3c4d-run7" and slices.unit_of(path) is None
+
+
+def test_a_cgroupfs_path_given_to_the_systemd_driver_is_refused_in_one_line():
+    with pytest.raises(InputError, match="systemd cgroup driver, which takes a slice"):
+        slices.engine_parent("vbst-abc", "systemd", "docker")
+
+
+def test_runc_and_crun_make_systemd_scopes_where_systemd_manages_cgroups(systemd):
+    rt = oci._rt("crun", PATHS)
+    spec, cgroup = oci.cgroup_paths("crun", None, "vb-x")
+    parented = oci.cgroup_paths("runc", slices.parent_path("p") if systemd else "p", "vb-x")
+    if systemd:
+        assert "--systemd-cgroup" in rt
+        assert (spec, cgroup) == ("virtbench.slice:vb:vb-x", "virtbench.slice/vb-vb-x.scope")
+        assert parented == ("virtbench-p.slice:vb:vb-x", "virtbench.slice/virtbench-p.slice/vb-vb-x.scope")
+    else:
+        assert "--systemd-cgroup" not in rt
+        assert (spec, cgroup) == ("/virtbench/vb-x", "virtbench/vb-x")
+        assert parented == ("/p/vb-x", "p/vb-x")
+    assert "--systemd-cgroup" not in oci._rt("runsc", PATHS)  # gVisor keeps its own cgroup handling
+
+
+def test_leftover_parents_are_found_in_virtbench_slice_too(tmp_path, monkeypatch):
+    from virtbench.platforms import cgroups
+
+    monkeypatch.setattr(cgroups, "root", lambda: tmp_path)
+    monkeypatch.setattr(cgroups, "is_v2", lambda: True)
+    (tmp_path / "vb-density-aa-r1").mkdir()
+    (tmp_path / "virtbench.slice" / "virtbench-vb_density_aa_r2.slice").mkdir(parents=True)
+    (tmp_path / "virtbench.slice" / "virtbench-vb_density_bb_r3.slice").mkdir()
+    assert cgroups.leftover_parents("vb-density-aa-") == ["vb-density-aa-r1",
+                                                          "virtbench.slice/virtbench-vb_density_aa_r2.slice"]
