@@ -40,11 +40,12 @@ from virtbench.platforms.qemu.options import QemuOptions
 from virtbench.platforms.qemu.platform import QBOOT
 
 REFERENCE_PACKAGES = (
-    "systemd", "systemd-sysv", "dbus", "libpam-systemd", "openssh-server", "docker.io", "podman", "lxc",
+    "systemd", "systemd-sysv", "dbus", "libpam-systemd", "apparmor", "openssh-server", "docker.io", "podman", "lxc",
     "containerd", "runc", "crun", "runsc", "uidmap", "fuse-overlayfs", "iproute2", "iptables", "kmod", "udev",
     "python3", "python3-venv", "openssl", "procps")
 """A stock Debian server with the distribution's container runtimes (runsc is gVisor's package),
-plus Python with venv for virtbench's remote side."""
+plus Python with venv for virtbench's remote side. AppArmor's userspace as a stock install has it:
+Debian's kernel enables AppArmor, and without apparmor_parser dockerd refuses every container."""
 BOOT_TIMEOUT = 900.0
 """Seconds until sshd answers: systemd, dockerd and containerd starting under TCG on a loaded
 2-core machine (docker alone can take minutes there)."""

@@ -59,3 +59,19 @@ def test_leftover_parents_are_found_in_virtbench_slice_too(tmp_path, monkeypatch
     (tmp_path / "virtbench.slice" / "virtbench-vb_density_bb_r3.slice").mkdir()
     assert cgroups.leftover_parents("vb-density-aa-") == ["vb-density-aa-r1",
                                                           "virtbench.slice/virtbench-vb_density_aa_r2.slice"]
+
+
+def test_a_v2_host_without_a_controller_the_limits_need_is_refused_naming_host_controller_and_fix():
+    from virtbench.config import parse_campaign
+    from virtbench.runner import session as session_mod
+
+    campaign = parse_campaign({"name": "t", "platforms": [
+        "native", {"name": "one", "type": "crun", "options": {"cpus": 1}},
+        {"name": "small", "type": "runc", "options": {"memory": "64M"}}], "benchmarks": ["openssl"]})
+    s = session_mod.build_objects(campaign, PATHS)
+    with pytest.raises(InputError) as err:  # a container whose parent delegated only some controllers
+        session_mod.refuse_undelegated("box", s, "cpuset io memory pids\n")
+    assert err.value.message.startswith("host box: cgroup v2 without the cpu controller delegated")
+    assert "one cannot be limited" in err.value.message and "Delegate=yes" in err.value.fix
+    session_mod.refuse_undelegated("box", s, "cpuset cpu io memory pids\n")  # a stock systemd host
+    session_mod.refuse_undelegated("box", s, "")  # not a v2 host: nothing to check here
