@@ -56,6 +56,17 @@ def _guest(host, script: str) -> str:
     return host.ssh(["sh", "-c", f"'{script}'"], timeout=300).stdout
 
 
+def _leftovers(host) -> str:
+    """virtbench's units, scopes, slices, cgroups and containers still in the guest ('' if none)."""
+    left = _guest(host, "systemctl list-units --all --plain --no-legend virtbench* vb-*; "
+                        "find /sys/fs/cgroup -mindepth 1 -type d \\( -name \"*virtbench*\" -o -name \"vb-*\" "
+                        "-o -name \"lxc.payload.vb*\" \\); docker ps -aq; podman ps -aq; "
+                        "ctr -n virtbench containers ls -q")
+    if left.strip():
+        print(f"left in the guest:\n{left}")
+    return left.strip()
+
+
 def test_the_guest_is_a_systemd_cgroup_v2_host_as_users_have(ref):
     facts = _guest(ref, "cat /proc/1/comm; stat -fc %T /sys/fs/cgroup; cat /sys/fs/cgroup/cgroup.subtree_control; "
                         "docker info --format {{.CgroupDriver}}/{{.CgroupVersion}}; "
@@ -84,13 +95,10 @@ def test_every_platform_measured_with_limits_taking_effect_and_cleanup_leaving_n
     assert config["docker"]["engine"]["cgroup_driver"] == "systemd", config["docker"]
     assert config["podman"]["engine"]["cgroup_manager"] == "systemd", config["podman"]
 
+    assert not _leftovers(ref), "the run itself left something"
     cleaned = cli(env, "cleanup", "--host", ref.spec.name, timeout=1800)
     assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
-    left = _guest(ref, "systemctl list-units --all --plain --no-legend virtbench* vb-*; "
-                       "find /sys/fs/cgroup -mindepth 1 -type d -name \"*virtbench*\" -o -type d -name \"vb-*\" "
-                       "-o -type d -name \"lxc.payload.vb*\"; docker ps -aq; podman ps -aq; "
-                       "ctr -n virtbench containers ls -q 2>/dev/null")
-    assert not left.strip(), f"left in the guest after cleanup:\n{left}"
+    assert not _leftovers(ref)
 
 
 def test_an_oom_kill_is_read_from_memory_events_and_fails_its_execution(ref, env, tmp_path):
@@ -103,3 +111,24 @@ def test_an_oom_kill_is_read_from_memory_events_and_fails_its_execution(ref, env
     shown = cli(env, "show", "latest", "--failed").stdout
     assert re.search(r"out of memory: the kernel's OOM killer killed \d+ process", shown), shown
     assert "virtbench.slice/vb-" in shown and "limit 96 MiB" in shown, shown
+    assert not _leftovers(ref)
+
+
+def test_density_confined_in_a_transient_slice_stops_with_v2_evidence(ref, env, tmp_path):
+    """host_memory on a systemd host: the confining parent is virtbench-NAME.slice (made and
+    removed through systemctl), crun's scopes go into it, and the stop has the v2 counters."""
+    campaign = _campaign(ref, "refhost-density", [{"name": "crun", "type": "crun", "options": {"memory": "64M"}}],
+                         [], experiment="density",
+                         density={"workload": {"name": "openssl", "algorithm": "des-ede3", "bytes": 64, "multi": 1,
+                                               "seconds": 1},
+                                  "counts": {"until": "failure", "max": 8, "step": 2}, "host_memory": "40M",
+                                  "guard": {"confined": False}, "settle": 0})
+    del campaign["benchmarks"], campaign["shuffle"]
+    res, seconds = _run(env, tmp_path, campaign, "density")
+    print(f"density campaign: {seconds:.0f} s", res.stdout[-4000:], res.stderr[-2000:], sep="\n")
+    assert res.returncode in (0, 1), res.stdout[-3000:] + res.stderr[-3000:]
+    assert "virtbench.slice/virtbench-vb_density_" in res.stdout, res.stdout[-3000:]
+    entry = json.loads(cli(env, "report", "latest", "--json").stdout)["density"][0]
+    print(json.dumps(entry, indent=1, default=str)[:3000])
+    assert entry["stop_reason"] in ("oom", "start_failure", "workload_failure", "memory"), entry
+    assert not _leftovers(ref)

@@ -75,3 +75,14 @@ def test_a_v2_host_without_a_controller_the_limits_need_is_refused_naming_host_c
     assert "one cannot be limited" in err.value.message and "Delegate=yes" in err.value.fix
     session_mod.refuse_undelegated("box", s, "cpuset cpu io memory pids\n")  # a stock systemd host
     session_mod.refuse_undelegated("box", s, "")  # not a v2 host: nothing to check here
+
+
+def test_the_selftest_ledger_holds_a_slice_path_and_cleanup_removes_that_slice(tmp_path, monkeypatch):
+    from virtbench.selftest import context
+
+    paths = Paths(state=tmp_path / "state", runtime=tmp_path / "run")
+    removed: list[str] = []
+    monkeypatch.setattr(context.cgroups, "remove_tree", lambda rel, timeout=10.0: removed.append(rel) or [rel])
+    context.record(paths, "cgroup", "virtbench.slice/virtbench-vbst_abc.slice")
+    assert context.cleanup(paths) == ["virtbench.slice/virtbench-vbst_abc.slice"]
+    assert removed == ["virtbench.slice/virtbench-vbst_abc.slice"] and not list(context.ledger_dir(paths).iterdir())

@@ -71,6 +71,17 @@ def create(relative: str, properties: dict[str, str]) -> None:
     proc.run(["systemctl", "start", unit], timeout=60)
 
 
+def attach(pid: int, relative: str, scope: str) -> bool:
+    """Move a running process into a new transient scope of the slice at `relative`, through
+    systemd (StartTransientUnit with its PID), as `systemd-run --scope` does for a new one."""
+    unit = unit_of(relative)
+    assert unit is not None, relative
+    r = proc.run(["busctl", "call", "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                  "org.freedesktop.systemd1.Manager", "StartTransientUnit", "ssa(sv)a(sa(sv))", scope, "fail",
+                  "2", "PIDs", "au", "1", str(pid), "Slice", "s", unit, "0"], timeout=60, check=False)
+    return r.ok
+
+
 def remove(relative: str) -> list[str]:
     """Stop the slice at `relative` (systemd kills what is left in it and removes its cgroup)
     and drop its runtime properties; what was removed."""
