@@ -5,9 +5,14 @@ These machines are cgroup v1 hybrid without systemd and must never be converted,
 a QEMU guest (tests/hostsupport/reference_host.py; TCG here, 10-50x slower than the machine),
 reached over SSH as any other host of a campaign's `hosts:`. One guest serves every test of this
 module. Asserted is what happened there, not only exit codes: each platform measured, `cpus: 1`
-halving `openssl -multi 2` on the guest's 2 vCPUs, containers placed in virtbench.slice by
-systemd, an OOM kill read from memory.events failing its execution, and `virtbench cleanup
---host` leaving no unit, scope, slice or cgroup behind. integration + slow.
+halving what `openssl -multi 2` gets of the guest's 2 vCPUs, Docker and Podman on systemd's
+driver, crun's scope in virtbench.slice with an OOM kill read from its memory.events failing
+the execution, and neither a run nor `virtbench cleanup --host` leaving a unit, scope, slice,
+cgroup or container behind. integration + slow.
+
+Not here: density (`experiment: density` does not run with `hosts:`; refused since this test
+found it ran as an empty benchmarks campaign) and the self-test checks (`virtbench selftest`
+runs on the host itself, not through `hosts:`).
 """
 from __future__ import annotations
 
@@ -26,7 +31,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 PLATFORMS = ["native", "docker", "podman", "lxc", "containerd", "runc", "crun"]
 HALVED = ["docker", "crun"]
 """Platforms also run with `cpus: 1` (as NAME-1cpu): an engine through its systemd driver, and
-a bare runtime making its scope through systemd."""
+a bare runtime making its scope through systemd (--systemd-cgroup)."""
 CAMPAIGN_TIMEOUT = 5400
 
 
@@ -78,7 +83,8 @@ def test_the_guest_is_a_systemd_cgroup_v2_host_as_users_have(ref):
 
 def test_every_platform_measured_with_limits_taking_effect_and_cleanup_leaving_nothing(ref, env, tmp_path):
     platforms = PLATFORMS + [{"name": f"{p}-1cpu", "type": p, "options": {"cpus": 1}} for p in HALVED]
-    campaign = _campaign(ref, "refhost", platforms, [{"name": "openssl", "seconds": 3, "multi": 2}])
+    campaign = _campaign(ref, "refhost", platforms, [{"name": "openssl", "seconds": 2, "multi": 2}],
+                         probes=[{"name": "pressure", "interval": 0.5}])
     res, seconds = _run(env, tmp_path, campaign, "refhost")
     print(f"campaign on the reference host: {seconds:.0f} s")
     print(res.stdout[-6000:], res.stderr[-3000:], sep="\n")
@@ -87,10 +93,18 @@ def test_every_platform_measured_with_limits_taking_effect_and_cleanup_leaving_n
     rows = {r["platform"]: r for r in report["results"] if r["benchmark"] == "openssl"}
     names = PLATFORMS + [f"{p}-1cpu" for p in HALVED]
     assert sorted(rows) == sorted(names), sorted(rows)
+    assert all(rows[p]["n"] == 1 and rows[p]["mean"] > 0 for p in names), rows
+    cores = {e["platform"]: e["instance CPU (mean, cores)"] for e in report["probes"]["pressure"]["executions"]
+             if e["benchmark"] == "openssl"}
     rates = {p: rows[p]["mean"] for p in names}
-    print("openssl -multi 2 on the reference host:", json.dumps(rates, indent=1))
-    for p in HALVED:  # the known answer: one CPU of two halves a two-process openssl
-        assert 0.35 < rates[f"{p}-1cpu"] / rates[p] < 0.65, (p, rates)
+    print("openssl -multi 2 on the reference host:", json.dumps({p: [rates[p], cores.get(p)] for p in names}, indent=1))
+    for p in HALVED:
+        # The known answer: `cpus: 1` halves what two openssl processes get of the 2 vCPUs. Read in
+        # guest CPU time (the instance's cgroup usage), which the quota caps exactly; the rates
+        # are printed, not judged: under TCG on a loaded 2-core host a guest CPU-second does not
+        # do a fixed amount of work (the vCPU threads are descheduled while the guest runs on).
+        assert cores[f"{p}-1cpu"] <= 1.1, (p, cores)
+        assert cores[p] >= 1.2 * cores[f"{p}-1cpu"], (p, cores)
     config = {p["name"]: p["config"] for p in report["platforms"]}
     assert config["docker"]["engine"]["cgroup_driver"] == "systemd", config["docker"]
     assert config["podman"]["engine"]["cgroup_manager"] == "systemd", config["podman"]
@@ -111,24 +125,4 @@ def test_an_oom_kill_is_read_from_memory_events_and_fails_its_execution(ref, env
     shown = cli(env, "show", "latest", "--failed").stdout
     assert re.search(r"out of memory: the kernel's OOM killer killed \d+ process", shown), shown
     assert "virtbench.slice/vb-" in shown and "limit 96 MiB" in shown, shown
-    assert not _leftovers(ref)
-
-
-def test_density_confined_in_a_transient_slice_stops_with_v2_evidence(ref, env, tmp_path):
-    """host_memory on a systemd host: the confining parent is virtbench-NAME.slice (made and
-    removed through systemctl), crun's scopes go into it, and the stop has the v2 counters."""
-    campaign = _campaign(ref, "refhost-density", [{"name": "crun", "type": "crun", "options": {"memory": "64M"}}],
-                         [], experiment="density",
-                         density={"workload": {"name": "openssl", "algorithm": "des-ede3", "bytes": 64, "multi": 1,
-                                               "seconds": 1},
-                                  "counts": {"until": "failure", "max": 8, "step": 2}, "host_memory": "40M",
-                                  "guard": {"confined": False}, "settle": 0})
-    del campaign["benchmarks"], campaign["shuffle"]
-    res, seconds = _run(env, tmp_path, campaign, "density")
-    print(f"density campaign: {seconds:.0f} s", res.stdout[-4000:], res.stderr[-2000:], sep="\n")
-    assert res.returncode in (0, 1), res.stdout[-3000:] + res.stderr[-3000:]
-    assert "virtbench.slice/virtbench-vb_density_" in res.stdout, res.stdout[-3000:]
-    entry = json.loads(cli(env, "report", "latest", "--json").stdout)["density"][0]
-    print(json.dumps(entry, indent=1, default=str)[:3000])
-    assert entry["stop_reason"] in ("oom", "start_failure", "workload_failure", "memory"), entry
     assert not _leftovers(ref)

@@ -86,3 +86,16 @@ def test_the_selftest_ledger_holds_a_slice_path_and_cleanup_removes_that_slice(t
     context.record(paths, "cgroup", "virtbench.slice/virtbench-vbst_abc.slice")
     assert context.cleanup(paths) == ["virtbench.slice/virtbench-vbst_abc.slice"]
     assert removed == ["virtbench.slice/virtbench-vbst_abc.slice"] and not list(context.ledger_dir(paths).iterdir())
+
+
+def test_an_experiment_other_than_benchmarks_with_hosts_is_refused_not_run_as_an_empty_benchmark_campaign():
+    """It ran as a benchmarks campaign with no benchmarks (lifecycle only), silently: seen with a
+    density run pointed at the reference host."""
+    from virtbench.config import parse_campaign
+    from virtbench.runner import hosts
+
+    campaign = parse_campaign({"name": "d", "experiment": "density", "hosts": [{"name": "ref", "address": "192.0.2.1"}],
+                               "platforms": [{"name": "crun", "type": "crun", "options": {"memory": "64M"}}],
+                               "density": {"workload": {"name": "openssl"}, "counts": [1, 2]}})
+    with pytest.raises(InputError, match="experiment 'density' does not run with hosts: yet"):
+        hosts.prepare_parts(campaign, PATHS, 1, print)

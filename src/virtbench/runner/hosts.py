@@ -23,6 +23,7 @@ from .. import host as hostfacts
 from .. import proc
 from ..config import Campaign, cross_host
 from ..errors import InputError, VirtbenchError
+from ..experiments.registry import EXPERIMENTS
 from ..hosts import ship, ssh
 from ..hosts.inventory import HostSpec
 from ..hosts.ssh import SSHExecutor
@@ -96,6 +97,9 @@ def prepare_parts(campaign: Campaign, paths: Paths, seed: int, log: Any) -> tupl
     """Check and supply every host; raise InputError naming the first that cannot take part."""
     if campaign.adaptive is not None:
         raise InputError("adaptive: is not supported with hosts: yet", "give a fixed number of repetitions")
+    if not EXPERIMENTS.get(campaign.experiment).uses_benchmarks:  # it ran as benchmarks with none, silently
+        raise InputError(f"experiment {campaign.experiment!r} does not run with hosts: yet (only benchmark "
+                         f"campaigns do)", "run it on that host itself: virtbench run there, without hosts:")
     session = build_objects(campaign, paths)
     parts = [Part(spec=h, seed=host_seed(seed, h.name)) for h in campaign.hosts]
     try:
