@@ -49,8 +49,9 @@ Debian's kernel enables AppArmor, and without apparmor_parser dockerd refuses ev
 BOOT_TIMEOUT = 900.0
 """Seconds until sshd answers: systemd, dockerd and containerd starting under TCG on a loaded
 2-core machine (docker alone can take minutes there)."""
-FORMAT = 1
-"""Bump when the files written into the reference disk change."""
+FORMAT = 2
+"""Bump when the files written into the reference disk change (2: the network unit renamed, off
+virtbench's vb-* scope names)."""
 OPT_IN = "VIRTBENCH_TEST_REFHOST"
 
 NETWORK_UNIT = """[Unit]
@@ -143,7 +144,7 @@ def reference_disk(log=print) -> tuple[vmdisk.VMDisk, Path]:
         (tmp / "disk.img").chmod(0o644)
         units = "/etc/systemd/system"
         _debugfs_write(tmp / "disk.img", {
-            f"{units}/vb-net.service": (NETWORK_UNIT.encode(), 0o644),
+            f"{units}/refhost-net.service": (NETWORK_UNIT.encode(), 0o644),
             "/etc/ssh/sshd_config.d/virtbench.conf": (SSHD_DROPIN.encode(), 0o644),
             "/etc/ssh/vb_host_key": ((tmp / "host_key").read_bytes(), 0o600),
             "/etc/ssh/vb_host_key.pub": ((tmp / "host_key.pub").read_bytes(), 0o644),
@@ -151,8 +152,8 @@ def reference_disk(log=print) -> tuple[vmdisk.VMDisk, Path]:
             "/etc/hostname": (b"vbref\n", 0o644),
             "/etc/hosts": (b"127.0.0.1\tlocalhost\n127.0.1.1\tvbref\n::1\tlocalhost ip6-localhost\n", 0o644),
         }, {
-            f"{units}/multi-user.target.wants/vb-net.service": f"{units}/vb-net.service",
-            f"{units}/network-online.target.wants/vb-net.service": f"{units}/vb-net.service",
+            f"{units}/multi-user.target.wants/refhost-net.service": f"{units}/refhost-net.service",
+            f"{units}/network-online.target.wants/refhost-net.service": f"{units}/refhost-net.service",
         })
         proc.run(["e2fsck", "-n", "-f", str(tmp / "disk.img")], timeout=600)
         (tmp / "disk.img").chmod(0o444)
