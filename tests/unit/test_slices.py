@@ -99,3 +99,22 @@ def test_an_experiment_other_than_benchmarks_with_hosts_is_refused_not_run_as_an
                                "density": {"workload": {"name": "openssl"}, "counts": [1, 2]}})
     with pytest.raises(InputError, match="experiment 'density' does not run with hosts: yet"):
         hosts.prepare_parts(campaign, PATHS, 1, print)
+
+
+def test_the_host_kind_is_one_line_naming_cgroup_mode_systemd_and_dockers_driver(monkeypatch):
+    from virtbench import services
+    from virtbench.platforms import cgroups
+
+    monkeypatch.setattr(cgroups, "cgroup_mode", lambda entries=None: "v2")
+    monkeypatch.setattr(cgroups, "is_v2", lambda: True)
+    monkeypatch.setattr(services, "systemd_running", lambda: True)
+    monkeypatch.setattr(slices, "docker_cgroup_driver", lambda: "systemd")
+    kind = slices.host_kind()
+    assert kind == ("cgroup v2 (unified), systemd as PID 1, Docker cgroup driver systemd; "
+                    "virtbench's cgroups in virtbench.slice") and "\n" not in kind
+    monkeypatch.setattr(cgroups, "cgroup_mode", lambda entries=None: "hybrid")
+    monkeypatch.setattr(cgroups, "is_v2", lambda: False)
+    monkeypatch.setattr(services, "systemd_running", lambda: False)
+    monkeypatch.setattr(slices, "docker_cgroup_driver", lambda: "cgroupfs")
+    assert slices.host_kind().startswith("cgroup v1 hybrid (v1 controllers beside cgroup2), no systemd, "
+                                         "Docker cgroup driver cgroupfs; virtbench's cgroups as cgroupfs")
