@@ -46,7 +46,7 @@ def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
     from . import host
     from .images.arch import cross_build_report
     from .images.build import DEFAULT_CACHE
-    from .platforms import sandboxes
+    from .platforms import sandboxes, slices
     from .registry import PLATFORMS
     from .runner import hostlock
     from .runner.session import probe_types
@@ -60,7 +60,8 @@ def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
         doc: dict[str, Any] = {"host": facts, "store": redact(db_url or default_url()), "image_cache": str(DEFAULT_CACHE),
                "platforms": [{"name": n, "kind": PLATFORMS.get(n).kind, "available": v.available, "reason": v.reason,
                               "fix": v.fix} for n, v in verdicts.items()],
-               "sandboxes": sandboxes.report(paths), "cross_build": cross_build_report()}
+               "sandboxes": sandboxes.report(paths), "cross_build": cross_build_report(),
+               "host_kind": slices.host_kind()}
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
@@ -70,6 +71,7 @@ def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
     console.print(f"  flags: {' '.join(facts['cpu_flags']) or '-'}; AES in hardware: {'yes' if facts['aes'] else 'no'}")
     console.print(f"  governor {facts['governor']}, turbo {facts['turbo']}, cgroup {facts['cgroup']}, "
                   f"virtualized: vm={virt['vm']} container={virt['container']}")
+    console.print(f"  host kind: {doc['host_kind']}", markup=False)
     console.print(f"  results store: {doc['store']}; image cache: {doc['image_cache']}")
     for p in doc["platforms"]:
         mark = "[green]available[/green]" if p["available"] else "[red]not available[/red]"

@@ -172,3 +172,17 @@ def test_cleanup_selects_by_run_and_state_directory():
     assert owner_labels(PATHS, None) == [LABEL, f"{STATE_LABEL}={PATHS.state}"]
     assert owner_selector(PATHS, "r1") == f'labels."{LABEL}"=="r1",labels."{STATE_LABEL}"=="{PATHS.state}"'
     assert owner_selector(PATHS, None) == f'labels."{LABEL}",labels."{STATE_LABEL}"=="{PATHS.state}"'
+
+
+@pytest.mark.parametrize("cls,info", [(Docker, {"CgroupDriver": "systemd"}),
+                                      (Podman, {"host": {"cgroupManager": "systemd"}})])
+def test_engines_get_the_slice_name_from_the_systemd_driver_and_a_path_from_cgroupfs(cls, info, fake_image):
+    plat = cls("p", cls.Options(), PATHS)
+    plat._info = info
+    plat.cgroup_parent = "virtbench.slice/virtbench-vbst_abc.slice"
+    argv = plat.create_argv(fake_image, "vb-a", "r1")
+    assert argv[argv.index("--cgroup-parent") + 1] == "virtbench-vbst_abc.slice"
+    plat._info = {"CgroupDriver": "cgroupfs", "host": {"cgroupManager": "cgroupfs"}}
+    plat.cgroup_parent = "vbst-abc"
+    argv = plat.create_argv(fake_image, "vb-a", "r1")
+    assert argv[argv.index("--cgroup-parent") + 1] == "/vbst-abc"

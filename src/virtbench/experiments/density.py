@@ -35,7 +35,7 @@ from ..errors import InputError
 from ..images import build as images
 from ..images import guest
 from ..images.image import Image
-from ..platforms import cgroups
+from ..platforms import cgroups, slices
 from ..platforms.base import Paths, Platform, Size
 from ..registry import BENCHMARKS, PLATFORMS
 from ..store.db import now
@@ -251,7 +251,8 @@ class Density(Experiment):
         section: DensitySection = self.section
         parent = None
         if section.host_memory is not None:
-            parent = cgroups.Confinement(f"{parent_prefix(self.paths)}{ctx.run_id}", section.host_memory)
+            parent = cgroups.Confinement(slices.parent_path(f"{parent_prefix(self.paths)}{ctx.run_id}"),
+                                         section.host_memory)
             parent.create()
             ctx.log(f"cgroup-confined host: every instance under {parent.relative} "
                     f"({section.host_memory >> 20} MiB memory, no swap)")
@@ -328,6 +329,6 @@ class Density(Experiment):
         removed = []
         prefix = parent_prefix(paths)
         for rel in cgroups.leftover_parents(prefix):
-            if run_id is None or rel == f"{prefix}{run_id}":
+            if run_id is None or rel == slices.parent_path(f"{prefix}{run_id}"):
                 removed += cgroups.remove_tree(rel)
         return removed

@@ -252,8 +252,11 @@ def ensure_virtbench(ex: SSHExecutor, arch: str, python: str, shipment: Shipment
     ex.run(["rm", "-rf", "--", venv], timeout=120)
     ex.run(["python3", "-m", "venv", *(["--system-site-packages"] if deps.system else []), venv], timeout=300)
     # exactly these files, no resolution: every version is pinned already, and a Debian package
-    # standing in for one (deps.system) is older than virtbench's own floor for the controller
+    # standing in for one (deps.system) is older than virtbench's own floor for the controller.
+    # --no-compile: byte-compiling every module of every dependency took over 5 minutes on an
+    # emulated (TCG) host; Python compiles the few modules the agent imports when it first does
     ex.run([f"{venv}/bin/pip", "install", "-q", "--disable-pip-version-check", "--no-index", "--no-deps",
+            "--no-compile",
             *(f"{work}/ship/wheels/{p.name}" for p in deps.wheels), f"{work}/ship/{own.parent.name}/{own.name}"],
            timeout=1800)
     ex.run(["touch", "--", f"{venv}/.installed"], timeout=60)

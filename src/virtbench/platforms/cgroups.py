@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, VirtbenchError
+from . import slices
 from .mounts import MountEntry, read_mountinfo
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -302,6 +303,9 @@ class Confinement:
 
     def create(self) -> None:
         self.check()
+        if slices.unit_of(self.relative):  # systemd's tree: a transient slice, never a write behind its back
+            slices.create(self.relative, {"MemoryMax": str(self.memory), "MemorySwapMax": "0"})
+            return
         if is_v2():
             parts = Path(self.relative.strip("/")).parts
             here = root()
@@ -381,9 +385,9 @@ def remove_tree(relative: str, timeout: float = 10.0) -> list[str]:
     """rmdir a cgroup subtree in every hierarchy, children first; the kernel refuses while
     tasks remain, so retry until `timeout` (a killed container's tasks take a moment)."""
     rel = relative.strip("/")
+    removed: list[str] = slices.remove(rel)  # a slice: systemd removes its cgroups
     tops = [root() / rel] if is_v2() else [root() / c / rel for c in os.listdir(root())
                                            if (root() / c / rel).is_dir()]
-    removed: list[str] = []
     deadline = time.monotonic() + timeout
     for top in tops:
         if not top.is_dir():
@@ -408,11 +412,18 @@ def remove_tree(relative: str, timeout: float = 10.0) -> list[str]:
 
 
 def leftover_parents(prefix: str) -> list[str]:
-    """Relative paths of top-level cgroups whose name starts with `prefix` (for cleanup)."""
+    """Relative paths of the parents (slices.parent_path) whose name starts with `prefix`: top-level
+    cgroups, and slices in virtbench.slice (for cleanup)."""
     base = root() if is_v2() else root() / "memory"
     if not base.is_dir():
         return []
-    return sorted(p.name for p in base.iterdir() if p.is_dir() and p.name.startswith(prefix))
+    found = [p.name for p in base.iterdir() if p.is_dir() and p.name.startswith(prefix)]
+    in_slice = base / slices.SLICE
+    unit = slices.slice_unit(prefix)
+    if in_slice.is_dir():
+        found += [f"{slices.SLICE}/{p.name}" for p in in_slice.iterdir()
+                  if p.is_dir() and p.name.startswith(unit.removesuffix(".slice"))]
+    return sorted(found)
 
 
 def host_memory_total() -> int:

@@ -18,7 +18,7 @@ from pydantic import Field
 from .. import proc, services
 from ..errors import CommandError, UnavailableError, VirtbenchError
 from ..images.image import Image
-from . import runsc, sandboxes
+from . import runsc, sandboxes, slices
 from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, InstanceExecutor, Paths, Platform, PlatformOptions
 
 TAR_LABEL = "org.virtbench.tar_sha256"
@@ -96,8 +96,8 @@ class EngineCLI(Platform):
             argv += ["--cpuset-cpus", o.cpuset]
         if o.memory is not None:
             argv += ["--memory", str(int(o.memory))]  # bytes: no unit rounding by the CLI
-        if self.cgroup_parent:  # cgroupfs driver: a path from the hierarchy root
-            argv += ["--cgroup-parent", "/" + self.cgroup_parent.strip("/")]
+        if self.cgroup_parent:  # a slice for the systemd driver, a path from the root for cgroupfs
+            argv += ["--cgroup-parent", slices.engine_parent(self.cgroup_parent, self.cgroup_driver(), self.cli)]
         return [*argv, *self.create_runtime_flags(), image.tag, "sleep", "infinity"]
 
     def create_runtime_flags(self) -> list[str]:
@@ -221,6 +221,10 @@ class EngineCLI(Platform):
             out = self.host.run([*self.base_argv(), "info", "--format", "{{json .}}"], timeout=60).stdout
             self._info = json.loads(out)
         return self._info
+
+    def cgroup_driver(self) -> str | None:
+        """The engine's active cgroup driver (systemd or cgroupfs), from its info."""
+        return self.engine_info().get("CgroupDriver")
 
     def engine_settings(self) -> dict[str, Any]:
         info = self.engine_info()

@@ -56,12 +56,22 @@ class LXCOptions(PlatformOptions):
         return self
 
 
+APPARMOR_PROFILE = "lxc-container-default-cgns"
+"""LXC's default profile, loaded by the apparmor package's service from /etc/apparmor.d/lxc-containers."""
+
+
 def apparmor_usable() -> bool:
+    """Whether LXC's default AppArmor profile can confine containers: the kernel has AppArmor on
+    and the profile is loaded. A kernel with AppArmor but without its userspace (Debian's kernel
+    in an image without the apparmor package) has no profile: lxc-start then fails with "Failed
+    to change AppArmor profile", so containers run unconfined there instead."""
     try:
-        return Path("/sys/module/apparmor/parameters/enabled").read_text().strip() == "Y" \
-            and Path("/sys/kernel/security/apparmor").is_dir()
+        if Path("/sys/module/apparmor/parameters/enabled").read_text().strip() != "Y":
+            return False
+        profiles = Path("/sys/kernel/security/apparmor/profiles").read_text()
     except OSError:
         return False
+    return any(line.split(" (")[0] == APPARMOR_PROFILE for line in profiles.splitlines())
 
 
 def lxc_cgroup_lines(options: PlatformOptions, mode: str) -> list[str]:

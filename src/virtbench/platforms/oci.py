@@ -20,7 +20,7 @@ from pydantic import Field, model_validator
 from .. import proc
 from ..errors import CommandError, InputError, UnavailableError, VirtbenchError
 from ..images.image import Image
-from . import bridge, cgroups, iptables, mounts, throttle
+from . import bridge, cgroups, iptables, mounts, slices, throttle
 from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions, Size, probe_dir
 
 CFS_PERIOD = 100_000
@@ -72,10 +72,11 @@ def oci_resources(options: PlatformOptions, device: tuple[int, int] | None = Non
 def build_oci_config(*, name: str, run_id: str, rootfs: str, options: PlatformOptions,
                      args: list[str] | None = None, env: dict[str, str] | None = None,
                      binds: Sequence[str] = (), cgroup: str | None = None,
-                     device: tuple[int, int] | None = None) -> dict[str, Any]:
+                     device: tuple[int, int] | None = None, cgroups_path: str | None = None) -> dict[str, Any]:
     """config.json from `runc spec` defaults plus virtbench's process, limits and network.
 
-    cgroup: the container's cgroup path relative to the hierarchy root (default virtbench/NAME)."""
+    cgroup: the container's cgroup path relative to the hierarchy root (default virtbench/NAME);
+    cgroups_path: linux.cgroupsPath as given instead (systemd's `SLICE:PREFIX:NAME` form)."""
     namespaces = ["pid", "ipc", "uts", "mount"] + ([] if options.network == "host" else ["network"])
     ro = ["nosuid", "noexec", "nodev", "ro"]
     mounts_ = [
@@ -107,7 +108,7 @@ def build_oci_config(*, name: str, run_id: str, rootfs: str, options: PlatformOp
         "mounts": mounts_,
         "annotations": {LABEL: run_id},
         "linux": {
-            "cgroupsPath": "/" + (cgroup or f"virtbench/{name}").strip("/"),
+            "cgroupsPath": cgroups_path or "/" + (cgroup or f"virtbench/{name}").strip("/"),
             "resources": oci_resources(options, device),
             "namespaces": [{"type": t} for t in namespaces],
             "maskedPaths": ["/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys",
@@ -145,8 +146,10 @@ class _OCIRuntime(Platform):
         with probe_dir(paths, cls.runtime) as bundle:
             try:
                 binds = mounts.skeleton_rootfs(bundle / "rootfs")
+                spec_path, _ = cgroup_paths(cls.runtime, None, name)
                 config = build_oci_config(name=name, run_id="probe", rootfs=str(bundle / "rootfs"),
-                                          options=PlatformOptions(), args=["true"], binds=binds)
+                                          options=PlatformOptions(), args=["true"], binds=binds,
+                                          cgroups_path=spec_path)
                 (bundle / "config.json").write_text(json.dumps(config))
                 proc.run([*rt, "run", "--bundle", str(bundle), name], timeout=60, detached_children=True)
                 return Availability(True, f"{cls.runtime} ran a container")
@@ -187,7 +190,7 @@ class _OCIRuntime(Platform):
         d = self.paths.instances / name
         if d.exists():
             raise VirtbenchError(f"instance directory {d} already exists", "run virtbench cleanup")
-        cgroup = f"{self.cgroup_parent.strip('/')}/{name}" if self.cgroup_parent else f"virtbench/{name}"
+        spec_path, cgroup = cgroup_paths(self.runtime, self.cgroup_parent, name)
         meta = {"platform": self.type, "run_id": run_id, "name": name, "lower": str(image.rootfs), "cgroup": cgroup}
         mounts.write_meta(d, meta)
         try:
@@ -195,7 +198,7 @@ class _OCIRuntime(Platform):
             device = (throttle.whole_disk(d) if getattr(self.options, "device_read_iops", None) is not None
                       else None)
             config = build_oci_config(name=name, run_id=run_id, rootfs=str(rootfs), options=self.options,
-                                      cgroup=cgroup, device=device)
+                                      cgroup=cgroup, device=device, cgroups_path=spec_path)
             (d / "config.json").write_text(json.dumps(config, indent=1))
             self.host.run([*self._rt(), "create", "--bundle", str(d), name], timeout=120,
                           detached_children=True)
@@ -302,8 +305,28 @@ def forget_probe(name: str) -> None:
         cgroups.remove_cgroups(f"virtbench/{name}")
 
 
+SYSTEMD_RUNTIMES = ("runc", "crun")
+"""Runtimes that make their containers' cgroups as systemd scopes (`--systemd-cgroup`) where
+systemd manages the unified hierarchy (platforms/slices.py)."""
+
+
+def systemd_cgroups(runtime: str) -> bool:
+    return runtime in SYSTEMD_RUNTIMES and slices.systemd_managed()
+
+
+def cgroup_paths(runtime: str, parent: str | None, name: str) -> tuple[str, str]:
+    """(linux.cgroupsPath, the cgroup it makes relative to the root) of container `name`: a scope
+    in virtbench.slice (or in the confining parent's slice) through systemd where systemd
+    manages cgroups, else the directory virtbench/NAME (or PARENT/NAME)."""
+    if systemd_cgroups(runtime):
+        return slices.scope_path(parent, name)
+    cgroup = f"{parent.strip('/')}/{name}" if parent else f"virtbench/{name}"
+    return "/" + cgroup, cgroup
+
+
 def _rt(runtime: str, paths: Paths) -> list[str]:
-    return [runtime, "--root", str(paths.runtime / runtime)]
+    return [runtime, "--root", str(paths.runtime / runtime),
+            *(["--systemd-cgroup"] if systemd_cgroups(runtime) else [])]
 
 
 def _state(rt: list[str], name: str) -> dict[str, Any] | None:

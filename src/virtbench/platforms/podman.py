@@ -161,6 +161,9 @@ class Podman(EngineCLI):
             self._info = json.loads(out)
         return self._info
 
+    def cgroup_driver(self) -> str | None:
+        return self.engine_info().get("host", {}).get("cgroupManager")
+
     def engine_settings(self) -> dict[str, Any]:
         info = self.engine_info()
         host, store = info.get("host", {}), info.get("store", {})

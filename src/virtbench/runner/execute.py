@@ -24,7 +24,7 @@ from ..constants import LIFECYCLE, LIFECYCLE_STEPS
 from ..errors import CommandError, InputError, StoreError, VirtbenchError
 from ..experiments.registry import EXPERIMENTS
 from ..images.image import Image
-from ..platforms import naming
+from ..platforms import naming, slices
 from ..platforms.base import Instance, InstanceExecutor, Paths, Platform
 from ..probes.base import Target
 from ..registry import PLATFORMS
@@ -244,6 +244,8 @@ def _cleanup(paths: Paths, run_id: str | None) -> list[str]:
             removed += [f"{name}: {r}" for r in kind.cleanup(paths, run_id)]
         except Exception as exc:  # noqa: BLE001 - as above
             removed.append(f"{name}: cleanup failed: {exc}")
+    if run_id is None:
+        removed += slices.remove_if_empty()
     return removed
 
 

@@ -23,6 +23,7 @@ from .. import host as hostfacts
 from .. import proc
 from ..config import Campaign, check_host, cross_host
 from ..errors import InputError, VirtbenchError
+from ..experiments.registry import EXPERIMENTS
 from ..hosts import ship, ssh
 from ..hosts.inventory import HostSpec
 from ..hosts.ssh import SSHExecutor
@@ -41,6 +42,7 @@ from .session import (
     image_recipe,
     memory_limited,
     prepare,
+    refuse_undelegated,
     refuse_unlimited_memory,
     with_platform_packages,
 )
@@ -95,6 +97,9 @@ def prepare_parts(campaign: Campaign, paths: Paths, seed: int, log: Any) -> tupl
     """Check and supply every host; raise InputError naming the first that cannot take part."""
     if campaign.adaptive is not None:
         raise InputError("adaptive: is not supported with hosts: yet", "give a fixed number of repetitions")
+    if not EXPERIMENTS.get(campaign.experiment).uses_benchmarks:  # it ran as benchmarks with none, silently
+        raise InputError(f"experiment {campaign.experiment!r} does not run with hosts: yet (only benchmark "
+                         f"campaigns do)", "run it on that host itself: virtbench run there, without hosts:")
     session = build_objects(campaign, paths)
     parts = [Part(spec=h, seed=host_seed(seed, h.name)) for h in campaign.hosts]
     try:
@@ -108,6 +113,8 @@ def prepare_parts(campaign: Campaign, paths: Paths, seed: int, log: Any) -> tupl
                 if limited := memory_limited(session):  # a board booted without it (Raspberry Pi OS): refused now
                     cgroups = part.executor.run(["cat", "/proc/cgroups"], timeout=30, check=False).stdout
                     refuse_unlimited_memory(part.name, limited, cgroups)
+                v2 = part.executor.run(["cat", "/sys/fs/cgroup/cgroup.controllers"], timeout=30, check=False)
+                refuse_undelegated(part.name, session, v2.stdout if v2.ok else "")
         if any(p.spec.is_local for p in parts):
             prepare(session, log=log)
         else:  # no image for the controller's own architecture: only the hosts' (a board's) are built

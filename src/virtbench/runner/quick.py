@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Campaign, parse_campaign
+from ..platforms import slices
 from ..platforms.base import Paths
 from ..registry import PLATFORMS
 from .session import probe_types
@@ -91,6 +92,7 @@ def quick_campaign(paths: Paths, log: Callable[[str], None] = lambda _m: None,
                    repetitions: int = REPETITIONS, warmups: int = WARMUPS,
                    adaptive: dict[str, Any] | None = ADAPTIVE, vm: bool = True,
                    probes: list[str] | None = None) -> QuickPlan:
+    log(f"host: {slices.host_kind()}")
     verdicts = probe_types(list(QUICK_PLATFORMS), paths, log)
     platforms: list[Any] = []
     left_out: list[dict[str, str]] = []

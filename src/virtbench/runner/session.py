@@ -75,11 +75,42 @@ def refuse_unlimited_memory(host: str, limited: list[str], cgroups: str | None =
                          hostfacts.MEMORY_CGROUP_FIX)
 
 
+V2_CONTROLLERS = Path("/sys/fs/cgroup/cgroup.controllers")
+UNDELEGATED_FIX = ("give virtbench a cgroup v2 root with the controller: a systemd host has every controller "
+                   "the kernel enables (check the kernel command line for cgroup_disable=), a container or "
+                   "unit needs it delegated (Delegate=yes)")
+
+
+def refuse_undelegated(host: str, session: Session, controllers: str | None = None) -> None:
+    """One line naming the host, the missing controller and the fix when a cgroup v2 host's root
+    lacks a controller the campaign's limits need (a container or unit without delegation).
+    controllers: that host's /sys/fs/cgroup/cgroup.controllers (None: this host's; '' or a
+    failed read: not a v2 host, nothing to check)."""
+    if controllers is None:
+        try:
+            controllers = V2_CONTROLLERS.read_text()
+        except OSError:
+            return
+    if not controllers.strip():
+        return
+    have = set(controllers.split())
+    on_host = {n: p for n, p in session.platforms.items() if outer_of(session, n) is None and p.kind != "vm"}
+    need = {"memory": memory_limited(session),
+            "cpu": [n for n, p in on_host.items() if getattr(p.options, "cpus", None) is not None],
+            "cpuset": [n for n, p in on_host.items() if getattr(p.options, "cpuset", None) is not None]}
+    for controller, names in need.items():
+        if names and controller not in have:
+            raise InputError(f"host {host}: cgroup v2 without the {controller} controller delegated "
+                             f"(cgroup.controllers has: {' '.join(sorted(have))}), so {', '.join(names)} "
+                             f"cannot be limited", UNDELEGATED_FIX)
+
+
 def check_available(session: Session, log: Callable[[str], None] = lambda _m: None) -> None:
     """Probe what runs on this host; a stacked platform's runtime runs in its VM instead."""
     on_host = {n: p for n, p in session.platforms.items() if outer_of(session, n) is None}
     types = sorted({p.type for p in on_host.values()})
     refuse_unlimited_memory(socket.gethostname(), memory_limited(session))
+    refuse_undelegated(socket.gethostname(), session)
     session.availability = probe_types(types, session.paths, log)
     for name, platform in on_host.items():
         verdict = session.availability[platform.type]

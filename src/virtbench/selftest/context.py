@@ -22,7 +22,7 @@ from .. import proc
 from ..analysis.summary import Row, summarize
 from ..config import parse_campaign
 from ..errors import VirtbenchError
-from ..platforms import cgroups
+from ..platforms import cgroups, slices
 from ..platforms.availability import probe_types
 from ..platforms.base import Paths
 from ..runner import execute
@@ -44,7 +44,12 @@ def record(paths: Paths, kind: str, name: str) -> None:
     """Note an object before it is made (kind: cgroup or netns), for cleanup after a crash."""
     d = ledger_dir(paths)
     d.mkdir(parents=True, exist_ok=True)
-    (d / f"{kind}={name}").touch()
+    (d / _entry(kind, name)).touch()
+
+
+def _entry(kind: str, name: str) -> str:
+    """The ledger file of an object: a cgroup path's slashes (a slice in virtbench.slice) as ':'."""
+    return f"{kind}={name.replace('/', ':')}"
 
 
 def remove(paths: Paths, kind: str, name: str) -> list[str]:
@@ -56,7 +61,7 @@ def remove(paths: Paths, kind: str, name: str) -> list[str]:
         r = proc.run(["ip", "netns", "delete", name], timeout=30, check=False)
         if r.ok:
             done.append(f"network namespace {name}")
-    (ledger_dir(paths) / f"{kind}={name}").unlink(missing_ok=True)
+    (ledger_dir(paths) / _entry(kind, name)).unlink(missing_ok=True)
     return done
 
 
@@ -66,7 +71,7 @@ def cleanup(paths: Paths) -> list[str]:
     removed: list[str] = []
     for entry in sorted(d.iterdir()) if d.is_dir() else []:
         kind, _, name = entry.name.partition("=")
-        removed += remove(paths, kind, name)
+        removed += remove(paths, kind, name.replace(":", "/"))
     return removed
 
 
@@ -149,6 +154,13 @@ class Priority:
 
     def __enter__(self) -> Priority:
         record(self.paths, "cgroup", self.relative)
+        if slices.unit_of(self.relative):  # systemd's tree: a slice with the weight, this process in a scope of it
+            slices.create(self.relative, {"CPUWeight": str(min(10000, 100 * CPU_WEIGHT_FACTOR))})
+            self.home = _own_cpu_cgroup()
+            if not slices.attach(os.getpid(), self.relative, f"{slices.UNIT_PREFIX}-harness-{os.getpid()}.scope"):
+                self.home = None
+            self._renice()
+            return self
         v2 = cgroups.is_v2()
         try:
             self._dir().mkdir(exist_ok=True)
@@ -163,12 +175,15 @@ class Priority:
         self._dir("harness").mkdir(exist_ok=True)
         if not _write(self._dir("harness", "cgroup.procs"), str(os.getpid())):
             self.home = None
+        self._renice()
+        return self
+
+    def _renice(self) -> None:
         self.nice = os.getpriority(os.PRIO_PROCESS, 0)
         try:
             os.setpriority(os.PRIO_PROCESS, 0, NICE)
         except OSError:  # not root: measure at the normal priority
             self.nice = None
-        return self
 
     def __exit__(self, *_: object) -> None:
         if self.nice is not None:

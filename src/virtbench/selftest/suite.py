@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
+from ..platforms import slices
 from ..platforms.base import Paths
 from ..registry import hint
 from ..runner import hostlock
@@ -71,7 +72,7 @@ def run(paths: Paths, wanted: Sequence[str] = (), *, log: Callable[[str], None] 
         work.mkdir(parents=True, exist_ok=True)
         try:
             store = Store(f"sqlite:///{work / 'selftest.db'}")
-            ctx = Context(paths, store, token, log, cgroup_parent=f"vbst-{token}")
+            ctx = Context(paths, store, token, log, cgroup_parent=slices.parent_path(f"vbst-{token}"))
             with Priority(paths, ctx.cgroup_parent or ""):
                 for name in chosen:
                     log(f"{name}: measuring ...")
