@@ -11,7 +11,7 @@ import click
 from rich.markup import escape
 
 from . import __version__
-from .commands.shared import console, db_option, errconsole, one_shot
+from .commands.shared import console, db_option, errconsole, one_shot, read_store
 from .errors import InputError, VirtbenchError, disk_full
 from .extras import require
 
@@ -42,23 +42,28 @@ def cli() -> None:
 def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
     """Which platforms run here (decided by trying), why not, and the host's facts."""
     from . import host
+    from .commands.lastprobe import probe_or_last
     from .images.arch import cross_build_report
     from .images.build import DEFAULT_CACHE
     from .platforms import sandboxes
     from .registry import PLATFORMS
-    from .runner import hostlock
     from .runner.session import probe_types
     from .store.db import default_url
 
     paths = _paths()
-    # Probes start tiny instances: never while a run measures here (they would disturb it).
-    with hostlock.hold(paths, "`virtbench doctor`", wait=wait, log=errconsole.print):
+
+    def probe() -> dict[str, Any]:
         verdicts = probe_types(PLATFORMS.names(), paths)
-        facts = host.facts()
-        doc: dict[str, Any] = {"host": facts, "store": db_url or default_url(), "image_cache": str(DEFAULT_CACHE),
-               "platforms": [{"name": n, "kind": PLATFORMS.get(n).kind, "available": v.available, "reason": v.reason,
-                              "fix": v.fix} for n, v in verdicts.items()],
-               "sandboxes": sandboxes.report(paths), "cross_build": cross_build_report()}
+        return {"host": host.facts(), "store": db_url or default_url(), "image_cache": str(DEFAULT_CACHE),
+                "platforms": [{"name": n, "kind": PLATFORMS.get(n).kind, "available": v.available,
+                               "reason": v.reason, "fix": v.fix} for n, v in verdicts.items()],
+                "sandboxes": sandboxes.report(paths), "cross_build": cross_build_report()}
+
+    # Probes start tiny instances: never while a run measures here (they would disturb it);
+    # then the last probe's answer, with its time.
+    doc, probed_at = probe_or_last(paths, "doctor", "`virtbench doctor`", wait, probe)
+    doc["probed_at"] = probed_at
+    facts = doc["host"]
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
@@ -228,26 +233,34 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
 @click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write one self-contained HTML report (works offline) to this file.")
 @click.option("--figures", "figures_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Write every figure as PNG, SVG and PDF into this directory.")
+              help="Write every figure as PDF, SVG and PNG with its data as CSV, and the tables as "
+                   "tables.md and tables.tex, into this directory.")
+@click.option("--figure-width", type=click.Choice(["column", "page"]), default="page", show_default=True,
+              help="Figure files for one column (3.3 in) or two columns (7 in) of a paper.")
+@click.option("--interactive", is_flag=True, help="With --html: plotly.js figures (zoom, hover; 4.6 MB more) "
+              "instead of inline SVG.")
 @click.option("--min-effect", type=click.FloatRange(0, 1), default=0.02, show_default=True,
               help="Margin of the 'same' verdict: the ratio's 95% interval within 1 +- this.")
 @db_option
 def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, html_file: Path | None,
-           figures_dir: Path | None, min_effect: float, db_url: str | None) -> None:
+           figures_dir: Path | None, figure_width: str, interactive: bool, min_effect: float,
+           db_url: str | None) -> None:
     """Statistics and relative performance of runs (RUN_ID, a unique prefix, or 'latest').
 
     Several runs (e.g. one per host) merge into one comparison with hosts as columns.
     With --html or --figures the files are written and the text report is skipped.
     """
     with one_shot():
-        _report(run_refs, as_json, detail, wide, html_file, figures_dir, min_effect, db_url)
+        _report(run_refs, as_json, detail, wide, html_file, figures_dir, min_effect, db_url,
+                figure_width=figure_width, interactive=interactive)
 
 
 def _report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, html_file: Path | None,
-            figures_dir: Path | None, min_effect: float, db_url: str | None) -> None:
+            figures_dir: Path | None, min_effect: float, db_url: str | None, *, figure_width: str = "page",
+            interactive: bool = False) -> None:
     from .report import summary, text
 
-    store = _store(db_url)
+    store = read_store(db_url)
     refs = run_refs or ("latest",)
     if len(refs) == 1 and not (html_file or figures_dir):
         _print_report(store, refs[0], as_json=as_json, detail=detail, min_effect=min_effect, wide=wide)
@@ -258,16 +271,14 @@ def _report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, 
     if html_file:
         from .report import html
 
-        html.write(html_file, triples, min_effect=min_effect, sections=secs)
+        html.write(html_file, triples, min_effect=min_effect, sections=secs, interactive=interactive)
         errconsole.print(f"wrote {html_file}")
     if figures_dir:
         require("figures", "--figures")
-        from .report import static
-        from .report.figures import for_files
+        from .report.paper import write_figures
 
-        specs, platforms = for_files(reports)
-        written = static.export(specs, figures_dir, platforms=platforms)
-        errconsole.print(f"wrote {len(written)} figure files to {figures_dir}")
+        written = write_figures(reports, figures_dir, size=figure_width)
+        errconsole.print(f"wrote {len(written)} figure and table files to {figures_dir}")
     if as_json:
         doc = (summary.report_json(reports[0], min_effect=min_effect) if len(reports) == 1
                else summary.merged_json(triples, min_effect=min_effect))
@@ -289,7 +300,7 @@ def compare(run_a: str, run_b: str, as_json: bool, min_effect: float, db_url: st
     from .analysis.compare import compare as do_compare
     from .report import summary, text
 
-    store = _store(db_url)
+    store = read_store(db_url)
     ra, rb = store.run(run_a), store.run(run_b)
     if ra.id == rb.id:
         raise InputError(f"A and B are the same run {ra.id}: a run compared with itself tells nothing; "
@@ -338,102 +349,13 @@ def _print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool, min_
 
 
 @cli.command("runs")
+@click.option("--json", "as_json", is_flag=True, help="A list of {id, status, name, created_at, platforms}.")
 @db_option
-def runs_cmd(db_url: str | None) -> None:
+def runs_cmd(as_json: bool, db_url: str | None) -> None:
     """List runs in the store, newest first."""
-    for r in _store(db_url).runs():
-        console.print(f"{r.id}  {r.status:<11} {r.name:<20} {r.created_at:%Y-%m-%d %H:%M} UTC  "
-                      f"{len(r.campaign.get('platforms', []))} platforms")
+    from .commands.runs_list import print_runs
 
-
-@cli.command()
-@click.argument("run_ref", default="latest")
-@click.option("--failed", is_flag=True, help="Only failed executions.")
-@click.option("--platform", default=None)
-@click.option("--benchmark", default=None)
-@db_option
-def show(run_ref: str, failed: bool, platform: str | None, benchmark: str | None, db_url: str | None) -> None:
-    """Raw output of a run's executions, as the tools printed it."""
-    store = _store(db_url)
-    run_obj = store.run(run_ref)
-    for ex in store.executions(run_obj.id, status="failed" if failed else None):
-        if (platform and ex.platform != platform) or (benchmark and ex.benchmark != benchmark):
-            continue
-        console.rule(f"round {ex.round}{' warm-up' if ex.warmup else ''} {ex.platform} {ex.benchmark}: {ex.status}")
-        if ex.argv:
-            console.print(f"$ {' '.join(ex.argv)}  (exit {ex.exit_code})", markup=False)
-        if ex.error:
-            console.print(f"error: {ex.error}", markup=False)
-        console.print(ex.stdout, markup=False)
-        if ex.stderr:
-            console.print(f"stderr:\n{ex.stderr}", markup=False)
-
-
-@cli.group("list")
-def list_group() -> None:
-    """List the registered plugins."""
-
-
-@list_group.command("benchmarks")
-@click.option("--json", "as_json", is_flag=True)
-@click.option("--markdown", is_flag=True, help="The README's reference tables.")
-def list_benchmarks(as_json: bool, markdown: bool) -> None:
-    from .docs import benchmark_catalog, metric_line, readme_section
-
-    if markdown:
-        click.echo(readme_section())
-        return
-    docs = benchmark_catalog()
-    if as_json:
-        click.echo(json.dumps(docs, indent=2, default=str))
-        return
-    for d in docs:
-        # escaped: units such as [ms] or [s] would otherwise be read as rich markup and vanish
-        console.print(f"[bold]{escape(d['name'])}[/bold] ({escape(d['tool'])}): {escape(d['description'])}")
-        console.print("  metrics:\n" + escape("\n".join(f"    {metric_line(m)}" for m in d["metrics"])))
-        console.print("  parameters: " + escape(", ".join(f"{p['name']}={p['default']}" for p in d["parameters"])))
-
-
-@list_group.command("platforms")
-def list_platforms() -> None:
-    from .registry import PLATFORMS
-
-    for name, cls in PLATFORMS.items():
-        opts = ", ".join(cls.Options.model_fields)
-        console.print(f"[bold]{name}[/bold] ({cls.kind}): {cls.description}  options: {opts or '-'}")
-
-
-@list_group.command("probes")
-@click.option("--json", "as_json", is_flag=True)
-def list_probes(as_json: bool) -> None:
-    """Probes a campaign lists under `probes:`, and whether each works on this host (and why not)."""
-    from .registry import PROBES
-
-    docs: list[dict[str, Any]] = []
-    for name, cls in PROBES.items():
-        works = cls.available()
-        docs.append({"name": name, "description": cls.description, "stores": cls.stores, "works": works.available,
-                     "reason": works.reason, "fix": works.fix,
-                     "options": [{"name": k, "default": f.default, "description": f.description or ""}
-                                 for k, f in cls.Options.model_fields.items()]})
-    if as_json:
-        click.echo(json.dumps(docs, indent=2, default=str))
-        return
-    for d in docs:
-        mark = "[green]works here[/green]" if d["works"] else "[red]not here[/red]"
-        console.print(f"[bold]{escape(d['name'])}[/bold]: {escape(d['description'])}  {mark}")
-        console.print(f"  {escape(d['reason'])}" + (f" (fix: {escape(d['fix'])})" if d["fix"] else ""))
-        console.print("  options: " + escape(", ".join(f"{o['name']}={o['default']}" for o in d["options"])))
-
-
-@list_group.command("experiments")
-def list_experiments() -> None:
-    """Experiment kinds a campaign selects with `experiment: NAME` (section of the same name)."""
-    from .experiments.registry import EXPERIMENTS
-
-    for name, cls in EXPERIMENTS.items():
-        keys = ", ".join(cls.Section.model_fields) if cls.Section is not None else "-"
-        console.print(f"[bold]{name}[/bold]: {escape(cls.description)}  section keys: {keys}")
+    print_runs(read_store(db_url).runs(), as_json)
 
 
 @cli.command()
@@ -476,12 +398,16 @@ def worker(once: bool, poll: float, probe: bool, db_url: str | None) -> None:
 
 from .commands.agent import agent  # noqa: E402 - commands register after the group exists
 from .commands.cleanup import cleanup  # noqa: E402
+from .commands.lists import list_group  # noqa: E402
 from .commands.selftest import selftest  # noqa: E402
+from .commands.show import show  # noqa: E402
 from .commands.study import study  # noqa: E402
 
 cli.add_command(cleanup)
 cli.add_command(agent)
 cli.add_command(selftest)
+cli.add_command(show)
+cli.add_command(list_group)
 cli.add_command(study)
 
 

@@ -9,9 +9,13 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
+
+from ..errors import InputError
 
 # Piped output (make run | tee, CI logs) gets wide tables instead of 80-column wrapping.
 console = Console(stderr=False, highlight=False, width=None if sys.stdout.isatty() else 200)
@@ -52,3 +56,27 @@ def one_shot() -> Iterator[None]:
             gc.enable()
         if set_here:
             os.environ.pop(BLAS_THREADS, None)
+
+
+def read_store(db_url: str | None) -> Any:
+    """The results store for a command that only reads it (runs, report, show, compare).
+
+    A SQLite file that does not exist is a mistyped --db path or a machine that never ran
+    anything: said in one line (exit 2) instead of creating an empty store that then answers
+    'no runs'."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    from ..store.db import Store, default_url
+
+    url = db_url or default_url()
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return Store(url)  # the store's own message for a malformed URL
+    path = parsed.database
+    if parsed.get_backend_name() == "sqlite" and path and path != ":memory:" and not path.startswith("file:") \
+            and not Path(path).exists():
+        raise InputError(f"no results store at {path}: nothing was ever stored there",
+                         "check the --db URL or VIRTBENCH_DB (a run creates the store: `virtbench run --quick`)")
+    return Store(url)
