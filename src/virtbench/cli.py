@@ -173,12 +173,13 @@ def image_prune(everything: bool, dry_run: bool) -> None:
 @click.option("--dynamic-inventory", is_flag=True,
               help="Let ansible-inventory run the campaign's inventory script or plugin (it runs as this user; "
                    "without this flag an inventory is read as YAML or INI data only).")
+@click.option("--dry-run", is_flag=True, help="Validate, print the plan and an estimated duration; start nothing.")
 @db_option
 def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_report: bool, wait: bool,
-        probes: tuple[str, ...], dynamic_inventory: bool, db_url: str | None) -> None:
+        probes: tuple[str, ...], dynamic_inventory: bool, dry_run: bool, db_url: str | None) -> None:
     """Run a campaign (YAML file), the quick campaign, or resume a run."""
     from .config import campaign_path, load_campaign
-    from .report.progress import RichReporter
+    from .report.progress import Cap, RichReporter
     from .runner import execute, hostlock
     from .runner.quick import quick_campaign
 
@@ -196,6 +197,11 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
     if campaign_file:
         # validated before the store is even opened
         campaign = load_campaign(campaign_file, dynamic_inventory=dynamic_inventory)
+    if dry_run:
+        from .commands.dryrun import dry_run as print_dry_run
+
+        print_dry_run(campaign if campaign_file else None, quick, list(probes), resume_id, db_url)
+        return
     store = _store(db_url)
     what = f"run {resume_id}" if resume_id else "the quick campaign" if quick else f"campaign {campaign.name!r}"
     with hostlock.hold(paths, f"`virtbench run` of {what}", wait=wait, log=reporter.log):
@@ -207,6 +213,7 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
             if quick:
                 plan = quick_campaign(paths, reporter.log, probes=list(probes))
                 campaign, left_out = plan.campaign, plan.left_out
+            reporter.cap = Cap.of(campaign)  # the ETA's bound while adaptive rounds may grow the plan
             outcome = execute.start(store, campaign, paths, source=source, reporter=reporter, left_out=left_out)
     if outcome.interrupted:
         errconsole.print(f"[yellow]run {outcome.run_id} interrupted; complete it with "
