@@ -25,11 +25,11 @@ def probe_or_last(paths: Any, name: str, what: str, wait: bool, compute: Callabl
     try:
         with hostlock.hold(paths, what, wait=wait, log=errconsole.print):
             answer = compute()
-    except hostlock.HostBusy:
+    except hostlock.HostBusy as busy:
         try:
             saved = json.loads(_path(paths, name).read_text())
         except (OSError, ValueError):
-            raise  # nothing probed before: the refusal, naming who measures
+            raise busy from None  # nothing probed before: the refusal, naming who measures
         errconsole.print(f"a run is measuring on this host: the answer of the probe at {saved['probed_at']} "
                          "(add --wait for a fresh one after the run)", markup=False)
         return saved["answer"], saved["probed_at"]

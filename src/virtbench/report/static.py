@@ -18,8 +18,9 @@ import csv
 import io
 import math
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -169,6 +170,10 @@ def _legend(fig, ax, spec: FigureSpec, palette: dict[str, str], width: float) ->
         fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), per_row), frameon=False)
 
 
+def _positive(values: Iterable[Any]) -> bool:
+    return any(isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for v in values)
+
+
 def _height(spec: FigureSpec, size: str) -> float:
     if spec.meta.get("story"):
         rows = len(_cats(spec))
@@ -192,10 +197,10 @@ def render(spec: FigureSpec, palette: dict[str, str] | None = None, size: str = 
             _boxes(ax, spec, palette)
         else:
             _lines(ax, spec, palette)
-        if spec.xlog:
+        if spec.xlog and _positive(v for s in spec.series for v in s.x):
             ax.set_xscale("log")
-        if spec.ylog:
-            ax.set_yscale("log")
+        if spec.ylog and _positive(v for s in spec.series for v in s.y):
+            ax.set_yscale("log")  # a log axis needs a positive value (an empty or all-zero series has none)
         if spec.xticks:
             ax.set_xticks(spec.xticks[0], spec.xticks[1])
             ax.minorticks_off()

@@ -87,6 +87,10 @@ def plan(campaign: Campaign, store: Any | None = None) -> Plan:
         cap_rounds = campaign.warmups + max(a.max_repetitions, campaign.repetitions)
         # extra rounds stop at max_minutes after the start; the round under way finishes
         out.max_s = max(out.declared_s, min(round_s * cap_rounds, a.max_minutes * 60 + round_s))
+    tcg = [p.name for p in campaign.platforms if p.options.get("accel") == "tcg"]
+    if tcg:
+        out.notes.append(f"{', '.join(tcg)}: a TCG guest emulates the CPU (10-50x slower): its executions "
+                         "take longer than estimated")
     from ..experiments.registry import DEFAULT
 
     if campaign.experiment != DEFAULT:
