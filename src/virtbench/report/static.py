@@ -37,7 +37,7 @@ WIDTHS = {"column": 3.3, "page": 7.0}
 """Figure widths in inches: one column and two columns (a page) of ACM's and IEEE's layouts."""
 FONT_PT = {"column": 7.0, "page": 8.0}
 """Base font size per width: at print size, never below the 6-7 pt the publishers ask for."""
-PAPER_RC = {"svg.hashsalt": "virtbench", "figure.dpi": 100, "savefig.dpi": 200, "axes.grid": True,
+PAPER_RC: Any = {"svg.hashsalt": "virtbench", "figure.dpi": 100, "savefig.dpi": 200, "axes.grid": True,
             "grid.alpha": 0.3, "pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "none",
             "axes.titlesize": "medium", "figure.titlesize": "medium", "legend.fontsize": "small",
             "xtick.labelsize": "small", "ytick.labelsize": "small"}

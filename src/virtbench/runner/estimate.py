@@ -69,7 +69,7 @@ def plan(campaign: Campaign, store: Any | None = None) -> Plan:
     from ..registry import PLATFORMS
 
     past = _past_durations(store)
-    platforms = [(p.name, p.type, PLATFORMS.get(p.type).kind) for p in campaign.platforms]
+    platforms: list[tuple[str, str, str]] = [(p.name, p.type, PLATFORMS.get(p.type).kind) for p in campaign.platforms]
     benchmarks = []
     for b in campaign.benchmarks:
         seconds, source = _execution_s(b.name, b.params, past)
