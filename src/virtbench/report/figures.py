@@ -85,6 +85,22 @@ def _by_metric(rows: Sequence[Row]) -> dict[tuple[str, str], list[Row]]:
 INTERVAL_NOTE = "error bars: the verdict's 95 % interval of the ratio (paired by round where the rounds pair)"
 
 
+def verdict_series(cells: Sequence[Row], label: dict[int, str]) -> list[Series]:
+    """One series per platform: each cell's verdict estimate (`relative`) inside its interval
+    (`relative_ci95`), marked by its verdict; label: id(row) -> its category on the axis."""
+    labels = list(dict.fromkeys(label[id(r)] for r in cells))
+    series = []
+    for platform in dict.fromkeys(r.platform for r in cells):
+        per = {label[id(r)]: r for r in cells if r.platform == platform}
+        get = [per.get(k) for k in labels]
+        series.append(Series(platform, labels, [r.relative if r else None for r in get],
+                             [r.relative_ci95[0] if r and r.relative_ci95 else None for r in get],
+                             [r.relative_ci95[1] if r and r.relative_ci95 else None for r in get], "points",
+                             [f"{r.verdict}: {r.verdict_reason}" if r else "" for r in get],
+                             [r.verdict if r else None for r in get]))
+    return series
+
+
 def story_figure(rows: Sequence[Row], baseline: str, names: dict[str, str] | None = None) -> FigureSpec | None:
     """The first figure: every platform and benchmark metric against the baseline, each as its
     verdict's estimate with its interval, marked slower, faster, same or undecided."""
@@ -94,16 +110,7 @@ def story_figure(rows: Sequence[Row], baseline: str, names: dict[str, str] | Non
              if r.benchmark != LIFECYCLE and r.platform != baseline and r.relative is not None]
     if not cells:
         return None
-    labels = list(dict.fromkeys(f"{r.benchmark} {r.metric}" for r in cells))
-    series = []
-    for platform in dict.fromkeys(r.platform for r in cells):
-        per = {f"{r.benchmark} {r.metric}": r for r in cells if r.platform == platform}
-        get = [per.get(k) for k in labels]
-        series.append(Series(platform, labels, [r.relative if r else None for r in get],
-                             [r.relative_ci95[0] if r and r.relative_ci95 else None for r in get],
-                             [r.relative_ci95[1] if r and r.relative_ci95 else None for r in get], "points",
-                             [f"{r.verdict}: {r.verdict_reason}" if r else "" for r in get],
-                             [r.verdict if r else None for r in get]))
+    series = verdict_series(cells, {id(r): f"{r.benchmark} {r.metric}" for r in cells})
     return FigureSpec("story", "bar", f"Every result relative to {baseline}", "benchmark metric",
                       f"relative to {baseline} (higher = better)", series, group="overview", refline=1.0,
                       note=INTERVAL_NOTE, meta={RATIO: True, "story": True})
@@ -126,16 +133,7 @@ def bar_figures(rows: Sequence[Row], baseline: str, names: dict[str, str] | None
     for bench, brs in benches.items():
         single = len({r.benchmark for r in brs}) == 1
         label = {id(r): r.metric if single else f"{r.benchmark.removeprefix(bench)} {r.metric}".strip() for r in brs}
-        labels = list(dict.fromkeys(label[id(r)] for r in brs))
-        series = []
-        for platform in dict.fromkeys(r.platform for r in brs):
-            per = {label[id(r)]: r for r in brs if r.platform == platform}
-            get = [per.get(m) for m in labels]
-            series.append(Series(platform, labels, [r.relative if r else None for r in get],
-                                 [r.relative_ci95[0] if r and r.relative_ci95 else None for r in get],
-                                 [r.relative_ci95[1] if r and r.relative_ci95 else None for r in get], "points",
-                                 [f"{r.verdict}: {r.verdict_reason}" if r else "" for r in get],
-                                 [r.verdict if r else None for r in get]))
+        series = verdict_series(brs, label)
         out.append(FigureSpec(slug("bar", bench), "bar", f"{bench}: performance relative to {baseline}",
                               "metric", f"relative to {baseline} (1.0 = same, higher = better)", series,
                               group=bench, refline=1.0, note=INTERVAL_NOTE, meta={RATIO: True}))
