@@ -19,7 +19,6 @@ from virtbench.analysis import synthetic
 from virtbench.cli import cli
 from virtbench.errors import InputError
 from virtbench.platforms.base import Paths
-from virtbench.report.progress import Cap, eta_text
 from virtbench.runner import hostlock
 from virtbench.store.db import Store
 
@@ -156,6 +155,8 @@ def test_dry_run_prints_the_plan_and_starts_nothing(tmp_path, env, monkeypatch):
 
 
 def test_eta_follows_the_plan_and_its_cap():
+    from virtbench.report.progress import Cap, eta_text
+
     # 10 of 20 planned done in 100 s: 100 s to go
     assert eta_text(10, 20, 0, 100.0) == "10/20 ETA 1:40"
     now = time.monotonic()
@@ -183,6 +184,7 @@ def test_progress_bar_shows_eta(monkeypatch):
 
 def test_cap_of_a_campaign():
     from virtbench.config import parse_campaign
+    from virtbench.report.progress import Cap
 
     c = parse_campaign({"name": "c", "platforms": ["native", "runc"], "benchmarks": ["openssl"],
                         "repetitions": 3, "warmups": 1, "adaptive": {"max_repetitions": 8, "max_minutes": 1}})

@@ -52,7 +52,10 @@ def markdown(reports: Sequence[Model]) -> str:
 
 
 LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                 "↑": r"$\uparrow$", "↓": r"$\downarrow$", "±": r"$\pm$", "×": r"$\times$", "…": "...",
+                 "▼": "slower ", "▲": "faster ", "⚑": " (warning)"}
+"""LaTeX's special characters, and the report's symbols in what plain LaTeX has (or words)."""
 
 
 def latex_escape(s: str) -> str:
