@@ -9,7 +9,6 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import click
@@ -64,19 +63,11 @@ def read_store(db_url: str | None) -> Any:
     A SQLite file that does not exist is a mistyped --db path or a machine that never ran
     anything: said in one line (exit 2) instead of creating an empty store that then answers
     'no runs'."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
     from ..store.db import Store, default_url
+    from ..store.urls import missing_sqlite_file
 
     url = db_url or default_url()
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        return Store(url)  # the store's own message for a malformed URL
-    path = parsed.database
-    if parsed.get_backend_name() == "sqlite" and path and path != ":memory:" and not path.startswith("file:") \
-            and not Path(path).exists():
+    if (path := missing_sqlite_file(url)) is not None:
         raise InputError(f"no results store at {path}: nothing was ever stored there",
                          "check the --db URL or VIRTBENCH_DB (a run creates the store: `virtbench run --quick`)")
     return Store(url)
