@@ -151,3 +151,7 @@ def test_quick_runs_html_report_is_small_and_self_contained(quick_store, tmp_pat
     assert html.count("<svg") >= 5 and "<text" in html and "* plotly.js v" not in html
     assert html.index('id="fig-story"') < html.index('id="fig-categories')  # the story first
     assert not re.findall(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=""", html)
+    interactive = tmp_path / "qi.html"
+    res = CliRunner().invoke(cli, ["report", "quick", "--html", str(interactive), "--interactive",
+                                   "--db", quick_store.url])
+    assert res.exit_code == 0 and "* plotly.js v" in interactive.read_text()  # zoom and hover, on request

@@ -42,7 +42,7 @@ font-size:.85em;white-space:nowrap}.badge.good{background:#d4f4d4;color:#064}.ba
 .badge.ns{background:#eee;color:#555}.badge.same{background:#e4f0e4;color:#333}.badge.base{background:#dde8f8;color:#124}.bad{color:#b00}.ok{color:#070}
 .flag{padding:4px 8px;margin:3px 0;border-left:4px solid #ccc}.flag.warn{border-color:#e69500;background:#fff7e6}
 .flag.info{border-color:#6aa0d8;background:#f0f6fc}span.warn{color:#b36b00}.flags{color:#b36b00;cursor:help}
-.fig{min-height:380px;border:1px solid #eee;margin:6px 0}.svgfig svg{max-width:100%;height:auto}
+.fig{min-height:380px;border:1px solid #eee;margin:6px 0}.svgfig svg{max-width:100%;height:auto}.svgfig.wide{grid-column:1/-1}
 .note{color:#666;font-size:12px;margin:0 0 1em}
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(620px,1fr));gap:10px}
 pre{white-space:pre-wrap;max-width:60em;font-size:11px;margin:0}input.filter{margin:.3em 0;padding:3px 6px;width:22em}
@@ -99,7 +99,8 @@ class Page:
             fid, n = f"{prefix}{spec.id}-{n}", n + 1
         if not self.interactive:
             self.figs[fid] = None  # the id is taken
-            return f'<div class="svgfig" id="fig-{H.e(fid)}">{svg_figure(spec, self.palette)}</div>'
+            wide = " wide" if spec.meta.get("story") else ""  # the story figure spans the grid
+            return f'<div class="svgfig{wide}" id="fig-{H.e(fid)}">{svg_figure(spec, self.palette)}</div>'
         self.figs[fid] = I.figure(spec, self.palette)
         note = f'<p class="note">{H.e(spec.note)}</p>' if spec.note else ""
         return f'<div><div class="fig" id="fig-{H.e(fid)}" data-fig="{H.e(fid)}"></div>{note}</div>'
