@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -42,3 +44,22 @@ def database(backend: str, tmp_path: Path, template: str | None) -> tuple[str, C
         return f"sqlite:///{path}", None
     url, _, drop = pg_database(os.environ[PG_ENV], template)
     return url, drop
+
+
+OWNER = """
+import sys, time
+from virtbench.store.db import Store
+Store(sys.argv[1]).create_run(run_id=sys.argv[2], name="stuck", source="", seed=1, host_id=None, host_facts={},
+                              campaign={"platforms": [{"name": "native", "type": "native"}]}, image={},
+                              provenance={}, platforms=[], benchmarks=[], status="running")
+print("running", flush=True)
+time.sleep(600)
+"""
+
+
+def running_owner(url: str, run_id: str) -> subprocess.Popen[str]:
+    """A real process that sets run_id running in the store, as `virtbench run` does, and then
+    lives until killed (the tests kill it with SIGKILL: a crash that marks nothing)."""
+    p = subprocess.Popen([sys.executable, "-c", OWNER, url, run_id], stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None and p.stdout.readline().strip() == "running"
+    return p

@@ -11,16 +11,18 @@ import click
 from rich.markup import escape
 
 from . import __version__
-from .commands.shared import console, db_option, errconsole, one_shot, read_store
+from .commands.shared import FiniteRange, console, db_option, errconsole, one_shot, read_store
 from .errors import InputError, VirtbenchError, disk_full
 from .extras import require
 
 
 def _paths() -> Any:
     """The state and runtime directories (imported here: `report` and `runs` never need the platforms)."""
+    from .images.build import close_cache
     from .platforms.base import Paths
 
-    return Paths.from_env()
+    close_cache()
+    return Paths.from_env().make_private()
 
 
 def _store(db_url: str | None):
@@ -48,13 +50,13 @@ def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
     from .platforms import sandboxes
     from .registry import PLATFORMS
     from .runner.session import probe_types
-    from .store.db import default_url
+    from .store.db import default_url, redact
 
     paths = _paths()
 
     def probe() -> dict[str, Any]:
         verdicts = probe_types(PLATFORMS.names(), paths)
-        return {"host": host.facts(), "store": db_url or default_url(), "image_cache": str(DEFAULT_CACHE),
+        return {"host": host.facts(), "store": redact(db_url or default_url()), "image_cache": str(DEFAULT_CACHE),
                 "platforms": [{"name": n, "kind": PLATFORMS.get(n).kind, "available": v.available,
                                "reason": v.reason, "fix": v.fix} for n, v in verdicts.items()],
                 "sandboxes": sandboxes.report(paths), "cross_build": cross_build_report()}
@@ -173,14 +175,18 @@ def image_prune(everything: bool, dry_run: bool) -> None:
 @click.option("--dynamic-inventory", is_flag=True,
               help="Let ansible-inventory run the campaign's inventory script or plugin (it runs as this user; "
                    "without this flag an inventory is read as YAML or INI data only).")
+@click.option("--allow-meter", is_flag=True,
+              help="Let the campaign's energy probe run its `meter:` command (as root); refused without it.")
 @click.option("--dry-run", is_flag=True, help="Validate, print the plan and an estimated duration; start nothing.")
 @db_option
 def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_report: bool, wait: bool,
-        probes: tuple[str, ...], dynamic_inventory: bool, dry_run: bool, db_url: str | None) -> None:
+        probes: tuple[str, ...], dynamic_inventory: bool, allow_meter: bool, dry_run: bool,
+        db_url: str | None) -> None:
     """Run a campaign (YAML file), the quick campaign, or resume a run."""
-    from .config import campaign_path, load_campaign
+    from .config import check_host, parse_campaign, read_campaign
     from .report.progress import Cap, RichReporter
     from .runner import execute, hostlock
+    from .runner.probing import require_consent
     from .runner.quick import quick_campaign
 
     if sum(bool(x) for x in (campaign_file, quick, resume_id)) != 1:
@@ -192,29 +198,46 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
 
     for name in probes:
         PROBES.get(name)  # an unknown name: one line, exit 2, before anything starts
-    paths = _paths()
     reporter = RichReporter(console)
-    if campaign_file:
-        # validated before the store is even opened
-        campaign = load_campaign(campaign_file, dynamic_inventory=dynamic_inventory)
+    source = ""
+    if campaign_file:  # validated, and checked against this host, before anything is created
+        from .platforms.base import Paths
+
+        campaign, source = read_campaign(campaign_file, dynamic_inventory=dynamic_inventory)
+        require_consent(campaign, allow_meter)
+        check_host(campaign, Paths.from_env(), source=campaign_file)
     if dry_run:
         from .commands.dryrun import dry_run as print_dry_run
 
         print_dry_run(campaign if campaign_file else None, quick, list(probes), resume_id, db_url)
         return
+    paths = _paths()
     store = _store(db_url)
+    if resume_id:  # the stored campaign may have come from anyone (the web queue)
+        require_consent(parse_campaign(store.run(resume_id).campaign, f"run {resume_id}"), allow_meter)
+    from .store.queue import cancel_requested, mark_cancelled
+
+    run_id = store.run(resume_id).id if resume_id else execute.new_run_id()
+
+    def stop_requested() -> bool:  # `virtbench cancel` or the web app, read between instances
+        return cancel_requested(store, run_id)
+
     what = f"run {resume_id}" if resume_id else "the quick campaign" if quick else f"campaign {campaign.name!r}"
     with hostlock.hold(paths, f"`virtbench run` of {what}", wait=wait, log=reporter.log):
         if resume_id:
-            outcome = execute.resume(store, resume_id, paths, reporter=reporter)
+            outcome = execute.resume(store, run_id, paths, reporter=reporter, stop_requested=stop_requested)
         else:
-            source = campaign_path(campaign_file).read_text() if campaign_file else ""
             left_out = None
             if quick:
                 plan = quick_campaign(paths, reporter.log, probes=list(probes))
                 campaign, left_out = plan.campaign, plan.left_out
             reporter.cap = Cap.of(campaign)  # the ETA's bound while adaptive rounds may grow the plan
-            outcome = execute.start(store, campaign, paths, source=source, reporter=reporter, left_out=left_out)
+            outcome = execute.start(store, campaign, paths, source=source, reporter=reporter, left_out=left_out,
+                                    run_id=run_id, stop_requested=stop_requested)
+    if outcome.interrupted and cancel_requested(store, outcome.run_id):
+        mark_cancelled(store, outcome.run_id)
+        errconsole.print(f"run {outcome.run_id} cancelled")
+        sys.exit(130)
     if outcome.interrupted:
         errconsole.print(f"[yellow]run {outcome.run_id} interrupted; complete it with "
                          f"`virtbench run --resume {outcome.run_id}`[/yellow]")
@@ -246,7 +269,7 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
               help="Figure files for one column (3.3 in) or two columns (7 in) of a paper.")
 @click.option("--interactive", is_flag=True, help="With --html: plotly.js figures (zoom, hover; 4.6 MB more) "
               "instead of inline SVG.")
-@click.option("--min-effect", type=click.FloatRange(0, 1), default=0.02, show_default=True,
+@click.option("--min-effect", type=FiniteRange(0, 1), default=0.02, show_default=True,
               help="Margin of the 'same' verdict: the ratio's 95% interval within 1 +- this.")
 @db_option
 def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, html_file: Path | None,
@@ -298,7 +321,7 @@ def _report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, 
 @click.argument("run_a")
 @click.argument("run_b")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@click.option("--min-effect", type=click.FloatRange(0, 1), default=0.02, show_default=True,
+@click.option("--min-effect", type=FiniteRange(0, 1), default=0.02, show_default=True,
               help="Smallest relative difference called better/worse when significant.")
 @db_option
 def compare(run_a: str, run_b: str, as_json: bool, min_effect: float, db_url: str | None) -> None:
@@ -355,16 +378,6 @@ def _print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool, min_
                     sections=report.sections)
 
 
-@cli.command("runs")
-@click.option("--json", "as_json", is_flag=True, help="A list of {id, status, name, created_at, platforms}.")
-@db_option
-def runs_cmd(as_json: bool, db_url: str | None) -> None:
-    """List runs in the store, newest first."""
-    from .commands.runs_list import print_runs
-
-    print_runs(read_store(db_url).runs(), as_json)
-
-
 @cli.command()
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on; 0.0.0.0 exposes the app to the network.")
@@ -378,44 +391,55 @@ def runs_cmd(as_json: bool, db_url: str | None) -> None:
               help="Start a worker process with the app (else run `virtbench worker` yourself).")
 @click.option("--secure-cookies", is_flag=True, envvar="VIRTBENCH_SECURE_COOKIES",
               help="Mark the login and session cookies Secure: behind an HTTPS reverse proxy.")
+@click.option("--allow-path", "allow_paths", multiple=True, metavar="DIR",
+              help="Campaigns from the web may name files under DIR (inventories, SSH keys, rootfs archives, "
+                   "migration destinations); repeatable. Default: none.")
+@click.option("--allow-meter", is_flag=True,
+              help="Campaigns from the web may name an energy `meter:` command, which the worker runs as root.")
 @db_option
 def serve(host: str, port: int, token: str | None, private: bool, worker: bool, secure_cookies: bool,
-          db_url: str | None) -> None:
+          allow_paths: tuple[str, ...], allow_meter: bool, db_url: str | None) -> None:
     """Web app: schedule and watch campaigns, verify raw measurements, compare platforms."""
     require("web", "`virtbench serve`")
     from .web.server import serve as run_server
 
     run_server(db_url=db_url, host=host, port=port, token=token, private=private, worker=worker,
-               secure_cookies=secure_cookies)
+               secure_cookies=secure_cookies, allow_paths=allow_paths, allow_meter=allow_meter)
 
 
 @cli.command()
 @click.option("--once", is_flag=True, help="Exit when the queue is empty instead of waiting for more.")
-@click.option("--poll", default=2.0, show_default=True, type=click.FloatRange(0.1, 3600), help="Seconds between queue checks.")
+@click.option("--poll", default=2.0, show_default=True, type=FiniteRange(0.1, 3600), help="Seconds between queue checks.")
 @click.option("--probe/--no-probe", default=True, show_default=True,
               help="Probe which platforms run here at start (shown in the schedule form).")
+@click.option("--allow-meter", is_flag=True,
+              help="Let queued campaigns' energy probes run their `meter:` command (as root); refused without it.")
 @db_option
-def worker(once: bool, poll: float, probe: bool, db_url: str | None) -> None:
+def worker(once: bool, poll: float, probe: bool, allow_meter: bool, db_url: str | None) -> None:
     """Execute queued runs one at a time on this host; resume runs a stopped worker left."""
     from .runner.worker import main as worker_main
     from .web.cache import precompute
 
-    worker_main(db_url, once=once, poll_s=poll, probe=probe, after_run=precompute)
+    worker_main(db_url, once=once, poll_s=poll, probe=probe, after_run=precompute, allow_meter=allow_meter)
 
 
 from .commands.agent import agent  # noqa: E402 - commands register after the group exists
 from .commands.cleanup import cleanup  # noqa: E402
 from .commands.lists import list_group  # noqa: E402
+from .commands.runs import cancel, delete, runs_cmd  # noqa: E402
 from .commands.selftest import selftest  # noqa: E402
 from .commands.show import show  # noqa: E402
 from .commands.study import study  # noqa: E402
 
 cli.add_command(cleanup)
+cli.add_command(runs_cmd)
+cli.add_command(cancel)
+cli.add_command(delete)
 cli.add_command(agent)
 cli.add_command(selftest)
+cli.add_command(study)
 cli.add_command(show)
 cli.add_command(list_group)
-cli.add_command(study)
 
 
 def _sigterm_to_interrupt(signum, frame) -> None:  # noqa: ARG001
@@ -431,14 +455,21 @@ def main() -> None:
     except click.exceptions.Abort:
         errconsole.print("aborted")
         sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
+    except click.ClickException as exc:  # a bad option or argument: one line and its fix, like any bad input
+        from .config.messages import one_line
+
+        ctx = getattr(exc, "ctx", None)
+        click.echo(f"error: {one_line(' '.join(exc.format_message().split(' ')))} "
+                   f"(fix: see `{ctx.command_path if ctx else 'virtbench'} --help`)", err=True)
         sys.exit(2)
     except VirtbenchError as exc:
-        # Plain, unwrapped lines: scripts and tests read them, terminals wrap them anyway.
-        click.echo(f"error: {exc.message}", err=True)
-        if exc.fix:
-            click.echo(f"  fix: {exc.fix}", err=True)
+        # One plain, unwrapped line with the cause and the fix: scripts and tests read it,
+        # terminals wrap it anyway. Bad input (exit 2) stays one line whatever it quotes: a
+        # newline in a name is shown escaped.
+        from .config.messages import one_line
+
+        tidy = one_line if exc.exit_code == 2 else str
+        click.echo(f"error: {tidy(exc.message)}" + (f" (fix: {tidy(exc.fix)})" if exc.fix else ""), err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         errconsole.print("interrupted")
@@ -447,6 +478,5 @@ def main() -> None:
         full = disk_full(exc)
         if full is None:
             raise
-        click.echo(f"error: {full.message}", err=True)  # one line, not a traceback
-        click.echo(f"  fix: {full.fix}", err=True)
+        click.echo(f"error: {full.message} (fix: {full.fix})", err=True)  # one line, not a traceback
         sys.exit(full.exit_code)

@@ -95,3 +95,10 @@ def disk_full(exc: BaseException) -> VirtbenchError | None:
                                   "larger one; then virtbench cleanup")
         e = e.__cause__ or e.__context__
     return None
+
+
+class StoreError(VirtbenchError):
+    """The results store cannot be opened or written (locked, disk full, unreachable). Said in
+    one line without the database's password; exit 2 like bad input, nothing more was done."""
+
+    exit_code = 2

@@ -40,7 +40,7 @@ benchmarks:
   - {{name: openssl, algorithm: aes-128-cbc, bytes: 1024, multi: 1, seconds: 1}}
 probes: [perf, pressure, {{name: energy, meter: [{METER}, "{WATTS}"], interval: 0.5}}]
 """)
-    run = vb(env, "run", str(campaign), "--no-report")
+    run = vb(env, "run", str(campaign), "--no-report", "--allow-meter")
     assert run.returncode == 0, run.stdout + run.stderr
     yield env, tmp
     vb(env, "cleanup")
@@ -120,7 +120,7 @@ def test_bad_probe_input_exits_2_before_anything_starts(done, tmp_path):
                         ([{"name": "energy", "meter": [str(METER.parent / "garbage")]}], "one number")):
         c = tmp_path / "bad.yaml"
         c.write_text(json.dumps({"name": "bad", "platforms": ["native"], "benchmarks": ["openssl"], "probes": probes}))
-        r = vb(env, "run", str(c))
+        r = vb(env, "run", str(c), "--allow-meter")
         assert r.returncode == 2 and msg in r.stderr + r.stdout
     r = vb(env, "run", "--quick", "--probe", "nope")
     assert r.returncode == 2 and "unknown probe" in r.stderr + r.stdout

@@ -154,3 +154,63 @@ def test_clock_cpu_is_the_rate_per_cpu_second() -> None:
     text = (DATA / "aes-128-cbc_1024_cpu.txt").read_text()
     # +R:count:cipher:cpu_seconds -> count x bytes / seconds, as openssl's +F line says
     assert b.parse(text) == {"throughput_cpu": 1401580579.31} == {"throughput_cpu": pytest.approx(396932 * 1024 / 0.29)}
+
+
+# Plain `openssl speed ALG` (evp: false), the command of study 000 (seeds/000 Figs. 2 and 3).
+
+def test_plain_command_is_the_papers_with_mr() -> None:
+    """No -evp, no -elapsed with clock cpu: `openssl speed -seconds D -bytes 64 -multi 2 des-ede3` plus -mr."""
+    argv = bench(algorithm="des-ede3", bytes=64, multi=2, seconds=20, evp=False, clock="cpu").command("/w")
+    assert argv == ["openssl", "speed", "-mr", "-seconds", "20", "-bytes", "64", "-multi", "2", "des-ede3"]
+    assert bench(algorithm="des-ede3", evp=False).command("/w")[2] == "-elapsed"  # the wall clock stays the default
+
+
+@pytest.mark.parametrize("algorithm", ["sha256", "aes-256-gcm", "des-cbc", "des-ede3-cbc"])
+def test_plain_refuses_names_plain_speed_does_not_share(algorithm: str) -> None:
+    with pytest.raises(ValidationError, match="evp: false runs plain"):
+        OpenSSLParams(algorithm=algorithm, evp=False)
+
+
+@pytest.mark.parametrize(("name", "algorithm", "printed"), [
+    ("bullseye_openssl_seconds1_bytes64_multi2_algorithmdes-ede3_evpFalse_clockcpu", "des-ede3", "des ede3"),
+    ("bullseye_openssl_seconds1_bytes64_multi2_algorithmaes-128-cbc_evpFalse_clockcpu", "aes-128-cbc", "aes-128 cbc"),
+    ("bookworm_openssl_seconds1_bytes64_multi2_algorithmdes-ede3_evpFalse_clockcpu", "des-ede3", "des-ede3"),
+    ("bookworm_openssl_seconds1_bytes64_multi2_algorithmaes-128-cbc_evpFalse_clockcpu", "aes-128-cbc", "aes-128-cbc"),
+])
+def test_plain_multi_parses_both_namings(name: str, algorithm: str, printed: str) -> None:
+    """OpenSSL 1.1.1 prints plain speed's names with a space (`+F:9:des ede3:...`), 3.0 with a dash."""
+    stdout, stderr = read(name)
+    assert f":{printed}:" in stdout
+    result = bench(algorithm=algorithm, seconds=1, multi=2, evp=False, clock="cpu").parse(stdout, stderr, name)
+    assert result == {"throughput_cpu": final_rate(stdout)}
+
+
+def test_plain_refuses_another_algorithms_line() -> None:
+    stdout, stderr = read("bullseye_openssl_seconds1_bytes64_multi2_algorithmdes-ede3_evpFalse_clockcpu")
+    with pytest.raises(ParseError):
+        bench(algorithm="aes-128-cbc", seconds=1, multi=2, evp=False, clock="cpu").parse(stdout, stderr)
+
+
+def _rate(name: str, evp: bool) -> float:
+    stdout, stderr = read(name)
+    return bench(algorithm="aes-128-cbc", bytes=16384, seconds=1, evp=evp, clock="cpu").parse(stdout, stderr)[
+        "throughput_cpu"]
+
+
+@pytest.mark.parametrize(("hw", "masked", "plain_uses_hw"), [
+    ("bullseye", "bullseye-noaesni", False), ("bookworm", "bookworm-noaesni", True),
+    ("bullseye-arm64-qemuuser", "bullseye-arm64-qemuuser-noaes", False),
+    ("bookworm-arm64-qemuuser", "bookworm-arm64-qemuuser-noaes", True),
+])
+def test_plain_aes_uses_the_aes_instructions_on_openssl3_only(hw: str, masked: str, plain_uses_hw: bool) -> None:
+    """Recorded with the CPU's AES instructions and again with them masked (OPENSSL_ia32cap on x86_64,
+    OPENSSL_armcap=0x1 for Debian's arm64 builds under qemu-aarch64): OpenSSL 1.1.1's plain aes-128-cbc
+    is software AES (masking does not change its rate), 3.0's is not; -evp uses them on both. Why
+    study 000's Debian 10 'gains nothing from the AES instructions'. (Under the emulator, emulated
+    AES instructions are slower than software AES: only whether masking changes a rate counts.)"""
+    stem = "openssl_seconds1_bytes16384_algorithmaes-128-cbc"
+    plain, plain_masked = (_rate(f"{r}_{stem}_evpFalse_clockcpu", False) for r in (hw, masked))
+    evp, evp_masked = (_rate(f"{r}_{stem}_clockcpu", True) for r in (hw, masked))
+    assert evp > 3 * evp_masked
+    assert (plain > 3 * plain_masked) is plain_uses_hw
+    assert plain_uses_hw or 0.8 < plain / plain_masked < 1.25

@@ -17,19 +17,20 @@ from virtbench.benchmarks.base import PairBenchmark
 from virtbench.registry import BENCHMARKS
 
 DATA = Path(__file__).resolve().parent.parent / "data"
-RELEASES = ("bullseye", "bookworm", "trixie")
+RELEASES = ("bullseye", "bookworm", "trixie", "upstream")
+"""Debian releases, and `upstream` for tools built from their upstream release (`upstream-<tool><version>_`)."""
 
 
-def _params_from(rest: str, fields: list[str]) -> dict[str, str]:
-    """'time1_file_total_size64M' -> {'time': '1', 'file_total_size': '64M'} for known fields."""
+def _params_from(rest: str, fields: list[str]) -> dict[str, str | None]:
+    """'time1_file_total_size64M' -> {'time': '1', 'file_total_size': '64M'} for known fields ('None' -> None)."""
     names = "|".join(sorted((re.escape(f) for f in fields), key=len, reverse=True))
     out = {}
     for m in re.finditer(rf"(?:^|_)({names})([^_]+(?:_(?!(?:{names}))[^_]+)*)", rest):
-        out[m.group(1)] = m.group(2)
+        out[m.group(1)] = None if m.group(2) == "None" else m.group(2)
     return out
 
 
-def _recorded() -> list[tuple[str, Path, dict[str, str]]]:
+def _recorded() -> list[tuple[str, Path, dict[str, str | None]]]:
     cases = []
     for name, cls in BENCHMARKS.items():
         stem = name.replace("-", "_")

@@ -205,7 +205,7 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path, argv, text):
                        env={"PATH": "/usr/bin:/bin", "VIRTBENCH_STATE_DIR": str(tmp_path / "state"),
                             "VIRTBENCH_RUNTIME_DIR": str(tmp_path / "run")})
     assert r.returncode == 2, r.stderr
-    assert r.stderr.splitlines()[0] == f"error: {text}" and r.stderr.splitlines()[1].startswith("  fix: ")
+    assert len(r.stderr.splitlines()) == 1 and r.stderr.startswith(f"error: {text} (fix: ")
     assert not (tmp_path / "db").exists() and not (tmp_path / "state").exists()
 
 
@@ -250,3 +250,66 @@ def test_report_of_a_stored_run(tmp_path):
     assert all(c["yours"] is None for c in section.data["comparisons"])
     page = sreport.write_html(tmp_path / "s.html", section, [rep]).read_text()
     assert "Study 001: the paper beside this host" in page and "Table I" in page
+
+
+def _preset_argvs(s, part):
+    """(campaign file, the workload's effective argv, its parameters) of every preset of the part."""
+    out = []
+    for scale in SCALES:
+        for stem in part.campaign_stems(s.id, scale):
+            campaign = load_campaign(SHIPPED / f"{stem}.yaml")
+            assert campaign.experiment == "density", "only density workloads carry a paper command so far"
+            bench = campaign.section.benchmark()
+            assert bench.name == part.command.benchmark, stem
+            out.append((stem, bench.command("/var/tmp/vb"), bench.params.model_dump()))
+    return out
+
+
+PARTS_WITH_COMMANDS = [(s, p) for s in STUDIES for p in s.parts if p.command]
+
+
+def test_study000_records_the_papers_openssl_commands():
+    parts = {p.name: p for s, p in PARTS_WITH_COMMANDS if s.id == "000"}
+    assert {"density-os-3des", "density-os-aes", "density-ram", "density-hostram"} <= set(parts)
+    assert parts["density-os-3des"].command.argv == (
+        "openssl", "speed", "-seconds", "{seconds}", "-bytes", "64", "-multi", "2", "des-ede3")
+
+
+@pytest.mark.parametrize("s, part", PARTS_WITH_COMMANDS, ids=[f"{s.id}-{p.name}" for s, p in PARTS_WITH_COMMANDS])
+def test_each_presets_argv_is_the_papers_command_but_for_its_listed_differences(s, part):
+    """The benchmark's command() of every preset (both scales, every variant) is the paper's
+    command with its open `{param}`s filled, once the words a listed difference adds are taken out."""
+    added = [w for d in part.differences for w in d.adds]
+    presets = _preset_argvs(s, part)
+    assert len(presets) == 2 * len(part.variants)
+    for stem, argv, params in presets:
+        assert all(w in argv for w in added), (stem, argv)
+        expected = [w.format(**params) for w in part.command.argv]
+        assert [w for w in argv if w not in added] == expected, f"{stem}: {argv} is not the paper's {expected}"
+
+
+def test_listed_differences_name_existing_paper_values():
+    for s in STUDIES:
+        ids = {v.id for v in P.load(s.id).values}
+        for part in s.parts:
+            for d in part.differences:
+                assert d.what and d.why and set(d.affects) <= ids, (s.id, part.name, d.what)
+
+
+def test_study_report_shows_each_difference_beside_the_values_it_affects():
+    from virtbench.studies import report as sreport
+
+    section = sreport.build(study("000"), [])
+    table = section.tables[0]
+    col = table.columns.index("run differently from the paper")
+    by_id = {c["id"]: c for c in section.data["comparisons"]}
+    rows = {r[1]: r for r in table.rows}
+
+    def cell(vid):
+        return rows[by_id[vid]["quantity"]][col]
+
+    assert "`-mr` added" in cell("des-one-rpi4") and "`-seconds`" in cell("des-one-rpi4")
+    assert "buster" in cell("os-max-debian10") and cell("os-max-debian10").count("buster") == 1
+    assert cell("ram-max-128-rpi4") == "-"
+    assert [d["part"] for d in by_id["aes-one-rpi5"]["differences"]] == ["density-os-aes"] * 2
+    assert any("`openssl speed -seconds {seconds} -bytes 64 -multi 2 des-ede3`" in n for n in section.notes)

@@ -144,3 +144,27 @@ def test_worker_waits_for_a_cli_run_measuring_on_the_host(store, tmp_path):
     r = run_of(store, run_id)
     assert r.status == "cancelled" and r.started_at is None  # it never started measuring
     worker._shutdown()
+
+
+def test_a_queued_meter_runs_only_where_the_worker_allows_it(store, tmp_path):
+    """A queued campaign came through the web app, from anyone: its energy meter is a program of
+    its choosing, so a worker without --allow-meter fails the run naming the command and never
+    runs it (before: the worker ran the meter as root while checking the probes)."""
+    from virtbench.platforms.base import Paths
+    from virtbench.runner.worker import QueueWorker
+
+    marker = tmp_path / "meter-ran"
+    meter = ["/bin/sh", "-c", f"touch {marker}; echo 42"]
+    campaign = parse_campaign({"name": "q", "platforms": ["native"], "benchmarks": ["sysbench-cpu"],
+                               "probes": [{"name": "energy", "meter": meter}]})
+    paths = Paths(state=tmp_path / "state", runtime=tmp_path / "run")
+    said: list[str] = []
+    worker = QueueWorker(store, paths, probe=False, poll_s=0.05, echo=said.append)
+    worker._register()
+    run_id = enqueue(store, campaign)
+    assert W.claim_next(store, worker.id, worker.host) == run_id
+    worker._execute(run_id, resume=False)
+    worker._shutdown()
+    r = run_of(store, run_id)
+    assert r.status == "failed" and "would run the command /bin/sh -c" in r.error and "needs --allow-meter" in r.error
+    assert not marker.exists()

@@ -32,3 +32,4 @@ def login(client) -> str:
     assert r.status_code == 303, r.text
     home = client.get("/schedule")
     return re.search(r'name="csrf" value="([^"]+)"', home.text).group(1)
+

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from dbsupport import running_owner
 from virtbench.config import load_yaml, parse_campaign
 from virtbench.errors import InputError
 
@@ -22,7 +23,8 @@ def test_openapi_documents_every_route_and_marks_the_writes(client):
                  "/api/runs/{run_id}/cancel", "/api/campaigns/validate", "/api/runs/{run_id}/download/{fmt}"):
         assert path in paths, path
     secured = {(m, p) for p, ops in paths.items() for m, op in ops.items() if op.get("security")}
-    assert secured == {("post", "/api/runs"), ("post", "/api/runs/{run_id}/cancel"), ("delete", "/api/runs/{run_id}")}
+    assert secured == {("post", "/api/runs"), ("post", "/api/runs/{run_id}/cancel"), ("delete", "/api/runs/{run_id}"),
+                       ("post", "/api/campaigns/validate")}
     assert doc["components"]["securitySchemes"]["bearerToken"]["scheme"] == "bearer"
     assert all(op.get("summary") for ops in paths.values() for op in ops.values())
     page = client.get("/api")
@@ -150,7 +152,7 @@ def test_refused_campaign_has_the_cli_message(client, auth, text, expect):
     assert r.status_code == 400
     assert r.json()["detail"] == cli.message and expect in cli.message
     assert r.json().get("fix") == cli.fix
-    v = client.post("/api/campaigns/validate", json={"yaml": text})
+    v = client.post("/api/campaigns/validate", json={"yaml": text}, headers=auth)
     assert v.status_code == 400 and v.json()["detail"] == cli.message
     assert client.get("/api/runs", params={"status": "queued"}).json() == []
 
@@ -165,6 +167,7 @@ def test_form_upload_message_equals_the_cli_output(client, tmp_path):
                          text=True, timeout=120)
     assert cli.returncode == 2
     line = next(x for x in cli.stderr.splitlines() if x.startswith("error: ")).removeprefix("error: ")
+    line = line.split(" (fix: ")[0]  # the page shows the cause, and the fix beside it
     csrf = login(client)
     page = client.post("/schedule", data={"csrf": csrf, "mode": "yaml"},
                        files={"campaign_file": ("bad.yaml", text.encode(), "text/yaml")})
@@ -173,8 +176,8 @@ def test_form_upload_message_equals_the_cli_output(client, tmp_path):
     assert escape(line) in page.text
 
 
-def test_validate_and_downloads(client):
-    ok = client.post("/api/campaigns/validate", json={"campaign": QUICK}).json()
+def test_validate_and_downloads(client, auth):
+    ok = client.post("/api/campaigns/validate", json={"campaign": QUICK}, headers=auth).json()
     assert ok["valid"] and ok["expected_executions"] == 8
     rep = client.get("/api/runs/r1/download/json")
     assert rep.status_code == 200 and "attachment" in rep.headers["content-disposition"]
@@ -187,3 +190,20 @@ def test_validate_and_downloads(client):
         r = client.get(link["url"])
         assert r.status_code == 200 and r.content, link
     assert client.get("/api/runs/r1/download/exe").status_code == 422
+
+
+def test_run_of_a_process_killed_with_sigkill_is_interrupted_cancelled_and_deleted(client, filled, auth):
+    """A `virtbench run` killed with -9 stayed `running`: neither cancel nor delete worked."""
+    p = running_owner(filled.url, "stuck")
+    try:
+        assert client.get("/api/runs/stuck").json()["status"] == "running"
+        assert client.delete("/api/runs/stuck", headers=auth).status_code == 409  # it measures: never deleted
+    finally:
+        p.kill()
+        p.wait()
+    assert client.get("/api/runs/stuck").json()["status"] == "interrupted"
+    assert "stuck" in [r["id"] for r in client.get("/api/runs", params={"status": "interrupted"}).json()]
+    assert client.post("/api/runs/stuck/cancel").status_code == 401  # still the token, as every change
+    c = client.post("/api/runs/stuck/cancel", headers=auth).json()
+    assert c["status"] == "cancelled"
+    assert client.delete("/api/runs/stuck", headers=auth).json() == {"run_id": "stuck", "deleted": True}

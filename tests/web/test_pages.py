@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 
+from dbsupport import running_owner
 from virtbench.store.models import Run
 
 from .helpers import login
@@ -169,3 +170,18 @@ def queries_expected(store) -> int:
     from virtbench.web import queries
 
     return next(r["expected"] for r in queries.list_runs(store) if r["id"] == "r1")
+
+
+def test_killed_run_can_be_cancelled_and_deleted_through_pages(client, filled):
+    """The run page of a run whose process was killed with SIGKILL offers cancel and delete."""
+    p = running_owner(filled.url, "stuck")
+    csrf = login(client)
+    assert 'id="delete"' not in client.get("/runs/stuck").text  # it measures
+    p.kill()
+    p.wait()
+    page = client.get("/runs/stuck").text
+    assert 'id="cancel"' in page and 'id="delete"' in page and "interrupted" in page
+    assert client.post("/runs/stuck/cancel", data={"csrf": csrf}, follow_redirects=False).status_code == 303
+    assert client.post("/runs/stuck/delete", data={"csrf": "wrong"}, follow_redirects=False).status_code == 403
+    assert client.post("/runs/stuck/delete", data={"csrf": csrf}, follow_redirects=False).status_code == 303
+    assert client.get("/runs/stuck").status_code == 404

@@ -16,7 +16,7 @@ from virtbench.runner import execute
 from virtbench.store.db import now
 from virtbench.store.models import Run
 
-from .helpers import login
+from .helpers import login, make_client
 
 
 def _queue(client, store, **fields):
@@ -54,7 +54,10 @@ def test_line_from_the_form(client, filled):
     assert "line:" in run.campaign_source and "density" not in run.campaign_source
 
 
-def test_density_and_migration_from_the_form(client, filled):
+def test_density_and_migration_from_the_form(filled, tmp_path):
+    """A migration destination is a directory of the server's host: it must be one that
+    `serve --allow-path` allowed (tests/web/test_host_paths.py has the refusals)."""
+    client = make_client(filled, allowed_paths=(tmp_path,))
     r, run = _queue(client, filled, experiment="density", baseline="runc", **{
         "p0.use": "on", "p0.name": "runc", "p0.type": "runc",
         "x.density.workload": "{name: openssl, seconds: 2}", "x.density.counts": "{until: failure, max: 8}"})
@@ -63,7 +66,7 @@ def test_density_and_migration_from_the_form(client, filled):
     assert run.campaign[run.campaign["experiment"]]["counts"]["max"] == 8
     r, run = _queue(client, filled, experiment="migration", **{
         "p0.use": "on", "p0.name": "native", "p0.type": "native", "p1.use": "on", "p1.name": "runc",
-        "p1.type": "runc", "x.migration.counts": "1, 2", "x.migration.to": "{path: /var/tmp, name: other-dir}"})
+        "p1.type": "runc", "x.migration.counts": "1, 2", "x.migration.to": f"{{path: {tmp_path}, name: other-dir}}"})
     assert run is not None, r.text
     assert run.campaign["experiment"] == "migration" and run.campaign[run.campaign["experiment"]]["counts"] == [1, 2]
 

@@ -39,7 +39,8 @@ def test_a_session_cookie_is_not_enough_for_the_api(client):
 def test_guessing_is_slowed_down(client):
     for _ in range(20):
         assert client.post("/api/runs/r1/cancel", headers={"Authorization": "Bearer guess"}).status_code == 403
-    assert client.post("/api/runs/r1/cancel", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 429
+    assert client.post("/api/runs/r1/cancel", headers={"Authorization": "Bearer guess"}).status_code == 429
+    assert client.post("/api/runs/r1/cancel", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 409
 
 
 def test_forms_need_a_session_and_its_csrf_value(client, filled):
@@ -83,10 +84,13 @@ def test_no_state_change_over_get(client, filled):
     for path in ("/runs/r1/cancel", "/runs/r1/delete", "/api/runs/r1/cancel", "/logout"):
         assert client.get(path).status_code in (404, 405), path
     assert client.get("/api/runs/r1").status_code == 200
-    methods = {m for route in client.app.routes for m in getattr(route, "methods", ()) or ()}
-    write_get = [r.path for r in client.app.routes if "GET" in (getattr(r, "methods", None) or ())
-                 and any(w in r.path for w in ("cancel", "delete", "logout"))]
-    assert not write_get and "GET" in methods
+    from virtbench.web import api, pages
+
+    routes = [*api.router.routes, *pages.router.routes]  # the app's own list holds the routers, not their routes
+    methods = {m for route in routes for m in getattr(route, "methods", ()) or ()}
+    write_get = [r.path for r in routes if "GET" in (getattr(r, "methods", None) or ())
+                 and any(w in r.path for w in ("cancel", "delete", "logout", "validate"))]
+    assert not write_get and {"GET", "POST", "DELETE"} <= methods
 
 
 def test_script_in_campaign_is_refused_and_escaped(client, auth):

@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..errors import ParseError
 
@@ -34,10 +34,25 @@ class Metric:
     time per I/O" shows as "µs of CPU time per I/O" (report/units.py); "" shows the unit alone."""
 
 
+MAX_SCRATCH = 1 << 50
+"""No benchmark writes more than a pebibyte: larger is a typo, refused before any host is asked."""
+
+
 class Params(BaseModel):
     """Base for benchmark parameters: strict, documented, defaults given."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def scratch_bytes(self) -> int:
+        """Bytes of files one execution writes in its scratch directory (0: none to speak of):
+        checked against the free space before a run starts."""
+        return 0
+
+    @model_validator(mode="after")
+    def _scratch_bounded(self) -> Params:
+        if self.scratch_bytes() > MAX_SCRATCH:
+            raise ValueError(f"{self.scratch_bytes()} bytes of files is more than any disk holds (1P at most)")
+        return self
 
 
 class Benchmark(ABC):
@@ -91,7 +106,7 @@ class OnHost(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     host: str
-    max_clock_error: float = 0.1
+    max_clock_error: float = Field(0.1, gt=0, le=1)
     """A figure timed on two clocks is refused when the hosts' clock offset (plus its
     uncertainty) exceeds this fraction of it; round-trip figures are always valid."""
 

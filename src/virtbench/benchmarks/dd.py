@@ -57,6 +57,9 @@ class DdParams(Params):
         description="blocks per direction; the file is bs x count. KVM study: 256 (2 GiB)",
     )
 
+    def scratch_bytes(self) -> int:
+        return _bytes(self.bs) * self.count
+
     @model_validator(mode="after")
     def _check(self) -> DdParams:
         size = _bytes(self.bs)

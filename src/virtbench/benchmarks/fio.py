@@ -96,6 +96,9 @@ class FioParams(Params):
         "the platform's storage path (syscall, filesystem, overlay, block layer) in CPU, which the "
         "disk's own speed and other work on a shared disk do not move")
 
+    def scratch_bytes(self) -> int:
+        return size_bytes(self.size)  # one file all jobs share
+
     @field_validator("jobs")
     @classmethod
     def _unique(cls, v: tuple[str, ...] | None) -> tuple[str, ...] | None:

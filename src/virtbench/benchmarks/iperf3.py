@@ -15,9 +15,11 @@ Quirks of iperf 3.12 (Debian 12):
   {"error": "unable to connect to server: Connection refused"}: the parser checks for it;
 - for UDP, `end.sum.bits_per_second` is the *sender's* rate (jitter and loss in the same
   object come from the receiver); the received rate is `end.sum_received.bits_per_second`,
-  which is what "throughput" reports. iperf3 before 3.10 (Debian 11's 3.9) has no
-  `sum_received`: there the received rate is the sender's rate times the share of datagrams
-  that arrived (`end.sum.packets`, `lost_packets`: the receiver's counts);
+  which is what "throughput" reports. iperf3 before 3.10 (Debian 11's 3.9, 3.1.3 of older
+  distributions) has no `sum_received`: there the received rate is the datagrams the receiver
+  counted times their size over the sender's duration (`_received_rate_from_mixed_sum`);
+  loss and jitter are the receiver's in every version (datagrams lost after the last one
+  that arrived are invisible to the receiver, in every version);
 - with -R the server may still be finishing when the runner stops it: it then exits 1 with
   "iperf3: interrupt - the server has terminated", harmless, the client already has its JSON.
 cpu_client / cpu_server are iperf3's cpu_utilization_percent host_total / remote_total
@@ -153,13 +155,9 @@ class Iperf3(PairBenchmark):
                 summary = _get(data, ("end", "sum_received"), self.tool, source)
                 rate = _num(summary, "bits_per_second", "end.sum_received", self.tool, source)
                 where = "end.sum_received"
-            else:  # iperf3 < 3.10 (bullseye's 3.9): only end.sum, the sender's rate
+            else:  # iperf3 < 3.10 (3.1.3, bullseye's 3.9): only end.sum, which mixes both ends
                 summary = _get(data, ("end", "sum"), self.tool, source)
-                sent = _num(summary, "packets", "end.sum", self.tool, source)
-                lost = _num(summary, "lost_packets", "end.sum", self.tool, source)
-                if sent <= 0:
-                    raise ParseError(self.tool, "end.sum.packets > 0", source)
-                rate = _num(summary, "bits_per_second", "end.sum", self.tool, source) * (sent - lost) / sent
+                rate = _received_rate_from_mixed_sum(data, summary, self.tool, source)
                 where = "end.sum"
             values = {
                 "throughput": rate / 1e6,
@@ -185,6 +183,30 @@ class Iperf3(PairBenchmark):
 
     def execution_timeout(self) -> float:
         return 2.0 * self.params.time + 60.0
+
+
+def _received_rate_from_mixed_sum(data: Any, summary: Any, tool: str, source: str) -> float:
+    """The receiver's rate (bit/s) from an iperf3 < 3.10 UDP `end.sum`.
+
+    There `bytes` and `bits_per_second` are the sender's, while `packets` (the highest sequence
+    number that arrived) and `lost_packets` (the gaps below it) are the receiver's counts. The
+    datagrams that arrived, `packets - lost_packets`, times the datagram size
+    (`start.test_start.blksize`, every datagram is that long) are the bytes received; they are
+    timed over the sender's duration (`bytes * 8 / bits_per_second`). Scaling the sender's rate
+    by `(packets - lost) / packets` instead counts datagrams lost after the last one that arrived
+    as received (tests/data/iperf3/upstream-iperf3.1.3_*_udp_rate5G: 838 of 62936).
+    """
+    sent_bytes = _num(summary, "bytes", "end.sum", tool, source)
+    sent_rate = _num(summary, "bits_per_second", "end.sum", tool, source)
+    packets = _num(summary, "packets", "end.sum", tool, source)
+    lost = _num(summary, "lost_packets", "end.sum", tool, source)
+    size = _num(_get(data, ("start", "test_start"), tool, source), "blksize", "start.test_start", tool, source)
+    if sent_bytes <= 0 or packets <= 0 or size <= 0:
+        raise ParseError(tool, "end.sum.bytes, end.sum.packets and start.test_start.blksize > 0", source)
+    received_bytes = (packets - lost) * size
+    if received_bytes > sent_bytes:
+        raise ParseError(tool, f"no more bytes received ({received_bytes:g}) than sent ({sent_bytes:g})", source)
+    return sent_rate * received_bytes / sent_bytes
 
 
 def _get(data: Any, path: tuple[str, ...], tool: str, source: str) -> Any:

@@ -5,15 +5,34 @@ time, which hides exactly the contention between instances that a density run is
 `clock: cpu` asks for that CPU-time rate on purpose: on a host shared with other work, the
 wall-clock rate of a 1-2 s run measures the neighbours' time slices (CV 50 % natively at load
 5-7 on 2 CPUs, against 3.5 % per CPU second), while a platform's cost in a compute loop is in
-the CPU time itself (openssl reads it in clock ticks, 10 ms: run it for 2 s or more). -evp
-routes through the EVP layer, so AES-NI / ARMv8 crypto extensions are used when present.
+the CPU time itself (openssl reads it in clock ticks, 10 ms: run it for 2 s or more). It is
+also what the study's numbers mean: the paper ran `openssl speed -seconds D -bytes 64 -multi 2
+des-ede3` (and `aes-128-cbc`), without -elapsed.
+
+-evp routes through the EVP layer, so AES-NI / ARMv8 crypto extensions are used when present.
+`evp: false` runs the plain `openssl speed ALG` of the paper instead (aes-*-cbc, des-ede3 only,
+the names plain speed knows). What that measures depends on the OpenSSL version, measured here
+(x86_64 with AES-NI, 16 KiB blocks, per CPU second; AES-NI masked with
+OPENSSL_ia32cap=~0x200000200000000 for the software rate):
+- OpenSSL 1.1.1 (Debian 10/11): plain `aes-128-cbc` is the low-level AES_cbc_encrypt, software
+  AES: 0.29 GB/s with or without AES-NI; only `-evp aes-128-cbc` uses AES-NI (1.42 GB/s);
+- OpenSSL 3.0 (Debian 12) and later: plain `aes-128-cbc` uses AES-NI as -evp does (1.44 GB/s,
+  0.30 GB/s masked).
+The ARM builds behave alike (Debian's arm64 1.1.1w and 3.0.20 under qemu-aarch64 `-cpu max`, AES
+masked with OPENSSL_armcap=0x1: 3.0's plain rate falls 9x, 1.1.1's plain rate not at all, its
+-evp rate 9x; emulator rates, only their ratios mean something). So the paper's "Debian 10 gains
+nothing from the AES instructions" is the command (no -evp on OpenSSL 1.1.1), not the
+distribution: with -evp Debian 10's OpenSSL uses them too.
+Plain speed names its lines as 1.1.1 prints them (`+F:16:aes-128 cbc:...`, `des ede3`) or as 3.x
+does (`aes-128-cbc`, `des-ede3`); both are read. `des-ede3` is DES-EDE3 in CBC mode in both
+forms (plain speed runs DES_ede3_cbc_encrypt), although the study's text says ECB.
 """
 from __future__ import annotations
 
 import re
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ..errors import ParseError
 from .base import Benchmark, Metric, Params, search
@@ -30,6 +49,8 @@ Algorithm = Literal[
 _EVP_NAMES: dict[str, str] = {"des-ede3": "des-ede3-cbc"}
 # OpenSSL 3 moved these to the legacy provider; without it the run fails to init the context.
 _LEGACY: frozenset[str] = frozenset({"des-cbc", "bf-cbc", "cast5-cbc"})
+# Names plain `openssl speed` (no -evp) knows in 1.1.1 and 3.x alike, checked on both.
+PLAIN: frozenset[str] = frozenset({"aes-128-cbc", "aes-192-cbc", "aes-256-cbc", "des-ede3"})
 
 _FINAL = r"^\+F:\d+:([^:\n]+):([0-9.]+)[ \t]*$"
 _CHILD = r"^Got: \+F:\d+:([^:\n]+):([0-9.]+) from (\d+)[ \t]*$"
@@ -51,7 +72,18 @@ class OpenSSLParams(Params):
     clock: Literal["wall", "cpu"] = Field(
         "wall", description="rate per second of wall-clock time (-elapsed: contention shows) or of the "
         "process's CPU time (openssl's own default: other processes' time slices do not count; the "
-        "quick campaign on a shared host)")
+        "quick campaign on a shared host; study 000, as the paper ran it)")
+    evp: bool = Field(
+        True, description="-evp ALG: the EVP interface (hardware AES where present); false: plain "
+        "`openssl speed ALG` as study 000 ran it (aes-*-cbc and des-ede3 only; OpenSSL 1.1.1 then "
+        "measures software AES, 3.x uses AES-NI either way)")
+
+    @model_validator(mode="after")
+    def _plain_names(self) -> OpenSSLParams:
+        if not self.evp and self.algorithm not in PLAIN:
+            raise ValueError(f"evp: false runs plain `openssl speed {self.algorithm}`, which only knows "
+                             f"{', '.join(sorted(PLAIN))}; use evp: true for {self.algorithm}")
+        return self
 
 
 class OpenSSLSpeed(Benchmark):
@@ -61,7 +93,7 @@ class OpenSSLSpeed(Benchmark):
     tool: ClassVar[str] = "openssl"
     packages: ClassVar[tuple[str, ...]] = ("openssl",)
     Params: ClassVar[type[Params]] = OpenSSLParams
-    description: ClassVar[str] = "openssl speed -evp: cipher/digest throughput (wall clock)"
+    description: ClassVar[str] = "openssl speed [-evp]: cipher/digest throughput (wall clock or per CPU second)"
     study: ClassVar[dict[str, Any]] = {"bytes": 64, "multi": 2, "seconds": 20}
     """The `full` profile: density study: `openssl speed -bytes 64 -multi 2`."""
 
@@ -69,20 +101,22 @@ class OpenSSLSpeed(Benchmark):
 
     @property
     def evp_name(self) -> str:
+        """The name openssl measures and prints: the EVP cipher, or the plain speed test's name."""
+        if not self.params.evp:
+            return self.params.algorithm
         return _EVP_NAMES.get(self.params.algorithm, self.params.algorithm)
+
+    def _what(self) -> str:
+        p = self.params
+        how = "" if p.evp else " (plain `openssl speed`, no -evp)"
+        return f"{self.evp_name}{how}, {p.bytes} B blocks, {p.multi} process(es) summed"
 
     def metrics(self) -> list[Metric]:
         p = self.params
         if p.clock == "cpu":
-            return [Metric("throughput_cpu", "B/s", True, "cpu",
-                           f"{self.evp_name}, {p.bytes} B blocks, {p.multi} process(es) summed, per CPU second",
+            return [Metric("throughput_cpu", "B/s", True, "cpu", f"{self._what()}, per CPU second",
                            label="{unit} of CPU time")]
-        return [
-            Metric(
-                "throughput", "B/s", True, "cpu",
-                f"{self.evp_name}, {p.bytes} B blocks, {p.multi} process(es) summed, wall clock",
-            )
-        ]
+        return [Metric("throughput", "B/s", True, "cpu", f"{self._what()}, wall clock")]
 
     def command(self, workdir: str) -> list[str]:
         p = self.params
@@ -90,6 +124,8 @@ class OpenSSLSpeed(Benchmark):
         argv += ["-seconds", str(p.seconds), "-bytes", str(p.bytes)]
         if p.multi > 1:
             argv += ["-multi", str(p.multi)]
+        if not p.evp:
+            return argv + [p.algorithm]
         if p.algorithm in _LEGACY:
             argv += ["-provider", "legacy", "-provider", "default"]
         return argv + ["-evp", self.evp_name]
@@ -107,14 +143,15 @@ class OpenSSLSpeed(Benchmark):
             raise ParseError(self.tool, f"exactly one {_FINAL!r} line", source)
         # OpenSSL 1.1.1 (bullseye) names the parent's sum of -multi children just "evp";
         # the children's lines still carry the cipher, checked below.
-        name = final.group(1).lower()
-        if name != self.evp_name and not (name == "evp" and self.params.multi > 1):
+        # Plain speed in 1.1.1 prints "aes-128 cbc" / "des ede3".
+        name = _printed(final.group(1))
+        if name != self.evp_name and not (name == "evp" and self.params.evp and self.params.multi > 1):
             expected = f"+F line for {self.evp_name} (got {final.group(1)!r})"
             raise ParseError(self.tool, expected, source)
         if self.params.multi > 1:
             found = re.findall(_CHILD, stdout, re.M)
             children = {int(i) for _, _, i in found}
-            wrong = sorted({n for n, _, _ in found if n.lower() != self.evp_name})
+            wrong = sorted({n for n, _, _ in found if _printed(n) != self.evp_name})
             if wrong:
                 raise ParseError(self.tool, f"children's +F lines for {self.evp_name} (got {wrong})", source)
             if children != set(range(self.params.multi)):
@@ -131,3 +168,8 @@ class OpenSSLSpeed(Benchmark):
     def execution_timeout(self) -> float:
         # One block size is measured; -multi runs the children in parallel.
         return 4.0 * (self.params.seconds + 2) + 60.0
+
+
+def _printed(name: str) -> str:
+    """A +F line's algorithm as the benchmark names it: OpenSSL 1.1.1's plain `aes-128 cbc` -> `aes-128-cbc`."""
+    return name.lower().replace(" ", "-")

@@ -11,6 +11,10 @@ comparable. The ratings are summed over threads.
 `-md<N>` is the largest dictionary (2^N bytes): with N >= 22 the benchmark steps through
 22..N, one line per size, and RAM use grows with N and the thread count (-md25 -mmt1 needs
 437 MB, more than the study's smallest VMs had: "ERROR: Can't allocate required memory!").
+
+The real p7zip 16.02 (Debian 10's and 11's original package 16.02+dfsg, the study's era) has
+the same table, but its `Avr:` line has no Speed column (`Avr:  30  2955  898 | 35  4302  1506`):
+the ratings are read as the last number of each half (tests/data/7zip/bullseye-p7zip16.02_*).
 """
 from __future__ import annotations
 
@@ -22,7 +26,9 @@ from pydantic import Field
 from ..errors import ParseError
 from .base import Benchmark, Metric, Params, search
 
-_AVR = r"^Avr:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+\|\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$"
+# Speed (KiB/s) is in the Avr line from 7-Zip 17 on; p7zip 16.02 prints only Usage, R/U and Rating.
+_AVR = (r"^Avr:\s+(?:\d+\s+)?\d+\s+\d+\s+(?P<compress>\d+)\s+\|"
+        r"\s+(?:\d+\s+)?\d+\s+\d+\s+(?P<decompress>\d+)\s*$")
 _TOT = r"^Tot:\s+(\d+)\s+(\d+)\s+(\d+)\s*$"
 _THREADS = r"# Benchmark threads:\s+(\d+)\s*$"
 
@@ -84,8 +90,8 @@ class SevenZip(Benchmark):
         avr = search(_AVR, stdout, self.tool, source, re.M)
         tot = search(_TOT, stdout, self.tool, source, re.M)
         result = {
-            "compress_rating": float(avr.group(4)),
-            "decompress_rating": float(avr.group(8)),
+            "compress_rating": float(avr.group("compress")),
+            "decompress_rating": float(avr.group("decompress")),
             "total_rating": float(tot.group(3)),
         }
         for name, value in result.items():

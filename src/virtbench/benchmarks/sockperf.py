@@ -17,7 +17,9 @@ Quirks of sockperf 3.7 (Debian 12): it exits 0 when it cannot connect
 server never answers ("sockperf: No messages were received from the server. Is the server
 down?"), so the parser looks for those; statistics lines carry ANSI colour codes
 (ESC[2;35m), stripped before matching; MAX and MIN are printed as `<MAX>`/`<MIN>`, some
-versions print them without the angle brackets (both accepted).
+versions print them without the angle brackets (both accepted). sockperf 3.8 and 3.10 (newer
+upstream releases than any Debian ships) extend the mean line: `avg-latency=X (std-dev=Y, mean-ad=..., median-ad=..., siqr=...,
+cv=..., std-error=..., 99.0% ci=[...])`; only X and Y are read (recorded: tests/data/sockperf/upstream-*).
 """
 from __future__ import annotations
 
@@ -31,7 +33,8 @@ from .base import Metric, PairBenchmark, PairParams, Params, search
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _NUM = r"([0-9]+(?:\.[0-9]+)?)"
-_AVG = rf"====> avg-{{what}}={_NUM} \(std-dev={_NUM}\)"  # what: "latency" (RTT/2) or "rtt" (--full-rtt)
+# what: "latency" (RTT/2) or "rtt" (--full-rtt); 3.8+ add ", mean-ad=..., 99.0% ci=[...]" after std-dev
+_AVG = rf"====> avg-{{what}}={_NUM} \(std-dev={_NUM}[,)]"
 _PERCENTILE = rf"^sockperf: ---> percentile {_NUM} =\s*{_NUM}\s*$"
 _MAX = rf"^sockperf: ---> <?MAX>? observation =\s*{_NUM}\s*$"
 _MIN = rf"^sockperf: ---> <?MIN>? observation =\s*{_NUM}\s*$"

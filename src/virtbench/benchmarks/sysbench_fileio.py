@@ -69,6 +69,9 @@ class SysbenchFileioParams(Params):
     threads: int = Field(1, ge=1, le=4096, description="worker threads")
     time: int = Field(5, ge=1, le=3600, description="run time in seconds")
 
+    def scratch_bytes(self) -> int:
+        return _bytes(self.file_total_size)
+
 
 class SysbenchFileio(Benchmark):
     """Request rates, throughput and request latency of sysbench's file I/O test."""

@@ -5,6 +5,7 @@ registers them: the dependency points one way, cli -> commands."""
 from __future__ import annotations
 
 import gc
+import math
 import os
 import sys
 from collections.abc import Iterator
@@ -21,6 +22,16 @@ console = Console(stderr=False, highlight=False, width=None if sys.stdout.isatty
 errconsole = Console(stderr=True, highlight=False)
 db_option = click.option("--db", "db_url", envvar="VIRTBENCH_DB", default=None,
                          help="SQLAlchemy URL of the results store (default: SQLite under /var/lib/virtbench).")
+
+
+class FiniteRange(click.FloatRange):
+    """click's FloatRange lets `nan` through (every comparison with NaN is false)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
 
 
 BLAS_THREADS = "OPENBLAS_NUM_THREADS"

@@ -76,6 +76,13 @@ class Experiment(ABC):
         """The validated section (an instance of `Section`)."""
         return self.campaign.section
 
+    @classmethod
+    def work_per_round(cls, section: Any) -> tuple[int, str]:
+        """What one round asks of each platform, counted from the section alone (e.g. instances
+        migrated, line nodes built): the campaign's budget multiplies it by rounds and platforms
+        before anything is built. (0, "") when the kind has no rounds."""
+        return 0, ""
+
     @classmethod  # noqa: B027 - optional hook
     def validate_campaign(cls, campaign: Campaign) -> None:
         """Cross-field checks that need no host (raise InputError); run at parse time."""

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..benchmarks.base import PairBenchmark
 from ..errors import InputError
@@ -51,6 +51,8 @@ def parent_prefix(paths: Paths) -> str:
     """The confining parents of one state directory: cleanup of another state directory (a test
     session, a second installation) must never remove a parent that a run of this one uses."""
     return f"{PARENT_PREFIX}{hashlib.sha256(str(paths.state).encode()).hexdigest()[:8]}-"
+MAX_COUNT = 4096
+"""The most instances one count may start, listed or ramped (`max` of until: failure)."""
 STOP_KEY = "density-stop"
 """Benchmark key of the per-platform summary execution (stop reason, evidence, maximum)."""
 
@@ -58,18 +60,18 @@ STOP_KEY = "density-stop"
 class Until(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     until: Literal["failure"] = Field(description="ramp the count until a count fails")
-    max: int | None = Field(None, ge=1, le=4096, description="never go beyond this count")
+    max: int | None = Field(None, ge=1, le=MAX_COUNT, description=f"never go beyond this count (at most {MAX_COUNT})")
     step: int | Literal["double"] = Field("double", description="ramp by doubling, or by this many instances")
 
     @field_validator("step")
     @classmethod
     def _step(cls, v: int | str) -> int | str:
-        if isinstance(v, int) and v < 1:
-            raise ValueError("step must be at least 1")
+        if isinstance(v, int) and not 1 <= v <= MAX_COUNT:
+            raise ValueError(f"step must be from 1 to {MAX_COUNT}")
         return v
 
     def ramp(self) -> list[int]:
-        cap = self.max or 4096
+        cap = self.max or MAX_COUNT
         counts, n = [], 1
         while n < cap:
             counts.append(n)
@@ -82,7 +84,8 @@ class DensitySection(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     workload: dict[str, Any] = Field(description="benchmark name and parameters, e.g. {name: openssl, seconds: 10}")
-    counts: list[int] | Until = Field(description="counts to measure, or {until: failure, max: N}")
+    counts: list[int] | Until = Field(description=f"counts to measure (each at most {MAX_COUNT}), or "
+                                                  "{until: failure, max: N}")
     host_memory: Size | None = Field(None, description="confine all instances to a parent cgroup of this size")
     guard: GuardSettings = Field(default_factory=GuardSettings)
     collapse: float = Field(0.25, ge=0, lt=1, description=(
@@ -107,7 +110,14 @@ class DensitySection(BaseModel):
         bench = BENCHMARKS.get(name)
         if issubclass(bench, PairBenchmark):
             raise ValueError(f"workload: {name} is a client-server benchmark; give a single-instance one")
-        bench.Params(**{k: x for k, x in v.items() if k != "name"})
+        try:
+            bench.Params.model_validate({k: x for k, x in v.items() if k != "name"})
+        except ValidationError as exc:  # named here: the section's path cannot walk into a plain mapping
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"])
+            what = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+            raise ValueError(f"workload: {name} parameter {where or name}: {what}; its parameters: "
+                             f"{', '.join(bench.Params.model_fields) or 'none'}") from None
         return dict(v)
 
     @field_validator("counts")
@@ -116,6 +126,9 @@ class DensitySection(BaseModel):
         if isinstance(v, list):
             if not v or any(c < 1 for c in v) or sorted(set(v)) != v:
                 raise ValueError("counts: give increasing whole numbers from 1, e.g. [1, 2, 4, 8]")
+            if v[-1] > MAX_COUNT:
+                raise ValueError(f"counts: {v[-1]} instances at once is more than {MAX_COUNT} (the cap of "
+                                 "until: failure's max too); give smaller counts")
         return v
 
     @model_validator(mode="after")

@@ -136,6 +136,10 @@ class Migration(Experiment):
     Section = MigrationSection
 
     @classmethod
+    def work_per_round(cls, section: Any) -> tuple[int, str]:
+        return sum(section.counts) * max(1, len(section.to)), "instances moved"
+
+    @classmethod
     def validate_campaign(cls, campaign: Any) -> None:
         names = [p.name for p in campaign.platforms]
         if campaign.baseline not in names and campaign.baseline == cls.default_baseline:

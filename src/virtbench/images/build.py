@@ -23,6 +23,7 @@ from pydantic import AfterValidator
 
 from .. import proc
 from ..errors import CommandError, InputError, UnavailableError
+from ..filemodes import private_dirs
 from .arch import check_release_arch, host_arch, require_buildable
 from .image import Image
 
@@ -109,6 +110,13 @@ def recipe_for(profile: str, release: str = "bookworm", arch: str | None = None,
     return Recipe(release=release, arch=arch, profile=profile, packages=tuple(packages), mirrors=tuple(mirrors))
 
 
+def close_cache(cache: Path = DEFAULT_CACHE, *, create: bool = False) -> None:
+    """The image cache 0700 (and virtbench's cache directory above the default one): its root
+    filesystems hold setuid-root binaries no other user may reach. At start it closes what an
+    older version left open; a build creates it so."""
+    private_dirs(*((cache.parent,) if cache == DEFAULT_CACHE else ()), cache, create=create)
+
+
 def cached(recipe: Recipe, cache: Path = DEFAULT_CACHE) -> Image | None:
     root = cache / recipe.hash()[:16]
     if (root / "manifest.json").is_file() and (root / "rootfs").is_dir():
@@ -125,7 +133,7 @@ def build(recipe: Recipe, cache: Path = DEFAULT_CACHE, *, force: bool = False,
     if not proc.which("mmdebstrap"):
         raise UnavailableError("mmdebstrap is not installed", "apt-get install mmdebstrap")
     emulated = require_buildable(recipe.release, recipe.arch)
-    cache.mkdir(parents=True, exist_ok=True)
+    close_cache(cache, create=True)
     digest = recipe.hash()
     root = cache / digest[:16]
     with open(cache / f".{digest[:16]}.lock", "w") as lock:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import copy
+import math
 import os
 import re
 import uuid
@@ -81,7 +82,21 @@ class Paths:
         return cls(state=Path(env.get("VIRTBENCH_STATE_DIR", "/var/lib/virtbench")),
                    runtime=Path(env.get("VIRTBENCH_RUNTIME_DIR", "/run/virtbench")))
 
+    def make_private(self) -> Paths:
+        """The state and runtime directories readable by this user only (0700), created so or
+        closed if an older virtbench left them open: instance directories hold guest root
+        filesystems with setuid-root binaries, the runtime one the lock and sockets."""
+        from ..filemodes import private_dirs
 
+        private_dirs(self.state, self.runtime)
+        return self
+
+
+MAX_CPU = 8191
+"""The highest CPU number Linux numbers (NR_CPUS is at most 8192)."""
+MAX_SIZE = 1 << 50
+"""A pebibyte: no memory, disk or file size of a campaign is larger (and 2^63 would overflow the
+kernel's and the engines' 64-bit fields)."""
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
 
 
@@ -91,12 +106,17 @@ def parse_size(value: object) -> int:
     if isinstance(value, bool):
         raise ValueError("give a size such as 512M or 1G")
     if isinstance(value, (int, float)):
-        return int(value)
-    match = _SIZE.match(str(value))
-    if not match:
+        number = value
+    else:
+        match = _SIZE.match(str(value))
+        if not match:
+            raise ValueError(f"{value!r} is not a size; give e.g. 512M, 1G or a number of bytes")
+        number = float(match.group(1)) * 1024 ** " kmgt".index(match.group(2).lower() or " ")
+    if not math.isfinite(number) or number < 0:
         raise ValueError(f"{value!r} is not a size; give e.g. 512M, 1G or a number of bytes")
-    number, unit = float(match.group(1)), match.group(2).lower()
-    return int(number * 1024 ** " kmgt".index(unit or " "))
+    if number > MAX_SIZE:
+        raise ValueError(f"{value!r} is more than any machine has (1P at most); give e.g. 512M or 1G")
+    return int(number)
 
 
 Size = Annotated[int, BeforeValidator(parse_size)]
@@ -116,7 +136,7 @@ class PlatformOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    cpus: float | None = Field(None, gt=0, description="CPU quota in cores (CFS quota)")
+    cpus: float | None = Field(None, gt=0, le=4096, description="CPU quota in cores (CFS quota)")
     cpuset: str | None = Field(None, description="CPUs the instance may use, e.g. '0' or '0-1'")
     memory: Size | None = Field(None, description="memory limit, e.g. 512M (binary: 512 MiB)")
     network: Literal["none", "bridge", "host"] = Field(
@@ -127,6 +147,10 @@ class PlatformOptions(BaseModel):
     def _cpuset(cls, v: str | None) -> str | None:
         if v is not None and not re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", v):
             raise ValueError("cpuset must look like '0', '0-3' or '0,2'")
+        for part in (v or "").split(","):
+            lo, _, hi = part.partition("-")
+            if int(hi or lo) < int(lo) or int(hi or lo) > MAX_CPU:  # before any range of them is built
+                raise ValueError(f"cpuset range {part!r} must go upwards and stay within CPU 0-{MAX_CPU}")
         return v
 
     @field_validator("memory")

@@ -38,12 +38,17 @@ def parse_cpulist(text: str) -> set[int]:
     return cpus
 
 
+def online_cpus() -> set[int]:
+    """This host's online CPUs (the numbers a cpuset may name)."""
+    try:
+        return parse_cpulist(Path("/sys/devices/system/cpu/online").read_text())
+    except OSError:
+        return set(os.sched_getaffinity(0))
+
+
 def check_limits(options: Any, platform: str) -> None:
     """Limits this host cannot honour fail the campaign up front, not at the first create."""
-    try:
-        online = parse_cpulist(Path("/sys/devices/system/cpu/online").read_text())
-    except OSError:
-        online = set(os.sched_getaffinity(0))
+    online = online_cpus()
     if options.cpus is not None and options.cpus > len(online):
         raise InputError(f"{platform}: cpus={options.cpus:g} but this host has {len(online)} CPUs",
                          f"use cpus <= {len(online)}")

@@ -34,7 +34,7 @@ HYBRID = "cgroups in hybrid mode not supported"
 class OCIOptions(PlatformOptions):
     """runc and crun: the common options plus an I/O throttle the OCI spec carries."""
 
-    device_read_iops: int | None = Field(None, ge=1, description=(
+    device_read_iops: int | None = Field(None, ge=1, le=10**9, description=(
         "read operations per second allowed on the block device holding the instance's storage "
         "(cgroup v1 blkio.throttle.read_iops_device, v2 io.max riops)"))
     swap: Size | None = Field(None, description=(

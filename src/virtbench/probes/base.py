@@ -83,6 +83,11 @@ class Probe(ABC):
     def check(self) -> None:  # noqa: B027 - optional hook: most probes have nothing to try
         """Refuse bad options against this host before anything starts (InputError)."""
 
+    def commands(self) -> list[list[str]]:
+        """Programs of the campaign's choosing this probe would run (argv lists): a campaign
+        file may come from anyone, so these run only where the operator allowed them."""
+        return []
+
     def describe(self) -> dict[str, Any]:
         """Stored with the run: the probe's options and what it found on this host."""
         works = self.available()

@@ -40,7 +40,8 @@ class EnergyOptions(ProbeOptions):
     source: Literal["auto", "meter", "rapl", "ipmi"] = Field(
         "auto", description="auto: the meter if given, else RAPL, else IPMI; none works: stored as unavailable")
     meter: list[str] | None = Field(None, description="argv of a command printing the current watts on one line")
-    interval: float | None = Field(None, gt=0, description="seconds between readings (default: 1 for meter/ipmi, 0.1 rapl)")
+    interval: float | None = Field(None, gt=0, le=3600,
+                                    description="seconds between readings (default: 1 for meter/ipmi, 0.1 rapl)")
     idle: bool = Field(False, description="measure idle power before the run and store joules above idle")
     idle_seconds: float = Field(5.0, ge=1, le=600, description="how long idle power is measured")
     timeout: float = Field(5.0, gt=0, le=60, description="seconds a meter command may take")
@@ -121,6 +122,9 @@ class Energy(SamplingProbe):
         return Availability(works, reason, "" if works else "give a meter command: {name: energy, meter: [...]}")
 
     # -- before the run -------------------------------------------------------------
+    def commands(self) -> list[list[str]]:
+        return [list(self.opts.meter)] if self.opts.meter else []
+
     def check(self) -> None:
         """Choose the source and try it once: a meter that fails or prints garbage, a
         source asked for that does not work here, or an interval below what the source

@@ -113,7 +113,12 @@ def export(store: Store, run_ref: str, directory: Path, fmt: str = "csv") -> lis
         raise InputError(f"unknown export format {fmt!r}", f"use one of {', '.join(FORMATS)}")
     run, rows, _ = S.build(store, run_ref)
     host = S.host_labels([run])[0]
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create the output directory {directory}: {exc.strerror}"
+                         + (f" ({exc.filename})" if exc.filename and str(exc.filename) != str(directory) else ""),
+                         "give -o a directory you can create and write") from None
     tables = {"samples": samples_table(store, run, host), "executions": executions_table(store, run, host),
               "summary": summary_table(run, rows, host)}
     written = [write_table(records, directory / f"{run.id}-{name}.{fmt}", fmt, COLUMNS.get(name, ()))

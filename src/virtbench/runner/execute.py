@@ -19,9 +19,9 @@ from typing import Any, Protocol
 from .. import __version__, boards, proc
 from .. import host as hostfacts
 from ..benchmarks.base import Benchmark, PairBenchmark
-from ..config import Campaign, parse_campaign
+from ..config import Campaign, check_host, parse_campaign
 from ..constants import LIFECYCLE, LIFECYCLE_STEPS
-from ..errors import CommandError, InputError, VirtbenchError
+from ..errors import CommandError, InputError, StoreError, VirtbenchError
 from ..experiments.registry import EXPERIMENTS
 from ..images.image import Image
 from ..platforms import naming
@@ -93,6 +93,7 @@ def start(store: Store, campaign: Campaign, paths: Paths, *, source: str = "",
 
         return hosts.start(store, campaign, paths, source=source, reporter=reporter or QuietReporter(),
                            run_id=run_id)
+    check_host(campaign, paths)  # CPUs, memory, scratch space: before any probe
     hostlock.announce_run(paths, run_id)
     if not EXPERIMENTS.get(campaign.experiment).uses_benchmarks:
         from . import experiment
@@ -142,6 +143,11 @@ def run_queued(store: Store, run_id: str, paths: Paths, *, reporter: Reporter | 
         except InputError as exc:  # a host refused in preflight: the queued run says why
             store.set_status(run.id, "failed", exc.message)
             raise
+    try:
+        check_host(campaign, paths)  # CPUs, memory, scratch space: before any probe
+    except InputError as exc:
+        store.set_status(run.id, "failed", exc.message)
+        raise
     if not EXPERIMENTS.get(campaign.experiment).uses_benchmarks:
         from . import experiment
 
@@ -278,6 +284,9 @@ def execute(store: Store, session: Session, run_id: str, seed: int, reporter: Re
         store.set_status(run_id, "interrupted", "interrupted by user or signal")
         reporter.end()
         return Outcome(run_id, executions, failed, interrupted=True)
+    except StoreError as exc:  # the unit's instance is gone already (_run_unit)
+        reporter.end()
+        raise stopped_by_store(store, run_id, exc) from None
     except BaseException as exc:
         store.set_status(run_id, "failed", f"{type(exc).__name__}: {exc}")
         reporter.end()
@@ -333,22 +342,24 @@ def _run_unit(store: Store, session: Session, run_id: str, unit: Unit, todo: set
                 if inst is not instance:
                     plat.stop(inst)
                 plat.remove(inst)
-    except (KeyboardInterrupt, Interrupted):
+    except (KeyboardInterrupt, Interrupted, StoreError):  # a failed write stops the run: nothing is kept
         _discard(layers)
         raise
     except Exception as exc:  # noqa: BLE001 - recorded as failed executions, the run goes on
         error = _describe(exc)
         reporter.log(f"{tag}: instance failed: {error}")
-        for key in unit.benchmarks:
-            if key in todo and (unit.round, unit.platform, key) not in store.done_units(run_id):
-                store.record(run_id=run_id, round=unit.round, warmup=unit.warmup, platform=unit.platform,
-                             benchmark=key, status="failed", started_at=started, finished_at=now(),
-                             duration_s=0.0, instance=name, error=f"instance failed: {error}",
-                             **_output_of(exc))
-                executions, failed = executions + 1, failed + 1
-                reporter.advance()
         log.append(f"error: {error}")
-        _discard(layers)
+        try:
+            for key in unit.benchmarks:
+                if key in todo and (unit.round, unit.platform, key) not in store.done_units(run_id):
+                    store.record(run_id=run_id, round=unit.round, warmup=unit.warmup, platform=unit.platform,
+                                 benchmark=key, status="failed", started_at=started, finished_at=now(),
+                                 duration_s=0.0, instance=name, error=f"instance failed: {error}",
+                                 **_output_of(exc))
+                    executions, failed = executions + 1, failed + 1
+                    reporter.advance()
+        finally:
+            _discard(layers)
     if LIFECYCLE in todo:
         ok = set(times) == set(LIFECYCLE_STEPS)
         store.record(run_id=run_id, round=unit.round, warmup=unit.warmup, platform=unit.platform,
@@ -359,6 +370,19 @@ def _run_unit(store: Store, session: Session, run_id: str, unit: Unit, todo: set
         executions, failed = executions + 1, failed + (0 if ok else 1)
         reporter.advance()
     return executions, failed
+
+
+def stopped_by_store(store: Store, run_id: str, exc: StoreError) -> StoreError:
+    """A run whose results can no longer be written stops: marked interrupted if the store
+    takes that write now (else a reader marks it once this process is gone, store/owner.py),
+    and said in one line with the way to complete it. Every execution stored so far stays;
+    the one whose write failed was rolled back whole, so a resume measures it again."""
+    try:
+        store.set_status(run_id, "interrupted", f"stopped: {exc.message}")
+    except StoreError:
+        pass
+    return StoreError(f"run {run_id} stopped: {exc.message}",
+                      f"{exc.fix}; then `virtbench run --resume {run_id}` measures what is missing")
 
 
 def _run_benchmark(store: Store, session: Session, platform: Platform, instance: Instance, image: Image,

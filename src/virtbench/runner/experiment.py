@@ -12,6 +12,7 @@ import random
 from .. import __version__
 from .. import host as hostfacts
 from ..config import Campaign
+from ..errors import StoreError
 from ..experiments.base import Experiment, ExperimentContext
 from ..experiments.registry import EXPERIMENTS
 from ..platforms.base import Paths
@@ -25,6 +26,7 @@ from .execute import (
     StopCheck,
     new_run_id,
     sigterm_as_interrupt,
+    stopped_by_store,
 )
 
 
@@ -84,6 +86,8 @@ def execute(store: Store, kind: Experiment, run_id: str, seed: int, reporter: Re
     except (KeyboardInterrupt, Interrupted):
         store.set_status(run_id, "interrupted", "interrupted by user or signal")
         return Outcome(run_id, len(store.executions(run_id)) - before, 0, interrupted=True)
+    except StoreError as exc:  # the kind's instances go in the finally below
+        raise stopped_by_store(store, run_id, exc) from None
     except BaseException as exc:
         store.set_status(run_id, "failed", f"{type(exc).__name__}: {exc}")
         raise

@@ -21,7 +21,7 @@ from typing import Any
 
 from .. import host as hostfacts
 from .. import proc
-from ..config import Campaign, cross_host
+from ..config import Campaign, check_host, cross_host
 from ..errors import InputError, VirtbenchError
 from ..hosts import ship, ssh
 from ..hosts.inventory import HostSpec
@@ -99,9 +99,12 @@ def prepare_parts(campaign: Campaign, paths: Paths, seed: int, log: Any) -> tupl
     parts = [Part(spec=h, seed=host_seed(seed, h.name)) for h in campaign.hosts]
     try:
         for part in parts:  # the cheap checks first: a host that cannot be reached refuses at once
-            if not part.spec.is_local:
+            if part.spec.is_local:
+                check_host(campaign, paths, source=f"host {part.name}", one_of_hosts=True)
+            else:
                 part.executor = SSHExecutor(part.spec, paths.runtime)
                 part.executor.open()  # host key, reachability, root or sudo: InputError naming the host
+                _check_remote(part, campaign, paths)
                 if limited := memory_limited(session):  # a board booted without it (Raspberry Pi OS): refused now
                     cgroups = part.executor.run(["cat", "/proc/cgroups"], timeout=30, check=False).stdout
                     refuse_unlimited_memory(part.name, limited, cgroups)
@@ -116,6 +119,17 @@ def prepare_parts(campaign: Campaign, paths: Paths, seed: int, log: Any) -> tupl
         close(parts)
         raise
     return (session if any(p.spec.is_local for p in parts) else None), parts
+
+
+def _check_remote(part: Part, campaign: Campaign, paths: Paths) -> None:
+    """The host's CPUs and memory against the campaign's limits (config.check_host), read over
+    SSH before anything is built or started there."""
+    assert part.executor is not None
+    out = part.executor.run(["sh", "-c", "nproc; cat /proc/meminfo"], timeout=30, check=False).stdout
+    first, _, meminfo = out.partition("\n")
+    if first.strip().isdigit():
+        check_host(campaign, paths, source=f"host {part.name}", cpus=int(first), free=-1, one_of_hosts=True,
+                   memory=hostfacts.meminfo(meminfo).get("MemTotal", 0))
 
 
 def _prepare_remote(part: Part, campaign: Campaign, session: Session, paths: Paths, log: Any) -> None:

@@ -30,12 +30,14 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import __version__
-from ..errors import InputError
+from ..config import parse_campaign
+from ..errors import InputError, StoreError
 from ..platforms.base import Paths
 from ..store import queue
-from ..store.db import Store, now, redact
+from ..store.db import Store, now
 from ..store.queue import cancel_requested, claim_next, hostname, mark_cancelled, orphans, take_over
 from . import execute, hostlock
+from .probing import require_consent
 
 HEARTBEAT_S = 10.0
 """Heartbeat period while nothing changes; progress is written within PROGRESS_S of a change."""
@@ -96,8 +98,11 @@ class QueueWorker:
 
     def __init__(self, store: Store, paths: Paths, *, poll_s: float = 2.0, once: bool = False,
                  probe: bool = True, echo: Callable[[str], None] | None = None,
-                 after_run: Callable[[Store, str], None] | None = None) -> None:
+                 after_run: Callable[[Store, str], None] | None = None, allow_meter: bool = False) -> None:
         self.store, self.paths, self.poll_s, self.once, self.probe = store, paths, poll_s, once, probe
+        self.allow_meter = allow_meter
+        """Queued campaigns come through the web app: their meter commands run only if the
+        worker's operator allowed them (`--allow-meter`)."""
         self.after_run = after_run
         """Called with each stopped run (the web app stores its report then); the runner does not
         know the report layer, so the caller passes it in."""
@@ -123,7 +128,7 @@ class QueueWorker:
         try:
             if not self._acquire_host_lock():
                 return
-            self.echo(f"{self.id} ready; database {redact(self.store.url)}")
+            self.echo(f"{self.id} ready; database {self.store.shown}")
             self._recover()
             if self.probe and not self.stop.is_set():
                 self._probe_platforms()
@@ -203,6 +208,7 @@ class QueueWorker:
 
         self._in_run_setup = True
         try:
+            require_consent(parse_campaign(self.store.run(run_id).campaign, f"run {run_id}"), self.allow_meter)
             with hostlock.hold(self.paths, f"web run {run_id} (worker {self.id})", wait=True, poll_s=self.poll_s,
                                stop=stop_requested, log=say):
                 if resume:
@@ -229,6 +235,8 @@ class QueueWorker:
             say(f"run {run_id}: {exc}")
             if cancel_requested(self.store, run_id):
                 mark_cancelled(self.store, run_id)
+        except StoreError as exc:  # the store could not be written: the run is interrupted, not failed
+            say(f"run {run_id}: {exc.message}; it resumes when a worker starts again")
         except InputError as exc:  # e.g. resume refused: the image changed; retrying cannot help
             self.store.set_status(run_id, "failed", exc.message)
             say(f"run {run_id}: failed: {exc.message}")
@@ -303,7 +311,8 @@ class QueueWorker:
 
 
 def main(db_url: str | None, *, once: bool = False, poll_s: float = 2.0, probe: bool = True,
-         after_run: Callable[[Store, str], None] | None = None) -> None:
+         after_run: Callable[[Store, str], None] | None = None, allow_meter: bool = False) -> None:
     """Entry point of `virtbench worker`."""
     store = Store(db_url)
-    QueueWorker(store, Paths.from_env(), poll_s=poll_s, once=once, probe=probe, after_run=after_run).run()
+    QueueWorker(store, Paths.from_env().make_private(), poll_s=poll_s, once=once, probe=probe, after_run=after_run,
+                allow_meter=allow_meter).run()

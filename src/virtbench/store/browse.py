@@ -57,6 +57,7 @@ def get_run(store: Store, run_id: str) -> Run:
 def get_runs(store: Store, run_ids: Sequence[str]) -> list[Run]:
     """Exactly these ids, in one query (a comparison of ten runs: one round trip, not ten)."""
     ids = list(dict.fromkeys(run_ids))
+    store.reap_dead()
     with store.session() as s:
         found = {r.id: r for r in s.scalars(
             select(Run).where(Run.id.in_(ids))
@@ -105,6 +106,7 @@ def run_brief(run: Run, counts: tuple[int, int] | None = None, workers: dict[str
 
 def list_runs(store: Store, *, status: str | None = None, host: str | None = None, limit: int = 50,
               offset: int = 0) -> list[dict[str, Any]]:
+    store.reap_dead()
     with store.session() as s:
         q = (select(Run).options(selectinload(Run.host), selectinload(Run.platforms), selectinload(Run.benchmarks))
              .order_by(Run.created_at.desc(), Run.id.desc()))
@@ -119,6 +121,7 @@ def list_runs(store: Store, *, status: str | None = None, host: str | None = Non
 
 
 def status_counts(store: Store) -> dict[str, int]:
+    store.reap_dead()
     with store.session() as s:
         found = dict(s.execute(select(Run.status, func.count()).group_by(Run.status)).all())
     return {st: int(found.get(st, 0)) for st in STATUSES} | {k: int(v) for k, v in found.items()

@@ -69,6 +69,9 @@ class Run(Base):
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     progress: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     """Live progress written by the worker (step, log tail) for the web page."""
+    owner: Mapped[str | None] = mapped_column(String(255), default=None)
+    """The process that set the run running, `host|boot id|pid|start time` (migration 0009):
+    a reader on that host tells a live run from one whose process died (store/owner.py)."""
     host: Mapped[Host | None] = relationship()
     platforms: Mapped[list[RunPlatform]] = relationship(back_populates="run", cascade="all, delete-orphan",
                                                           order_by="RunPlatform.position")

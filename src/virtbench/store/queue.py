@@ -145,7 +145,9 @@ def write_progress(store: Store, run_id: str, progress: dict[str, Any]) -> None:
 
 def request_cancel(store: Store, run_id: str) -> bool:
     """Queued and unclaimed, or interrupted: cancelled at once (nothing runs it). Claimed or
-    running: flagged, and the worker stops it between instances. False: nothing to cancel."""
+    running: flagged, and the worker stops it between instances. False: nothing to cancel.
+    A run whose process died is interrupted (Store.reap_dead), so cancelled at once."""
+    store.reap_dead()
     with store.engine.begin() as conn:
         done = conn.execute(update(Run).where(Run.id == run_id, Run.status.in_(("queued", "interrupted")),
                                               Run.worker.is_(None) | (Run.status == "interrupted"))
@@ -159,7 +161,9 @@ def request_cancel(store: Store, run_id: str) -> bool:
 
 def delete_idle(store: Store, run_id: str, deletable: tuple[str, ...]) -> bool:
     """Delete a run (cascading to its executions and samples) only if nothing works on it:
-    its status is one of deletable, or it is queued and unclaimed. False if it was not deleted."""
+    its status is one of deletable, or it is queued and unclaimed. False if it was not deleted.
+    A run whose process died is interrupted (Store.reap_dead), so it may be deleted."""
+    store.reap_dead()
     with store.engine.begin() as conn:
         gone = conn.execute(delete(Run).where(Run.id == run_id, Run.status.in_(deletable) |
                                               ((Run.status == "queued") & Run.worker.is_(None)))).rowcount

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from sqlalchemy import delete, select
 from sqlalchemy.exc import SQLAlchemyError
 
+from ..errors import StoreError
 from .db import Store, now
 from .models import ReportCache, Run
 
@@ -28,7 +29,7 @@ def save(store: Store, run_id: str, version: str, data: bytes) -> bool:
         with store.session.begin() as s:
             s.execute(delete(ReportCache).where(ReportCache.run_id == run_id))
             s.add(ReportCache(run_id=run_id, version=version, created_at=now(), data=data))
-    except SQLAlchemyError:
+    except (SQLAlchemyError, StoreError):  # StoreError: locked or disk full
         return False
     return True
 

@@ -22,6 +22,33 @@ SCALES = ("quick", "paper")
 
 
 @dataclass(frozen=True)
+class PaperCommand:
+    """A tool invocation as the paper printed it. `{param}` stands for what the paper left open
+    and the preset fills from the benchmark's parameter of that name (the paper's `$duration`)."""
+
+    where: str
+    """The paper's figure or section that prints it."""
+    benchmark: str
+    """The virtbench benchmark that runs it."""
+    argv: tuple[str, ...]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Difference:
+    """A deliberate difference between the paper's setup and the part's presets: shown in
+    `study report` beside the values it affects (and in the notes), held by the unit tests
+    against the presets' effective argv where it adds to the paper's command."""
+
+    what: str
+    why: str
+    affects: tuple[str, ...] = ()
+    """Ids of the paper values (studies/paper/<id>.yaml) whose comparison it bears on."""
+    adds: tuple[str, ...] = ()
+    """argv words the presets add to the paper's command (output format only, e.g. `-mr`)."""
+
+
+@dataclass(frozen=True)
 class Part:
     name: str
     title: str
@@ -34,6 +61,10 @@ class Part:
     """Capabilities without which the part runs but lacks a measurement."""
     differs: str = ""
     """How the part differs from the paper here (a substitute tool, images not in Debian)."""
+    command: PaperCommand | None = None
+    """The paper's command of the part's workload, where the paper prints one."""
+    differences: tuple[Difference, ...] = ()
+    """Every deliberate difference of the presets from the paper's command and setup."""
 
     def campaign_stems(self, study: str, scale: str) -> list[str]:
         return [f"study{study}-{self.name}{'-' + v if v else ''}-{scale}" for v in self.variants]
@@ -59,6 +90,38 @@ class Study:
         return [SHIPPED / f"{stem}.yaml" for p in self.parts for stem in p.campaign_stems(self.id, scale)]
 
 
+def _openssl_000(where: str, algorithm: str) -> PaperCommand:
+    """Study 000's openssl command (Fig. 2: des-ede3, Fig. 3: aes-128-cbc)."""
+    note = ("the paper's text calls des-ede3 ECB; openssl's des-ede3 speed test is DES-EDE3 in CBC mode "
+            "(DES_ede3_cbc_encrypt), here as in the paper" if algorithm == "des-ede3" else "")
+    return PaperCommand(where, "openssl", ("openssl", "speed", "-seconds", "{seconds}", "-bytes", "64",
+                                           "-multi", "2", algorithm), note)
+
+
+def _openssl_000_differences(throughput_ids: tuple[str, ...]) -> tuple[Difference, ...]:
+    """How the density presets' openssl differs from the paper's (clock and interface are the paper's:
+    plain `openssl speed ALG` without -evp, rates per CPU second without -elapsed)."""
+    return (
+        Difference("`-mr` added: machine-readable output",
+                   "the same measurement; rates printed as exact bytes per second with each child's line "
+                   "(checked) instead of a table rounded to 1000s of bytes", throughput_ids, ("-mr",)),
+        Difference("`-seconds`: 20 s at paper scale, 2 s quick", "the paper does not state its $duration",
+                   throughput_ids),
+    )
+
+
+def _debian10(affects: tuple[str, ...]) -> Difference:
+    return Difference(
+        "Debian 10 (buster, OpenSSL 1.1.1n) is played by Debian 11 bullseye (OpenSSL 1.1.1w)",
+        "the image builder uses deb.debian.org, which no longer carries buster; bullseye ships the last OpenSSL "
+        "1.1.1, whose plain `openssl speed aes-128-cbc` (no -evp) is software AES as buster's is", affects)
+
+
+_BROUGHT = Difference(
+    "Fedora 38, Alpine 3.18 and Ubuntu 22.04 run only from a brought image (`image: {rootfs: FILE}`)",
+    "no image registry is used; the presets run the Debian images",
+    ("os-max-fedora38", "os-max-alpine318", "os-max-ubuntu2204"))
+
 STUDIES: tuple[Study, ...] = (
     Study(
         "000", "LXC containers on Raspberry Pi 4B/5 under Proxmox",
@@ -69,13 +132,20 @@ STUDIES: tuple[Study, ...] = (
         (
             Part("density-os-3des", "maximum containers and per-container 3DES throughput by OS image (Figs. 4, 5)",
                  differs="Debian bookworm/trixie/bullseye images (no registry here: Fedora, Alpine and Ubuntu "
-                         "need a brought `rootfs:` archive); bullseye's OpenSSL 1.1.1 plays Debian 10's part"),
+                         "need a brought `rootfs:` archive); bullseye's OpenSSL 1.1.1 plays Debian 10's part",
+                 command=_openssl_000("Fig. 2", "des-ede3"),
+                 differences=(*_openssl_000_differences(("des-one-rpi4", "des-one-rpi5")), _debian10(("os-max-debian10",)),
+                              _BROUGHT)),
             Part("density-os-aes", "maximum containers and per-container AES-128-CBC throughput by OS image "
-                                   "(Figs. 6, 7)", differs="as density-os-3des"),
-            Part("density-ram", "maximum containers with 128/256/512 MB each (Figs. 8, 9)"),
+                                   "(Figs. 6, 7)", differs="as density-os-3des",
+                 command=_openssl_000("Fig. 3", "aes-128-cbc"),
+                 differences=(*_openssl_000_differences(("aes-one-rpi4", "aes-one-rpi5")), _debian10(()))),
+            Part("density-ram", "maximum containers with 128/256/512 MB each (Figs. 8, 9)",
+                 command=_openssl_000("Fig. 3", "aes-128-cbc"), differences=_openssl_000_differences(())),
             Part("density-hostram", "maximum containers under 2/4/8 GB of host RAM (Figs. 10, 11)",
                  variants=("2g", "4g", "8g"),
-                 differs="the host's RAM is a confining memory cgroup (`host_memory:`), not a board with less RAM"),
+                 differs="the host's RAM is a confining memory cgroup (`host_memory:`), not a board with less RAM",
+                 command=_openssl_000("Fig. 3", "aes-128-cbc"), differences=_openssl_000_differences(())),
             Part("migration", "offline migration time of 1, 2, 4 and 8 containers at once (Fig. 12)",
                  differs="to another directory of this host (no second node): storage-bound, not network-bound"),
             Part("network-same", "iperf3 TCP throughput by -l size and sockperf TCP one-way delay by -m size, "

@@ -20,7 +20,7 @@ from ..report.figures import FigureSpec, Series, slug
 from ..report.model import Report, Section, Table
 from . import compare as C
 from . import paper as P
-from .registry import Study
+from .registry import Difference, Study
 
 
 def part_runs(study: Study, reports: Sequence[Report]) -> list[C.PartRun]:
@@ -45,6 +45,30 @@ def _cell(x: Any, unit: str = "") -> str:
     if isinstance(x, float):
         return C.fmt(x, unit)
     return "-" if x is None else str(x)
+
+
+def differences_by_value(study: Study) -> dict[str, list[tuple[str, Difference]]]:
+    """Each paper value's id -> the deliberate differences (with their part) that bear on it."""
+    out: dict[str, list[tuple[str, Difference]]] = {}
+    for part in study.parts:
+        for d in part.differences:
+            for vid in d.affects:
+                out.setdefault(vid, []).append((part.name, d))
+    return out
+
+
+def command_notes(study: Study) -> list[str]:
+    """The paper's command of each part and every deliberate difference of the presets from it."""
+    notes = []
+    for part in study.parts:
+        if part.command:
+            c = part.command
+            notes.append(f"{part.name}: the paper's command ({c.where}): `{' '.join(c.argv)}`"
+                         + (f" ({c.note})" if c.note else "") + ".")
+        if part.differences:
+            notes.append(f"{part.name} differs from the paper deliberately: "
+                         + "; ".join(f"{d.what} ({d.why})" for d in part.differences) + ".")
+    return notes
 
 
 def figures(values: Sequence[P.PaperValue], judged: dict[str, dict[str, Any]], study: Study) -> list[FigureSpec]:
@@ -101,6 +125,7 @@ def build(study: Study, runs: Sequence[C.PartRun], caps: dict[str, str] | None =
     quick = any(r.scale == "quick" for r in runs)
     judged: dict[str, dict[str, Any]] = {}
     rows, data = [], []
+    diffs = differences_by_value(study)
     for v in pv.values:
         j = C.judge(v, matcher, caps or {}, pv.categories)
         why = C.reasons(v, facts, pv.host, quick) if j["verdict"] == "differs" else []
@@ -108,12 +133,14 @@ def build(study: Study, runs: Sequence[C.PartRun], caps: dict[str, str] | None =
         unit = "" if v.kind == "relative" else v.unit
         paper_cell = _cell(j["paper"], unit) + (f" ({v.paper['baseline']} -> {v.paper['value']} {v.unit})"
                                                 if v.kind == "relative" else "")
+        mine = diffs.get(v.id, [])
         rows.append([_source(v), v.label(), paper_cell, _cell(j["yours"], unit), j["verdict"],
-                     "; ".join(why) or j["detail"]])
+                     "; ".join(why) or j["detail"], "; ".join(d.what for _, d in mine) or "-"])
         data.append({"id": v.id, "source": {"where": v.where, "section": v.section, "page": None}, "kind": v.kind,
                      "quantity": v.label(), "unit": v.unit, "higher_is_better": v.higher_is_better,
                      "paper": j["paper"], "yours": j["yours"], "verdict": j["verdict"], "detail": j["detail"],
-                     "likely_reasons": why})
+                     "likely_reasons": why,
+                     "differences": [{"part": part, "what": d.what, "why": d.why} for part, d in mine]})
     counts = Counter(d["verdict"] for d in data)
     notes = [f"Study {study.id}, {study.title}: {counts['agrees']} published values agree with this host, "
              f"{counts['differs']} differ, {counts['not measured here']} were not measured here"
@@ -130,9 +157,10 @@ def build(study: Study, runs: Sequence[C.PartRun], caps: dict[str, str] | None =
     for part in study.parts:
         if part.differs:
             notes.append(f"{part.name}: {part.differs}.")
+    notes += command_notes(study)
     notes.append("Sources are tables and figures with the paper's section; the seed texts carry no page numbers.")
     table = Table("published values and this host's, with verdicts", ["source", "quantity", "paper", "this host", "verdict",
-                                                 "likely reason / detail"], rows)
+                                                 "likely reason / detail", "run differently from the paper"], rows)
     doc = {"study": study.id, "title": study.title, "paper_host": pv.host.model_dump(),
            "runs": [{"run_id": r.report.run.id, "part": r.part, "scale": r.scale} for r in runs],
            "comparisons": data, "summary": dict(counts)}

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import Campaign, load_yaml, parse_campaign
+from ..config import Campaign, check_host, load_yaml, parse_campaign
 from ..errors import InputError
 from ..experiments.registry import DEFAULT as DEFAULT_EXPERIMENT
 from ..experiments.registry import EXPERIMENTS
@@ -154,6 +154,10 @@ def plan(study: Study, scale: str, caps: Capabilities, parts: Sequence[str] = ()
                 planned.fix = next((x["fix"] for x in left_out if x["fix"]), "")
             else:
                 planned.campaign = parse_campaign({**data, "platforms": keep}, str(path))
+                try:  # what this host cannot give (a paper's 8 GiB host_memory on a 4 GiB one): skipped with why
+                    check_host(planned.campaign, caps.paths)
+                except InputError as exc:
+                    planned.campaign, planned.skipped, planned.fix = None, exc.message, exc.fix or ""
             if planned.skipped and parts:
                 raise InputError(f"study {study.id} part {part.name}: {planned.skipped}", planned.fix or None)
             out.append(planned)

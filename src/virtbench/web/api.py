@@ -1,9 +1,10 @@
 """The JSON API: everything the pages do, documented in the OpenAPI schema at /openapi.json.
 
 Reads are open (unless the instance is private); every state change (schedule, cancel,
-delete) is a POST or DELETE that needs ``Authorization: Bearer <token>``. Errors are
+delete) is a POST or DELETE that needs ``Authorization: Bearer <token>``, and so does
+validating a campaign (parsing one may read files of this host: web.hostpaths). Errors are
 ``{"detail": "..."}`` with the HTTP status; a refused campaign is 400 with the same one-line
-message (and fix) the CLI prints.
+message (and fix) the CLI prints, 403 when it names a host path the server does not allow.
 """
 from __future__ import annotations
 
@@ -12,18 +13,19 @@ from typing import Any, Literal
 import yaml
 from fastapi import APIRouter, Body, Depends, HTTPException, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from .. import __version__
-from ..config import parse_campaign
 from ..errors import InputError
 from ..report import summary
 from ..store import queue
-from . import cache, campaigns, downloads, queries, results
+from . import cache, campaigns, downloads, hostpaths, queries, results
 from .security import require_api_write, require_read
 
 RUN_ID = Path(..., pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", description="a run id, e.g. 20240611-120000-ab12")
 DELETABLE = ("finished", "failed", "interrupted", "cancelled")
+MAX_OFFSET = 2**62
+"""Beyond it a database integer overflows (that was an HTTP 500); no listing has that many rows."""
 
 router = APIRouter(prefix="/api", dependencies=[Depends(require_read)])
 
@@ -38,7 +40,30 @@ class ScheduleRequest(BaseModel):
 
     campaign: dict[str, Any] | None = Field(None, description="the campaign mapping, as in a YAML campaign file")
     yaml: str | None = Field(None, description="the campaign as YAML text")
-    target_host: str | None = Field(None, description="run only on this host's worker (default: the first free)")
+    target_host: str | None = Field(None, max_length=255,
+                                    description="run only on this host's worker (default: the first free)")
+
+    @field_validator("campaign", "yaml", "target_host")
+    @classmethod
+    def _text(cls, value: Any) -> Any:
+        """JSON's \\ud800 escapes decode to lone surrogates, which no database or reply can encode."""
+        _encodable(value)
+        return value
+
+
+def _encodable(value: Any) -> None:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("not valid Unicode text (a lone surrogate escape such as \\ud800)") from None
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _encodable(k)
+            _encodable(v)
+    elif isinstance(value, list):
+        for v in value:
+            _encodable(v)
 
 
 class Scheduled(BaseModel):
@@ -61,16 +86,19 @@ def cache_of(request: Request) -> cache.ReportCache:
     return request.app.state.cache
 
 
-def _problem(status: int, exc: InputError) -> JSONResponse:
+def _problem(exc: InputError) -> JSONResponse:
+    status = 403 if isinstance(exc, hostpaths.PathNotAllowed) else 400
     return JSONResponse({"detail": exc.message, "fix": exc.fix}, status_code=status)
 
 
-def _campaign_of(req: ScheduleRequest, limit: int):
+def _campaign_of(request: Request, req: ScheduleRequest):
+    settings = request.app.state.settings
     if (req.campaign is None) == (req.yaml is None):
         raise InputError("give either 'campaign' (a mapping) or 'yaml' (text)", "see /api for an example")
     if req.yaml is not None:
-        return campaigns.from_yaml(req.yaml, "campaign", limit)
-    campaign = parse_campaign(req.campaign, "campaign")
+        return campaigns.from_yaml(req.yaml, "campaign", settings.max_campaign_bytes, settings.allowed_paths,
+                                   settings.allow_meter)
+    campaign = campaigns.from_mapping(req.campaign, "campaign", settings.allowed_paths, settings.allow_meter)
     return campaign, yaml.safe_dump(req.campaign, sort_keys=False)
 
 
@@ -108,17 +136,19 @@ def catalog(request: Request) -> dict[str, Any]:
 
 @router.get("/runs", summary="Runs, newest first")
 def runs(request: Request, status: str | None = Query(None, max_length=16), host: str | None = Query(None, max_length=255),
-         limit: int = Query(50, ge=1, le=500), offset: int = Query(0, ge=0)) -> list[dict[str, Any]]:
+         limit: int = Query(50, ge=1, le=500), offset: int = Query(0, ge=0, le=MAX_OFFSET)) -> list[dict[str, Any]]:
     return queries.list_runs(store_of(request), status=status, host=host, limit=limit, offset=offset)
 
 
 @router.post("/campaigns/validate", summary="Validate a campaign without scheduling it",
-             response_model=Validated, responses={400: {"model": Problem}})
+             response_model=Validated, responses={400: {"model": Problem}, 401: {"model": Problem},
+                                                  403: {"model": Problem}},
+             dependencies=[Depends(require_api_write)])
 def validate(request: Request, req: ScheduleRequest) -> Any:
     try:
-        campaign, _ = _campaign_of(req, request.app.state.settings.max_campaign_bytes)
+        campaign, _ = _campaign_of(request, req)
     except InputError as exc:
-        return _problem(400, exc)
+        return _problem(exc)
     data = campaign.model_dump(mode="json")
     return {"valid": True, "campaign": data, "expected_executions": queries.expected_total(data)}
 
@@ -129,9 +159,9 @@ def validate(request: Request, req: ScheduleRequest) -> Any:
              dependencies=[Depends(require_api_write)])
 def schedule(request: Request, req: ScheduleRequest = Body(...)) -> Any:
     try:
-        campaign, source = _campaign_of(req, request.app.state.settings.max_campaign_bytes)
+        campaign, source = _campaign_of(request, req)
     except InputError as exc:
-        return _problem(400, exc)
+        return _problem(exc)
     run_id = campaigns.schedule(store_of(request), campaign, source, req.target_host)
     return {"run_id": run_id, "status": "queued", "url": f"/runs/{run_id}"}
 
@@ -209,7 +239,7 @@ def verify(request: Request, run_id: str = RUN_ID, benchmark: str | None = Query
 def executions(request: Request, run_id: str = RUN_ID,
                status: Literal["ok", "failed"] | None = None, platform: str | None = Query(None, max_length=255),
                benchmark: str | None = Query(None, max_length=255), limit: int = Query(200, ge=1, le=5000),
-               offset: int = Query(0, ge=0)) -> list[dict[str, Any]]:
+               offset: int = Query(0, ge=0, le=MAX_OFFSET)) -> list[dict[str, Any]]:
     queries.get_run(store_of(request), run_id)
     return queries.executions(store_of(request), run_id, status=status, platform=platform, benchmark=benchmark,
                               limit=limit, offset=offset)
@@ -239,7 +269,7 @@ def before_after(request: Request, a: str = Query(..., max_length=64, descriptio
     try:
         return downloads.clean(results.before_after(store_of(request), cache_of(request), a, b))
     except InputError as exc:
-        return _problem(400, exc)
+        return _problem(exc)
 
 
 def compare_ids(request: Request, run_ids: list[str], hostnames: list[str]) -> list[str]:

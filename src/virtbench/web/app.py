@@ -29,7 +29,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from .. import __version__
 from ..errors import InputError, VirtbenchError
-from ..store.db import Store
+from ..store.db import DatabaseBusy, Store
 from . import api, pages
 from .cache import ReportCache, Warmer
 from .queries import NotFound
@@ -37,7 +37,12 @@ from .security import Auth, BodyLimit, PrivateGate, SecurityHeaders
 from .settings import Settings
 
 HERE = Path(__file__).parent
-WRITE_ROUTES = {("post", "/api/runs"), ("post", "/api/runs/{run_id}/cancel"), ("delete", "/api/runs/{run_id}")}
+TOKEN_ROUTES = {("post", "/api/runs"), ("post", "/api/runs/{run_id}/cancel"), ("delete", "/api/runs/{run_id}"),
+                ("post", "/api/campaigns/validate")}
+"""The routes that need the token: every state change, and validating (it may read host files)."""
+BUSY_TIMEOUT_S = 2.0
+"""How long a request waits for another process's database lock before it is answered 503."""
+BUSY_RETRY_S = 2
 
 
 def templates() -> Jinja2Templates:
@@ -77,10 +82,10 @@ def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
     app = FastAPI(title="virtbench", version=__version__, docs_url=None, redoc_url=None,
                   openapi_url="/openapi.json", lifespan=lifespan,
                   description="Schedule and watch benchmark campaigns, verify raw measurements and compare "
-                              "platforms. Reads are open unless the instance is private; every state change "
-                              "needs `Authorization: Bearer <token>`.")
+                              "platforms. Reads are open unless the instance is private; every state change, "
+                              "and validating a campaign, needs `Authorization: Bearer <token>`.")
     app.state.settings = settings
-    app.state.store = store or Store(settings.db_url)
+    app.state.store = store or Store(settings.db_url, busy_timeout_s=BUSY_TIMEOUT_S)
     app.state.auth = Auth(settings)
     app.state.cache = ReportCache()
     app.state.templates = templates()
@@ -121,6 +126,11 @@ def _errors(app: FastAPI) -> None:
     async def bad_input(request: Request, exc: InputError) -> Response:
         return reply(request, 400, exc.message, exc.fix)
 
+    @app.exception_handler(DatabaseBusy)
+    async def busy(request: Request, exc: DatabaseBusy) -> Response:
+        return reply(request, 503, "the results database is busy (another process is writing); retry in a moment",
+                     headers={"Retry-After": str(BUSY_RETRY_S)})
+
     @app.exception_handler(VirtbenchError)
     async def failed(request: Request, exc: VirtbenchError) -> Response:
         return reply(request, 500, exc.message, exc.fix)
@@ -150,7 +160,7 @@ def _errors(app: FastAPI) -> None:
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:
-    """The generated schema, plus the bearer scheme on exactly the routes that change state."""
+    """The generated schema, plus the bearer scheme on exactly the routes that need the token."""
     if app.openapi_schema:
         return app.openapi_schema
     doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
@@ -159,7 +169,7 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
                         "description": "the token given to `virtbench serve` (--token or VIRTBENCH_TOKEN)"}}
     for path, methods in doc.get("paths", {}).items():
         for method, op in methods.items():
-            if (method, path) in WRITE_ROUTES:
+            if (method, path) in TOKEN_ROUTES:
                 op["security"] = [{"bearerToken": []}]
     app.openapi_schema = doc
     return doc

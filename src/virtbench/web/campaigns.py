@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -22,7 +23,9 @@ from ..experiments.registry import DEFAULT as DEFAULT_EXPERIMENT
 from ..experiments.registry import EXPERIMENTS
 from ..registry import BENCHMARKS, PLATFORMS
 from ..runner.execute import enqueue
+from ..runner.probing import require_consent
 from ..store.db import Store
+from . import hostpaths
 
 MAX_DEPTH = 12
 MAX_NODES = 5000
@@ -61,10 +64,21 @@ def check_yaml_shape(text: str, source: str, limit: int) -> None:
         pass  # load_yaml below reports it with the CLI's own message
 
 
-def from_yaml(text: str, source: str, limit: int) -> tuple[Campaign, str]:
+def from_yaml(text: str, source: str, limit: int, allowed: Sequence[Path] = (),
+              allow_meter: bool = False) -> tuple[Campaign, str]:
     """(campaign, the text as given) or one InputError line."""
     check_yaml_shape(text, source, limit)
-    return parse_campaign(load_yaml(text, source), source), text
+    return from_mapping(load_yaml(text, source), source, allowed, allow_meter), text
+
+
+def from_mapping(data: Any, source: str, allowed: Sequence[Path] = (), allow_meter: bool = False) -> Campaign:
+    """The campaign of a request: the host paths it names checked before it is parsed (parsing
+    reads an inventory, see hostpaths), then exactly what the CLI does with a file; a meter
+    command only where the server was started with --allow-meter (its worker refuses it too)."""
+    hostpaths.check(data, allowed, source)
+    campaign = parse_campaign(data, source)
+    require_consent(campaign, allow_meter)
+    return campaign
 
 
 def decode_upload(data: bytes, source: str, limit: int) -> str:
@@ -293,9 +307,9 @@ def _scalar(text: str) -> Any:
     return text
 
 
-def from_form(model: dict[str, Any]) -> tuple[Campaign, str]:
+def from_form(model: dict[str, Any], allowed: Sequence[Path] = (), allow_meter: bool = False) -> tuple[Campaign, str]:
     data = to_mapping(model)
-    campaign = parse_campaign(data, FORM_SOURCE)
+    campaign = from_mapping(data, FORM_SOURCE, allowed, allow_meter)
     return campaign, yaml.safe_dump(data, sort_keys=False)
 
 

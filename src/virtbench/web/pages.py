@@ -19,8 +19,17 @@ from .. import __version__
 from ..errors import InputError
 from ..report import summary
 from ..report.model import Report
-from . import api, campaigns, downloads, queries, results, svg
-from .security import LOGIN_COOKIE, SESSION_COOKIE, check_form_write, client_of, cookie_args, require_read
+from . import api, campaigns, downloads, hostpaths, queries, results, svg
+from .security import (
+    LOGIN_COOKIE,
+    SESSION_COOKIE,
+    check_form_write,
+    client_of,
+    cookie_args,
+    require_read,
+    same,
+    too_many,
+)
 
 router = APIRouter(include_in_schema=False)
 RUN_ID = api.RUN_ID
@@ -256,11 +265,13 @@ async def schedule_submit(request: Request) -> Response:
                 yaml_text = campaigns.decode_upload(data, source, settings.max_campaign_bytes)
             else:
                 source = "pasted campaign"
-            campaign, text = campaigns.from_yaml(yaml_text, source, settings.max_campaign_bytes)
+            campaign, text = campaigns.from_yaml(yaml_text, source, settings.max_campaign_bytes,
+                                                 settings.allowed_paths, settings.allow_meter)
         else:
-            campaign, text = campaigns.from_form(model)
+            campaign, text = campaigns.from_form(model, settings.allowed_paths, settings.allow_meter)
     except InputError as exc:
-        return _schedule_page(request, model, exc, yaml_text if len(yaml_text) < 20000 else "", 400)
+        code = 403 if isinstance(exc, hostpaths.PathNotAllowed) else 400
+        return _schedule_page(request, model, exc, yaml_text if len(yaml_text) < 20000 else "", code)
     target = str(form.get("target_host", "") or "") or None
     run_id = campaigns.schedule(store_of(request), campaign, text, target)
     return RedirectResponse(f"/runs/{quote(run_id)}", status_code=303)
@@ -279,14 +290,13 @@ def login_page(request: Request, next: str = Query("/", max_length=500)) -> HTML
 async def login_submit(request: Request) -> Response:
     auth = request.app.state.auth
     form = await request.form(max_files=0, max_fields=10)
-    client = client_of(request)
-    if auth.failures.blocked(client):
-        raise HTTPException(429, "too many failed attempts; wait a minute")
     sent, cookie = str(form.get("login_csrf", "")), request.cookies.get(LOGIN_COOKIE, "")
-    if not sent or not cookie or not secrets.compare_digest(sent, cookie):
+    if not sent or not cookie or not same(sent, cookie):
         raise HTTPException(403, "the login form expired; reload the page and retry")
-    if not auth.token_ok(str(form.get("token", ""))):
-        auth.failures.failed(client)
+    wait = auth.check_token(str(form.get("token", "")), client_of(request))
+    if wait:
+        raise too_many(wait)
+    if wait is not None:
         value = secrets.token_urlsafe(24)
         response = render(request, "login.html", 401, title="Log in", login_csrf=value,
                           next=_local(str(form.get("next", "/"))), failed=True)

@@ -2,7 +2,12 @@
 
 - The token is compared with hmac.compare_digest over fixed-length digests (no timing or
   length oracle). The API takes it as ``Authorization: Bearer``; the browser trades it once
-  for a signed session cookie (HttpOnly, SameSite=Strict) at /login.
+  for a signed session cookie (HttpOnly, SameSite=Strict) at /login. A token `serve` is
+  given must look random (token_problem); one over MAX_TOKEN_CHARS is refused unhashed.
+- Wrong tokens are counted per client address (API, private reads, the login form); past
+  FailureLimiter.LIMIT a minute they get 429. The right token is checked first and always
+  accepted: the limit never locks out its holder (who may share the address with a guesser).
+  Guessing is made hopeless by the token's strength, the limit only keeps it expensive.
 - Every form that changes state carries a CSRF value bound to the session (HMAC of its
   nonce); a POST without it is refused even with a valid cookie.
 - Sessions are stateless (signed, with an expiry) and signed with a key derived from the
@@ -13,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 import secrets
 import time
 from collections import defaultdict, deque
@@ -33,8 +39,36 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' 
        "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'")
 
 
+MAX_TOKEN_CHARS = 256
+"""Longer candidates are refused before hashing; serve refuses a longer token too."""
+MIN_TOKEN_CHARS = 24
+MIN_TOKEN_BITS = 96.0
+"""What token_problem asks for, estimated as length x log2(distinct characters)."""
+
+
 def _digest(value: str) -> bytes:
     return hashlib.sha256(value.encode("utf-8", "surrogatepass")).digest()
+
+
+def same(a: str, b: str) -> bool:
+    """Constant-time equality of any two strings (hmac.compare_digest refuses non-ASCII str,
+    which a cookie or form value may hold: that was an HTTP 500)."""
+    return hmac.compare_digest(_digest(a), _digest(b))
+
+
+def token_problem(token: str) -> str | None:
+    """Why `token` is too weak to guard the app (None if it is fine): short, huge, few
+    distinct characters, or one piece repeated; a typed word or pattern rarely passes."""
+    if len(token) > MAX_TOKEN_CHARS:
+        return f"the token is longer than {MAX_TOKEN_CHARS} characters"
+    if len(token) < MIN_TOKEN_CHARS:
+        return f"the token has {len(token)} characters; at least {MIN_TOKEN_CHARS} are needed"
+    if token.strip() != token or any(not c.isprintable() for c in token):
+        return "the token has spaces at its ends or unprintable characters"
+    distinct = len(set(token))
+    if distinct < 10 or len(token) * math.log2(distinct) < MIN_TOKEN_BITS or token in (token + token)[1:-1]:
+        return "the token is too regular (few distinct characters or a repeated piece) to be hard to guess"
+    return None
 
 
 @dataclass(frozen=True)
@@ -46,6 +80,8 @@ class Viewer:
     """'bearer' or 'session'."""
     csrf: str = ""
     """CSRF value for this session's forms ('' without a session)."""
+    throttled: float = 0.0
+    """A wrong bearer token from a client past the failure limit: seconds until it may retry."""
 
     @property
     def can_write(self) -> bool:
@@ -63,11 +99,21 @@ class Auth:
 
     # -- the token -------------------------------------------------------------------------
     def token_ok(self, candidate: str | None) -> bool:
-        return candidate is not None and hmac.compare_digest(_digest(candidate), self._token)
+        if candidate is None or len(candidate) > MAX_TOKEN_CHARS:
+            return False
+        return hmac.compare_digest(_digest(candidate), self._token)
+
+    def check_token(self, candidate: str | None, client: str) -> float | None:
+        """None for the right token (never limited); else the failure is counted and the
+        seconds the client should wait (0.0 while under the limit) are returned."""
+        if self.token_ok(candidate):
+            return None
+        self.failures.failed(client)
+        return self.failures.wait(client)
 
     # -- sessions ----------------------------------------------------------------------------
     def _sign(self, payload: str) -> str:
-        return hmac.new(self._key, payload.encode(), hashlib.sha256).hexdigest()
+        return hmac.new(self._key, payload.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
 
     def new_session(self) -> str:
         payload = f"v1.{int(time.time())}.{secrets.token_hex(16)}"
@@ -78,7 +124,7 @@ class Auth:
         if not cookie or cookie.count(".") != 3:
             return None
         payload, _, sig = cookie.rpartition(".")
-        if not hmac.compare_digest(sig, self._sign(payload)):
+        if not same(sig, self._sign(payload)):
             return None
         _, issued, nonce = payload.split(".")
         if not issued.isdigit() or time.time() - int(issued) > self.settings.session_hours * 3600:
@@ -90,36 +136,56 @@ class Auth:
 
     # -- the requester -------------------------------------------------------------------------
     def viewer(self, request: Request) -> Viewer:
+        """Worked out once per request (kept in its state: pages ask again when they render),
+        so a wrong bearer token counts as one failure."""
+        known = getattr(request.state, "viewer", None)
+        if isinstance(known, Viewer):
+            return known
         header = request.headers.get("authorization", "")
         if header[:7].lower() == "bearer ":
-            return Viewer(self.token_ok(header[7:].strip()), "bearer")
-        nonce = self.session_nonce(request.cookies.get(SESSION_COOKIE))
-        if nonce:
-            return Viewer(True, "session", self.csrf_for(nonce))
-        return Viewer(False)
+            wait = self.check_token(header[7:].strip(), client_of(request))
+            viewer = Viewer(True, "bearer") if wait is None else Viewer(False, "bearer", throttled=wait)
+        elif nonce := self.session_nonce(request.cookies.get(SESSION_COOKIE)):
+            viewer = Viewer(True, "session", self.csrf_for(nonce))
+        else:
+            viewer = Viewer(False)
+        request.state.viewer = viewer
+        return viewer
 
 
 class FailureLimiter:
-    """Slows down guessing: more than LIMIT failed attempts a minute from one client get 429."""
+    """Failed token checks of each client in the last WINDOW seconds; past LIMIT, its wrong
+    tokens get 429 (the right one is checked before and never counted). Hand-written: the
+    rate limiters made for Starlette (slowapi) count every request, so they would lock out
+    the right token too."""
 
     LIMIT = 20
+    WINDOW = 60.0
+    MAX_CLIENTS = 10000
 
     def __init__(self) -> None:
         self._seen: dict[str, deque[float]] = defaultdict(deque)
 
     def _recent(self, client: str) -> deque[float]:
         q = self._seen[client]
-        while q and time.monotonic() - q[0] > 60:
+        while q and time.monotonic() - q[0] > self.WINDOW:
             q.popleft()
         return q
 
-    def blocked(self, client: str) -> bool:
-        return len(self._recent(client)) >= self.LIMIT
+    def wait(self, client: str) -> float:
+        """Seconds until this client is under the limit again (0.0: it is)."""
+        q = self._recent(client)
+        if len(q) <= self.LIMIT:
+            return 0.0
+        return max(1.0, self.WINDOW - (time.monotonic() - q[-self.LIMIT - 1]))
 
     def failed(self, client: str) -> None:
+        if len(self._seen) > self.MAX_CLIENTS:  # bounded memory whatever clients do
+            for name in [c for c in self._seen if not self._recent(c)]:
+                del self._seen[name]
+            if len(self._seen) > self.MAX_CLIENTS:
+                self._seen.clear()
         self._recent(client).append(time.monotonic())
-        if len(self._seen) > 10000:  # bounded memory whatever clients do
-            self._seen.clear()
 
 
 def client_of(request: Request) -> str:
@@ -130,25 +196,30 @@ def auth_of(request: Request) -> Auth:
     return request.app.state.auth
 
 
+def too_many(wait: float) -> HTTPException:
+    return HTTPException(429, "too many wrong tokens from this address; wait a minute (the right token is "
+                              "still accepted)", headers={"Retry-After": str(math.ceil(wait))})
+
+
 def require_api_write(request: Request) -> Viewer:
     """API writes: a Bearer token, nothing else (cookies are never enough for the API)."""
-    auth = auth_of(request)
-    client = client_of(request)
-    if auth.failures.blocked(client):
-        raise HTTPException(429, "too many failed attempts; wait a minute")
     header = request.headers.get("authorization", "")
     if header[:7].lower() != "bearer ":
-        raise HTTPException(401, "this changes state: send the token as 'Authorization: Bearer <token>'",
+        raise HTTPException(401, "this needs the token: send it as 'Authorization: Bearer <token>'",
                             headers={"WWW-Authenticate": "Bearer"})
-    if not auth.token_ok(header[7:].strip()):
-        auth.failures.failed(client)
+    viewer = auth_of(request).viewer(request)
+    if viewer.throttled:
+        raise too_many(viewer.throttled)
+    if not viewer.authenticated:
         raise HTTPException(403, "wrong token", headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
-    return Viewer(True, "bearer")
+    return viewer
 
 
 def require_read(request: Request) -> Viewer:
     """Reads are open unless the instance is private (then a token or a session is needed)."""
     viewer = auth_of(request).viewer(request)
+    if viewer.throttled:
+        raise too_many(viewer.throttled)
     if request.app.state.settings.private and not viewer.authenticated:
         raise HTTPException(401, "this instance is private: send the token as 'Authorization: Bearer <token>'",
                             headers={"WWW-Authenticate": "Bearer"})
@@ -160,7 +231,7 @@ def check_form_write(request: Request, csrf: str | None) -> Viewer:
     viewer = auth_of(request).viewer(request)
     if viewer.via != "session" or not viewer.authenticated:
         raise HTTPException(403, "log in with the token first")
-    if not csrf or not hmac.compare_digest(csrf, viewer.csrf):
+    if not csrf or not same(csrf, viewer.csrf):
         raise HTTPException(403, "the form expired or did not come from this site; reload the page and retry")
     _check_origin(request)
     return viewer
@@ -253,11 +324,12 @@ class _TooLarge(Exception):
     pass
 
 
-async def _plain(send: Send, status: int, text: str) -> None:
+async def _plain(send: Send, status: int, text: str, headers: dict[str, str] | None = None) -> None:
     body = text.encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                            (b"content-length", str(len(body)).encode())]})
+                            (b"content-length", str(len(body)).encode()),
+                            *((k.encode(), v.encode()) for k, v in (headers or {}).items())]})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -275,6 +347,9 @@ class PrivateGate:
         viewer = self.auth.viewer(Request(scope))
         if viewer.authenticated:
             await self.app(scope, receive, send)
+            return
+        if viewer.throttled:
+            await _plain(send, 429, too_many(viewer.throttled).detail, {"retry-after": str(math.ceil(viewer.throttled))})
             return
         if path.startswith(("/api", "/openapi.json")):
             body = b'{"detail":"this instance is private: send the token as \'Authorization: Bearer <token>\'"}'

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 MAX_BODY_BYTES = 1 << 20
 """Any request body: a campaign is a few hundred bytes; nothing the app accepts is larger."""
@@ -23,6 +24,11 @@ class Settings:
     session_hours: float = 12.0
     max_body_bytes: int = MAX_BODY_BYTES
     max_campaign_bytes: int = MAX_CAMPAIGN_BYTES
+    allowed_paths: tuple[Path, ...] = ()
+    """Directories (resolved) under which a request's campaign may name files of this host:
+    inventories, keys, rootfs archives, migration destinations (web.hostpaths); none by default."""
+    allow_meter: bool = False
+    """Campaigns may name an energy meter command (it runs as root): only with `serve --allow-meter`."""
     worker_hint: str = "virtbench worker"
     """How the pages tell a user to start a worker when none is alive."""
 

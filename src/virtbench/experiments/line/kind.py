@@ -8,6 +8,7 @@ the line, measure each pinning mode, tear it down (build and teardown times are 
 """
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable
@@ -28,6 +29,8 @@ from .section import LineSection, fixed_rates
 from .traffic import run_trial
 
 NETNS = "netns"
+MAX_STEPS = 1000
+"""Trials one point of the `steps` search may take (the cap `max_trials` has for ndr-pdr)."""
 PROBE_RATE = 10_000_000
 """Asked of the generator to find how fast it can send at all."""
 NODE_BYTES = {NETNS: 1 << 20, "container": 64 << 20}
@@ -49,6 +52,10 @@ class Line(Experiment):
         self.image: Image | None = None
         self.max_rate = 0.0
         self.skipped: dict[str, str] = {}
+
+    @classmethod
+    def work_per_round(cls, section: Any) -> tuple[int, str]:
+        return sum(section.lengths) * len(section.pinning), "line nodes"
 
     @classmethod
     def validate_campaign(cls, campaign: Any) -> None:
@@ -82,6 +89,12 @@ class Line(Experiment):
         if section.search.method == "steps" and section.search.start > self.max_rate:
             raise InputError(f"line.search.start: {section.search.start:.0f} pkt/s is above the generator's "
                              f"measured limit ({self.max_rate:.0f} pkt/s)", "start lower")
+        search = section.search
+        steps = int((self.max_rate - search.start) // search.step) + 1
+        if search.method == "steps" and steps > MAX_STEPS:  # each a trial of `seconds`, per point
+            raise InputError(f"line.search: steps of {search.step:g} pkt/s from {search.start:g} up to the generator's "
+                             f"{self.max_rate:.0f} pkt/s are up to {steps} trials of {search.seconds:g} s per point, "
+                             f"more than {MAX_STEPS}", f"give step: {math.ceil(self.max_rate / MAX_STEPS)} or more")
 
     def _check_memory(self, section: LineSection) -> None:
         longest = max(section.lengths)

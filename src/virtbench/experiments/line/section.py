@@ -10,6 +10,10 @@ from .iperf2 import MAX_PAYLOAD, MIN_PAYLOAD
 from .pinning import MODES
 from .topology import MAX_LENGTH
 
+MAX_RATE = 1e9
+"""Packets per second no generator reaches (a 64 B line rate of 400 Gbit/s is 0.6e9)."""
+MAX_LATENCY_RATES = 16
+
 
 class Search(BaseModel):
     """How the loss-free rate is found (see search.py for both algorithms)."""
@@ -23,8 +27,8 @@ class Search(BaseModel):
                                         description="ndr-pdr: duration of each goal's confirming trial (default: trial_seconds)")
     precision: float = Field(0.01, gt=0, lt=1, description="ndr-pdr: stop when (upper - lower) / upper is below this")
     max_trials: int = Field(40, ge=2, le=1000, description="ndr-pdr: cap on trials per point")
-    start: float = Field(1000, gt=0, description="steps: first rate in pkt/s")
-    step: float = Field(1000, gt=0, description="steps: rate increase per step in pkt/s")
+    start: float = Field(1000, gt=0, le=MAX_RATE, description="steps: first rate in pkt/s")
+    step: float = Field(1000, ge=1, le=MAX_RATE, description="steps: rate increase per step in pkt/s")
     seconds: float = Field(20, gt=0, le=3600, description="steps: duration of each step")
 
     @field_validator("loss")
@@ -44,7 +48,8 @@ class LineSection(BaseModel):
     pinning: list[str] = Field(["none"], min_length=1, description="none, node, core: where forwarding work runs")
     search: Search = Field(default_factory=Search)
     latency_rates: list[float | Literal["max"]] = Field(
-        [0.1, 0.5, 0.9, "max"], description="up to 1: fractions of the found NDR ('max' = 1); above: fixed rates in pkt/s")
+        [0.1, 0.5, 0.9, "max"], max_length=MAX_LATENCY_RATES,
+        description="up to 1: fractions of the found NDR ('max' = 1); above: fixed rates in pkt/s")
     latency_seconds: float = Field(5.0, gt=0, le=3600, description="duration of each latency trial")
     counters: bool = Field(True, description="perf stat and softirq counts during latency trials")
 
@@ -80,8 +85,8 @@ class LineSection(BaseModel):
     @field_validator("latency_rates")
     @classmethod
     def _rates(cls, v: list[float | str]) -> list[float | str]:
-        if any(not isinstance(r, str) and r <= 0 for r in v):
-            raise ValueError("rates must be positive: fractions of NDR up to 1 or pkt/s above")
+        if any(not isinstance(r, str) and not 0 < r <= MAX_RATE for r in v):
+            raise ValueError(f"rates must be positive: fractions of NDR up to 1 or pkt/s above (at most {MAX_RATE:g})")
         return v
 
     @model_validator(mode="after")

@@ -6,14 +6,8 @@ plugin's author declares them in one place.
 """
 from __future__ import annotations
 
-import difflib
-import itertools
-import re
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -25,17 +19,20 @@ from pydantic import (
     model_validator,
 )
 
-from .benchmarks.base import OnHost, PairBenchmark
-from .errors import InputError
-from .experiments.registry import DEFAULT as DEFAULT_EXPERIMENT
-from .experiments.registry import EXPERIMENTS
-from .hosts.inventory import HostSpec, parse_hosts
-from .images.build import Mirror
-from .images.guest import PlatformImage
-from .registry import BENCHMARKS, PLATFORMS, PROBES, hint
+from ..benchmarks.base import OnHost, PairBenchmark
+from ..errors import InputError
+from ..experiments.registry import DEFAULT as DEFAULT_EXPERIMENT
+from ..experiments.registry import EXPERIMENTS
+from ..hosts.inventory import HostSpec, parse_hosts
+from ..images.build import RELEASES, Mirror
+from ..images.profiles import PROFILES
+from ..registry import BENCHMARKS, PLATFORMS, PROBES, hint
+from .budget import check_budget
+from .entries import MAX_POINTS, PlatformEntry, _benchmark_points, _platform_entry, check_name
+from .messages import first_error, locate, one_line, unknown_key
 
-NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
-MAX_CAMPAIGN_BYTES = 1 << 20
+SEED_RANGE = (-(2**31), 2**31 - 1)
+"""The results database stores the seed in a 32-bit integer column (PostgreSQL `integer`)."""
 
 
 class ImageSpec(BaseModel):
@@ -44,6 +41,16 @@ class ImageSpec(BaseModel):
     release: str = Field("bookworm", description="Debian release of the guest image")
     mirrors: tuple[Mirror, ...] = Field((), description="apt source lines instead of the default ones (as "
                                      "`image build --mirror`): a local mirror, or a suite caught mid-sync")
+
+    @field_validator("profile", "release")
+    @classmethod
+    def _known(cls, v: str, info: ValidationInfo) -> str:
+        """Refused here, not after the platform probes have started instances (images/ holds the lists)."""
+        known = ("auto", *PROFILES) if info.field_name == "profile" else RELEASES
+        if v not in known:
+            raise ValueError(f"unknown {'image profile' if info.field_name == 'profile' else 'Debian release'} "
+                             f"{v!r}; {hint(v, known)}")
+        return v
 
 
 class Adaptive(BaseModel):
@@ -56,24 +63,11 @@ class Adaptive(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     target: float = Field(0.02, gt=0, lt=1, description="wanted half-width of the ratio's 95% CI (0.02 = +-2%)")
     max_repetitions: int = Field(30, ge=2, le=10000, description="cap on measured rounds per platform")
-    max_minutes: float = Field(60.0, gt=0, description="cap on the run's duration for extra rounds")
+    max_minutes: float = Field(60.0, gt=0, le=7 * 24 * 60, description="cap on the run's duration for extra rounds")
     until: Literal["precise", "decided"] = Field(
         "precise", description="precise: every ratio's CI within +-target; decided: every comparison "
                                "decided (slower, faster or the same within +-target, the report's verdict), and extra "
                                "rounds run only the undecided benchmarks")
-
-
-class PlatformEntry(BaseModel):
-    """A platform as declared: its unique name, its type, and its validated options."""
-
-    model_config = ConfigDict(frozen=True)
-    name: str
-    type: str
-    options: dict[str, Any] = Field(default_factory=dict)
-    inside: str | None = None
-    """Name of the platform (a VM) whose instances this one runs in: a stack."""
-    image: dict[str, Any] | None = None
-    """The platform's own guest image (images.guest.PlatformImage), else the campaign's."""
 
 
 class BenchmarkEntry(BaseModel):
@@ -104,14 +98,15 @@ class ProbeEntry(BaseModel):
 class Campaign(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(pattern=NAME_RE, description="campaign name (letters, digits, . _ -)")
+    name: str = Field(description="campaign name (letters, digits, . _ -)")
     description: str = ""
     experiment: str = Field(DEFAULT_EXPERIMENT, description=(
         "experiment kind (benchmarks, line, ...); its settings are the section of the same name"))
     baseline: str = Field("native", description="platform every other is compared with")
     repetitions: int = Field(5, ge=1, le=10000, description="measured rounds")
     warmups: int = Field(1, ge=0, le=100, description="discarded rounds before the measured ones")
-    seed: int | None = Field(None, description="seed of the randomized platform order (recorded)")
+    seed: int | None = Field(None, ge=SEED_RANGE[0], le=SEED_RANGE[1], description=(
+        "seed of the randomized platform order (recorded): a whole number from -2147483648 to 2147483647"))
     shuffle: bool = Field(True, description="randomize platform order in each round")
     image: ImageSpec = Field(default_factory=ImageSpec)
     adaptive: Adaptive | None = Field(None, description="add rounds until ratios are precise enough")
@@ -128,6 +123,11 @@ class Campaign(BaseModel):
         "or {inventory: PATH, group: NAME} (Ansible YAML/INI); default: this machine only"))
     parallel: bool = Field(True, description="with several hosts: measure them at the same time "
                                              "(false: one host after another)")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return check_name(v)
 
     @field_validator("hosts", mode="before")
     @classmethod
@@ -163,9 +163,9 @@ class Campaign(BaseModel):
         if raw is not None and not isinstance(raw, dict):
             raise ValueError(f"{name}: give a mapping of the experiment's settings")
         try:
-            section = kind.Section(**(raw or {}))
+            section = kind.Section.model_validate(raw or {})
         except ValidationError as exc:
-            raise ValueError(_first_error(exc, name, kind.Section)) from None
+            raise ValueError(first_error(exc, name, kind.Section)) from None
         data["settings"] = section.model_dump(mode="json")
         return data
 
@@ -200,9 +200,9 @@ class Campaign(BaseModel):
             seen.add(name)
             model = PROBES.get(name).Options
             try:
-                model(**opts)
+                model.model_validate(opts)
             except ValidationError as exc:
-                raise ValueError(_first_error(exc, f"probes[{i}] ({name})", model)) from None
+                raise ValueError(first_error(exc, f"probes[{i}] ({name})", model)) from None
             out.append({"name": name, "options": opts})
         return out
 
@@ -228,7 +228,7 @@ class Campaign(BaseModel):
     def section(self) -> Any:
         """The experiment kind's validated section (its pydantic model), or None."""
         model = EXPERIMENTS.get(self.experiment).Section
-        return None if model is None else model(**self.settings)
+        return None if model is None else model.model_validate(self.settings)
 
     @field_validator("platforms", mode="before")
     @classmethod
@@ -254,7 +254,9 @@ class Campaign(BaseModel):
         if not isinstance(value, list) or not value:
             raise ValueError("needs a non-empty list of benchmarks")
         full = info.data.get("profile") == "full"
-        raw = [point for i, v in enumerate(value) for point in _benchmark_points(i, v, full)]
+        raw: list[Any] = []
+        for i, v in enumerate(value):
+            raw += _benchmark_points(i, v, full, room=MAX_POINTS - len(raw))
         counts: dict[str, int] = {}
         for point in raw:
             counts[point.name] = counts.get(point.name, 0) + 1
@@ -277,6 +279,7 @@ class Campaign(BaseModel):
         return entries
 
     def model_post_init(self, _: Any) -> None:
+        check_budget(self)
         names = [p.name for p in self.platforms]
         kind = EXPERIMENTS.get(self.experiment)
         own = next((i for i, p in enumerate(self.platforms) if p.image is not None), None)
@@ -405,181 +408,27 @@ def _check_cross_host(campaign: Campaign) -> None:
                                  "addresses, no published ports)")
 
 
-def _as_mapping(value: Any, where: str, expected: str) -> dict[str, Any]:
-    """A plain name is short for {name: ...}; anything else must be a mapping with a name."""
-    if isinstance(value, str):
-        value = {"name": value}
-    if not isinstance(value, dict) or "name" not in value:
-        raise ValueError(f"{where}: give {expected}")
-    return dict(value)
-
-
-def _platform_entry(index: int, value: Any, node_types: tuple[str, ...] = ()) -> PlatformEntry:
-    where = f"platforms[{index}]"
-    value = _as_mapping(value, where, "a platform type name or a mapping with 'name' (and 'type')")
-    if isinstance(value.get("options"), dict) and set(value) <= {"name", "type", "options", "inside", "image"}:
-        value = {**value.pop("options"), **value}  # the stored (canonical) form of a run
-    name = str(value.pop("name"))
-    inside = value.pop("inside", None)
-    image = value.pop("image", None)
-    if image is not None:
-        try:
-            image = PlatformImage(**image) if isinstance(image, dict) else PlatformImage(release=str(image))
-        except ValidationError as exc:
-            raise ValueError(_first_error(exc, f"{where}.image", PlatformImage).replace(
-                f"{where}.image: Value error, image", f"{where}.image")) from None
-    if inside is not None and not isinstance(inside, str):
-        raise ValueError(f"{where}.inside: give the name of the platform this one runs inside")
-    if not re.match(NAME_RE, name):
-        raise ValueError(f"{where}.name: {name!r} is not a valid name (letters, digits, . _ -)")
-    ptype = str(value.pop("type", name))
-    if ptype in node_types:  # a node the experiment kind builds itself (e.g. a bare netns): no options
-        if value or inside is not None:
-            raise ValueError(f"{where}: {ptype} takes no options")
-        return PlatformEntry(name=name, type=ptype)
-    if ptype not in PLATFORMS.names():
-        known = [*node_types, *PLATFORMS.names()]
-        raise ValueError(f"{where}.type: unknown platform type {ptype!r}; {hint(ptype, known)}")
-    options_model = PLATFORMS.get(ptype).Options
-    for key, why in (("disk", "a root filesystem size"), ("swap", "a memory+swap limit")):
-        if key in value and key not in options_model.model_fields:
-            raise ValueError(f"{where}.{key}: {ptype} cannot enforce {why} here; {key} is an option of lxc "
-                             "(an ext4 image per container / memsw)")
-    try:
-        options = options_model(**value)
-    except ValidationError as exc:
-        raise ValueError(_first_error(exc, where, options_model)) from None
-    return PlatformEntry(name=name, type=ptype, options=options.model_dump(mode="json", exclude_unset=True),
-                         inside=inside, image=image.model_dump(exclude_none=True) if image else None)
-
-
-MAX_SWEEP_POINTS = 1000
-
-
-MAX_INSTANCES = 256
-
-
-@dataclass(frozen=True)
-class _Point:
-    name: str
-    params: dict[str, Any]
-    sweep: tuple[str, ...] = ()
-    key: str | None = None
-    instances: int | None = None
-    """Given only in the stored form of a run, whose keys must not change on resume."""
-
-
-def _benchmark_points(index: int, value: Any, full: bool = False) -> list[_Point]:
-    """One benchmark entry -> its points: one, or the cartesian product of its `sweep` lists."""
-    where = f"benchmarks[{index}]"
-    value = _as_mapping(value, where, "a benchmark name or a mapping with 'name' and its parameters")
-    stored: dict[str, Any] = {}
-    if isinstance(value.get("params"), dict) and "key" in value and \
-            set(value) <= {"key", "name", "params", "sweep", "instances"}:
-        stored = {"key": str(value["key"]), "sweep": tuple(value.get("sweep") or ())}
-        value = {"name": value["name"], **value["params"],
-                 **({"instances": value["instances"]} if value.get("instances") is not None else {})}
-    name = str(value.pop("name"))
-    if name not in BENCHMARKS.names():
-        raise ValueError(f"{where}.name: unknown benchmark {name!r}; {hint(name, BENCHMARKS.names())}")
-    sweep = value.pop("sweep", None) or {}
-    if not isinstance(sweep, dict) or not all(isinstance(v, list) and v for v in sweep.values()):
-        raise ValueError(f"{where}.sweep: give a mapping of parameter -> non-empty list of values, "
-                         "e.g. sweep: {threads: [1, 2, 4]}")
-    both = set(sweep) & set(value)
-    if both:
-        raise ValueError(f"{where}.sweep: {sorted(both)[0]!r} is both fixed and swept; keep one")
-    combos = list(itertools.product(*sweep.values())) if sweep else [()]
-    if len(combos) > MAX_SWEEP_POINTS:
-        raise ValueError(f"{where}.sweep: {len(combos)} points, more than {MAX_SWEEP_POINTS}; sweep fewer values")
-    cls = BENCHMARKS.get(name)
-    params_model = cls.Params
-    if full and not stored:  # the study's values, under what the campaign sets itself
-        value = {**{k: v for k, v in cls.study.items() if k not in sweep}, **value}
-    points = []
-    for combo in combos:
-        params = {**value, **dict(zip(sweep, combo))}
-        instances = params.pop("instances", None)
-        if instances is not None:
-            if isinstance(instances, bool) or not isinstance(instances, int) or not 1 <= instances <= MAX_INSTANCES:
-                raise ValueError(f"{where}.instances: give a whole number from 1 to {MAX_INSTANCES} "
-                                 "(or sweep it: sweep: {instances: [1, 2, 4]})")
-            if issubclass(cls, PairBenchmark):
-                raise ValueError(f"{where}.instances: {name} is a client-server benchmark; "
-                                 "several instances at once are supported for single-instance benchmarks")
-        try:
-            params_model(**params)
-        except ValidationError as exc:
-            raise ValueError(_first_error(exc, where, params_model)) from None
-        points.append(_Point(name, params, tuple(sweep), instances=instances))
-    if stored:
-        return [_Point(name, points[0].params, instances=points[0].instances, **stored)]
-    return points
-
-
-def _first_error(exc: ValidationError, where: str, model: type[BaseModel] | None = None) -> str:
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"])
-    field = f"{where}.{loc}" if loc else where
-    if err["type"] == "extra_forbidden" and model is not None:
-        known = list(model.model_fields)
-        close = difflib.get_close_matches(str(err["loc"][-1]), known, n=1)
-        fix = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known) or 'none'}"
-        return f"{field}: unknown key; {fix}"
-    more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
-    return f"{field}: {err['msg']}{more}"
-
-
 def parse_campaign(data: Any, source: str = "<campaign>", *, dynamic_inventory: bool = False) -> Campaign:
     """Validate a campaign mapping; raise one InputError line naming source, field and fix.
     dynamic_inventory: the CLI user allowed ansible-inventory to run an inventory script/plugin."""
     if not isinstance(data, dict):
-        raise InputError(f"{source}: a campaign must be a mapping with name, platforms and benchmarks")
+        got = "empty" if data is None else "a list" if isinstance(data, list) else "a single value"
+        raise InputError(f"{source}: a campaign must be a mapping with name, platforms and benchmarks (this one is "
+                         f"{got})", "write `name: ...`, `platforms: [...]` and `benchmarks: [...]` at the top level")
+    odd = next((k for k in data if not isinstance(k, str)), None)
+    if odd is not None or None in data:
+        raise InputError(one_line(f"{source}: unknown key {odd!r}"), unknown_key(str(odd), str(odd), Campaign))
     try:
         return Campaign.model_validate(data, context={"dynamic_inventory": dynamic_inventory})
     except InputError as exc:
-        raise InputError(f"{source}: {exc.message}", exc.fix) from None
+        raise InputError(one_line(f"{source}: {exc.message}"), exc.fix) from None
     except ValidationError as exc:
         err = exc.errors()[0]
         if err["type"] == "extra_forbidden" and len(err["loc"]) == 1:
             key = str(err["loc"][0])
-            close = difflib.get_close_matches(key, list(Campaign.model_fields), n=1)
-            fix = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(Campaign.model_fields)}"
-            raise InputError(f"{source}: unknown key {key!r}", fix) from None
+            raise InputError(one_line(f"{source}: unknown key {key!r}"), unknown_key(key, key, Campaign)) from None
         if err["type"] == "value_error":
             msg = str(err.get("ctx", {}).get("error", err["msg"]))
-            field = str(err["loc"][0]) if err["loc"] else ""
-            raise InputError(f"{source}: {msg if msg.startswith(field) else f'{field}: {msg}'}") from None
-        raise InputError(f"{source}: {_first_error(exc, '').lstrip('.')}") from None
-
-
-SHIPPED = Path(__file__).parent / "campaigns"
-"""Campaigns installed with the package, run by name (`virtbench run sandboxes`)."""
-
-
-def campaign_path(path: str | Path) -> Path:
-    """The file itself, else the shipped campaign of that name (a file wins over a name)."""
-    p = Path(path)
-    shipped = SHIPPED / f"{p.name}.yaml"
-    return shipped if not p.is_file() and p.parent == Path(".") and shipped.is_file() else p
-
-
-def load_campaign(path: str | Path, *, dynamic_inventory: bool = False) -> Campaign:
-    p = campaign_path(path)
-    if not p.is_file():
-        names = ", ".join(sorted(f.stem for f in SHIPPED.glob("*.yaml")))
-        raise InputError(f"campaign file {str(p)!r} not found",
-                         f"give the path of a YAML campaign file, or a shipped campaign: {names or 'none'}")
-    if p.stat().st_size > MAX_CAMPAIGN_BYTES:
-        raise InputError(f"{p}: larger than {MAX_CAMPAIGN_BYTES} bytes; not a campaign file")
-    return parse_campaign(load_yaml(p.read_text(), str(p)), str(p), dynamic_inventory=dynamic_inventory)
-
-
-def load_yaml(text: str, source: str) -> Any:
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise InputError(f"{source}:{where}: not valid YAML ({getattr(exc, 'problem', exc)})",
-                         "fix the YAML syntax") from None
+            field = locate(Campaign, tuple(err["loc"]))[0]
+            raise InputError(one_line(f"{source}: {msg if msg.startswith(field) else f'{field}: {msg}'}")) from None
+        raise InputError(f"{source}: {first_error(exc, '', Campaign)}") from None

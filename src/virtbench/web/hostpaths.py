@@ -1,0 +1,93 @@
+"""Files and directories of the server's host that a campaign from a request names.
+
+A campaign can make virtbench open paths of the machine it runs on: an Ansible inventory
+(`hosts: {inventory: PATH}`), SSH keys and known_hosts files (`hosts: [{key: ...}]`), a
+rootfs archive (`platforms: [{image: {rootfs: FILE}}]`), migration destinations
+(`migration: {to: {path: DIR}}`), a local mirror (`image: {mirrors: [file:///DIR]}`). From
+the command line that is the user's own choice; from a request it would let the web's
+client read (or write) files as the server's user, and learn from the answer whether they
+exist. So before a request's campaign is parsed at all (parsing reads an inventory), every
+such value is looked up here, wherever it is nested, and refused unless it lies under a
+directory the server's owner allowed (`virtbench serve --allow-path DIR`; none by default).
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..errors import InputError
+
+PATH_KEYS = frozenset({"inventory", "key", "known_hosts", "rootfs", "path"})
+"""Keys whose value is a path of this host, in any section (hosts, a platform's image, migration.to)."""
+MIRROR_KEY = "mirrors"
+FILE_SCHEMES = ("file", "copy")
+"""mmdebstrap's mirror URL schemes that read a directory of this host."""
+
+
+class PathNotAllowed(InputError):
+    """A path of the server's host named by a request, outside the allowed directories (HTTP 403)."""
+
+
+def named_paths(data: Any, where: str = "") -> Iterator[tuple[str, Any]]:
+    """(field, value) of every host path the campaign mapping names, however it is nested."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            here = f"{where}.{key}" if where else str(key)
+            if key in PATH_KEYS and value is not None and not isinstance(value, (dict, list)):
+                yield here, value
+            elif key == MIRROR_KEY and isinstance(value, (list, tuple, str)):
+                for i, line in enumerate([value] if isinstance(value, str) else value):
+                    yield from ((f"{here}[{i}]", p) for p in _mirror_paths(line))
+            else:
+                yield from named_paths(value, here)
+    elif isinstance(data, (list, tuple)):
+        for i, item in enumerate(data):
+            yield from named_paths(item, f"{where}[{i}]")
+
+
+def _mirror_paths(line: Any) -> Iterator[Any]:
+    """A mirror's local paths: file:// and copy:// URLs, or the whole entry when it is no
+    URL and no `deb` line (mmdebstrap reads an existing file as a sources.list)."""
+    if not isinstance(line, str):
+        yield line
+        return
+    words = line.split()
+    local = [urlsplit(w).path or w for w in words if ":" in w and w.split(":", 1)[0].lower() in FILE_SCHEMES]
+    if local:
+        yield from local
+    elif words and words[0] not in ("deb", "deb-src") and "://" not in words[0]:
+        yield line
+
+
+def allowed_dirs(dirs: Sequence[str | Path]) -> tuple[Path, ...]:
+    """The --allow-path directories, resolved (symlinks followed); each must exist."""
+    out = []
+    for d in dirs:
+        p = Path(d).expanduser()
+        if not p.is_absolute() or not p.is_dir():
+            raise InputError(f"--allow-path {str(d)!r}: not an absolute path of an existing directory",
+                             "give a directory campaigns from the web may name files under, e.g. /srv/virtbench")
+        out.append(Path(os.path.realpath(p)))
+    return tuple(out)
+
+
+def check(data: Any, allowed: Sequence[Path], source: str) -> None:
+    """Refuse the campaign if it names a host path outside `allowed`, without touching it
+    beyond resolving its symlinks (the answer is the same whether it exists or not)."""
+    for where, value in named_paths(data):
+        text = value if isinstance(value, str) else ""
+        if text.startswith("/") and "\0" not in text and _under(Path(os.path.realpath(text)), allowed):
+            continue
+        shown = repr(text[:80]) if text else "a non-text value"
+        fix = ("the server's owner can allow a directory with `virtbench serve --allow-path DIR`; give an "
+               "absolute path under it" if not allowed else
+               "give an absolute path under " + ", ".join(str(a) for a in allowed))
+        raise PathNotAllowed(f"{source}: {where}: {shown} is not under a directory this server lets requests "
+                             "name", fix)
+
+
+def _under(path: Path, allowed: Sequence[Path]) -> bool:
+    return any(path == a or a in path.parents for a in allowed)
