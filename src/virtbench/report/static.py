@@ -27,6 +27,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.layout_engine import ConstrainedLayoutEngine  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from .figures import RATIO, FigureSpec, Series  # noqa: E402
@@ -187,7 +188,8 @@ def render(spec: FigureSpec, palette: dict[str, str] | None = None, size: str = 
     palette = palette if palette is not None else colours([s.name for s in spec.series])
     width, height = WIDTHS[size], _height(spec, size)
     with plt.rc_context({**PAPER_RC, "font.size": FONT_PT[size]}):
-        fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
+        # pads in inches: the default 0.04 cut a rotated two-line label by a point
+        fig, ax = plt.subplots(figsize=(width, height), layout=ConstrainedLayoutEngine(w_pad=0.07, h_pad=0.05))
         chars = int(width * 72 / (FONT_PT[size] * 0.55))  # characters of the base font per line
         if spec.meta.get(RATIO):
             _ratio(ax, spec, palette, horizontal=bool(spec.meta.get("story")))
@@ -214,6 +216,10 @@ def render(spec: FigureSpec, palette: dict[str, str] | None = None, size: str = 
         # the axes get about half the figure's height: a longer label wraps instead of being cut
         ax.set_ylabel("" if story else _wrap(spec.ylabel, int(height * 36 / (FONT_PT[size] * 0.55))))
         _legend(fig, ax, spec, palette, width)
+        # Lay out once and keep it: constrained layout run again by each savefig moves things by a
+        # fraction of a point, so a file would depend on which formats were written before it.
+        fig.canvas.draw()
+        fig.set_layout_engine("none")
     return fig
 
 
