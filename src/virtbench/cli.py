@@ -11,7 +11,7 @@ import click
 from rich.markup import escape
 
 from . import __version__
-from .commands.shared import FiniteRange, console, db_option, errconsole, one_shot
+from .commands.shared import FiniteRange, console, db_option, errconsole, one_shot, read_store
 from .errors import InputError, VirtbenchError, disk_full
 from .extras import require
 
@@ -44,24 +44,29 @@ def cli() -> None:
 def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
     """Which platforms run here (decided by trying), why not, and the host's facts."""
     from . import host
+    from .commands.lastprobe import probe_or_last
     from .images.arch import cross_build_report
     from .images.build import DEFAULT_CACHE
     from .platforms import sandboxes, slices
     from .registry import PLATFORMS
-    from .runner import hostlock
     from .runner.session import probe_types
     from .store.db import default_url, redact
 
     paths = _paths()
-    # Probes start tiny instances: never while a run measures here (they would disturb it).
-    with hostlock.hold(paths, "`virtbench doctor`", wait=wait, log=errconsole.print):
+
+    def probe() -> dict[str, Any]:
         verdicts = probe_types(PLATFORMS.names(), paths)
-        facts = host.facts()
-        doc: dict[str, Any] = {"host": facts, "store": redact(db_url or default_url()), "image_cache": str(DEFAULT_CACHE),
-               "platforms": [{"name": n, "kind": PLATFORMS.get(n).kind, "available": v.available, "reason": v.reason,
-                              "fix": v.fix} for n, v in verdicts.items()],
-               "sandboxes": sandboxes.report(paths), "cross_build": cross_build_report(),
-               "host_kind": slices.host_kind()}
+        return {"host": host.facts(), "store": redact(db_url or default_url()), "image_cache": str(DEFAULT_CACHE),
+                "platforms": [{"name": n, "kind": PLATFORMS.get(n).kind, "available": v.available,
+                               "reason": v.reason, "fix": v.fix} for n, v in verdicts.items()],
+                "sandboxes": sandboxes.report(paths), "cross_build": cross_build_report(),
+                "host_kind": slices.host_kind()}
+
+    # Probes start tiny instances: never while a run measures here (they would disturb it);
+    # then the last probe's answer, with its time.
+    doc, probed_at = probe_or_last(paths, "doctor", "`virtbench doctor`", wait, probe)
+    doc["probed_at"] = probed_at
+    facts = doc["host"]
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
@@ -71,7 +76,8 @@ def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
     console.print(f"  flags: {' '.join(facts['cpu_flags']) or '-'}; AES in hardware: {'yes' if facts['aes'] else 'no'}")
     console.print(f"  governor {facts['governor']}, turbo {facts['turbo']}, cgroup {facts['cgroup']}, "
                   f"virtualized: vm={virt['vm']} container={virt['container']}")
-    console.print(f"  host kind: {doc['host_kind']}", markup=False)
+    if doc.get("host_kind"):  # a last probe saved by an older virtbench has none
+        console.print(f"  host kind: {doc['host_kind']}", markup=False)
     console.print(f"  results store: {doc['store']}; image cache: {doc['image_cache']}")
     for p in doc["platforms"]:
         mark = "[green]available[/green]" if p["available"] else "[red]not available[/red]"
@@ -174,12 +180,14 @@ def image_prune(everything: bool, dry_run: bool) -> None:
                    "without this flag an inventory is read as YAML or INI data only).")
 @click.option("--allow-meter", is_flag=True,
               help="Let the campaign's energy probe run its `meter:` command (as root); refused without it.")
+@click.option("--dry-run", is_flag=True, help="Validate, print the plan and an estimated duration; start nothing.")
 @db_option
 def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_report: bool, wait: bool,
-        probes: tuple[str, ...], dynamic_inventory: bool, allow_meter: bool, db_url: str | None) -> None:
+        probes: tuple[str, ...], dynamic_inventory: bool, allow_meter: bool, dry_run: bool,
+        db_url: str | None) -> None:
     """Run a campaign (YAML file), the quick campaign, or resume a run."""
     from .config import check_host, parse_campaign, read_campaign
-    from .report.progress import RichReporter
+    from .report.progress import Cap, RichReporter
     from .runner import execute, hostlock
     from .runner.probing import require_consent
     from .runner.quick import quick_campaign
@@ -201,6 +209,11 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
         campaign, source = read_campaign(campaign_file, dynamic_inventory=dynamic_inventory)
         require_consent(campaign, allow_meter)
         check_host(campaign, Paths.from_env(), source=campaign_file)
+    if dry_run:
+        from .commands.dryrun import dry_run as print_dry_run
+
+        print_dry_run(campaign if campaign_file else None, quick, list(probes), resume_id, db_url)
+        return
     paths = _paths()
     store = _store(db_url)
     if resume_id:  # the stored campaign may have come from anyone (the web queue)
@@ -221,6 +234,7 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
             if quick:
                 plan = quick_campaign(paths, reporter.log, probes=list(probes))
                 campaign, left_out = plan.campaign, plan.left_out
+            reporter.cap = Cap.of(campaign)  # the ETA's bound while adaptive rounds may grow the plan
             outcome = execute.start(store, campaign, paths, source=source, reporter=reporter, left_out=left_out,
                                     run_id=run_id, stop_requested=stop_requested)
     if outcome.interrupted and cancel_requested(store, outcome.run_id):
@@ -252,26 +266,34 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
 @click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write one self-contained HTML report (works offline) to this file.")
 @click.option("--figures", "figures_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Write every figure as PNG, SVG and PDF into this directory.")
+              help="Write every figure as PDF, SVG and PNG with its data as CSV, and the tables as "
+                   "tables.md and tables.tex, into this directory.")
+@click.option("--figure-width", type=click.Choice(["column", "page"]), default="page", show_default=True,
+              help="Figure files for one column (3.3 in) or two columns (7 in) of a paper.")
+@click.option("--interactive", is_flag=True, help="With --html: plotly.js figures (zoom, hover; 4.6 MB more) "
+              "instead of inline SVG.")
 @click.option("--min-effect", type=FiniteRange(0, 1), default=0.02, show_default=True,
               help="Margin of the 'same' verdict: the ratio's 95% interval within 1 +- this.")
 @db_option
 def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, html_file: Path | None,
-           figures_dir: Path | None, min_effect: float, db_url: str | None) -> None:
+           figures_dir: Path | None, figure_width: str, interactive: bool, min_effect: float,
+           db_url: str | None) -> None:
     """Statistics and relative performance of runs (RUN_ID, a unique prefix, or 'latest').
 
     Several runs (e.g. one per host) merge into one comparison with hosts as columns.
     With --html or --figures the files are written and the text report is skipped.
     """
     with one_shot():
-        _report(run_refs, as_json, detail, wide, html_file, figures_dir, min_effect, db_url)
+        _report(run_refs, as_json, detail, wide, html_file, figures_dir, min_effect, db_url,
+                figure_width=figure_width, interactive=interactive)
 
 
 def _report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, html_file: Path | None,
-            figures_dir: Path | None, min_effect: float, db_url: str | None) -> None:
+            figures_dir: Path | None, min_effect: float, db_url: str | None, *, figure_width: str = "page",
+            interactive: bool = False) -> None:
     from .report import summary, text
 
-    store = _store(db_url)
+    store = read_store(db_url)
     refs = run_refs or ("latest",)
     if len(refs) == 1 and not (html_file or figures_dir):
         _print_report(store, refs[0], as_json=as_json, detail=detail, min_effect=min_effect, wide=wide)
@@ -282,16 +304,14 @@ def _report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, 
     if html_file:
         from .report import html
 
-        html.write(html_file, triples, min_effect=min_effect, sections=secs)
+        html.write(html_file, triples, min_effect=min_effect, sections=secs, interactive=interactive)
         errconsole.print(f"wrote {html_file}")
     if figures_dir:
         require("figures", "--figures")
-        from .report import static
-        from .report.figures import for_files
+        from .report.paper import write_figures
 
-        specs, platforms = for_files(reports)
-        written = static.export(specs, figures_dir, platforms=platforms)
-        errconsole.print(f"wrote {len(written)} figure files to {figures_dir}")
+        written = write_figures(reports, figures_dir, size=figure_width)
+        errconsole.print(f"wrote {len(written)} figure and table files to {figures_dir}")
     if as_json:
         doc = (summary.report_json(reports[0], min_effect=min_effect) if len(reports) == 1
                else summary.merged_json(triples, min_effect=min_effect))
@@ -313,7 +333,7 @@ def compare(run_a: str, run_b: str, as_json: bool, min_effect: float, db_url: st
     from .analysis.compare import compare as do_compare
     from .report import summary, text
 
-    store = _store(db_url)
+    store = read_store(db_url)
     ra, rb = store.run(run_a), store.run(run_b)
     if ra.id == rb.id:
         raise InputError(f"A and B are the same run {ra.id}: a run compared with itself tells nothing; "
@@ -359,96 +379,6 @@ def _print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool, min_
     else:
         text.render(report.run, report.rows, report.failures, console, detail=detail, wide=wide,
                     sections=report.sections)
-
-
-@cli.command()
-@click.argument("run_ref", default="latest")
-@click.option("--failed", is_flag=True, help="Only failed executions.")
-@click.option("--platform", default=None)
-@click.option("--benchmark", default=None)
-@db_option
-def show(run_ref: str, failed: bool, platform: str | None, benchmark: str | None, db_url: str | None) -> None:
-    """Raw output of a run's executions, as the tools printed it."""
-    store = _store(db_url)
-    run_obj = store.run(run_ref)
-    for ex in store.executions(run_obj.id, status="failed" if failed else None):
-        if (platform and ex.platform != platform) or (benchmark and ex.benchmark != benchmark):
-            continue
-        console.rule(f"round {ex.round}{' warm-up' if ex.warmup else ''} {ex.platform} {ex.benchmark}: {ex.status}")
-        if ex.argv:
-            console.print(f"$ {' '.join(ex.argv)}  (exit {ex.exit_code})", markup=False)
-        if ex.error:
-            console.print(f"error: {ex.error}", markup=False)
-        console.print(ex.stdout, markup=False)
-        if ex.stderr:
-            console.print(f"stderr:\n{ex.stderr}", markup=False)
-
-
-@cli.group("list")
-def list_group() -> None:
-    """List the registered plugins."""
-
-
-@list_group.command("benchmarks")
-@click.option("--json", "as_json", is_flag=True)
-@click.option("--markdown", is_flag=True, help="The README's reference tables.")
-def list_benchmarks(as_json: bool, markdown: bool) -> None:
-    from .docs import benchmark_catalog, metric_line, readme_section
-
-    if markdown:
-        click.echo(readme_section())
-        return
-    docs = benchmark_catalog()
-    if as_json:
-        click.echo(json.dumps(docs, indent=2, default=str))
-        return
-    for d in docs:
-        # escaped: units such as [ms] or [s] would otherwise be read as rich markup and vanish
-        console.print(f"[bold]{escape(d['name'])}[/bold] ({escape(d['tool'])}): {escape(d['description'])}")
-        console.print("  metrics:\n" + escape("\n".join(f"    {metric_line(m)}" for m in d["metrics"])))
-        console.print("  parameters: " + escape(", ".join(f"{p['name']}={p['default']}" for p in d["parameters"])))
-
-
-@list_group.command("platforms")
-def list_platforms() -> None:
-    from .registry import PLATFORMS
-
-    for name, cls in PLATFORMS.items():
-        opts = ", ".join(cls.Options.model_fields)
-        console.print(f"[bold]{name}[/bold] ({cls.kind}): {cls.description}  options: {opts or '-'}")
-
-
-@list_group.command("probes")
-@click.option("--json", "as_json", is_flag=True)
-def list_probes(as_json: bool) -> None:
-    """Probes a campaign lists under `probes:`, and whether each works on this host (and why not)."""
-    from .registry import PROBES
-
-    docs: list[dict[str, Any]] = []
-    for name, cls in PROBES.items():
-        works = cls.available()
-        docs.append({"name": name, "description": cls.description, "stores": cls.stores, "works": works.available,
-                     "reason": works.reason, "fix": works.fix,
-                     "options": [{"name": k, "default": f.default, "description": f.description or ""}
-                                 for k, f in cls.Options.model_fields.items()]})
-    if as_json:
-        click.echo(json.dumps(docs, indent=2, default=str))
-        return
-    for d in docs:
-        mark = "[green]works here[/green]" if d["works"] else "[red]not here[/red]"
-        console.print(f"[bold]{escape(d['name'])}[/bold]: {escape(d['description'])}  {mark}")
-        console.print(f"  {escape(d['reason'])}" + (f" (fix: {escape(d['fix'])})" if d["fix"] else ""))
-        console.print("  options: " + escape(", ".join(f"{o['name']}={o['default']}" for o in d["options"])))
-
-
-@list_group.command("experiments")
-def list_experiments() -> None:
-    """Experiment kinds a campaign selects with `experiment: NAME` (section of the same name)."""
-    from .experiments.registry import EXPERIMENTS
-
-    for name, cls in EXPERIMENTS.items():
-        keys = ", ".join(cls.Section.model_fields) if cls.Section is not None else "-"
-        console.print(f"[bold]{name}[/bold]: {escape(cls.description)}  section keys: {keys}")
 
 
 @cli.command()
@@ -498,8 +428,10 @@ def worker(once: bool, poll: float, probe: bool, allow_meter: bool, db_url: str 
 
 from .commands.agent import agent  # noqa: E402 - commands register after the group exists
 from .commands.cleanup import cleanup  # noqa: E402
+from .commands.lists import list_group  # noqa: E402
 from .commands.runs import cancel, delete, runs_cmd  # noqa: E402
 from .commands.selftest import selftest  # noqa: E402
+from .commands.show import show  # noqa: E402
 from .commands.study import study  # noqa: E402
 
 cli.add_command(cleanup)
@@ -509,6 +441,8 @@ cli.add_command(delete)
 cli.add_command(agent)
 cli.add_command(selftest)
 cli.add_command(study)
+cli.add_command(show)
+cli.add_command(list_group)
 
 
 def _sigterm_to_interrupt(signum, frame) -> None:  # noqa: ARG001

@@ -41,7 +41,9 @@ def reports(tmp_path_factory):
                  started_at=now(), finished_at=now(), duration_s=0.1, error=HOSTILE, stderr=HOSTILE)
     runner = CliRunner()
     single, merged = tmp / "single.html", tmp / "merged.html"
-    for args in (["report", "r1", "--html", str(single)], ["report", "r1", "r2", "--html", str(merged)]):
+    # --interactive: the plotly.js figures this browser test drives (the default is inline SVG)
+    for args in (["report", "r1", "--html", str(single), "--interactive"],
+                 ["report", "r1", "r2", "--html", str(merged), "--interactive"]):
         res = runner.invoke(cli, [*args, "--db", store.url])
         assert res.exit_code == 0, res.output
     return single, merged

@@ -93,7 +93,7 @@ def test_reported_in_json_text_and_html(done):
     text = vb(env, "report").stdout
     assert "energy relative to native" in text and "context-switches" in text
     html_file = tmp / "r.html"
-    assert vb(env, "report", "--html", str(html_file)).returncode == 0
+    assert vb(env, "report", "--html", str(html_file), "--interactive").returncode == 0
     html = html_file.read_text()
     assert "energy relative to native" in html and "J_per_throughput" in html
     figs = json.loads(re.search(r'<script type="application/json" id="vb-figs">(.*?)</script>', html, re.S)[1])

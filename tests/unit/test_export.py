@@ -90,11 +90,11 @@ def test_static_figures_in_three_formats(store, tmp_path):
     specs, _ = figures.for_reports([summary.build(store, "r1")])
     chosen = {s.kind: s for s in specs}  # one of each kind
     files = static.export(list(chosen.values()), tmp_path / "a")
-    assert len(files) == 3 * len(chosen)
+    assert len(files) == 4 * len(chosen)  # and each figure's data as CSV beside it
     assert set(chosen) >= {"bar", "box", "trend", "sweep", "count", "latency", "stack"}
     for f in files:
         head = f.read_bytes()[:8]
-        assert {"png": head.startswith(b"\x89PNG"), "pdf": head.startswith(b"%PDF"),
+        assert {"png": head.startswith(b"\x89PNG"), "pdf": head.startswith(b"%PDF"), "csv": head.startswith(b"series"),
                 "svg": b"<svg" in f.read_bytes()[:400]}[f.suffix[1:]]
     again = static.export(list(chosen.values()), tmp_path / "b", formats=("svg", "pdf"))
     for f in again:

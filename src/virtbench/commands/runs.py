@@ -6,13 +6,14 @@ or deleted; a run that is measuring is never deleted under its process.
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import click
 from rich.markup import escape
 
 from ..errors import InputError
-from .shared import console, db_option
+from .shared import console, db_option, read_store
 
 
 def _store(db_url: str | None):
@@ -21,13 +22,27 @@ def _store(db_url: str | None):
     return Store(db_url)
 
 
+HEADER = f"{'run':<20}  {'status':<11} {'name':<20} {'created (UTC)':<16}  platforms"
+
+
+def run_doc(r: Any) -> dict[str, Any]:
+    return {"id": r.id, "status": r.status, "name": r.name, "created_at": f"{r.created_at:%Y-%m-%dT%H:%M:%S}Z",
+            "platforms": len(r.campaign.get("platforms", []))}
+
+
 @click.command("runs")
+@click.option("--json", "as_json", is_flag=True, help="A list of {id, status, name, created_at, platforms}.")
 @db_option
-def runs_cmd(db_url: str | None) -> None:
+def runs_cmd(as_json: bool, db_url: str | None) -> None:
     """List runs in the store, newest first."""
-    for r in _store(db_url).runs():
-        console.print(f"{r.id}  {r.status:<11} {r.name:<20} {r.created_at:%Y-%m-%d %H:%M} UTC  "
-                      f"{len(r.campaign.get('platforms', []))} platforms", markup=False)
+    runs = read_store(db_url).runs()
+    if as_json:
+        click.echo(json.dumps([run_doc(r) for r in runs], indent=2))
+        return
+    console.print(HEADER, markup=False, style="bold")
+    for r in runs:
+        console.print(f"{r.id:<20}  {r.status:<11} {r.name[:20]:<20} {r.created_at:%Y-%m-%d %H:%M}  "
+                      f"{len(r.campaign.get('platforms', []))}", markup=False)
 
 
 @click.command()

@@ -15,6 +15,8 @@ from typing import Any
 import click
 from rich.console import Console
 
+from ..errors import InputError
+
 # Piped output (make run | tee, CI logs) gets wide tables instead of 80-column wrapping.
 console = Console(stderr=False, highlight=False, width=None if sys.stdout.isatty() else 200)
 errconsole = Console(stderr=True, highlight=False)
@@ -64,3 +66,19 @@ def one_shot() -> Iterator[None]:
             gc.enable()
         if set_here:
             os.environ.pop(BLAS_THREADS, None)
+
+
+def read_store(db_url: str | None) -> Any:
+    """The results store for a command that only reads it (runs, report, show, compare).
+
+    A SQLite file that does not exist is a mistyped --db path or a machine that never ran
+    anything: said in one line (exit 2) instead of creating an empty store that then answers
+    'no runs'."""
+    from ..store.db import Store, default_url
+    from ..store.urls import missing_sqlite_file
+
+    url = db_url or default_url()
+    if (path := missing_sqlite_file(url)) is not None:
+        raise InputError(f"no results store at {path}: nothing was ever stored there",
+                         "check the --db URL or VIRTBENCH_DB (a run creates the store: `virtbench run --quick`)")
+    return Store(url)

@@ -62,11 +62,10 @@ def _availability(caps: Any) -> list[dict[str, Any]]:
 @click.option("--wait", is_flag=True, help="If a run is measuring on this host, wait for it instead of refusing.")
 def study_list(as_json: bool, wait: bool) -> None:
     """The five studies, and what this host can run of each (decided by trying, as `doctor`)."""
-    from ..runner import hostlock
+    from .lastprobe import probe_or_last
 
     caps = _capabilities()
-    with hostlock.hold(caps.paths, "`virtbench study list`", wait=wait, log=errconsole.print):
-        docs = _availability(caps)
+    docs, _ = probe_or_last(caps.paths, "study-list", "`virtbench study list`", wait, lambda: _availability(caps))
     if as_json:
         click.echo(json.dumps(docs, indent=2))
         return

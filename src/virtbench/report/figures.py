@@ -37,6 +37,13 @@ class Series:
     style: str = "line"
     """bar, box, line, points, hollow (warm-up), dashed (reference)."""
     text: list[str] | None = None
+    marks: list[str | None] | None = None
+    """Each point's verdict (slower, faster, same, inconclusive), drawn as its marker."""
+
+
+RATIO = "ratio"
+"""meta key of a figure of ratios to the baseline: drawn as points with their intervals on a
+tight axis around 1.0, never as bars from 0 (a 3-10 % effect would vanish)."""
 
 
 @dataclass
@@ -75,6 +82,40 @@ def _by_metric(rows: Sequence[Row]) -> dict[tuple[str, str], list[Row]]:
     return out
 
 
+INTERVAL_NOTE = "error bars: the verdict's 95 % interval of the ratio (paired by round where the rounds pair)"
+
+
+def verdict_series(cells: Sequence[Row], label: dict[int, str]) -> list[Series]:
+    """One series per platform: each cell's verdict estimate (`relative`) inside its interval
+    (`relative_ci95`), marked by its verdict; label: id(row) -> its category on the axis."""
+    labels = list(dict.fromkeys(label[id(r)] for r in cells))
+    series = []
+    for platform in dict.fromkeys(r.platform for r in cells):
+        per = {label[id(r)]: r for r in cells if r.platform == platform}
+        get = [per.get(k) for k in labels]
+        series.append(Series(platform, labels, [r.relative if r else None for r in get],
+                             [r.relative_ci95[0] if r and r.relative_ci95 else None for r in get],
+                             [r.relative_ci95[1] if r and r.relative_ci95 else None for r in get], "points",
+                             [f"{r.verdict}: {r.verdict_reason}" if r else "" for r in get],
+                             [r.verdict if r else None for r in get]))
+    return series
+
+
+def story_figure(rows: Sequence[Row], baseline: str, names: dict[str, str] | None = None) -> FigureSpec | None:
+    """The first figure: every platform and benchmark metric against the baseline, each as its
+    verdict's estimate with its interval, marked slower, faster, same or undecided."""
+    names = names or {}
+    pos = {k: i for i, k in enumerate(names)}
+    cells = [r for r in sorted(rows, key=lambda r: pos.get(r.benchmark, len(pos)))
+             if r.benchmark != LIFECYCLE and r.platform != baseline and r.relative is not None]
+    if not cells:
+        return None
+    series = verdict_series(cells, {id(r): f"{r.benchmark} {r.metric}" for r in cells})
+    return FigureSpec("story", "bar", f"Every result relative to {baseline}", "benchmark metric",
+                      f"relative to {baseline} (higher = better)", series, group="overview", refline=1.0,
+                      note=INTERVAL_NOTE, meta={RATIO: True, "story": True})
+
+
 def bar_figures(rows: Sequence[Row], baseline: str, names: dict[str, str] | None = None) -> list[FigureSpec]:
     """Per benchmark (all keys of one benchmark together): relative performance with the verdict's
     95 % interval (the numbers of the tables: `relative` inside `relative_ci95`).
@@ -92,19 +133,10 @@ def bar_figures(rows: Sequence[Row], baseline: str, names: dict[str, str] | None
     for bench, brs in benches.items():
         single = len({r.benchmark for r in brs}) == 1
         label = {id(r): r.metric if single else f"{r.benchmark.removeprefix(bench)} {r.metric}".strip() for r in brs}
-        labels = list(dict.fromkeys(label[id(r)] for r in brs))
-        series = []
-        for platform in dict.fromkeys(r.platform for r in brs):
-            per = {label[id(r)]: r for r in brs if r.platform == platform}
-            get = [per.get(m) for m in labels]
-            series.append(Series(platform, labels, [r.relative if r else None for r in get],
-                                 [r.relative_ci95[0] if r and r.relative_ci95 else None for r in get],
-                                 [r.relative_ci95[1] if r and r.relative_ci95 else None for r in get], "bar",
-                                 [f"{r.verdict}: {r.verdict_reason}" if r else "" for r in get]))
+        series = verdict_series(brs, label)
         out.append(FigureSpec(slug("bar", bench), "bar", f"{bench}: performance relative to {baseline}",
                               "metric", f"relative to {baseline} (1.0 = same, higher = better)", series,
-                              group=bench, refline=1.0, note="error bars: the verdict's 95 % interval of the ratio "
-                              "(paired by round where the rounds pair)"))
+                              group=bench, refline=1.0, note=INTERVAL_NOTE, meta={RATIO: True}))
     return out
 
 
@@ -113,13 +145,16 @@ def category_figure(table: dict[str, dict[str, CategoryCell]], baseline: str, ho
         return None
     cats = list(table)
     platforms = list(dict.fromkeys(p for cells in table.values() for p in cells if p != baseline))
-    series = [Series(p, cats, [table[c][p].geomean if p in table[c] else None for c in cats],
-                     [table[c][p].low if p in table[c] else None for c in cats],
-                     [table[c][p].high if p in table[c] else None for c in cats], "bar") for p in platforms]
+    def rng(cell: CategoryCell | None) -> str:
+        return f"{cell.verdict}; metrics from {cell.low:.3g} to {cell.high:.3g}" if cell else ""
+    series = [Series(p, cats, [table[c][p].geomean if p in table[c] else None for c in cats], style="points",
+                     text=[rng(table[c].get(p)) for c in cats],
+                     marks=[table[c][p].verdict if p in table[c] else None for c in cats]) for p in platforms]
     suffix = f" on {host}" if host else ""
     return FigureSpec(slug("categories", host), "bar", f"Geometric mean of relative performance per category{suffix}",
                       "category", f"relative to {baseline}", series, group="overview", refline=1.0,
-                      note="error bars: lowest and highest metric of the category")
+                      note="points only: a geometric mean of metrics has no interval (the lowest and highest "
+                      "metric are in the table)", meta={RATIO: True})
 
 
 def lifecycle_figure(rows: Sequence[Row]) -> FigureSpec | None:
@@ -330,13 +365,14 @@ def stack_figures(stacks: Sequence[StackRow]) -> list[FigureSpec]:
         xs = [f"{s.benchmark} {s.metric}" for s in rs]
         measured = Series("measured", xs, [s.measured for s in rs],
                           [s.measured_ci95[0] if s.measured_ci95 else None for s in rs],
-                          [s.measured_ci95[1] if s.measured_ci95 else None for s in rs], "bar")
-        predicted = Series(f"predicted ({rs[0].outer} x {rs[0].inner})", xs, [s.predicted for s in rs], style="bar",
+                          [s.measured_ci95[1] if s.measured_ci95 else None for s in rs], "points")
+        predicted = Series(f"predicted ({rs[0].outer} x {rs[0].inner})", xs, [s.predicted for s in rs], style="points",
                            text=[f"prediction error {s.error:+.1%}" for s in rs])
         out.append(FigureSpec(slug("stack", platform), "stack", f"{platform}: measured against predicted "
                               f"({rs[0].outer} x {rs[0].inner})", "benchmark metric", "relative to baseline",
                               [measured, predicted], group="stacks", refline=1.0,
-                              note="prediction = product of the layers' relative performances"))
+                              note="prediction = product of the layers' relative performances; error bars: "
+                              "95 % interval of the measured ratio (the prediction has none)", meta={RATIO: True}))
     return out
 
 
@@ -344,7 +380,8 @@ def all_figures(rows: Sequence[Row], baseline: str, benchmarks: Sequence[Any],
                 categories: dict[str, dict[str, CategoryCell]], stacks: Sequence[StackRow]) -> list[FigureSpec]:
     """Every figure of one run: overview first, then per benchmark in the campaign's order."""
     names = {b.key: b.name for b in benchmarks}
-    out: list[FigureSpec] = []
+    story = story_figure(rows, baseline, names)
+    out: list[FigureSpec] = [story] if story else []
     cat = category_figure(categories, baseline)
     out += [cat] if cat else []
     out += stack_figures(stacks)

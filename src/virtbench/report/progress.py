@@ -1,12 +1,77 @@
 """Progress display for the terminal. Refreshes once a second so the display itself does not
-compete for CPU with what is being measured."""
+compete for CPU with what is being measured.
+
+With adaptive rounds the plan grows while the run measures, so the bar says what it counts:
+executions done / planned so far, and the cap the adaptive rule may grow the plan to. The
+ETA is the time the planned executions still need at the rate this process measured them
+(from the start of this process, not a short window: executions of one round differ tenfold),
+and with a cap also the most the run may take (its caps: rounds and minutes)."""
 from __future__ import annotations
 
+import time
+from typing import Any
+
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, ProgressColumn, Task, TaskID, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 LOG_WIDTH = 100
 """Nothing virtbench prints is wider than this (issue #17), a run's messages included."""
+
+
+def clock(seconds: float) -> str:
+    seconds = max(0, int(seconds + 0.5))
+    h, rest = divmod(seconds, 3600)
+    return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60}:{rest % 60:02d}"
+
+
+class Cap:
+    """The adaptive rule's bounds: executions at its round cap, and a time after which no extra
+    round starts (time.monotonic())."""
+
+    def __init__(self, executions: int, per_round: int, deadline: float | None) -> None:
+        self.executions, self.per_round, self.deadline = executions, per_round, deadline
+
+    @classmethod
+    def of(cls, campaign: Any, started: float | None = None) -> Cap | None:
+        a = getattr(campaign, "adaptive", None)
+        if a is None:
+            return None
+        per_round = len(campaign.platforms) * (len(campaign.benchmarks) + 1)  # + the lifecycle of each instance
+        rounds = campaign.warmups + max(a.max_repetitions, campaign.repetitions)
+        start = started if started is not None else time.monotonic()
+        return cls(per_round * rounds, per_round, start + a.max_minutes * 60)
+
+
+def eta_text(done: int, total: int, start_done: int, elapsed: float, cap: Cap | None = None,
+             now: float | None = None) -> str:
+    """'done/planned so far' (+ the cap), then the ETA of the planned executions at this
+    process's rate so far, and with a cap the most the run may still take."""
+    grows = cap is not None and cap.executions > total
+    text = f"{done}/{total}" + (f" (cap {cap.executions})" if cap is not None and grows else "")
+    measured = done - start_done
+    if measured <= 0 or elapsed <= 0:
+        return text + " ETA -"
+    rate = measured / elapsed
+    planned = max(0, total - done) / rate
+    text += f" ETA {clock(planned)}"
+    if cap is not None and grows:
+        most = (cap.executions - done) / rate
+        if cap.deadline is not None:  # no extra round after the deadline; the one under way finishes
+            left = cap.deadline - (time.monotonic() if now is None else now)
+            most = min(most, max(0.0, left) + cap.per_round / rate)
+        text += f", at most {clock(max(most, planned))}"
+    return text
+
+
+class EtaColumn(ProgressColumn):
+    def __init__(self, reporter: RichReporter) -> None:
+        super().__init__()
+        self.reporter = reporter
+
+    def render(self, task: Task) -> Text:
+        return Text(eta_text(int(task.completed), int(task.total or 0), int(task.fields.get("start_done", 0)),
+                             task.elapsed or 0.0, self.reporter.cap), style="progress.remaining")
 
 
 class RichReporter:
@@ -14,16 +79,18 @@ class RichReporter:
         self.console = console
         self.progress: Progress | None = None
         self.task = TaskID(0)
+        self.cap: Cap | None = None
+        """Set by the caller once the campaign is known (Cap.of): the ETA's upper bound."""
 
     def begin(self, total: int, done: int) -> None:
         if self.progress is not None:  # adaptive repetition grew the plan
             self.progress.update(self.task, total=total)
             return
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), EtaColumn(self),
                                  TimeElapsedColumn(), console=self.console, refresh_per_second=1,
                                  transient=False)
         self.progress.start()
-        self.task = self.progress.add_task("starting", total=total, completed=done)
+        self.task = self.progress.add_task("starting", total=total, completed=done, start_done=done)
 
     def step(self, description: str) -> None:
         if self.progress is not None:

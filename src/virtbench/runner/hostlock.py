@@ -7,8 +7,9 @@ a flock when its holder dies, so a `kill -9` never leaves the host locked. The f
 the holder (pid, what it runs, since when, and the run id once known) so the refusal can
 say who is measuring.
 
-Everything else that starts instances or removes them takes the same lock: `doctor` and the
-worker's startup probe (a probe's tiny instance would disturb a measurement), and `cleanup`
+Everything else that starts instances or removes them takes the same lock: `doctor`, `study
+list` and the worker's startup probe (a probe's tiny instance would disturb a measurement;
+`doctor` and `study list` then answer from their last probe, commands/lastprobe.py), and `cleanup`
 of everything (it would remove the instances of the run that is measuring). `cleanup --run
 ID` of another run needs no lock: it only touches that run's objects, and refuses the run
 that holds the lock.

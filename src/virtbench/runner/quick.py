@@ -110,6 +110,18 @@ def quick_campaign(paths: Paths, log: Callable[[str], None] = lambda _m: None,
             left_out.append(why)
     for out in left_out:
         log(f"skipping {out['platform']}: {out['reason']}" + (f" (fix: {out['fix']})" if out["fix"] else ""))
+    return QuickPlan(_campaign(platforms, repetitions, warmups, adaptive, probes), left_out)
+
+
+def unprobed_campaign(probes: list[str] | None = None) -> Campaign:
+    """The quick campaign before any probe: every platform it tries (each stays only if its
+    probe passes at the start; the KVM guest only where KVM boots one), for `run --quick --dry-run`."""
+    return _campaign([*QUICK_PLATFORMS, {**KVM_GUEST, "vcpus": min(2, os.cpu_count() or 1)}], REPETITIONS,
+                     WARMUPS, ADAPTIVE, probes)
+
+
+def _campaign(platforms: list[Any], repetitions: int, warmups: int, adaptive: dict[str, Any] | None,
+              probes: list[str] | None) -> Campaign:
     benchmarks = QUICK_BENCHMARKS
     if any(isinstance(p, dict) for p in platforms):  # a VM's disk emulation is outside its CPU time
         benchmarks = [{**b, "measure": "both"} if b["name"] == "fio" else b for b in benchmarks]
@@ -119,4 +131,4 @@ def quick_campaign(paths: Paths, log: Callable[[str], None] = lambda _m: None,
         data["probes"] = probes
     if adaptive:
         data["adaptive"] = adaptive
-    return QuickPlan(parse_campaign(data, "quick campaign"), left_out)
+    return parse_campaign(data, "quick campaign")
