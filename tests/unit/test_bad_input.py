@@ -458,3 +458,11 @@ def test_any_bad_input_message_stays_one_line(cli, tmp_path: Path, monkeypatch: 
     code, out, err = cli("run", str(_write(tmp_path, BASE)), "--db", "{db}")
     assert_refused(code, out, err, "campaign 'a\\nerror: all good\\u2028ok'")
     assert err.splitlines()[0].endswith(" (fix: fix\\n  fix: rm -rf /)")
+
+
+@pytest.mark.parametrize("run_id", ["*", "../../x", "-rf", "a b", "x" * 80, "vb-*"])
+def test_cleanup_of_a_run_id_that_is_no_run_id_is_refused(cli, run_id: str):
+    """`cleanup --run` matches leftovers by the id: a glob or a path in it was taken as given
+    (before: `cleanup --run '*'` went on to match names with it)."""
+    code, out, err = cli("cleanup", "--run", run_id)
+    assert_refused(code, out, err, "is not a run id")

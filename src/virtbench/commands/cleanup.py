@@ -1,8 +1,13 @@
 """`virtbench cleanup`: remove what virtbench left behind, here or on another host."""
 from __future__ import annotations
 
+import re
+
 import click
 from rich.console import Console
+
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+"""Run ids as runs are named (runner.execute.new_run_id: date-time-hex); no glob or path characters."""
 
 
 @click.command()
@@ -16,8 +21,12 @@ def cleanup(run_id: str | None, wait: bool, host: str | None, db_url: str | None
     """Remove every container, mount and instance directory virtbench left behind.
 
     Never while a run measures on this host (its instances would go): refused, or --wait."""
+    from ..errors import InputError
     from ..platforms.base import Paths
 
+    if run_id is not None and not RUN_ID.fullmatch(run_id):  # it becomes part of names matched on disk
+        raise InputError(f"--run {run_id!r} is not a run id", "give an id as `virtbench runs` lists it, "
+                         "e.g. 20261127-125031-a656")
     console = Console(highlight=False)
     if host is not None and host != "local":
         from ..runner.hosts import cleanup_host
