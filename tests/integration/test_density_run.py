@@ -252,7 +252,7 @@ density:
 
 @pytest.mark.parametrize("body, needle", [
     ("counts: {until: failure}\n  guard: {enabled: false}\n  host_memory: 256M", "no limit"),
-    ("counts: [1]\n  host_memory: 100000G", "not smaller than this host"),
+    ("counts: [1]\n  host_memory: 100000G", "is more than this host's"),
 ])
 def test_bad_input_exits_2_with_nothing_started(env, tmp_path, body, needle):
     camp = _campaign(tmp_path, f"""
