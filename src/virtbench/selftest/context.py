@@ -72,7 +72,7 @@ def cleanup(paths: Paths) -> list[str]:
     for entry in sorted(d.iterdir()) if d.is_dir() else []:
         kind, _, name = entry.name.partition("=")
         removed += remove(paths, kind, name.replace(":", "/"))
-    return removed
+    return removed + slices.remove_if_empty()
 
 
 @dataclass
@@ -190,6 +190,10 @@ class Priority:
             os.setpriority(os.PRIO_PROCESS, 0, self.nice)
         if self.home is not None:
             _write(self.home / "cgroup.procs", str(os.getpid()))
+        here = _own_cpu_cgroup()
+        if slices.unit_of(self.relative) and here is not None and \
+                str(here).startswith(str(cgroups.root() / self.relative.strip("/"))):
+            return  # still in the slice (home refused us): stopping it would kill this process; cleanup removes it
         remove(self.paths, "cgroup", self.relative)
 
 
