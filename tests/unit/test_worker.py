@@ -122,22 +122,29 @@ def test_a_second_worker_on_the_host_waits_as_a_standby(store, tmp_path):
         assert {w.state for w in s.query(WorkerRow)} == {"stopped"}
 
 
+def claimed_by_a_worker(store, tmp_path, campaign):
+    """A registered worker on private paths that has claimed a newly queued run of campaign."""
+    from virtbench.platforms.base import Paths
+    from virtbench.runner.worker import QueueWorker
+
+    said: list[str] = []
+    paths = Paths(state=tmp_path / "state", runtime=tmp_path / "run")
+    worker = QueueWorker(store, paths, probe=False, poll_s=0.05, echo=said.append)
+    worker._register()
+    run_id = enqueue(store, campaign)
+    assert W.claim_next(store, worker.id, worker.host) == run_id
+    return worker, run_id, said
+
+
 def test_worker_waits_for_a_cli_run_measuring_on_the_host(store, tmp_path):
     """`virtbench run` holds the host's measurement lock: a queued run waits, and a cancel
     while it waits ends it without it ever measuring."""
     import threading
 
-    from virtbench.platforms.base import Paths
     from virtbench.runner import hostlock
-    from virtbench.runner.worker import QueueWorker
 
-    paths = Paths(state=tmp_path / "state", runtime=tmp_path / "run")
-    said: list[str] = []
-    worker = QueueWorker(store, paths, probe=False, poll_s=0.05, echo=said.append)
-    worker._register()
-    run_id = enqueue(store, CAMPAIGN)
-    assert W.claim_next(store, worker.id, worker.host) == run_id
-    with hostlock.hold(paths, "`virtbench run` of campaign 'cli'"):
+    worker, run_id, said = claimed_by_a_worker(store, tmp_path, CAMPAIGN)
+    with hostlock.hold(worker.paths, "`virtbench run` of campaign 'cli'"):
         threading.Timer(0.5, lambda: store.update_run(run_id, cancel_requested=True)).start()
         worker._execute(run_id, resume=False)
     assert any("waiting: `virtbench run` of campaign 'cli'" in m for m in said), said
@@ -150,19 +157,11 @@ def test_a_queued_meter_runs_only_where_the_worker_allows_it(store, tmp_path):
     """A queued campaign came through the web app, from anyone: its energy meter is a program of
     its choosing, so a worker without --allow-meter fails the run naming the command and never
     runs it (before: the worker ran the meter as root while checking the probes)."""
-    from virtbench.platforms.base import Paths
-    from virtbench.runner.worker import QueueWorker
-
     marker = tmp_path / "meter-ran"
     meter = ["/bin/sh", "-c", f"touch {marker}; echo 42"]
     campaign = parse_campaign({"name": "q", "platforms": ["native"], "benchmarks": ["sysbench-cpu"],
                                "probes": [{"name": "energy", "meter": meter}]})
-    paths = Paths(state=tmp_path / "state", runtime=tmp_path / "run")
-    said: list[str] = []
-    worker = QueueWorker(store, paths, probe=False, poll_s=0.05, echo=said.append)
-    worker._register()
-    run_id = enqueue(store, campaign)
-    assert W.claim_next(store, worker.id, worker.host) == run_id
+    worker, run_id, _said = claimed_by_a_worker(store, tmp_path, campaign)
     worker._execute(run_id, resume=False)
     worker._shutdown()
     r = run_of(store, run_id)
