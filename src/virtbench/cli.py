@@ -216,11 +216,12 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
         return
     paths = _paths()
     store = _store(db_url)
-    if resume_id:  # the stored campaign may have come from anyone (the web queue)
-        require_consent(parse_campaign(store.run(resume_id).campaign, f"run {resume_id}"), allow_meter)
     from .store.queue import cancel_requested, mark_cancelled
 
-    run_id = store.run(resume_id).id if resume_id else execute.new_run_id()
+    if resume_id:  # the stored campaign may have come from anyone (the web queue)
+        stored = store.run(resume_id)
+        require_consent(parse_campaign(stored.campaign, f"run {stored.id}"), allow_meter)
+    run_id = stored.id if resume_id else execute.new_run_id()
 
     def stop_requested() -> bool:  # `virtbench cancel` or the web app, read between instances
         return cancel_requested(store, run_id)
