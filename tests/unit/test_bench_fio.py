@@ -183,3 +183,34 @@ def test_cpu_per_io_without_cpu_time_fails(ok: str) -> None:
         j["usr_cpu"] = j["sys_cpu"] = 0.0
     with pytest.raises(ParseError, match="with CPU time"):
         bench(jobs=["rand_read_iops"], measure="cpu").parse(json.dumps(doc))
+
+
+QUICK_PASSES = dict(size="64M", runtime=2, ramp_time=0, jobs=["rand_read_iops"], passes=4)
+
+
+def _per_pass_cpu(doc: dict) -> list[float]:
+    return [(j["usr_cpu"] + j["sys_cpu"]) / 100 * j["job_runtime"] * 1000 / j["read"]["total_ios"]
+            for j in doc["jobs"]]
+
+
+def test_passes_split_the_runtime_into_named_jobs_on_one_file() -> None:
+    argv = bench(**QUICK_PASSES, measure="cpu").command("/w")
+    assert "--runtime=500ms" in argv and argv.count("--filename=virtbench.fio") == 1
+    assert [a for a in argv if a.startswith("--name=")] == [f"--name=rand_read_iops.{i}" for i in range(1, 5)]
+    assert bench(runtime=2).command("/w").count("--runtime=2") == 1  # one pass: as before
+    with pytest.raises(ValidationError, match="under 100 ms"):
+        FioParams(runtime=1, passes=20)
+
+
+def test_passes_report_the_best_or_the_median_pass_of_a_recorded_run() -> None:
+    text = (DATA / "ext4_64M_runtime2_4passes_randread.json").read_text()
+    cpus = _per_pass_cpu(json.loads(text))
+    rates = [j["read"]["iops"] for j in json.loads(text)["jobs"]]
+    assert len(cpus) == 4 and len(set(cpus)) == 4
+    best = bench(**QUICK_PASSES, measure="both", pass_estimate="best").parse(text)
+    assert best["rand_read_iops_cpu"] == pytest.approx(min(cpus))
+    assert best["rand_read_iops"] == pytest.approx(max(rates))
+    median = bench(**QUICK_PASSES, measure="cpu").parse(text)
+    assert median["rand_read_iops_cpu"] == pytest.approx(sorted(cpus)[1] / 2 + sorted(cpus)[2] / 2)
+    with pytest.raises(ParseError, match="rand_read_iops.4"):
+        bench(**{**QUICK_PASSES, "passes": 5}, measure="cpu").parse(text.replace('"rand_read_iops.4"', '"x"'))

@@ -197,6 +197,16 @@ def test_passes_report_the_median_pass() -> None:
     assert text.count("Run Time:") == 3 * sum(len(s) for s in b.statements().values()) + 2
 
 
+def test_best_pass_reports_the_fastest_pass_and_says_so() -> None:
+    text = (DATA / "calls_20000rows_3passes_cpu.txt").read_text()
+    b = bench(**SMALL, passes=3, clock="cpu", pass_estimate="best")
+    totals = _pass_totals(text)
+    assert b.parse(text, "", "passes")["total_cpu_s"] == pytest.approx(min(totals), abs=1e-6)
+    assert "fastest of 3 passes" in next(m.description for m in b.metrics() if m.name == "total_cpu_s")
+    assert "median of 3 passes" in next(m.description for m in bench(**SMALL, passes=3).metrics()
+                                        if m.name == "total_s")
+
+
 def test_passes_command_drops_the_table_between_passes() -> None:
     argv = bench(**SMALL, passes=3).command("/s")
     assert argv.count(".print 'DROP TABLE calls;'") == 2
