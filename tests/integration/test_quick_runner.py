@@ -46,7 +46,7 @@ def test_long_and_unusual_platform_names_run_with_peers(env, tmp_path):
 def test_decided_mode_reruns_only_what_is_undecided(env, tmp_path):
     camp = tmp_path / "decided.yaml"
     camp.write_text("name: decided\nrepetitions: 2\nwarmups: 0\nplatforms: [native, runc]\n"
-                    "adaptive: {until: decided, target: 0.00001, max_repetitions: 4, max_minutes: 30}\n"
+                    "adaptive: {until: decided, target: 0.5, max_repetitions: 4, max_minutes: 30}\n"
                     "benchmarks: [{name: sysbench-cpu, time: 1}, {name: sqlite, rows: 20000}]\n")
     res = vb(env, "run", str(camp), "--no-report")
     assert res.returncode == 0, res.stdout + res.stderr
@@ -59,3 +59,28 @@ def test_decided_mode_reruns_only_what_is_undecided(env, tmp_path):
                         "AND benchmark != 'lifecycle'")
         assert sorted(ran) == sorted((p, b) for p, bs in entry["benchmarks"].items() for b in bs)
         assert all("undecided" in r or "fewer than" in r for r in entry["reasons"].values())
+
+
+def test_the_noise_check_runs_the_baseline_alone_and_says_what_to_expect_before_measuring(env, tmp_path):
+    camp = tmp_path / "noise.yaml"
+    camp.write_text("name: noise\nrepetitions: 3\nwarmups: 1\n"
+                    "platforms: [native, {name: twin, type: native}]\n"
+                    "adaptive: {until: decided, max_repetitions: 4, max_minutes: 10, noise_check: 2}\n"
+                    "benchmarks: [{name: openssl, seconds: 1, clock: cpu}]\n")
+    res = vb(env, "run", str(camp), "--no-report")
+    assert res.returncode == 0, res.stdout + res.stderr
+    said = res.stdout + res.stderr
+    assert "host noise (A/A check): expect about" in said and "openssl throughput" in said, said
+    ran = rows(env, "SELECT round, platform, warmup FROM executions WHERE benchmark = 'openssl' ORDER BY id")
+    assert sorted(p for r, p, _ in ran if r in (1, 2)) == ["native", "native"]  # the baseline alone
+    assert all(w for r, _, w in ran if r < 3) and not any(w for r, _, w in ran if r >= 3)
+    assert sorted(p for r, p, _ in ran if r == 3) == ["native", "twin"]
+    [(provenance,)] = rows(env, "SELECT provenance FROM runs")
+    noise = json.loads(provenance)["noise"]
+    [(name, metric)] = noise["metrics"].items()
+    assert name.startswith("openssl") and len(metric["values"]) == 2 and metric["pair_noise"] > 0
+    assert noise["cells"] == 1 and 0 <= noise["expected_decided"] <= 1 and noise["rounds"] >= 3
+    report = vb(env, "report", "latest", "--json")
+    assert report.returncode == 0, report.stderr
+    [row] = [r for r in json.loads(report.stdout)["results"] if r["platform"] == "twin" and r["benchmark"] == "openssl"]
+    assert row["n"] >= 3 and row["n"] <= 4  # the check's executions are not in the verdict

@@ -64,6 +64,9 @@ class Adaptive(BaseModel):
     target: float = Field(0.02, gt=0, lt=1, description="wanted half-width of the ratio's 95% CI (0.02 = +-2%)")
     max_repetitions: int = Field(30, ge=2, le=10000, description="cap on measured rounds per platform")
     max_minutes: float = Field(60.0, gt=0, le=7 * 24 * 60, description="cap on the run's duration for extra rounds")
+    noise_check: int = Field(
+        0, ge=0, le=10, description="rounds of the baseline alone after the warm-up, before measuring: "
+        "the host's A/A noise, and the verdict rate to expect in the caps said at the start (0: none)")
     until: Literal["precise", "decided"] = Field(
         "precise", description="precise: every ratio's CI within +-target; decided: every comparison "
                                "decided (slower, faster or the same within +-target, the report's verdict), and extra "

@@ -39,8 +39,9 @@ class Cap:
             return None
         per_round = len(campaign.platforms) * (len(campaign.benchmarks) + 1)  # + the lifecycle of each instance
         rounds = campaign.warmups + max(a.max_repetitions, campaign.repetitions)
+        noise = a.noise_check * (len(campaign.benchmarks) + 1)  # the baseline alone
         start = started if started is not None else time.monotonic()
-        return cls(per_round * rounds, per_round, start + a.max_minutes * 60)
+        return cls(per_round * rounds + noise, per_round, start + a.max_minutes * 60)
 
 
 def eta_text(done: int, total: int, start_done: int, elapsed: float, cap: Cap | None = None,

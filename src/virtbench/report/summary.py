@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from ..analysis import quality, stats, tables
+from ..analysis import forecast, quality, stats, tables
 from ..analysis.summary import Row, SampleView, summarize_values
 from ..constants import LIFECYCLE, LIFECYCLE_STEPS
 from ..store import results
@@ -127,6 +127,8 @@ def warnings(run: Run, rows: Sequence[Row]) -> list[dict[str, Any]]:
     out += [{"scope": "run", "check": "left_out", "severity": "info", "platform": p.get("platform"),
              "message": f"{p.get('platform')} not measured: {p.get('reason')}", "fix": p.get("fix", "")}
             for p in (run.provenance or {}).get("left_out", [])]
+    if noise := (run.provenance or {}).get("noise"):
+        out.append(noise_warning(noise))
     if note := power_note(rows):
         out.append(note)
     for r in rows:
@@ -134,6 +136,15 @@ def warnings(run: Run, rows: Sequence[Row]) -> list[dict[str, Any]]:
             out.append({"scope": "result", "benchmark": r.benchmark, "metric": r.metric, "platform": r.platform,
                         **flag})
     return out
+
+
+def noise_warning(noise: dict[str, Any]) -> dict[str, Any]:
+    """The noise check measured before the first round (runner.adaptive.note_noise), as the run said it."""
+    head, *per_metric = forecast.note_lines(noise)
+    return {"scope": "run", "check": "noise",
+            "severity": "info" if noise["expected_decided"] >= 0.9 * noise["cells"] else "warn",
+            "value": noise["expected_decided"] / noise["cells"] if noise["cells"] else None,
+            "message": f"{head} ({'; '.join(line.strip() for line in per_metric)})"}
 
 
 def power_note(rows: Sequence[Row]) -> dict[str, Any] | None:

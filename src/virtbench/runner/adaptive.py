@@ -10,11 +10,12 @@ from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
+from ..analysis import forecast
 from ..analysis.stats import Need, needs_more
 from ..analysis.verdict import decide
 from ..config import Campaign
 from ..store.db import Store, now
-from .plan import LIFECYCLE
+from .plan import LIFECYCLE, unmeasured_rounds
 
 STOP_CONFIDENCE = 0.99
 """The interval that stops a comparison's extra rounds on a difference. Every extra round is one
@@ -22,6 +23,9 @@ more look at the data: stopping at the first 95 % 'slower' lets an A/A compariso
 it at one of the looks (7-8.5 % at 2-5 % noise per sample, 5 to 16 rounds, in
 benchmarks/verdict_rates.py); stopping at 99 % (a Pocock-like constant boundary, calibrated
 by that simulation for these looks) and reporting at 95 % keeps it at 0-4.7 % (3 to 16 rounds)."""
+OUT_OF_REACH = "out of reach"
+OUT_OF_REACH_FACTOR = 3
+"""needs_decision: a comparison needing more than this many times the rounds the caps allow is left."""
 STOP_EQUIVALENCE = 0.95
 """The interval that stops a comparison's extra rounds on 'same' (the report's is 90 %, TOST at
 5 % each): at 90 % at every look, a platform truly 2 % off was stopped and called the same
@@ -56,6 +60,8 @@ def plan_next(store: Store, campaign: Campaign, run_id: str, next_round: int,
     worst: dict[str, float] = {}
     undecided: dict[str, set[str]] = defaultdict(set)
     capped = []
+    extra = _rounds_that_fit(store, run_id, next_round - 1, rule.max_minutes * 60 - elapsed * 60)
+    tally = {"decided": 0, "expected": 0, "out of reach": 0}
     for (platform, bench, metric), vals in sorted(values.items()):
         if platform == campaign.baseline:
             continue
@@ -63,7 +69,10 @@ def plan_next(store: Store, campaign: Campaign, run_id: str, next_round: int,
         if rule.until == "decided":
             need = needs_decision(vals, base, direction[(bench, metric)], target=rule.target,
                                   max_n=rule.max_repetitions, rounds=rounds[(platform, bench, metric)],
-                                  base_rounds=rounds.get((campaign.baseline, bench, metric), []))
+                                  base_rounds=rounds.get((campaign.baseline, bench, metric), []),
+                                  budget=min(rule.max_repetitions, len(vals) + extra))
+            tally["decided" if need.reason.startswith("decided") else "out of reach"
+                  if need.reason.startswith(OUT_OF_REACH) else "expected"] += 1
         else:
             need = needs_more(vals, base, direction[(bench, metric)], target=rule.target, max_n=rule.max_repetitions)
         if need:
@@ -81,6 +90,11 @@ def plan_next(store: Store, campaign: Campaign, run_id: str, next_round: int,
         return None
     entry: dict[str, Any] = {"round": next_round, "platforms": sorted(reasons) + [campaign.baseline],
                              "reasons": reasons, "cells": cells}
+    if rule.until == "decided" and not any("round" in e for e in log):  # after the declared rounds
+        entry["forecast"] = (f"after {next_round - unmeasured_rounds(campaign)} rounds {tally['decided']} of "
+                             f"{sum(tally.values())} comparisons decided; {tally['expected']} more expected in the "
+                             f"about {extra} extra rounds the caps allow; {tally['out of reach']} out of reach "
+                             "(each gets no extra round: its reason says what would decide it)")
     if rule.until == "decided":  # run only what is still undecided (the baseline: all of those)
         entry["benchmarks"] = {p: sorted(b) for p, b in undecided.items()}
         entry["benchmarks"][campaign.baseline] = sorted(set().union(*undecided.values()))
@@ -88,22 +102,62 @@ def plan_next(store: Store, campaign: Campaign, run_id: str, next_round: int,
     return entry
 
 
+def note_noise(store: Store, campaign: Campaign, run_id: str, started_at: datetime) -> list[str]:
+    """After the noise check's rounds: each benchmark's A/A noise and what the caps can decide
+    at it, stored in the run (provenance "noise") and returned as lines for the terminal."""
+    assert campaign.adaptive is not None
+    rule = campaign.adaptive
+    first = unmeasured_rounds(campaign)
+    values: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for s in store.samples(run_id, include_warmup=True):
+        if s.platform == campaign.baseline and campaign.warmups <= s.round < first and s.benchmark != LIFECYCLE:
+            values[(s.benchmark, s.metric)].append(s.value)
+    warm = [e for e in store.executions(run_id) if e.round < campaign.warmups]
+    round_s = (max(e.finished_at for e in warm) - min(e.started_at for e in warm)).total_seconds() if warm else 0.0
+    left_s = rule.max_minutes * 60 - (now() - started_at).total_seconds()
+    rounds = forecast.rounds_within(left_s, round_s, campaign.repetitions, rule.max_repetitions)
+    others = len(campaign.platforms) - 1
+    per_metric: dict[str, Any] = {}
+    expected = 0.0
+    for (bench, metric), vals in sorted(values.items()):
+        noise = forecast.pair_noise(vals)
+        if noise is None:
+            continue
+        r = forecast.reach(noise, rounds, rule.target)
+        expected += r.share * others
+        per_metric[f"{bench} {metric}"] = {"values": vals, "pair_noise": noise, "beyond": r.beyond,
+                                           "within": r.within, "describe": r.describe()}
+    cells = others * len(per_metric)
+    note = {"rounds": rounds, "round_s": round_s, "cells": cells, "expected_decided": round(expected),
+            "spread": forecast.SPREAD, "metrics": per_metric}
+    run = store.run(run_id)
+    store.update_run(run_id, provenance={**run.provenance, "noise": note})
+    return forecast.note_lines(note)
+
+
 def progress_lines(entry: dict[str, Any]) -> list[str]:
     """What an extra round is for, for the terminal: a header, then one line per undecided
     comparison (an entry stored before cells were recorded: one per platform)."""
     cells = entry.get("cells") or entry.get("reasons", {})
     what = "comparison" if "cells" in entry else "platform"
-    return [f"extra round {entry['round'] + 1}: {len(cells)} {what}{'s' if len(cells) != 1 else ''} undecided",
+    return [*([entry["forecast"]] if "forecast" in entry else []),
+            f"extra round {entry['round'] + 1}: {len(cells)} {what}{'s' if len(cells) != 1 else ''} undecided",
             *[f"  {cell}: {reason}" for cell, reason in cells.items()]]
 
 
 def needs_decision(values: list[float], base: list[float], higher_is_better: bool, *, target: float,
                    max_n: int, min_n: int = 3, rounds: list[int] | None = None,
-                   base_rounds: list[int] | None = None) -> Need:
+                   base_rounds: list[int] | None = None, budget: int | None = None) -> Need:
     """Another repetition while the comparison's verdict is inconclusive (the report's rule,
     analysis.verdict, with target as the band of "the same"). Stopping on a decision can stop
     early on a lucky draw; at least min_n repetitions and the caps bound that, and every extra
-    round is logged with the undecided interval that asked for it."""
+    round is logged with the undecided interval that asked for it.
+
+    budget: the rounds the caps still allow in all. A comparison that would need more than
+    OUT_OF_REACH_FACTOR times that at its noise so far gets no more rounds: the time goes to
+    the comparisons it can decide. (The factor allows for a spread estimated from few rounds:
+    with 2 degrees of freedom it is overestimated 1.7-fold, which triples the rounds asked,
+    5 % of the time.)"""
     n, nb = len(values), len(base)
     if n >= max_n:
         return Need(False, f"cap of {max_n} repetitions reached", None)
@@ -115,7 +169,17 @@ def needs_decision(values: list[float], base: list[float], higher_is_better: boo
         return Need(False, f"decided: {v.reason}", None)
     if v.ci is None:
         return Need(False, f"{v.reason}; more repetitions cannot help", None)
+    if budget is not None and (v.needed is None or v.needed > OUT_OF_REACH_FACTOR * budget):
+        return Need(False, f"{OUT_OF_REACH}: {v.reason}; the caps allow about {budget} rounds", None)
     return Need(True, f"undecided: {v.reason}", (v.ci[1] - v.ci[0]) / 2)
+
+
+def _rounds_that_fit(store: Store, run_id: str, last_round: int, left_s: float) -> int:
+    """Extra rounds that fit in the time left at the last round's duration (extra rounds run only
+    what is undecided, so this errs short)."""
+    last = [e for e in store.executions(run_id) if e.round == last_round]
+    round_s = (max(e.finished_at for e in last) - min(e.started_at for e in last)).total_seconds() if last else 0.0
+    return forecast.rounds_within(left_s, round_s, 0, 10000)
 
 
 def _append(store: Store, run_id: str, log: list[dict[str, Any]], entry: dict[str, Any]) -> None:

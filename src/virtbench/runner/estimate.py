@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Campaign
+from .plan import noise_rounds
 
 TIME_PARAMS = ("seconds", "runtime", "time", "duration", "ramp_time")
 """Benchmark parameters that are a duration in seconds of the tool's own run."""
@@ -81,12 +82,14 @@ def plan(campaign: Campaign, store: Any | None = None) -> Plan:
     per_round_benchmarks = sum(s for _, s, _ in benchmarks)
     round_s = sum(INSTANCE_S.get(kind, 1.0) + per_round_benchmarks for _, _, kind in platforms)
     rounds = campaign.warmups + campaign.repetitions
-    out = Plan(campaign, platforms, benchmarks, dict(sweeps), round_s, round_s * rounds, round_s * rounds)
+    noise_s = noise_rounds(campaign) * (INSTANCE_S["baseline"] + per_round_benchmarks)  # the baseline alone
+    total_s = round_s * rounds + noise_s
+    out = Plan(campaign, platforms, benchmarks, dict(sweeps), round_s, total_s, total_s)
     if campaign.adaptive is not None:
         a = campaign.adaptive
         cap_rounds = campaign.warmups + max(a.max_repetitions, campaign.repetitions)
         # extra rounds stop at max_minutes after the start; the round under way finishes
-        out.max_s = max(out.declared_s, min(round_s * cap_rounds, a.max_minutes * 60 + round_s))
+        out.max_s = max(out.declared_s, min(round_s * cap_rounds + noise_s, a.max_minutes * 60 + round_s))
     tcg = [p.name for p in campaign.platforms if p.options.get("accel") == "tcg"]
     if tcg:
         out.notes.append(f"{', '.join(tcg)}: a TCG guest emulates the CPU (10-50x slower): its executions "

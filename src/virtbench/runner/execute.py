@@ -33,7 +33,7 @@ from . import adaptive, hostlock, probing
 from .multi import combine, run_instances
 from .oomwatch import OomWatch
 from .pair import run_pair
-from .plan import Unit, extra_round, schedule
+from .plan import Unit, extra_round, noise_rounds, schedule
 from .session import Session, build_objects, outer_of, platform_rows, prepare, tool_versions
 
 SCRATCH = "/var/tmp/virtbench"
@@ -260,6 +260,7 @@ def execute(store: Store, session: Session, run_id: str, seed: int, reporter: Re
     total = sum(len(u.keys()) for u in units)
     reporter.begin(total, sum(1 for u in units for k in u.keys() if k in done))
     executions = failed = 0
+    noise_due = noise_rounds(campaign) > 0 and "noise" not in store.run(run_id).provenance
     try:
         with sigterm_as_interrupt():
             pending = list(units)
@@ -270,6 +271,10 @@ def execute(store: Store, session: Session, run_id: str, seed: int, reporter: Re
                         continue
                     if stop_requested is not None and stop_requested():
                         raise Interrupted("stop requested")
+                    if not unit.warmup and noise_due:  # the noise check's rounds are done: say what to expect
+                        noise_due = False
+                        for line in adaptive.note_noise(store, campaign, run_id, store.run(run_id).started_at or now()):
+                            reporter.log(line)
                     e, f = _run_unit(store, session, run_id, unit, {k[2] for k in todo}, reporter)
                     executions, failed = executions + e, failed + f
                 pending = []

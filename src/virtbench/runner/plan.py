@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ..config import Campaign
 from ..constants import LIFECYCLE
 
-__all__ = ["LIFECYCLE", "Unit", "extra_round", "schedule"]
+__all__ = ["LIFECYCLE", "Unit", "extra_round", "noise_rounds", "schedule", "unmeasured_rounds"]
 
 
 @dataclass(frozen=True)
@@ -33,19 +33,33 @@ class Unit:
         return [(self.round, self.platform, b) for b in (*self.benchmarks, LIFECYCLE)]
 
 
+def noise_rounds(campaign: Campaign) -> int:
+    """Rounds of the baseline alone after the warm-up (the adaptive rule's noise check)."""
+    return campaign.adaptive.noise_check if campaign.adaptive is not None else 0
+
+
+def unmeasured_rounds(campaign: Campaign) -> int:
+    """Rounds before the first measured one: the warm-up, then the noise check."""
+    return campaign.warmups + noise_rounds(campaign)
+
+
 def schedule(campaign: Campaign, seed: int) -> list[Unit]:
+    """The declared rounds. The noise check's rounds run the baseline alone, stored as warm-ups
+    (never in a verdict): back-to-back A/A executions whose spread is the host's noise."""
     rng = random.Random(seed)
     platforms = [p.name for p in campaign.platforms]
     benchmarks = [b.key for b in campaign.benchmarks]
+    first = unmeasured_rounds(campaign)
     units: list[Unit] = []
-    for rnd in range(campaign.warmups + campaign.repetitions):
+    for rnd in range(first + campaign.repetitions):
         order, benches = platforms[:], benchmarks[:]
         if campaign.shuffle:
             rng.shuffle(order)
             rng.shuffle(benches)
+        if campaign.warmups <= rnd < first:
+            order = [campaign.baseline]
         for name in order:
-            units.append(Unit(round=rnd, warmup=rnd < campaign.warmups, platform=name,
-                              benchmarks=tuple(benches)))
+            units.append(Unit(round=rnd, warmup=rnd < first, platform=name, benchmarks=tuple(benches)))
     return units
 
 

@@ -36,7 +36,8 @@ def iso(dt: datetime | None) -> str | None:
 def expected_total(campaign: dict[str, Any], platforms: int | None = None, benchmarks: int | None = None) -> int:
     """Executions a run will record: rounds x platforms x (benchmarks + lifecycle)."""
     rounds = int(campaign.get("warmups", 0) or 0) + int(campaign.get("repetitions", 0) or 0)
-    return (rounds * (platforms if platforms is not None else len(campaign.get("platforms") or []))
+    noise = int((campaign.get("adaptive") or {}).get("noise_check", 0) or 0)  # the baseline alone
+    return ((rounds * (platforms if platforms is not None else len(campaign.get("platforms") or [])) + noise)
             * ((benchmarks if benchmarks is not None else len(campaign.get("benchmarks") or [])) + 1))
 
 
