@@ -112,7 +112,9 @@ def start(store: Store, campaign: Campaign, paths: Paths, *, source: str = "",
     store.create_run(run_id=run_id, name=campaign.name, campaign=campaign.model_dump(mode="json"),
                      source=source, seed=seed, status="running", **details)
     reporter.log(f"run {run_id}: {len(session.platforms)} platforms x {len(session.benchmarks)} benchmarks, "
-                 f"{campaign.repetitions} repetitions + {campaign.warmups} warm-up, seed {seed}")
+                 f"{campaign.repetitions} repetitions + {campaign.warmups} warm-up"
+                 + (f" + {noise_rounds(campaign)} rounds of {campaign.baseline} alone (the noise check)"
+                    if noise_rounds(campaign) else "") + f", seed {seed}")
     return execute(store, session, run_id, seed, reporter, stop_requested)
 
 
