@@ -93,7 +93,7 @@ def plan_next(store: Store, campaign: Campaign, run_id: str, next_round: int,
     if rule.until == "decided" and not any("round" in e for e in log):  # after the declared rounds
         entry["forecast"] = (f"after {next_round - unmeasured_rounds(campaign)} rounds {tally['decided']} of "
                              f"{sum(tally.values())} comparisons decided; {tally['expected']} more expected in the "
-                             f"about {extra} extra rounds the caps allow; {tally['out of reach']} out of reach "
+                             f"extra rounds the caps allow (about {extra}); {tally['out of reach']} out of reach "
                              "(each gets no extra round: its reason says what would decide it)")
     if rule.until == "decided":  # run only what is still undecided (the baseline: all of those)
         entry["benchmarks"] = {p: sorted(b) for p, b in undecided.items()}
