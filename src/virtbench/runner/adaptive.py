@@ -6,6 +6,7 @@ run finishes the round it was in and the report can show why every extra run hap
 """
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
 from datetime import datetime
 from typing import Any
@@ -60,21 +61,34 @@ def plan_next(store: Store, campaign: Campaign, run_id: str, next_round: int,
     worst: dict[str, float] = {}
     undecided: dict[str, set[str]] = defaultdict(set)
     capped = []
-    extra = _rounds_that_fit(store, run_id, next_round - 1, rule.max_minutes * 60 - elapsed * 60)
-    tally = {"decided": 0, "expected": 0, "out of reach": 0}
+    needs: dict[tuple[str, str, str], Need] = {}
     for (platform, bench, metric), vals in sorted(values.items()):
         if platform == campaign.baseline:
             continue
         base = values.get((campaign.baseline, bench, metric), [])
         if rule.until == "decided":
-            need = needs_decision(vals, base, direction[(bench, metric)], target=rule.target,
-                                  max_n=rule.max_repetitions, rounds=rounds[(platform, bench, metric)],
-                                  base_rounds=rounds.get((campaign.baseline, bench, metric), []),
-                                  budget=min(rule.max_repetitions, len(vals) + extra))
-            tally["decided" if need.reason.startswith("decided") else "out of reach"
-                  if need.reason.startswith(OUT_OF_REACH) else "expected"] += 1
+            needs[(platform, bench, metric)] = needs_decision(
+                vals, base, direction[(bench, metric)], target=rule.target, max_n=rule.max_repetitions,
+                rounds=rounds[(platform, bench, metric)], base_rounds=rounds.get((campaign.baseline, bench, metric), []))
         else:
-            need = needs_more(vals, base, direction[(bench, metric)], target=rule.target, max_n=rule.max_repetitions)
+            needs[(platform, bench, metric)] = needs_more(vals, base, direction[(bench, metric)], target=rule.target,
+                                                          max_n=rule.max_repetitions)
+    extra = 0
+    if rule.until == "decided":  # what the time left allows the still undecided, at their own durations
+        open_cells = {(p, b) for (p, b, _), need in needs.items() if need}
+        extra = _rounds_that_fit(store, run_id, campaign.baseline, open_cells, rule.max_minutes * 60 - elapsed * 60)
+        for (platform, bench, metric), need in needs.items():
+            if need:
+                needs[(platform, bench, metric)] = needs_decision(
+                    values[(platform, bench, metric)], values.get((campaign.baseline, bench, metric), []),
+                    direction[(bench, metric)], target=rule.target, max_n=rule.max_repetitions,
+                    rounds=rounds[(platform, bench, metric)],
+                    base_rounds=rounds.get((campaign.baseline, bench, metric), []),
+                    budget=min(rule.max_repetitions, len(values[(platform, bench, metric)]) + extra))
+    tally = {"decided": 0, "expected": 0, "out of reach": 0}
+    for (platform, bench, metric), need in needs.items():
+        tally["decided" if need.reason.startswith("decided") else "out of reach"
+              if need.reason.startswith(OUT_OF_REACH) else "expected"] += 1
         if need:
             undecided[platform].add(bench)
             cells[f"{platform} {bench} {metric}"] = need.reason.removeprefix("undecided: ")
@@ -112,8 +126,7 @@ def note_noise(store: Store, campaign: Campaign, run_id: str, started_at: dateti
     for s in store.samples(run_id, include_warmup=True):
         if s.platform == campaign.baseline and campaign.warmups <= s.round < first and s.benchmark != LIFECYCLE:
             values[(s.benchmark, s.metric)].append(s.value)
-    warm = [e for e in store.executions(run_id) if e.round < campaign.warmups]
-    round_s = (max(e.finished_at for e in warm) - min(e.started_at for e in warm)).total_seconds() if warm else 0.0
+    round_s = sum(e.duration_s for e in store.executions(run_id) if e.round < campaign.warmups)  # a full round
     left_s = rule.max_minutes * 60 - (now() - started_at).total_seconds()
     rounds = forecast.rounds_within(left_s, round_s, campaign.repetitions, rule.max_repetitions)
     others = len(campaign.platforms) - 1
@@ -174,12 +187,25 @@ def needs_decision(values: list[float], base: list[float], higher_is_better: boo
     return Need(True, f"undecided: {v.reason}", (v.ci[1] - v.ci[0]) / 2)
 
 
-def _rounds_that_fit(store: Store, run_id: str, last_round: int, left_s: float) -> int:
-    """Extra rounds that fit in the time left at the last round's duration (extra rounds run only
-    what is undecided, so this errs short)."""
-    last = [e for e in store.executions(run_id) if e.round == last_round]
-    round_s = (max(e.finished_at for e in last) - min(e.started_at for e in last)).total_seconds() if last else 0.0
-    return forecast.rounds_within(left_s, round_s, 0, 10000)
+def _rounds_that_fit(store: Store, run_id: str, baseline: str, open_cells: set[tuple[str, str]],
+                     left_s: float) -> int:
+    """Extra rounds of the open comparisons (platform, benchmark) that fit in the time left (the
+    round under way at the cap finishes: one more), each round costing what their executions and
+    the baseline's took on average so far, with each platform's instance lifecycle."""
+    if not open_cells:
+        return 0
+    took: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for e in store.executions(run_id):
+        if not e.warmup:
+            took[(e.platform, e.benchmark)].append(e.duration_s)
+
+    def mean(platform: str, bench: str) -> float:
+        return statistics.fmean(took[(platform, bench)]) if took.get((platform, bench)) else 0.0
+
+    platforms = {p for p, _ in open_cells}
+    round_s = sum(mean(p, LIFECYCLE) for p in platforms | {baseline})
+    round_s += sum(mean(p, b) for p, b in open_cells) + sum(mean(baseline, b) for b in {b for _, b in open_cells})
+    return forecast.rounds_within(left_s, round_s, 0, 10000) + 1
 
 
 def _append(store: Store, run_id: str, log: list[dict[str, Any]], entry: dict[str, Any]) -> None:
