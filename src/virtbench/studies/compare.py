@@ -16,6 +16,7 @@ from typing import Any
 from ..analysis import tables
 from ..analysis.summary import Row, relative
 from ..report import summary as S
+from ..report.probes import energy_rows
 from ..report.model import Report
 from . import paper as P
 from .registry import Study
@@ -61,14 +62,16 @@ class Matcher:
     def __init__(self, runs: Sequence[PartRun]) -> None:
         self.runs = runs
 
-    def _runs(self, y: P.Yours) -> list[PartRun]:
+    def runs_of(self, y: P.Yours) -> list[PartRun]:
         return [r for r in self.runs if y.part is None or r.part == y.part or r.part.startswith(f"{y.part}-")]
 
     def rows(self, y: P.Yours) -> list[Row]:
+        """The report rows of the point: its results, or its energy rows (power_W, energy_J: the
+        energy probe's part of the report, summarized like results)."""
         out = []
-        for pr in self._runs(y):
+        for pr in self.runs_of(y):
             points = {b.key: b for b in pr.report.run.benchmarks}
-            for row in pr.report.rows:
+            for row in [*pr.report.rows, *energy_rows(pr.report.sections)]:
                 b = points.get(row.benchmark)
                 name = b.name if b else row.benchmark.split("[")[0]
                 params = (b.params if b else {}) or {}
@@ -79,7 +82,7 @@ class Matcher:
         return out
 
     def section_value(self, y: P.Yours, where: dict[str, Any]) -> tuple[float | None, PartRun | None]:
-        for pr in self._runs(y):
+        for pr in self.runs_of(y):
             for sec in pr.report.sections:
                 if sec.key != y.section:
                     continue
@@ -238,6 +241,9 @@ def judge(value: P.PaperValue, m: Matcher, caps: dict[str, str], cats: dict[str,
                 out["yours"] = [min(rels), max(rels)]
                 out["detail"] = f"ratios {min(rels):.3f}-{max(rels):.3f} here over {len(rels)} points"
                 out["verdict"] = _claim_verdict(rows, e) if e is not None else "see ratios"
+    if out["verdict"] == "not measured here" and y is not None and y.part and m.runs_of(y):
+        quick = any(r.scale == "quick" for r in m.runs_of(y))
+        out["detail"] = f"part {y.part} ran without this point" + (" (quick scale: --scale paper runs it)" if quick else "")
     if out["verdict"] == "not measured here" and not out["detail"]:
         out["detail"] = "nothing in the given runs measures it" + (
             " (a VM: needs a KVM guest)" if "kvm" in value.depends or value.of == "vm" else "")

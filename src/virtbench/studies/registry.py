@@ -122,6 +122,28 @@ _BROUGHT = Difference(
     "no image registry is used; the presets run the Debian images",
     ("os-max-fedora38", "os-max-alpine318", "os-max-ubuntu2204"))
 
+_POWER_001 = ("power-cpu", "power-memory", "power-tcp-client", "power-tcp-server", "power-disk", "power-udp-client-100",
+              "power-udp-client-80", "power-udp-server-100", "power-udp-server-80", "power-apache-5k",
+              "power-apache-25k", "power-apache-100k")
+_NETWORK_POWER_001 = tuple(v for v in _POWER_001 if "tcp" in v or "udp" in v)
+_APACHE_POWER_001 = ("power-apache-5k", "power-apache-25k", "power-apache-100k")
+_WRK_001 = Difference(
+    "nginx + wrk for 5/25/100 s at 200 connections stand in for Apache + ab with 5000/25000/100000 requests",
+    "Debian's wrk has no fixed request count (it runs for a duration), so Fig. 3's execution time has no "
+    "counterpart; requests per second are compared", ("apache-claim", *_APACHE_POWER_001))
+_OTHER_MACHINE_001 = Difference(
+    "the network tests' other machine is this host (the container against the host over Docker's bridge)",
+    "the presets run on one host; the paper's second machine needs a copied campaign with `server: {host: NAME}`",
+    _NETWORK_POWER_001)
+_DIFFERENCES_001 = (
+    Difference("sysbench CPU compared as events per second over a fixed time",
+               "the paper timed a fixed amount of work (execution time); the ratio of rates is the inverse of the "
+               "ratio of times, so the comparison means the same", ("cpu-time",)),
+    Difference("sysbench random disk I/O compared as reads and writes per second",
+               "the paper gives MB of operations performed in its fixed time: the same ratio", ("disk-read", "disk-write")),
+    Difference("MariaDB stands in for MySQL (sysbench OLTP)", "Debian ships MariaDB", ("oltp-claim",)),
+    _WRK_001, _OTHER_MACHINE_001)
+
 STUDIES: tuple[Study, ...] = (
     Study(
         "000", "LXC containers on Raspberry Pi 4B/5 under Proxmox",
@@ -164,8 +186,18 @@ STUDIES: tuple[Study, ...] = (
         (
             Part("suite", "Table I (performance) and Figs. 2, 3 (OLTP by threads, web server by clients)",
                  differs="nginx with wrk stands in for Apache with ab (wrk is duration-based: the 5k/25k/100k "
-                         "request counts become durations); MariaDB stands in for MySQL"),
-            Part("power", "Table I power columns: watts per test from a meter", needs=("meter",)),
+                         "request counts become durations); MariaDB stands in for MySQL",
+                 differences=_DIFFERENCES_001),
+            Part("power", "Table I power columns and Fig. 2's MySQL power: watts per test from a meter "
+                          "(`--meter CMD`)", needs=("meter",),
+                 differences=(
+                     Difference("watts from your meter (`--meter`), else RAPL (CPU packages + DRAM) or IPMI (the BMC's "
+                                "whole machine)", "the paper's external meter measured the whole Raspberry Pi 2; "
+                                "compare like with like: a meter on the host's supply", _POWER_001),
+                     _WRK_001, _OTHER_MACHINE_001,
+                     Difference("quick scale measures the web server's power at 5 s only",
+                                "25 and 100 s of load are the paper scale's (--scale paper)",
+                                ("power-apache-25k", "power-apache-100k")))),
         ),
     ),
     Study(
