@@ -1,0 +1,99 @@
+"""#30, studies 002 and 003 read against their papers: every stated result a host can measure has
+its counterpart in the run, labels are the paper's, the presets run what the paper ran (or the
+difference is listed). Before: none of 002's statements had a value from the run, three of
+its section labels were wrong, native "max jobs" was a fixed 4, PassMark's memory read/write
+was stood in for by mbw; 003 compared Docker on a bridge with containerd on the host's network."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from virtbench.analysis.summary import Row
+from virtbench.config import SHIPPED, load_campaign
+from virtbench.registry import BENCHMARKS
+from virtbench.studies import compare as C
+from virtbench.studies import paper as P
+from virtbench.studies.registry import study
+
+
+def _values(sid: str) -> dict[str, P.PaperValue]:
+    return {v.id: v for v in P.load(sid).values}
+
+
+def _presets(stem: str) -> list:
+    return [load_campaign(SHIPPED / f"{stem}-{scale}.yaml") for scale in ("quick", "paper")]
+
+
+def test_study002_sections_are_the_papers():
+    v = _values("002")
+    assert (v["ram-crash"].where, v["ram-crash"].section) == ("Figs. 4-5", "5")
+    assert (v["vcpu1-native"].where, v["vcpu1-native"].section) == ("Fig. 11", "7")
+    assert (v["vcpu4-share"].where, v["vcpu4-share"].section) == ("Fig. 13", "7")
+    assert v["build-overhead"].section == "9" and v["botan-aes"].section == "10"
+
+
+def test_study002_every_statement_a_host_can_measure_has_a_counterpart():
+    """Only the 1 GB boards' crash has no value from the run, and its difference is listed."""
+    s = study("002")
+    listed = {vid for p in s.parts for d in p.differences for vid in d.affects}
+    for v in P.load("002").values:
+        assert v.yours is not None or v.id in listed, f"{v.id}: no counterpart and no listed difference"
+    assert "ram-crash" in listed and _values("002")["ram-crash"].yours is None
+
+
+def _row(platform: str, rel: float, bench: str, metric: str, verdict: str) -> Row:
+    return Row(bench, metric, "s", False, "application", platform, 5, 0, mean=1.0, relative=rel,
+               relative_ci95=[rel * 0.98, rel * 1.02], verdict=verdict)
+
+
+class _Rows(C.Matcher):
+    def __init__(self, rows: list[Row]) -> None:
+        super().__init__([])
+        self._rows = rows
+
+    def rows(self, y: P.Yours) -> list[Row]:
+        return [r for r in self._rows if r.platform == y.platform and r.metric == y.metric
+                and y.benchmark in (r.benchmark, r.benchmark.split("[")[0])]
+
+
+def test_study002_build_statement_is_judged_from_the_one_vm_point():
+    v = _values("002")["build-overhead"]
+    rows = [_row("vm-2vcpu", 0.97, "build[instances=1]", "build_s", "same"),
+            _row("vm-2vcpu", 0.40, "build[instances=4]", "build_s", "slower")]  # 4 VMs on the cores: not the claim
+    out = C.judge(v, _Rows(rows), {}, {})
+    assert out["verdict"] == "agrees" and out["yours"] == [0.97, 0.97], out
+    out = C.judge(v, _Rows([_row("vm-2vcpu", 0.7, "build[instances=1]", "build_s", "slower")]), {}, {})
+    assert out["verdict"] == "differs"
+    out = C.judge(_values("002")["vcpu4-share"], _Rows([
+        _row("vm-4vcpu", r, f"sysbench-cpu[instances={n}]", "events_per_second", "slower")
+        for n, r in ((1, 0.98), (2, 0.5), (4, 0.26))]), {}, {})
+    assert out["yours"] == [0.26, 0.98] and out["verdict"] == "see ratios"
+
+
+def test_study002_native_max_jobs_is_the_instances_cpu_count():
+    for c in _presets("study002-vm-suite"):
+        jobs = [b.params.get("jobs") for b in c.benchmarks if b.name == "build" and b.instances is None]
+        assert jobs == ["cpus"], c.name
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None, reason="gcc / make not installed")
+def test_build_with_jobs_cpus_runs_make_with_nproc(tmp_path):
+    cls = BENCHMARKS.get("build")
+    b = cls(cls.Params(jobs="cpus", files=3))
+    r = subprocess.run(b.command(str(tmp_path)), capture_output=True, text=True, timeout=300, cwd="/")
+    assert r.returncode == 0, r.stderr
+    assert f"vb:build jobs={len(os.sched_getaffinity(0))} " in r.stdout
+    assert b.parse(r.stdout, r.stderr)["build_s"] > 0
+    with pytest.raises(ValueError):
+        cls.Params(jobs=0)
+
+
+def test_study002_passmark_memory_read_and_write_are_sysbench_memory():
+    for c in _presets("study002-vm-suite"):
+        names = {b.name for b in c.benchmarks}
+        assert "mbw" not in names, c.name
+        opers = {b.params.get("oper") for b in c.benchmarks if b.name == "sysbench-memory"}
+        assert opers == {"read", "write"}, c.name
