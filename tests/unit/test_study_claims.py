@@ -97,3 +97,31 @@ def test_study002_passmark_memory_read_and_write_are_sysbench_memory():
         assert "mbw" not in names, c.name
         opers = {b.params.get("oper") for b in c.benchmarks if b.name == "sysbench-memory"}
         assert opers == {"read", "write"}, c.name
+
+
+@pytest.mark.parametrize("stem", ["study003-lsbs"])
+def test_study003_table6_compares_runtimes_on_one_network_mode(stem):
+    for c in _presets(stem):
+        modes = {p.name: p.options.get("network") for p in c.platforms if p.type in ("docker", "containerd")}
+        assert set(modes) == {"docker", "containerd"} and len(set(modes.values())) == 1, (c.name, modes)
+
+
+def test_study003_rest_server_fetches_the_papers_70_mb_file():
+    for stem in ("study003-lsbs", "study003-lsbs-vm"):
+        for c in _presets(stem):
+            rest = [b.params for b in c.benchmarks if b.name == "nginx-wrk"]
+            assert rest and all(p["file_size"] == 70_000_000 and p["connections"] == 1 for p in rest), c.name
+
+
+def test_study003_report_shows_the_remaining_differences_beside_table6():
+    from virtbench.studies import report as sreport
+
+    section = sreport.build(study("003"), [])
+    by = {c["id"]: c for c in section.data["comparisons"]}
+    whats = {vid: " | ".join(d["what"] for d in c["differences"]) for vid, c in by.items()}
+    assert "host's network" in whats["t6-network"] and "70 MB" in whats["t6-rest"]
+    assert "control system" in whats["t7-network-container"] and "k0s" in whats["t6-cpu"]
+    assert "Table 5 cannot rank" in whats["t5-memory"]
+    col = section.tables[0].columns.index("run differently from the paper")
+    rows = {r[1]: r for r in section.tables[0].rows}
+    assert "host's network" in rows[by["t6-network"]["quantity"]][col]  # text and --json say the same

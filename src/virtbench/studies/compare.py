@@ -16,8 +16,8 @@ from typing import Any
 from ..analysis import tables
 from ..analysis.summary import Row, relative
 from ..report import summary as S
-from ..report.probes import energy_rows
 from ..report.model import Report
+from ..report.probes import energy_rows
 from . import paper as P
 from .registry import Study
 

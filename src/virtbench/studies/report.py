@@ -48,12 +48,14 @@ def _cell(x: Any, unit: str = "") -> str:
 
 
 def differences_by_value(study: Study) -> dict[str, list[tuple[str, Difference]]]:
-    """Each paper value's id -> the deliberate differences (with their part) that bear on it."""
+    """Each paper value's id -> the deliberate differences (with their part) that bear on it; a
+    difference several parts share (the same container set-up) is listed once, with its first part."""
     out: dict[str, list[tuple[str, Difference]]] = {}
     for part in study.parts:
         for d in part.differences:
             for vid in d.affects:
-                out.setdefault(vid, []).append((part.name, d))
+                if all(d != seen for _, seen in out.get(vid, [])):
+                    out.setdefault(vid, []).append((part.name, d))
     return out
 
 
