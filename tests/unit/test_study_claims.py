@@ -125,3 +125,30 @@ def test_study003_report_shows_the_remaining_differences_beside_table6():
     col = section.tables[0].columns.index("run differently from the paper")
     rows = {r[1]: r for r in section.tables[0].rows}
     assert "host's network" in rows[by["t6-network"]["quantity"]][col]  # text and --json say the same
+
+
+def _lsbs_run(part: str, ratios: dict[str, float]):
+    from types import SimpleNamespace
+
+    platforms = [SimpleNamespace(name="native", type="native", config={})]
+    platforms += [SimpleNamespace(name=n, type=n, config={}) for n in ratios]
+    rows = [Row("iperf3", "throughput", "Gbit/s", True, "network", n, 5, 0, mean=1.0, relative=r,
+                relative_ci95=[r * 0.99, r * 1.01], verdict="same") for n, r in ratios.items()]
+    rep = SimpleNamespace(run=SimpleNamespace(name=f"study003-{part}-quick", id=part, platforms=platforms,
+                                              benchmarks=[]), rows=rows, sections=[])
+    return rep
+
+
+def test_study003_table6_ranks_the_runtimes_of_the_lsbs_part_only():
+    """The VM part's plain Docker (on a bridge, beside a VM) must not stand in Table 6's Docker row."""
+    from virtbench.studies import report as sreport
+
+    s = study("003")
+    runs = sreport.part_runs(s, [_lsbs_run("lsbs", {"docker": 0.90, "containerd": 0.95}),  # type: ignore[list-item]
+                                 _lsbs_run("lsbs-vm", {"docker": 1.20})])  # type: ignore[list-item]
+    pv = P.load("003")
+    out = C.judge(_values("003")["t6-network"], C.Matcher(runs), {}, pv.categories)
+    assert out["yours"] == "Containerd" and out["verdict"] == "agrees", out
+    out = C.judge(_values("003")["t7-network-container"], C.Matcher(runs), {}, pv.categories)
+    assert out["yours"] == pytest.approx(0.95), out
+    assert [(r.part, r.base) for r in runs] == [("lsbs", "lsbs"), ("lsbs-vm", "lsbs-vm")]

@@ -28,8 +28,11 @@ VALUE_TOLERANCE = 0.2
 @dataclass
 class PartRun:
     part: str
+    """The part with its variant (density-hostram-2g), from the campaign name."""
     scale: str
     report: Report
+    base: str | None = None
+    """The study's part it is a run of (density-hostram), where known: `lsbs` is then not `lsbs-vm`."""
 
 
 def part_of(study: Study, name: str) -> tuple[str, str]:
@@ -63,7 +66,8 @@ class Matcher:
         self.runs = runs
 
     def runs_of(self, y: P.Yours) -> list[PartRun]:
-        return [r for r in self.runs if y.part is None or r.part == y.part or r.part.startswith(f"{y.part}-")]
+        return [r for r in self.runs if y.part is None or r.part == y.part or r.base == y.part
+                or r.base is None and r.part.startswith(f"{y.part}-")]
 
     def rows(self, y: P.Yours) -> list[Row]:
         """The report rows of the point: its results, or its energy rows (power_W, energy_J: the
@@ -94,10 +98,13 @@ class Matcher:
                             return float(v) * y.factor, pr
         return None, None
 
-    def category(self, spec: P.CategorySpec, of: str) -> tuple[float | None, str | None, dict[str, float]]:
-        """Best platform of a kind in a paper category: (its geomean ratio, its name, every candidate's)."""
+    def category(self, spec: P.CategorySpec, of: str, y: P.Yours | None = None
+                 ) -> tuple[float | None, str | None, dict[str, float]]:
+        """Best platform of a kind in a paper category: (its geomean ratio, its name, every candidate's),
+        from the runs of `y.part` where the value names one (Table 6's runtimes from the part that runs
+        them on one network mode, not the VM part's Docker beside a VM)."""
         values: dict[str, float] = {}
-        for pr in self.runs:
+        for pr in self.runs if y is None else self.runs_of(y):
             infos = {i.name: i for i in S.platform_infos(pr.report.run)}
             for name, info in infos.items():
                 if info.kind != of or info.inside:
@@ -196,7 +203,7 @@ def judge(value: P.PaperValue, m: Matcher, caps: dict[str, str], cats: dict[str,
         out["paper"] = [lo, hi]
         spec = cats.get(value.category or "")
         if spec is not None and value.of:
-            v, best, _ = m.category(spec, value.of)
+            v, best, _ = m.category(spec, value.of, y)
             out["yours"] = v
             if v is not None:
                 out["verdict"] = "agrees" if lo <= v <= hi else "differs"
@@ -206,7 +213,7 @@ def judge(value: P.PaperValue, m: Matcher, caps: dict[str, str], cats: dict[str,
         out["paper"] = pv.get("best")
         spec = cats.get(value.category or "")
         if spec is not None and value.of:
-            _, best, values = m.category(spec, value.of)
+            _, best, values = m.category(spec, value.of, y)
             names = {k.lower(): k for k in pv if k != "best"}
             known = {names.get(t, names.get("proxmox") if t == "qemu" else None): g for t, g in values.items()}
             known.pop(None, None)

@@ -31,7 +31,9 @@ def part_runs(study: Study, reports: Sequence[Report]) -> list[C.PartRun]:
         if not scale:
             raise InputError(f"run {rep.run.id} is campaign {rep.run.name!r}, not a part of study {study.id}",
                              f"give runs of `virtbench study run {study.id}` (campaigns study{study.id}-...)")
-        out.append(C.PartRun(part, scale, rep))
+        base = next((p.name for p in study.parts if part in (p.name, *(f"{p.name}-{v}" for v in p.variants if v))),
+                    None)
+        out.append(C.PartRun(part, scale, rep, base))
     return out
 
 
