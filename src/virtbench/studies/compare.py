@@ -9,6 +9,7 @@ host, memory, CPUs, storage and network, and whether the run was at quick scale.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -83,6 +84,26 @@ class Matcher:
                         and (y.platform is None or row.platform == y.platform)
                         and all(str(params.get(k)) == str(v) for k, v in y.params.items())):
                     out.append(row)
+        return out
+
+    def cpu_shares(self, y: P.Yours) -> list[tuple[Row, float]]:
+        """Each matching row with the ratio the CPU alone predicts: its VM's usable CPUs against
+        native's, min(threads, vCPUs, host CPUs / VMs at once) / min(threads, host CPUs) (the paper's
+        Figs. 11-13 on a 4-core board: 1/4 for a 1-vCPU VM; 1, 1/2, 1/4 for 1, 2, 4 VMs of 4 vCPUs)."""
+        out = []
+        for pr in self.runs_of(y):
+            cpus = S.facts(pr.report.run).get("cpus")
+            points = {b.key: b for b in pr.report.run.benchmarks}
+            vcpus = {p.name: (p.config or {}).get("vcpus") for p in pr.report.run.platforms}
+            mine = {id(r) for r in self.rows(P.Yours(**{**y.model_dump(), "part": pr.part}))}
+            for row in pr.report.rows:
+                b = points.get(row.benchmark)
+                threads = (b.params if b else {}).get("threads")
+                match = re.search(r"instances=(\d+)", row.benchmark)
+                v = vcpus.get(row.platform)
+                if id(row) in mine and cpus and threads and v:
+                    n = int(match.group(1)) if match else 1
+                    out.append((row, min(threads, v, cpus / n) / min(threads, cpus)))
         return out
 
     def section_value(self, y: P.Yours, where: dict[str, Any]) -> tuple[float | None, PartRun | None]:
@@ -241,6 +262,17 @@ def judge(value: P.PaperValue, m: Matcher, caps: dict[str, str], cats: dict[str,
                 out["yours"] = max(errs, key=abs)
                 out["verdict"] = "agrees" if abs(out["yours"]) <= 0.1 else "differs"
                 out["detail"] = f"largest prediction error here {out['yours']:+.1%} over {len(errs)} stacked cells"
+        elif y is not None and e is not None and e.cpu_share:
+            shares = [(r, x) for r, x in m.cpu_shares(y) if r.relative]
+            if shares:
+                rels = [float(r.relative or 0) for r, _ in shares]
+                out["yours"] = [min(rels), max(rels)]
+                off = [(r, x) for r, x in shares if abs(float(r.relative or 0) / x - 1) > e.tolerance]
+                out["verdict"] = "differs" if off else "agrees"
+                out["detail"] = (f"ratios {min(rels):.3f}-{max(rels):.3f} here over {len(rels)} points; the CPU shares "
+                                 "predict " + ", ".join(f"{r.benchmark} {x:.2f}" for r, x in shares)
+                                 + ("; off: " + ", ".join(f"{r.benchmark} {float(r.relative or 0):.2f}" for r, _ in off)
+                                    if off else ""))
         elif y is not None:
             rows = [r for r in m.rows(y) if r.relative]
             if rows:
