@@ -60,6 +60,29 @@ def test_study_001_quick(env, tmp_path):
     assert by["oltp-claim"]["yours"] is not None and by["apache-claim"]["yours"] is not None
 
 
+def test_study_001_power_with_a_meter(env, tmp_path):
+    """#30: `study run 001 --part power --meter CMD` runs the meter in the power part's energy probe
+    (its consent), and `study report --json` compares Table I's watts with the probe's power_W."""
+    from pathlib import Path
+
+    meter = Path(__file__).resolve().parents[1] / "data" / "meter" / "known_watts"
+    r = cli(env, "study", "run", "001", "--part", "power", "--meter", f"{meter} 2.2")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    ids = re.findall(r"run (\d{8}-\d{6}-[0-9a-f]{4}), (\d+) executions, 0 failed", r.stdout)
+    assert len(ids) == 1, r.stdout[-3000:]
+    r = cli(env, "study", "report", "001", ids[0][0], "--json", timeout=600)
+    assert r.returncode == 0, r.stderr
+    by = {c["id"]: c for c in json.loads(r.stdout)["comparisons"]}
+    quick = [k for k in by if k.startswith("power-") and k not in ("power-apache-25k", "power-apache-100k")]
+    assert len(quick) == 10
+    for key in quick:  # the same watts on both platforms: ratio 1
+        assert by[key]["yours"] == pytest.approx(1.0) and by[key]["verdict"] in ("agrees", "differs"), by[key]
+        assert by[key]["differences"], key
+    assert by["power-apache-100k"]["detail"] == "part power ran without this point (quick scale: --scale paper runs it)"
+    r = cli(env, "study", "report", "001", ids[0][0], timeout=600)
+    assert r.returncode == 0 and "power, iperf TCP server" in r.stdout, r.stderr
+
+
 @pytest.mark.skipif(not os.environ.get("VIRTBENCH_TEST_STUDY003"),
                     reason="003 quick builds the Blender and PyTorch image and runs 66 executions: 15-40 min on "
                            "2 cores, beyond CI's budget beside the rest; set VIRTBENCH_TEST_STUDY003=1 to run it")

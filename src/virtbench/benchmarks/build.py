@@ -27,13 +27,14 @@ import re
 from decimal import Decimal
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from ..errors import ParseError
 from .base import Benchmark, Metric, Params, search
 
 _SCRIPT = r"""cd "$1" || exit 1
 codebase=$2 jobs=$3 files=$4
+[ "$jobs" = cpus ] && jobs=$(nproc)
 fail() { echo "vb: exit status $1, end of $2:" >&2; tail -n 30 "$2" >&2; exit "$1"; }
 case $codebase in
 generated)
@@ -215,7 +216,16 @@ class BuildParams(Params):
         description="'generated': `files` template modules (quick); 'uclibc-ng': the real "
         "uClibc-ng library, about 800 C files (the closest to the KVM study's httpd build)",
     )
-    jobs: int = Field(2, ge=1, le=1024, description="parallel compile jobs (make -j). KVM study: N = vCPUs")
+    jobs: int | Literal["cpus"] = Field(
+        2, description="parallel compile jobs (make -j, 1..1024), or `cpus`: the instance's CPU count (nproc: the "
+                       "host's natively, the vCPUs in a VM; the KVM study's 'native with the maximum number of jobs')")
+
+    @field_validator("jobs")
+    @classmethod
+    def _jobs(cls, v: int | str) -> int | str:
+        if isinstance(v, int) and not 1 <= v <= 1024:
+            raise ValueError("jobs must be 1..1024 or cpus")
+        return v
     files: int = Field(
         100, ge=1, le=20_000,
         description="generated modules (~0.05-0.1 s of gcc -O2 each); only for 'generated'",
@@ -247,7 +257,7 @@ class Build(Benchmark):
         what = (f"{p.files} generated C modules" if p.codebase == "generated"
                 else "uClibc-ng (defconfig)")
         return [Metric("build_s", "s", False, "application",
-                       f"make -j{p.jobs} of {what} with gcc -O2, wall time of the make step")]
+                       f"make -j{'$(nproc)' if p.jobs == 'cpus' else p.jobs} of {what} with gcc -O2, wall time of the make step")]
 
     def command(self, workdir: str) -> list[str]:
         p = self.params
@@ -265,7 +275,7 @@ class Build(Benchmark):
             want = f"vb:objects {expected}" if expected is not None else "vb:objects > 0"
             raise ParseError(self.tool, f"{want} (got {objects})", source)
         times = search(_TIMES, stdout, self.tool, source, re.M)
-        if int(times.group(1)) != p.jobs:
+        if p.jobs == "cpus" and int(times.group(1)) < 1 or p.jobs != "cpus" and int(times.group(1)) != p.jobs:
             raise ParseError(self.tool, f"vb:build jobs={p.jobs} (got {times.group(1)})", source)
         seconds = float(Decimal(times.group(3)) - Decimal(times.group(2)))
         if seconds <= 0:
@@ -280,4 +290,4 @@ class Build(Benchmark):
         if p.codebase == "uclibc-ng":
             return 7200.0  # 90 s on 2 x86 cores; slow boards and emulated VMs take far longer
         # 2 s per module and job at worst, plus writing the sources
-        return 2.0 * p.files / p.jobs + 0.05 * p.files + 300.0
+        return 2.0 * p.files / (1 if p.jobs == "cpus" else p.jobs) + 0.05 * p.files + 300.0

@@ -4,6 +4,7 @@ The CLI only builds library objects (virtbench.studies) and prints them."""
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import click
 from rich.markup import escape
 
+from ..errors import InputError
 from ..extras import require
 from .shared import console, db_option, errconsole
 
@@ -20,11 +22,11 @@ def study() -> None:
     """The studies' experiments on this host, and their reports beside the papers' numbers."""
 
 
-def _capabilities(hosts: tuple[str, ...] = ()) -> Any:
+def _capabilities(hosts: tuple[str, ...] = (), meter: tuple[str, ...] = ()) -> Any:
     from ..platforms.base import Paths
     from ..studies.capabilities import Capabilities
 
-    return Capabilities(Paths.from_env(), hosts, log=lambda m: errconsole.print(escape(m)))
+    return Capabilities(Paths.from_env(), hosts, log=lambda m: errconsole.print(escape(m)), meter=meter)
 
 
 def _availability(caps: Any) -> list[dict[str, Any]]:
@@ -85,23 +87,34 @@ def study_list(as_json: bool, wait: bool) -> None:
 @click.option("--part", "parts", multiple=True, metavar="NAME", help="Only this part (repeat for several); "
               "a part this host cannot run is then an error (exit 2) instead of skipped.")
 @click.option("--hosts", "hosts", multiple=True, metavar="HOST", help="Other hosts for parts across nodes.")
+@click.option("--meter", metavar="CMD", help="Your power meter, for the parts that measure power (001's power): "
+              "a command that prints the current watts as one number each time it runs, e.g. --meter "
+              "'/usr/local/bin/my-meter --port /dev/ttyUSB0' (split into words like a shell, never run by one). "
+              "It runs as root, once before the run and about once a second during every execution: giving it is "
+              "your consent, as `run --allow-meter` is (resume such a run with `virtbench run --resume RUN "
+              "--allow-meter`).")
 @click.option("--wait", is_flag=True, help="If another run is measuring on this host, wait for it instead of refusing.")
 @db_option
-def study_run(study_id: str, scale: str, parts: tuple[str, ...], hosts: tuple[str, ...], wait: bool,
-              db_url: str | None) -> None:
+def study_run(study_id: str, scale: str, parts: tuple[str, ...], hosts: tuple[str, ...], meter: str | None,
+              wait: bool, db_url: str | None) -> None:
     """Run a study's campaigns (one run per campaign); parts this host cannot run are skipped with the reason."""
     from ..report.progress import RichReporter
     from ..runner import hostlock
     from ..store.db import Store
     from ..studies import run as srun
-    from ..studies.capabilities import parse_host_names
+    from ..studies.capabilities import parse_host_names, parse_meter
     from ..studies.registry import check_scale
     from ..studies.registry import study as find
 
     s, scale = find(study_id), check_scale(scale)
-    for name in parts:
-        s.part(name)
-    caps = _capabilities(tuple(parse_host_names(hosts)))
+    chosen = [s.part(name) for name in parts] or list(s.parts)
+    meter_argv = parse_meter(meter)
+    if meter_argv and not any("meter" in p.needs for p in chosen):
+        raise InputError(f"--meter: no {'chosen ' if parts else ''}part of study {s.id} measures power",
+                         "leave out --meter" + "".join(f", or add --part {p.name}" for p in s.parts if "meter" in p.needs))
+    caps = _capabilities(tuple(parse_host_names(hosts)), tuple(meter_argv))
+    if meter_argv and not (works := caps.check("meter")).available:  # the user's meter, tried once: it must work
+        raise InputError(f"--meter {shlex.join(meter_argv)}: {works.reason}", works.fix or None)
     reporter = RichReporter(console)
     with hostlock.hold(caps.paths, f"`virtbench study run {s.id}`", wait=wait, log=reporter.log):
         planned = srun.plan(s, scale, caps, parts)  # refusals (exit 2) before anything runs

@@ -145,6 +145,20 @@ def _by_row(rows: list[Row], sources: dict[tuple[str, str], set[str]], reason: s
     return out
 
 
+def energy_rows(secs: Sequence[ReportSection]) -> list[Row]:
+    """The energy table's rows (energy_J, power_W, ...) back as Rows, from a report's `probes`
+    section: what a comparison with published watts reads (studies/compare.py)."""
+    out = []
+    for s in secs:
+        if s.key != "probes" or not isinstance(s.data, dict):
+            continue
+        for d in (s.data.get("energy") or {}).get("rows", []):
+            out.append(Row(d["benchmark"], d["metric"], d["unit"], False, "energy", d["platform"], d["n"], 0,
+                           mean=d["mean"], ci95=d["ci95"], relative=d["relative"], relative_ci95=d["relative_ci95"],
+                           p_value=d["p_value"], verdict=d["verdict"]))
+    return out
+
+
 def _ci(ci: list[float] | None) -> str:
     return f"[{ci[0]:.3g}, {ci[1]:.3g}]" if ci else ""
 

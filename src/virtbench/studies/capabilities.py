@@ -4,12 +4,14 @@ probes use, asked once per capability and cached for one command.
 - kvm: a KVM guest boots here (runner.quick.kvm_guest: decided by booting, never assumed);
 - second_host: several hosts were given (`--hosts`) and this version can drive them;
 - pmu: perf reads hardware counters (the perf probe's own check);
-- meter: an energy source works here (the energy probe's own check: RAPL or IPMI);
+- meter: an energy source works here: the meter given with `study run --meter` (tried once, as
+  the energy probe tries it), else the energy probe's own check (RAPL or IPMI);
 - platform types: each plugin's probe (platforms.availability.probe_types).
 """
 from __future__ import annotations
 
 import importlib.util
+import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -40,11 +42,34 @@ def parse_host_names(values: Sequence[str]) -> list[str]:
         raise InputError(f"--hosts: {exc}", "give host names or addresses, e.g. --hosts pi5-b") from None
 
 
+METER_EXAMPLE = "e.g. --meter '/usr/local/bin/my-meter --port /dev/ttyUSB0' (it prints the current watts)"
+
+
+def parse_meter(text: str | None) -> list[str]:
+    """`--meter CMD` as an argv list (split like a shell would, never run by one), checked as the
+    energy probe's `meter:` option is; one line, exit 2, if bad."""
+    if text is None:
+        return []
+    from pydantic import ValidationError
+
+    from ..probes.energy import EnergyOptions
+
+    try:
+        argv = shlex.split(text)
+        EnergyOptions(meter=argv)
+    except (ValueError, ValidationError) as exc:
+        why = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+        raise InputError(f"--meter {text!r}: {why}", f"give the meter's command, {METER_EXAMPLE}") from None
+    return argv
+
+
 @dataclass
 class Capabilities:
     paths: Paths
     hosts: Sequence[str] = ()
     log: Callable[[str], None] = lambda _m: None
+    meter: Sequence[str] = ()
+    """The user's meter command (`study run --meter`): the parts that measure power use it."""
     _cache: dict[str, Availability] = field(default_factory=dict)
 
     def check(self, name: str) -> Availability:
@@ -84,8 +109,17 @@ class Capabilities:
         return Availability(False, reason, perf.fix or "run on bare metal or a VM with a virtual PMU")
 
     def _meter(self) -> Availability:
+        if self.meter:
+            from ..probes.energy import Energy, EnergyOptions
+
+            try:  # once, as the energy probe does before a run (and with the same message)
+                Energy(EnergyOptions(meter=list(self.meter))).check()
+            except InputError as exc:
+                return Availability(False, exc.message.removeprefix(f"probes: energy meter {list(self.meter)!r}: "),
+                                    exc.fix or "")
+            return Availability(True, f"the meter given with --meter ({shlex.join(self.meter)})")
         energy = PROBES.get("energy").available()
         if energy.available:
             return Availability(True, energy.reason)
         return Availability(False, f"no power meter here ({energy.reason})",
-                            "give a meter in the part's campaign: probes: [{name: energy, meter: [CMD, ...]}]")
+                            f"give yours with --meter CMD, {METER_EXAMPLE}")

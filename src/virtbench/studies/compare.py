@@ -9,6 +9,7 @@ host, memory, CPUs, storage and network, and whether the run was at quick scale.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ from ..analysis import tables
 from ..analysis.summary import Row, relative
 from ..report import summary as S
 from ..report.model import Report
+from ..report.probes import energy_rows
 from . import paper as P
 from .registry import Study
 
@@ -27,8 +29,11 @@ VALUE_TOLERANCE = 0.2
 @dataclass
 class PartRun:
     part: str
+    """The part with its variant (density-hostram-2g), from the campaign name."""
     scale: str
     report: Report
+    base: str | None = None
+    """The study's part it is a run of (density-hostram), where known: `lsbs` is then not `lsbs-vm`."""
 
 
 def part_of(study: Study, name: str) -> tuple[str, str]:
@@ -61,14 +66,17 @@ class Matcher:
     def __init__(self, runs: Sequence[PartRun]) -> None:
         self.runs = runs
 
-    def _runs(self, y: P.Yours) -> list[PartRun]:
-        return [r for r in self.runs if y.part is None or r.part == y.part or r.part.startswith(f"{y.part}-")]
+    def runs_of(self, y: P.Yours) -> list[PartRun]:
+        return [r for r in self.runs if y.part is None or r.part == y.part or r.base == y.part
+                or r.base is None and r.part.startswith(f"{y.part}-")]
 
     def rows(self, y: P.Yours) -> list[Row]:
+        """The report rows of the point: its results, or its energy rows (power_W, energy_J: the
+        energy probe's part of the report, summarized like results)."""
         out = []
-        for pr in self._runs(y):
+        for pr in self.runs_of(y):
             points = {b.key: b for b in pr.report.run.benchmarks}
-            for row in pr.report.rows:
+            for row in [*pr.report.rows, *energy_rows(pr.report.sections)]:
                 b = points.get(row.benchmark)
                 name = b.name if b else row.benchmark.split("[")[0]
                 params = (b.params if b else {}) or {}
@@ -78,8 +86,28 @@ class Matcher:
                     out.append(row)
         return out
 
+    def cpu_shares(self, y: P.Yours) -> list[tuple[Row, float]]:
+        """Each matching row with the ratio the CPU alone predicts: its VM's usable CPUs against
+        native's, min(threads, vCPUs, host CPUs / VMs at once) / min(threads, host CPUs) (the paper's
+        Figs. 11-13 on a 4-core board: 1/4 for a 1-vCPU VM; 1, 1/2, 1/4 for 1, 2, 4 VMs of 4 vCPUs)."""
+        out = []
+        for pr in self.runs_of(y):
+            cpus = S.facts(pr.report.run).get("cpus")
+            points = {b.key: b for b in pr.report.run.benchmarks}
+            vcpus = {p.name: (p.config or {}).get("vcpus") for p in pr.report.run.platforms}
+            mine = {id(r) for r in self.rows(P.Yours(**{**y.model_dump(), "part": pr.part}))}
+            for row in pr.report.rows:
+                b = points.get(row.benchmark)
+                threads = (b.params if b else {}).get("threads")
+                match = re.search(r"instances=(\d+)", row.benchmark)
+                v = vcpus.get(row.platform)
+                if id(row) in mine and cpus and threads and v:
+                    n = int(match.group(1)) if match else 1
+                    out.append((row, min(threads, v, cpus / n) / min(threads, cpus)))
+        return out
+
     def section_value(self, y: P.Yours, where: dict[str, Any]) -> tuple[float | None, PartRun | None]:
-        for pr in self._runs(y):
+        for pr in self.runs_of(y):
             for sec in pr.report.sections:
                 if sec.key != y.section:
                     continue
@@ -91,10 +119,13 @@ class Matcher:
                             return float(v) * y.factor, pr
         return None, None
 
-    def category(self, spec: P.CategorySpec, of: str) -> tuple[float | None, str | None, dict[str, float]]:
-        """Best platform of a kind in a paper category: (its geomean ratio, its name, every candidate's)."""
+    def category(self, spec: P.CategorySpec, of: str, y: P.Yours | None = None
+                 ) -> tuple[float | None, str | None, dict[str, float]]:
+        """Best platform of a kind in a paper category: (its geomean ratio, its name, every candidate's),
+        from the runs of `y.part` where the value names one (Table 6's runtimes from the part that runs
+        them on one network mode, not the VM part's Docker beside a VM)."""
         values: dict[str, float] = {}
-        for pr in self.runs:
+        for pr in self.runs if y is None else self.runs_of(y):
             infos = {i.name: i for i in S.platform_infos(pr.report.run)}
             for name, info in infos.items():
                 if info.kind != of or info.inside:
@@ -193,7 +224,7 @@ def judge(value: P.PaperValue, m: Matcher, caps: dict[str, str], cats: dict[str,
         out["paper"] = [lo, hi]
         spec = cats.get(value.category or "")
         if spec is not None and value.of:
-            v, best, _ = m.category(spec, value.of)
+            v, best, _ = m.category(spec, value.of, y)
             out["yours"] = v
             if v is not None:
                 out["verdict"] = "agrees" if lo <= v <= hi else "differs"
@@ -203,7 +234,7 @@ def judge(value: P.PaperValue, m: Matcher, caps: dict[str, str], cats: dict[str,
         out["paper"] = pv.get("best")
         spec = cats.get(value.category or "")
         if spec is not None and value.of:
-            _, best, values = m.category(spec, value.of)
+            _, best, values = m.category(spec, value.of, y)
             names = {k.lower(): k for k in pv if k != "best"}
             known = {names.get(t, names.get("proxmox") if t == "qemu" else None): g for t, g in values.items()}
             known.pop(None, None)
@@ -231,6 +262,17 @@ def judge(value: P.PaperValue, m: Matcher, caps: dict[str, str], cats: dict[str,
                 out["yours"] = max(errs, key=abs)
                 out["verdict"] = "agrees" if abs(out["yours"]) <= 0.1 else "differs"
                 out["detail"] = f"largest prediction error here {out['yours']:+.1%} over {len(errs)} stacked cells"
+        elif y is not None and e is not None and e.cpu_share:
+            shares = [(r, x) for r, x in m.cpu_shares(y) if r.relative]
+            if shares:
+                rels = [float(r.relative or 0) for r, _ in shares]
+                out["yours"] = [min(rels), max(rels)]
+                off = [(r, x) for r, x in shares if abs(float(r.relative or 0) / x - 1) > e.tolerance]
+                out["verdict"] = "differs" if off else "agrees"
+                out["detail"] = (f"ratios {min(rels):.3f}-{max(rels):.3f} here over {len(rels)} points; the CPU shares "
+                                 "predict " + ", ".join(f"{r.benchmark} {x:.2f}" for r, x in shares)
+                                 + ("; off: " + ", ".join(f"{r.benchmark} {float(r.relative or 0):.2f}" for r, _ in off)
+                                    if off else ""))
         elif y is not None:
             rows = [r for r in m.rows(y) if r.relative]
             if rows:
@@ -238,6 +280,9 @@ def judge(value: P.PaperValue, m: Matcher, caps: dict[str, str], cats: dict[str,
                 out["yours"] = [min(rels), max(rels)]
                 out["detail"] = f"ratios {min(rels):.3f}-{max(rels):.3f} here over {len(rels)} points"
                 out["verdict"] = _claim_verdict(rows, e) if e is not None else "see ratios"
+    if out["verdict"] == "not measured here" and y is not None and y.part and m.runs_of(y):
+        quick = any(r.scale == "quick" for r in m.runs_of(y))
+        out["detail"] = f"part {y.part} ran without this point" + (" (quick scale: --scale paper runs it)" if quick else "")
     if out["verdict"] == "not measured here" and not out["detail"]:
         out["detail"] = "nothing in the given runs measures it" + (
             " (a VM: needs a KVM guest)" if "kvm" in value.depends or value.of == "vm" else "")

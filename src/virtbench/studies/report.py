@@ -31,7 +31,9 @@ def part_runs(study: Study, reports: Sequence[Report]) -> list[C.PartRun]:
         if not scale:
             raise InputError(f"run {rep.run.id} is campaign {rep.run.name!r}, not a part of study {study.id}",
                              f"give runs of `virtbench study run {study.id}` (campaigns study{study.id}-...)")
-        out.append(C.PartRun(part, scale, rep))
+        base = next((p.name for p in study.parts if part in (p.name, *(f"{p.name}-{v}" for v in p.variants if v))),
+                    None)
+        out.append(C.PartRun(part, scale, rep, base))
     return out
 
 
@@ -48,12 +50,14 @@ def _cell(x: Any, unit: str = "") -> str:
 
 
 def differences_by_value(study: Study) -> dict[str, list[tuple[str, Difference]]]:
-    """Each paper value's id -> the deliberate differences (with their part) that bear on it."""
+    """Each paper value's id -> the deliberate differences (with their part) that bear on it; a
+    difference several parts share (the same container set-up) is listed once, with its first part."""
     out: dict[str, list[tuple[str, Difference]]] = {}
     for part in study.parts:
         for d in part.differences:
             for vid in d.affects:
-                out.setdefault(vid, []).append((part.name, d))
+                if all(d != seen for _, seen in out.get(vid, [])):
+                    out.setdefault(vid, []).append((part.name, d))
     return out
 
 

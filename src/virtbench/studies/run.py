@@ -25,6 +25,7 @@ from ..errors import InputError
 from ..experiments.registry import DEFAULT as DEFAULT_EXPERIMENT
 from ..experiments.registry import EXPERIMENTS
 from ..registry import PLATFORMS
+from ..runner.probing import require_consent
 from .capabilities import Capabilities
 from .registry import SHIPPED, Part, Study
 
@@ -112,6 +113,15 @@ def with_second_host(data: Any, name: str) -> Any:
     return data
 
 
+def with_meter(data: Any, argv: Sequence[str]) -> Any:
+    """The campaign with the user's meter (`--meter`) in its energy probe."""
+    probes = []
+    for p in data.get("probes") or []:
+        entry = {"name": p} if isinstance(p, str) else dict(p)
+        probes.append({**entry, "meter": list(argv)} if entry.get("name") == "energy" else p)
+    return {**data, "probes": probes} if probes else data
+
+
 def plan(study: Study, scale: str, caps: Capabilities, parts: Sequence[str] = ()) -> list[Planned]:
     """What runs and what is skipped (and why), before anything starts."""
     chosen: list[Part] = [study.part(p) for p in parts] if parts else list(study.parts)
@@ -140,6 +150,8 @@ def plan(study: Study, scale: str, caps: Capabilities, parts: Sequence[str] = ()
             data = load_yaml(source, str(path))
             if "hosts" in data and caps.hosts:
                 data = with_second_host(data, next(h for h in caps.hosts if h not in ("local", "localhost")))
+            if caps.meter:
+                data = with_meter(data, caps.meter)
             keep, left_out = available_platforms(data, caps)
             planned = Planned(part.name, stem, path, source=source, left_out=left_out)
             baseline = data.get("baseline", EXPERIMENTS.get(data.get("experiment", DEFAULT_EXPERIMENT)).default_baseline)
@@ -154,6 +166,7 @@ def plan(study: Study, scale: str, caps: Capabilities, parts: Sequence[str] = ()
                 planned.fix = next((x["fix"] for x in left_out if x["fix"]), "")
             else:
                 planned.campaign = parse_campaign({**data, "platforms": keep}, str(path))
+                require_consent(planned.campaign, bool(caps.meter))  # --meter is the user's consent, as --allow-meter
                 try:  # what this host cannot give (a paper's 8 GiB host_memory on a 4 GiB one): skipped with why
                     check_host(planned.campaign, caps.paths)
                 except InputError as exc:
