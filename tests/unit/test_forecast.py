@@ -74,3 +74,29 @@ def test_a_comparison_the_caps_cannot_decide_gets_no_more_rounds():
     need = needs_decision(vals, base, True, target=0.02, max_n=16, rounds=r, base_rounds=r, budget=16)
     assert not need and need.reason.startswith(OUT_OF_REACH) and "about 16 rounds" in need.reason
     assert needs_decision(vals, base, True, target=0.02, max_n=16, rounds=r, base_rounds=r).more  # no budget: as before
+
+
+def test_extra_rounds_go_only_to_comparisons_the_caps_can_decide(tmp_path):
+    """A comparison with 40 % noise per round cannot decide in 16 rounds: after the declared
+    rounds it is left out of reach (no extra round), while a close one gets its rounds; the
+    first extra round carries the forecast the terminal prints."""
+    from datetime import timedelta
+
+    from virtbench.analysis import synthetic
+    from virtbench.runner.adaptive import plan_next, progress_lines
+    from virtbench.store.db import Store, now
+
+    store = Store(f"sqlite:///{tmp_path}/s.db")
+    metric = synthetic.SimMetric("total_s", "s", False, "application", 3.0, cv=0.4)
+    calm = synthetic.SimMetric("score", "1/s", True, "cpu", 100.0, cv=0.01)
+    benches = [synthetic.SimBenchmark("wild", "wild", {}, (metric,)),
+               synthetic.SimBenchmark("calm", "calm", {}, (calm,))]
+    platforms = synthetic.default_platforms()[:2]  # native, docker (cpu 0.99: close to the 2 % margin)
+    synthetic.fill(store, "r", repetitions=3, warmups=1, platforms=platforms, benchmarks=benches, seed=5)
+    campaign = parse_campaign({"name": "r", "platforms": ["native", "docker"], "benchmarks": ["openssl"],
+                               "adaptive": {"until": "decided", "max_repetitions": 16, "max_minutes": 6}})
+    entry = plan_next(store, campaign, "r", 4, now() - timedelta(minutes=1))
+    assert entry is not None
+    assert "wild" not in entry["benchmarks"]["docker"]
+    assert "out of reach" in entry["forecast"] and "1 out of reach" in entry["forecast"]
+    assert progress_lines(entry)[0] == entry["forecast"]
