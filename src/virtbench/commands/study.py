@@ -144,12 +144,12 @@ def study_report(study_id: str, run_refs: tuple[str, ...], as_json: bool, html_f
                  figures_dir: Path | None, db_url: str | None) -> None:
     """The study's tables and figures from its runs, with the paper's published values beside them."""
     from ..report import sections, summary
-    from ..store.db import Store
     from ..studies import report as sreport
     from ..studies.registry import study as find
+    from .shared import read_store
 
     s = find(study_id)
-    store = Store(db_url)
+    store = read_store(db_url)  # a mistyped path is refused, not created
     reports = [summary.build(store, ref) for ref in run_refs]
     section = sreport.build(s, sreport.part_runs(s, reports))
     if html_file:

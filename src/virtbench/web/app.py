@@ -30,7 +30,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from .. import __version__
 from ..errors import InputError, VirtbenchError
 from ..store.db import DatabaseBusy, Store
-from . import api, pages
+from . import api, pages, studypage
 from .cache import ReportCache, Warmer
 from .queries import NotFound
 from .security import Auth, BodyLimit, PrivateGate, SecurityHeaders
@@ -91,6 +91,7 @@ def create_app(settings: Settings, store: Store | None = None) -> FastAPI:
     app.state.templates = templates()
     app.include_router(api.router)
     app.include_router(pages.router)
+    app.include_router(studypage.router)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     if settings.private:
         app.add_middleware(PrivateGate, auth=app.state.auth)

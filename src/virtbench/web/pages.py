@@ -18,7 +18,7 @@ from markupsafe import Markup
 from .. import __version__
 from ..errors import InputError
 from ..report import summary
-from ..report.model import Report
+from ..report.model import Report, Section
 from . import api, campaigns, downloads, hostpaths, queries, results, svg
 from .security import (
     LOGIN_COOKIE,
@@ -127,19 +127,19 @@ def _sections(report: Report) -> list[dict[str, Any]]:
     """The report's layout as the HTML file shows it (report/layout.py: results, lifecycle,
     categories, stacks, failures, then the run's own sections), with each section's figures
     drawn on the server like every chart here; 'every statistic' is left to the downloads."""
+    return [section_view(sec) for sec in report.layout() if not sec.detail]
+
+
+def section_view(sec: Section) -> dict[str, Any]:
+    """One report section for the templates: its notes, tables (cells escaped) and charts drawn here."""
     from ..report.html_parts import cell
 
-    out = []
-    for sec in report.layout():
-        if sec.detail:
-            continue
-        names = [s.name for f in sec.figures for s in f.series]
-        colors = svg.Colors(list(dict.fromkeys(names)))
-        out.append({"key": sec.key, "title": sec.title, "notes": sec.notes,
-                    "tables": [{"title": t.title, "columns": t.columns, "empty": t.empty,
-                                "rows": [[Markup(cell(v)) for v in r] for r in t.rows]} for t in sec.tables],  # cell() escapes
-                    "charts": [svg.draw(f, colors) for f in sec.figures]})
-    return out
+    names = [s.name for f in sec.figures for s in f.series]
+    colors = svg.Colors(list(dict.fromkeys(names)))
+    return {"key": sec.key, "title": sec.title, "notes": sec.notes,
+            "tables": [{"title": t.title, "columns": t.columns, "empty": t.empty,
+                        "rows": [[Markup(cell(v)) for v in r] for r in t.rows]} for t in sec.tables],  # cell() escapes
+            "charts": [svg.draw(f, colors) for f in sec.figures]}
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)

@@ -1,0 +1,67 @@
+"""The study page: a paper beside this host in the web app, the same document as `study report --json`."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from click.testing import CliRunner
+
+from virtbench.analysis import synthetic
+from virtbench.cli import cli
+
+from .helpers import make_client
+
+
+def _study_run(store, run_id: str = "s1") -> str:
+    synthetic.fill(store, run_id, repetitions=3, platforms=synthetic.default_platforms()[:2])
+    store.update_run(run_id, name="study001-power-quick")  # as `study run 001 --part power` names it
+    return run_id
+
+
+def test_the_studies_page_lists_each_study_with_its_runs_here(filled):
+    _study_run(filled)
+    page = make_client(filled).get("/studies")
+    assert page.status_code == 200
+    for sid in ("000", "001", "002", "003", "004"):
+        assert f'href="/studies/{sid}"' in page.text
+    assert 'href="/runs/s1">power (quick)</a>' in page.text
+    assert 'href="/studies" class="here">Studies</a>' in page.text
+
+
+def test_a_study_page_shows_the_paper_beside_this_host_as_study_report_does(filled, tmp_path):
+    _study_run(filled)
+    client = make_client(filled)
+    page = client.get("/studies/001")
+    assert page.status_code == 200
+    assert "Study 001: the paper beside this host" in page.text
+    assert "published values and this host&#39;s, with verdicts" in page.text or \
+        "published values and this host's, with verdicts" in page.text
+    assert 'value="s1" checked' in page.text
+    api = client.get("/api/studies/001", params={"run": "s1"})
+    assert api.status_code == 200
+    doc = api.json()
+    assert doc["study"] == "001" and doc["runs"] == [{"run_id": "s1", "part": "power", "scale": "quick"}]
+    assert doc["comparisons"] and all("verdict" in c for c in doc["comparisons"])
+    cli_out = CliRunner().invoke(cli, ["study", "report", "001", "s1", "--json", "--db", filled.url])
+    assert cli_out.exit_code == 0, cli_out.output
+    assert json.loads(cli_out.output) == doc  # one document, two surfaces
+
+
+def test_a_study_without_runs_says_how_to_make_them_and_bad_requests_are_refused(filled):
+    client = make_client(filled)
+    page = client.get("/studies/002")
+    assert page.status_code == 200 and "virtbench study run 002" in page.text
+    assert client.get("/api/studies/002").status_code == 404
+    assert client.get("/studies/9").status_code == 422  # not a study number
+    assert client.get("/studies/999").status_code == 404
+    assert client.get("/api/studies/001", params={"run": "r1"}).status_code == 400  # not a run of study 001
+    assert client.get("/api/studies/001", params={"run": "nope"}).status_code == 404
+
+
+def test_study_report_given_a_database_that_does_not_exist_refuses_and_creates_nothing(tmp_path):
+    missing = tmp_path / "typo.db"
+    out = subprocess.run([sys.executable, "-m", "virtbench", "study", "report", "001", "s1", "--db",
+                          f"sqlite:///{missing}"], capture_output=True, text=True)
+    assert out.returncode == 2 and not missing.exists()
+    assert len(out.stderr.strip().splitlines()) == 1 and "no results store at" in out.stderr
