@@ -51,6 +51,8 @@ def test_the_noise_lines_say_the_expected_rate_and_when_the_host_is_too_noisy():
     assert "expect about 9 of 15 comparisons decided" in lines[0] and "too noisy" in lines[0]
     assert lines[1] == "  sqlite total_cpu_s: noise +-8.0 % a pair: ..."
     assert "too noisy" not in noise_lines({**note, "expected_decided": 14})[0]
+    assert "close to the margin" in noise_lines({**note, "expected_decided": 14})[0]
+    assert noise_lines({**note, "expected_decided": 15})[0].endswith("0-10%)")
 
 
 def test_the_noise_check_rounds_run_the_baseline_alone_as_warm_ups():

@@ -31,6 +31,8 @@ SPREAD = 0.10
 quick campaign measured on this project's machines lie between 0 and 10 %)."""
 DIFFERENCE_CONFIDENCE = 0.99
 """The adaptive rule's stopping confidence for a difference (runner.adaptive.STOP_CONFIDENCE)."""
+NOISY = 0.7
+"""Below this expected share of decided comparisons the host is called too noisy for the caps."""
 SAME_CONFIDENCE = 0.95
 """Its stopping interval for the same (runner.adaptive.STOP_EQUIVALENCE)."""
 
@@ -92,9 +94,10 @@ def rounds_within(budget_s: float, round_s: float, declared: int, cap: int) -> i
 def note_lines(note: dict[str, Any]) -> list[str]:
     """The noise check for the terminal and the report: the expected verdict rate, then per metric."""
     cells, expected = note["cells"], note["expected_decided"]
-    quiet = cells and expected >= 0.9 * cells
     head = (f"host noise (A/A check): expect about {expected} of {cells} comparisons decided in about "
             f"{note['rounds']} rounds (if the platforms' costs spread evenly over 0-{note['spread']:.0%})")
-    if not quiet:
+    if cells and expected < NOISY * cells:
         head += ": this host is too noisy for the time cap now; a quieter moment decides more"
+    elif cells and expected < cells:
+        head += "; a cost close to the margin of 'same' may stay undecided"
     return [head, *[f"  {name}: {m['describe']}" for name, m in note["metrics"].items()]]

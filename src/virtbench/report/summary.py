@@ -142,7 +142,7 @@ def noise_warning(noise: dict[str, Any]) -> dict[str, Any]:
     """The noise check measured before the first round (runner.adaptive.note_noise), as the run said it."""
     head, *per_metric = forecast.note_lines(noise)
     return {"scope": "run", "check": "noise",
-            "severity": "info" if noise["expected_decided"] >= 0.9 * noise["cells"] else "warn",
+            "severity": "info" if noise["expected_decided"] >= forecast.NOISY * noise["cells"] else "warn",
             "value": noise["expected_decided"] / noise["cells"] if noise["cells"] else None,
             "message": f"{head} ({'; '.join(line.strip() for line in per_metric)})"}
 

@@ -126,22 +126,29 @@ def note_noise(store: Store, campaign: Campaign, run_id: str, started_at: dateti
     for s in store.samples(run_id, include_warmup=True):
         if s.platform == campaign.baseline and campaign.warmups <= s.round < first and s.benchmark != LIFECYCLE:
             values[(s.benchmark, s.metric)].append(s.value)
-    round_s = sum(e.duration_s for e in store.executions(run_id) if e.round < campaign.warmups)  # a full round
-    left_s = rule.max_minutes * 60 - (now() - started_at).total_seconds()
-    rounds = forecast.rounds_within(left_s, round_s, campaign.repetitions, rule.max_repetitions)
+    cost: dict[str, float] = defaultdict(float)  # seconds a full round spends on each benchmark
+    for e in store.executions(run_id):
+        if e.round < campaign.warmups:
+            cost[e.benchmark] += e.duration_s
+    noises = {key: n for key, vals in sorted(values.items()) if (n := forecast.pair_noise(vals)) is not None}
+    # extra rounds leave out what the declared rounds decide everywhere at this noise
+    open_benches = {b for (b, _), n in noises.items() if forecast.reach(n, campaign.repetitions, rule.target).share < 1}
+    full_s = sum(cost.values())
+    extra_s = cost.get(LIFECYCLE, 0.0) + sum(cost[b] for b in open_benches)
+    left_s = rule.max_minutes * 60 - (now() - started_at).total_seconds() - campaign.repetitions * full_s
+    rounds = min(rule.max_repetitions, campaign.repetitions + (
+        (forecast.rounds_within(left_s, extra_s, 0, rule.max_repetitions) + 1) if open_benches and left_s > 0 else 0))
     others = len(campaign.platforms) - 1
     per_metric: dict[str, Any] = {}
     expected = 0.0
-    for (bench, metric), vals in sorted(values.items()):
-        noise = forecast.pair_noise(vals)
-        if noise is None:
-            continue
+    for (bench, metric), noise in noises.items():
+        vals = values[(bench, metric)]
         r = forecast.reach(noise, rounds, rule.target)
         expected += r.share * others
         per_metric[f"{bench} {metric}"] = {"values": vals, "pair_noise": noise, "beyond": r.beyond,
                                            "within": r.within, "describe": r.describe()}
     cells = others * len(per_metric)
-    note = {"rounds": rounds, "round_s": round_s, "cells": cells, "expected_decided": round(expected),
+    note = {"rounds": rounds, "round_s": full_s, "cells": cells, "expected_decided": round(expected),
             "spread": forecast.SPREAD, "metrics": per_metric}
     run = store.run(run_id)
     store.update_run(run_id, provenance={**run.provenance, "noise": note})
