@@ -94,14 +94,15 @@ OPT_IN = "VIRTBENCH_TEST_ARM"
 def skip_unless_affordable(arch: str, extra: Sequence[str] = ()) -> None:
     """Skip (pytest) a test that would first cross-build its guest image: under qemu-user that
     takes 15-40 minutes on 2 cores, beyond CI's budget. It runs when the image is cached
-    already, or when VIRTBENCH_TEST_ARM=1 asks for the build."""
+    already, or when VIRTBENCH_TEST_ARM=1 asks for the build. What a fresh machine runs
+    instead, always: test_arm_fresh.py, on the smaller board_recipe image."""
     import pytest
 
     from virtbench.images.build import cached
 
     if arch != host_arch() and not os.environ.get(OPT_IN) and cached(guest_recipe(arch, extra=extra)) is None:
         pytest.skip(f"the {arch} test guest image is not built yet (a cross-build takes 15-40 min on 2 cores): "
-                    f"set {OPT_IN}=1 to build it and run this test")
+                    f"set {OPT_IN}=1 to build it and run this test (test_arm_fresh.py checks a fresh arm64 board instead)")
 
 
 def cli(env: dict[str, str], *args: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
