@@ -29,7 +29,7 @@ from pathlib import Path
 from virtbench import proc
 from virtbench.images import vmdisk
 from virtbench.images.arch import host_arch
-from virtbench.images.build import BASE_PACKAGES, Recipe, build
+from virtbench.images.build import BASE_PACKAGES, DEFAULT_CACHE, Recipe, build
 from virtbench.images.image import Image
 from virtbench.images.profiles import profile_packages
 from virtbench.platforms.qemu import guest
@@ -75,20 +75,34 @@ def guest_recipe(arch: str, release: str = "bookworm", extra: Sequence[str] = ()
                   mirrors=tuple(m.format(r=release) for m in MIRRORS.get(arch, ())))
 
 
+BOARD_PACKAGES = ("openssh-server", "openssl", "kmod", "udev")
+"""The least a board needs to run one benchmark over SSH: sshd, openssl (the benchmark's tool),
+and what the kernel's initrd uses to find the root disk (kmod, udev). No Python, no runc: the
+smallest image a fresh machine cross-builds within CI's budget (test_arm_fresh.py)."""
+
+
+def board_recipe(arch: str, release: str = "bookworm") -> Recipe:
+    """The minimal board image: BASE_PACKAGES, BOARD_PACKAGES and the kernel."""
+    packages = {*BASE_PACKAGES, *BOARD_PACKAGES, vmdisk.kernel_package(arch)}
+    return Recipe(release=release, arch=arch, profile="board", packages=tuple(sorted(packages)),
+                  mirrors=tuple(m.format(r=release) for m in MIRRORS.get(arch, ())))
+
+
 OPT_IN = "VIRTBENCH_TEST_ARM"
 
 
 def skip_unless_affordable(arch: str, extra: Sequence[str] = ()) -> None:
     """Skip (pytest) a test that would first cross-build its guest image: under qemu-user that
     takes 15-40 minutes on 2 cores, beyond CI's budget. It runs when the image is cached
-    already, or when VIRTBENCH_TEST_ARM=1 asks for the build."""
+    already, or when VIRTBENCH_TEST_ARM=1 asks for the build. What a fresh machine runs
+    instead, always: test_arm_fresh.py, on the smaller board_recipe image."""
     import pytest
 
     from virtbench.images.build import cached
 
     if arch != host_arch() and not os.environ.get(OPT_IN) and cached(guest_recipe(arch, extra=extra)) is None:
         pytest.skip(f"the {arch} test guest image is not built yet (a cross-build takes 15-40 min on 2 cores): "
-                    f"set {OPT_IN}=1 to build it and run this test")
+                    f"set {OPT_IN}=1 to build it and run this test (test_arm_fresh.py checks a fresh arm64 board instead)")
 
 
 def cli(env: dict[str, str], *args: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
@@ -189,14 +203,16 @@ def _start_sshd(host: QemuHost) -> None:
 def qemu_host(arch: str = "arm64", *, name: str | None = None, base: Path | None = None,
               memory: str = "1G", vcpus: int = 2, release: str = "bookworm",
               extra_packages: Sequence[str] = (), kernel_args: Sequence[str] = (),
+              recipe: Recipe | None = None, cache: Path = DEFAULT_CACHE,
               log=print) -> Iterator[QemuHost]:
     """Boot a guest of `arch` with sshd reachable on 127.0.0.1; stopped and removed on exit.
-    kernel_args: e.g. `cgroup_disable=memory`, to boot as Raspberry Pi OS boots a board."""
+    kernel_args: e.g. `cgroup_disable=memory`, to boot as Raspberry Pi OS boots a board.
+    recipe: another image than guest_recipe's (board_recipe); cache: where it is built and kept."""
     tag = uuid.uuid4().hex[:6]
     base = base or Path(f"/tmp/vb-qemuhost-{tag}")
     base.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
-    image = build(guest_recipe(arch, release, extra_packages), log=log)
+    image = build(recipe or guest_recipe(arch, release, extra_packages), cache, log=log)
     t_image = time.monotonic() - t0
     disk = vmdisk.build_disk(image, headroom=2 << 30, log=log)
     t_disk = time.monotonic() - t0 - t_image
