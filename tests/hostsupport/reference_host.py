@@ -93,10 +93,11 @@ def reference_recipe() -> Recipe:
 def skip_unless_affordable() -> None:
     """Skip (pytest) only where the guest cannot be made (no qemu-system-x86, mmdebstrap or
     e2fsprogs) or when VIRTBENCH_TEST_REFHOST=0 opts out. Otherwise it runs, in CI too: measured
-    on these 2-core machines, the module takes 8.5 min with the image cached (boot to SSH 30-68 s,
-    shipping and importing the campaign's image 4-12 min with the machine's load, measuring 2-4
-    min, the OOM campaign 2 min) and building the image adds 1-4 min: affordable, unlike an arm64
-    guest's 15-40 min cross-build."""
+    on these shared 2-core machines, the module took 8.5 and 11.4 min with the image cached (boot
+    to SSH 30-68 s; shipping virtbench and the campaign's image and importing it into docker,
+    podman and containerd 4-6 min, 12 min at load 6; measuring 2-4 min; the OOM campaign 1-2 min)
+    and building the image adds 1-4 min: affordable, unlike an arm64 guest's 15-40 min
+    cross-build."""
     import pytest
 
     from virtbench import proc
