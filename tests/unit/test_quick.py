@@ -81,6 +81,17 @@ def test_fresh_machine_kvm_check_finds_no_kernel_and_leaves_the_vm_out(monkeypat
     assert accel.probe_kernel() == tmp_path / "boot" / "vmlinuz-6.1.0-28-cloud-amd64"
 
 
+def test_without_native_the_quick_campaign_says_so_in_one_line(monkeypatch, tmp_paths):
+    from virtbench.errors import UnavailableError
+
+    monkeypatch.setattr(quick, "probe_types", lambda types, paths, log=None: {
+        t: Availability(False, f"{t}: chroot test failed", "run as root") for t in types})
+    monkeypatch.setattr(quick, "_which", lambda _b: False)
+    with pytest.raises(UnavailableError, match="compares every platform with native.*chroot test failed") as exc:
+        quick.quick_campaign(tmp_paths)
+    assert exc.value.fix == "run as root"
+
+
 def test_without_qemu_installed_the_reason_names_the_package(monkeypatch, tmp_paths):
     monkeypatch.setattr(quick, "_which", lambda _b: False)
     guest, why = quick.kvm_guest(tmp_paths)

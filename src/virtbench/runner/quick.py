@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Campaign, parse_campaign
+from ..errors import UnavailableError
 from ..platforms import slices
 from ..platforms.base import Paths
 from ..registry import PLATFORMS
@@ -126,6 +127,10 @@ def quick_campaign(paths: Paths, log: Callable[[str], None] = lambda _m: None,
             left_out.append(why)
     for out in left_out:
         log(f"skipping {out['platform']}: {out['reason']}" + (f" (fix: {out['fix']})" if out["fix"] else ""))
+    if "native" not in platforms:  # the baseline every verdict is relative to
+        v = verdicts["native"]
+        raise UnavailableError(f"the quick campaign compares every platform with native (bare metal), which "
+                               f"cannot run here: {v.reason}", v.fix or "see `virtbench doctor`")
     return QuickPlan(_campaign(platforms, repetitions, warmups, adaptive, probes), left_out)
 
 
