@@ -148,3 +148,19 @@ def test_left_out_reasons_reach_the_report_json(tmp_path):
     doc = json.loads(json.dumps(summary.report_json(summary.build(store, "sim"))))
     [note] = [w for w in doc["warnings"] if w.get("check") == "left_out"]
     assert note["platform"] == "kvm (qemu)" and "emulator" in note["message"] and note["fix"] == "run on bare metal"
+
+
+def test_leaving_a_vm_out_takes_what_is_stacked_in_it_and_keeps_the_campaign_valid(tmp_paths):
+    from virtbench.config import parse_campaign
+    from virtbench.runner.session import build_objects, leave_out
+
+    campaign = parse_campaign({"name": "q", "platforms": ["native", "runc", {"name": "vm", "type": "qemu"},
+                                                          {"name": "d", "type": "docker", "inside": "vm"}],
+                               "benchmarks": [{"name": "openssl"}]}, "test")
+    session = build_objects(campaign, tmp_paths)
+    out: list[dict[str, str]] = []
+    leave_out(session, "vm", "setup failed: no kernel", "install one", out)
+    assert sorted(session.platforms) == ["native", "runc"]
+    assert [p.name for p in session.campaign.platforms] == ["native", "runc"]
+    assert out == [{"platform": "d", "reason": "inside vm: setup failed: no kernel", "fix": "install one"},
+                   {"platform": "vm", "reason": "setup failed: no kernel", "fix": "install one"}]
