@@ -186,3 +186,46 @@ def test_engines_get_the_slice_name_from_the_systemd_driver_and_a_path_from_cgro
     plat.cgroup_parent = "vbst-abc"
     argv = plat.create_argv(fake_image, "vb-a", "r1")
     assert argv[argv.index("--cgroup-parent") + 1] == "/vbst-abc"
+
+
+class Recorder:
+    """An executor that runs nothing and answers every command with success."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def run(self, argv, *, timeout=None, check=True, input=None, detached_children=False):
+        from virtbench.proc import Result
+
+        self.calls.append(list(argv))
+        return Result(list(argv), 0, "", "", 0.0)
+
+
+@pytest.mark.parametrize("systemd", [True, False])
+def test_containerd_container_is_a_scope_of_virtbench_slice_only_where_systemd_runs(fake_image, monkeypatch,
+                                                                                     systemd):
+    """ctr 1.6's `containers create` cannot set a cgroup: on a systemd + v2 host the container is
+    made by `ctr run --detach` at start with runc's systemd cgroup option and the cgroup path
+    `virtbench.slice:vb:NAME` (the scope vb-NAME.scope); elsewhere containerd's cgroupfs default."""
+    from virtbench.platforms import slices
+
+    monkeypatch.setattr(slices, "systemd_managed", lambda: systemd)
+    rec = Recorder()
+    p = Containerd("p", Containerd.Options(cpus=1, memory="256M", cpuset="0"), PATHS, rec)
+    inst = p.create(fake_image, "vb-a", "r1")
+    p.start(inst)
+    spec = p.create_argv(fake_image, "vb-a", "r1")[5:-4]  # the container's own flags, the same on both
+    if systemd:
+        run, update = rec.calls[0], rec.calls[1]
+        assert run[:5] == ["ctr", "-n", "virtbench", "run", "--detach"]
+        assert flag_value(run, "--cgroup") == "virtbench.slice:vb:vb-a" and "--runc-systemd-cgroup" in run
+        assert run[-len(spec) - 4:] == [*spec, fake_image.tag, "vb-a", "sleep", "infinity"]
+        assert update[:5] == ["runc", "--root", "/run/containerd/runc/virtbench", "--systemd-cgroup", "update"]
+        assert p.memory_cgroup(inst) == "virtbench.slice/vb-vb-a.scope"
+        assert "virtbench.slice" in p.describe()["engine"]["cgroup"]
+    else:
+        create, start, update = rec.calls[:3]
+        assert create[3:5] == ["containers", "create"] and "--cgroup" not in create
+        assert start[3:5] == ["tasks", "start"]
+        assert "--systemd-cgroup" not in update and update[3] == "update"
+    assert not any("--runc-systemd-cgroup" in c for c in rec.calls) or systemd

@@ -24,8 +24,8 @@ def only_native(monkeypatch):
     monkeypatch.setattr(quick, "probe_types", probe)
 
 
-def _verdict(monkeypatch, kvm: bool, reason: str) -> None:
-    monkeypatch.setattr(PLATFORMS.get("qemu"), "verdict", lambda self, kernel=None: AccelVerdict(kvm, reason, "stub"))
+def _verdict(monkeypatch, kvm: bool, reason: str, tested: str = "Linux /boot/vmlinuz-6.1.0-28-cloud-amd64") -> None:
+    monkeypatch.setattr(PLATFORMS.get("qemu"), "verdict", lambda self, kernel=None: AccelVerdict(kvm, reason, tested))
     monkeypatch.setattr(quick, "_which", lambda _b: True)
 
 
@@ -46,6 +46,50 @@ def test_with_kvm_the_quick_campaign_includes_a_kvm_guest(monkeypatch, tmp_paths
     assert all(o["platform"] != "kvm (qemu)" for o in plan.left_out)
     # the guest's disk emulation runs outside its CPU time: fio reports the rate too
     assert next(b for b in plan.campaign.benchmarks if b.name == "fio").params["measure"] == "both"
+
+
+def test_a_stub_guest_alone_leaves_the_vm_out_on_doubt(monkeypatch, tmp_paths, only_native):
+    """The first `make run` of a fresh clone: KVM ran the firmware stub, no kernel was at hand to
+    boot, the KVM guest was included, and its setup (booting Linux) then failed and aborted the run."""
+    _verdict(monkeypatch, True, "KVM ran a firmware stub guest (no kernel at hand to boot)", "firmware stub")
+    plan = quick.quick_campaign(tmp_paths)
+    assert [p.type for p in plan.campaign.platforms] == ["native"]
+    vm = next(o for o in plan.left_out if o["platform"] == "kvm (qemu)")
+    assert "stub" in vm["reason"] and "doubt" in vm["reason"]
+    assert "apt-get install linux-image-" in vm["fix"]
+
+
+@pytest.mark.skipif(not Path("/dev/kvm").exists(), reason="no /dev/kvm: KVM is refused before any test guest")
+def test_fresh_machine_kvm_check_finds_no_kernel_and_leaves_the_vm_out(monkeypatch, tmp_path):
+    """Fresh as the README defines it: empty state, runtime and cache directories, no kernel in
+    /boot. The KVM check then has only its firmware stub (made to run here, as it does on a host
+    whose Linux guests hang), and the quick campaign leaves the VM out instead of including it."""
+    from virtbench.images import build
+    from virtbench.platforms.qemu import accel
+
+    for d in ("state", "run", "cache", "boot"):
+        (tmp_path / d).mkdir()
+    monkeypatch.setattr(build, "DEFAULT_CACHE", tmp_path / "cache")
+    monkeypatch.setattr(accel, "BOOT", tmp_path / "boot")
+    monkeypatch.setattr(accel, "try_stub", lambda *a, **k: None)  # the stub ran
+    monkeypatch.setattr(quick, "_which", lambda _b: True)
+    paths = Paths(state=tmp_path / "state", runtime=tmp_path / "run")
+    assert accel.probe_kernel() is None
+    guest, why = quick.kvm_guest(paths)
+    assert guest is None and "doubt" in why["reason"], why
+    (tmp_path / "boot" / "vmlinuz-6.1.0-28-cloud-amd64").write_bytes(b"")
+    assert accel.probe_kernel() == tmp_path / "boot" / "vmlinuz-6.1.0-28-cloud-amd64"
+
+
+def test_without_native_the_quick_campaign_says_so_in_one_line(monkeypatch, tmp_paths):
+    from virtbench.errors import UnavailableError
+
+    monkeypatch.setattr(quick, "probe_types", lambda types, paths, log=None: {
+        t: Availability(False, f"{t}: chroot test failed", "run as root") for t in types})
+    monkeypatch.setattr(quick, "_which", lambda _b: False)
+    with pytest.raises(UnavailableError, match="compares every platform with native.*chroot test failed") as exc:
+        quick.quick_campaign(tmp_paths)
+    assert exc.value.fix == "run as root"
 
 
 def test_without_qemu_installed_the_reason_names_the_package(monkeypatch, tmp_paths):
@@ -104,3 +148,19 @@ def test_left_out_reasons_reach_the_report_json(tmp_path):
     doc = json.loads(json.dumps(summary.report_json(summary.build(store, "sim"))))
     [note] = [w for w in doc["warnings"] if w.get("check") == "left_out"]
     assert note["platform"] == "kvm (qemu)" and "emulator" in note["message"] and note["fix"] == "run on bare metal"
+
+
+def test_leaving_a_vm_out_takes_what_is_stacked_in_it_and_keeps_the_campaign_valid(tmp_paths):
+    from virtbench.config import parse_campaign
+    from virtbench.runner.session import build_objects, leave_out
+
+    campaign = parse_campaign({"name": "q", "platforms": ["native", "runc", {"name": "vm", "type": "qemu"},
+                                                          {"name": "d", "type": "docker", "inside": "vm"}],
+                               "benchmarks": [{"name": "openssl"}]}, "test")
+    session = build_objects(campaign, tmp_paths)
+    out: list[dict[str, str]] = []
+    leave_out(session, "vm", "setup failed: no kernel", "install one", out)
+    assert sorted(session.platforms) == ["native", "runc"]
+    assert [p.name for p in session.campaign.platforms] == ["native", "runc"]
+    assert out == [{"platform": "d", "reason": "inside vm: setup failed: no kernel", "fix": "install one"},
+                   {"platform": "vm", "reason": "setup failed: no kernel", "fix": "install one"}]

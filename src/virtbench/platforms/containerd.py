@@ -12,6 +12,12 @@ ctr 1.6 (Debian 12) shapes this module:
   its limits as it does under docker and podman.
 - CNI is only wired up by `ctr run --cni`, not by create + task start, so a bridge network
   is refused up front (InputError) rather than half-supported.
+- `ctr containers create` cannot set a cgroup path nor runc's systemd cgroup option (only
+  `ctr run` has --cgroup and --runc-systemd-cgroup). Where systemd manages the unified
+  hierarchy (platforms/slices.py) the container is therefore made and started in one
+  `ctr run --detach` at start, as the scope `vb-NAME.scope` in virtbench.slice made through
+  systemd (cgroupsPath `virtbench.slice:vb:NAME`); create only records it. Elsewhere the
+  cgroup stays containerd's cgroupfs default, /virtbench/NAME.
 """
 from __future__ import annotations
 
@@ -26,7 +32,7 @@ from .. import proc, services
 from ..errors import CommandError, InputError
 from ..images.image import Image
 from ..images.oci import oci_archive
-from . import sandboxes
+from . import sandboxes, slices
 from .base import EXEC_ENV, INSTANCE_PREFIX, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions
 from .docker import STATE_LABEL, TAR_LABEL
 
@@ -84,8 +90,19 @@ class Containerd(Platform):
 
     # -- argv builders (pure) ------------------------------------------------------------
     def create_argv(self, image: Image, name: str, run_id: str) -> list[str]:
+        """The container, created without starting (cgroupfs hosts)."""
+        return [*CTR, "containers", "create", *self._spec_args(name, run_id), image.tag, name, "sleep", "infinity"]
+
+    def run_argv(self, tag: str, name: str, run_id: str) -> list[str]:
+        """The container created and started at once in a systemd scope of virtbench.slice
+        (systemd hosts: see the module's docstring)."""
+        cgroups_path, _ = slices.scope_path(None, name)
+        return [*CTR, "run", "--detach", "--null-io", "--cgroup", cgroups_path, "--runc-systemd-cgroup",
+                *self._spec_args(name, run_id), tag, name, "sleep", "infinity"]
+
+    def _spec_args(self, name: str, run_id: str) -> list[str]:
         o = self.options
-        argv = [*CTR, "containers", "create"]
+        argv: list[str] = []
         for label in (f"{LABEL}={run_id}", f"{STATE_LABEL}={self.paths.state}"):
             argv += ["--label", label, "--snapshotter-label", label]
         argv += ["--mount", CGROUP_MOUNT]
@@ -99,7 +116,7 @@ class Containerd(Platform):
             argv += ["--cpu-quota", str(round(o.cpus * CFS_PERIOD_US)), "--cpu-period", str(CFS_PERIOD_US)]
         if o.memory is not None:
             argv += ["--memory-limit", str(int(o.memory))]
-        return [*argv, image.tag, name, "sleep", "infinity"]
+        return argv
 
     def exec_argv(self, instance: Instance, argv: list[str]) -> list[str]:
         # exec ids must be unique among the task's live processes; parallel execs are allowed.
@@ -123,7 +140,9 @@ class Containerd(Platform):
         if not images:
             return Availability(True, "containerd answers (no virtbench image imported yet to run a test container)")
         name = f"{INSTANCE_PREFIX}probe-{uuid.uuid4().hex[:8]}"
-        proc.run([*CTR, "run", "--rm", "--null-io", "--label", f"{LABEL}=probe", "--label",
+        scope = ["--cgroup", slices.scope_path(None, name)[0], "--runc-systemd-cgroup"] \
+            if slices.systemd_managed() else []  # where the platform's own containers go
+        proc.run([*CTR, "run", "--rm", "--null-io", *scope, "--label", f"{LABEL}=probe", "--label",
                   f"{STATE_LABEL}={paths.state}", images[0], name, "true"], timeout=120)
         return Availability(True, f"ctr ran a container of {images[0]}")
 
@@ -136,15 +155,31 @@ class Containerd(Platform):
         self.host.run([*CTR, "images", "label", image.tag, f"{TAR_LABEL}={image.tar_sha256}"], timeout=60)
 
     def create(self, image: Image, name: str, run_id: str) -> Instance:
+        if slices.systemd_managed():  # made at start, in its scope (see the module's docstring)
+            _, cgroup = slices.scope_path(None, name)
+            return Instance(name=name, platform=self.name, run_id=run_id,
+                            data={"image": image.tag, "systemd_scope": True, "cgroup": cgroup})
         self.host.run(self.create_argv(image, name, run_id), timeout=120)
         return Instance(name=name, platform=self.name, run_id=run_id, data={"image": image.tag})
 
     def start(self, instance: Instance) -> None:
-        self.host.run([*CTR, "tasks", "start", "--detach", "--null-io", instance.name], timeout=120)
+        if instance.data.get("systemd_scope"):
+            self.host.run(self.run_argv(instance.data["image"], instance.name, instance.run_id), timeout=240)
+        else:
+            self.host.run([*CTR, "tasks", "start", "--detach", "--null-io", instance.name], timeout=120)
         if self.options.cpuset is not None:
-            self.host.run(["runc", "--root", RUNC_ROOT, "update", "--cpuset-cpus", self.options.cpuset,
-                           instance.name], timeout=60)
+            self.host.run(self.cpuset_argv(instance, self.options.cpuset), timeout=60)
         self.wait_ready(instance)
+
+    @staticmethod
+    def cpuset_argv(instance: Instance, cpuset: str) -> list[str]:
+        """runc update on the shim's state, through systemd when systemd made the container's scope."""
+        systemd = ["--systemd-cgroup"] if instance.data.get("systemd_scope") else []
+        return ["runc", "--root", RUNC_ROOT, *systemd, "update", "--cpuset-cpus", cpuset, instance.name]
+
+    def memory_cgroup(self, instance: Instance) -> str | None:
+        """The scope systemd made (systemd hosts), else the cgroup of the container's init."""
+        return instance.data.get("cgroup") or super().memory_cgroup(instance)
 
     def stop(self, instance: Instance) -> None:
         # Force-deleting the task SIGKILLs it and waits: `sleep` as PID 1 ignores SIGTERM.
@@ -228,6 +263,12 @@ class Containerd(Platform):
                          "snapshotter": "overlayfs", "cgroup_version": cgroup_mode(),
                          "rlimit_nofile": "1024 (ctr default spec)", "exec_env": "container env = EXEC_ENV",
                          "cpuset_via": "runc update after task start" if self.options.cpuset else None}
+        if slices.systemd_managed():
+            doc["engine"] |= {"cgroup": f"systemd scope in {slices.SLICE} (runc SystemdCgroup)",
+                              "lifecycle": "created and started by one `ctr run --detach` at start "
+                                           "(ctr's containers create cannot set a cgroup): create measures nothing"}
+        else:
+            doc["engine"]["cgroup"] = f"cgroupfs /{NAMESPACE}/NAME"
         return doc
 
 

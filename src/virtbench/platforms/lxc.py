@@ -3,6 +3,13 @@
 No `lxc-create` template or download: the config is written here so the container runs the
 same image as every other platform, through LXC's own overlay backend (the overlay is mounted
 inside the container's mount namespace, so nothing is left mounted on the host).
+
+Where systemd manages the unified hierarchy (platforms/slices.py) LXC's monitor runs as the
+transient service vb-NAME.service in virtbench.slice (or a confining parent's slice) with its
+cgroup delegated, as Debian's lxc@.service runs it (`lxc-start -F`, Delegate=yes), and
+`lxc.cgroup.relative` makes LXC put its monitor and payload cgroups inside that service's
+instead of under the root behind systemd's back. Elsewhere LXC makes lxc.payload.NAME and
+lxc.monitor.NAME from the root (or the confining parent) itself, as before.
 """
 from __future__ import annotations
 
@@ -19,7 +26,7 @@ from pydantic import Field, model_validator
 from .. import proc
 from ..errors import CommandError, InputError, VirtbenchError
 from ..images.image import Image
-from . import bridge, cgroups, iptables, mounts
+from . import bridge, cgroups, iptables, mounts, slices
 from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions, Size, probe_dir
 
 LOCKS = Path("/run/lxc/lock")
@@ -112,8 +119,10 @@ def lxc_net_lines(network: str, *, veth: str = "", address: str = "") -> list[st
 def build_lxc_config(*, name: str, run_id: str, rootfs: str, options: PlatformOptions,
                      cgroup_mode: str, apparmor: bool, include: str | None = str(COMMON_CONF),
                      init: str = "/bin/sleep infinity", veth: str = "", address: str = "",
-                     binds: Sequence[str] = (), cgroup_parent: str | None = None) -> str:
-    """The container's config file; rootfs is 'overlay:<lower>:<upper>' or 'dir:<path>'."""
+                     binds: Sequence[str] = (), cgroup_parent: str | None = None, systemd: bool = False) -> str:
+    """The container's config file; rootfs is 'overlay:<lower>:<upper>' or 'dir:<path>'.
+    systemd: started as a delegated service (see the module's docstring), whose cgroup (in the
+    parent's slice) LXC then divides; else its cgroups hang from the root or cgroup_parent."""
     lines = [f"# virtbench instance; {LABEL} = {run_id}"]
     if include:
         lines.append(f"lxc.include = {include}")
@@ -127,7 +136,9 @@ def build_lxc_config(*, name: str, run_id: str, rootfs: str, options: PlatformOp
     lines += [f"lxc.mount.entry = {b} {b.lstrip('/')} none bind,ro 0 0" for b in binds]
     lines += lxc_net_lines(options.network, veth=veth, address=address)
     lines += lxc_cgroup_lines(options, cgroup_mode)
-    if cgroup_parent:  # confined (density host_memory): container and monitor under the parent
+    if systemd:  # monitor and payload inside the delegated service's cgroup
+        lines.append("lxc.cgroup.relative = 1")
+    elif cgroup_parent:  # confined (density host_memory): container and monitor under the parent
         lines += [f"lxc.cgroup.dir.container = {cgroup_parent}/lxc.payload.{name}",
                   f"lxc.cgroup.dir.monitor = {cgroup_parent}/lxc.monitor.{name}"]
     return "\n".join(lines) + "\n"
@@ -172,14 +183,18 @@ class LXC(Platform):
     @classmethod
     def try_instance(cls, paths: Paths) -> Availability:
         name = "vb-probe"
+        systemd = slices.systemd_managed()  # started where the platform's own containers are
         with probe_dir(paths, "lxc") as lxcpath:
             try:
+                if systemd:
+                    mounts.write_meta(lxcpath / name, {"platform": cls.type, "run_id": "probe", "name": name,
+                                                       **_systemd_meta(None, name)})
                 binds = mounts.skeleton_rootfs(lxcpath / name / "rootfs")
                 (lxcpath / name / "config").write_text(build_lxc_config(
                     name=name, run_id="probe", rootfs=f"dir:{lxcpath / name / 'rootfs'}",
                     options=PlatformOptions(), cgroup_mode=cgroups.cgroup_mode(),
                     apparmor=apparmor_usable(), include=None, init="/usr/bin/sleep infinity",
-                    binds=binds))
+                    binds=binds, systemd=systemd))
                 _start(lxcpath, name)
                 proc.run(["lxc-attach", "-P", str(lxcpath), "-n", name, "--", "true"], timeout=30)
                 return Availability(True, "lxc started a container and attached to it")
@@ -200,8 +215,10 @@ class LXC(Platform):
         mode = cgroups.cgroup_mode()
         rootfs = (f"ext4 image of {self.options.disk} bytes, loop-mounted by LXC (loop: backend)"
                   if self.options.disk is not None else "overlay (LXC backend)")
+        where = (f"delegated service vb-NAME.service in {slices.SLICE} (lxc.cgroup.relative)"
+                 if slices.systemd_managed() else "lxc.payload.NAME from the cgroup root")
         return {**super().describe(), "rootfs": rootfs, "init": INITS[self.options.init], "cgroup": mode,
-                "cgroup_config": lxc_cgroup_lines(self.options, mode),
+                "cgroup_config": lxc_cgroup_lines(self.options, mode), "cgroup_placement": where,
                 "apparmor": "default" if apparmor_usable() else "unconfined",
                 "include": str(COMMON_CONF) if COMMON_CONF.is_file() else None,
                 "lxcfs_hooks": bool(getattr(self.options, "lxcfs", False))}
@@ -212,6 +229,9 @@ class LXC(Platform):
         if d.exists():
             raise VirtbenchError(f"container directory {d} already exists", "run virtbench cleanup")
         meta: dict[str, Any] = {"platform": self.type, "run_id": run_id, "name": name}
+        systemd = slices.systemd_managed()
+        if systemd:
+            meta |= _systemd_meta(self.cgroup_parent, name)
         mounts.write_meta(d, meta)
         try:
             if self.options.disk is not None:
@@ -233,8 +253,8 @@ class LXC(Platform):
                 options=self.options, cgroup_mode=cgroups.cgroup_mode(), apparmor=apparmor_usable(),
                 include=str(COMMON_CONF) if COMMON_CONF.is_file() else None,
                 init=INITS[self.options.init], veth=meta.get("veth", ""), address=meta.get("address", ""),
-                cgroup_parent=self.cgroup_parent))
-            if self.cgroup_parent:
+                cgroup_parent=self.cgroup_parent, systemd=systemd))
+            if self.cgroup_parent and not systemd:
                 meta["cgroup_parent"] = self.cgroup_parent
                 mounts.write_meta(d, meta)
         except BaseException:
@@ -271,7 +291,7 @@ class LXC(Platform):
     def memory_cgroup(self, instance: Instance) -> str | None:
         """The payload cgroup LXC made: a systemd init moves itself into init.scope below it,
         so the init's own cgroup would count only part of the container."""
-        parent = instance.data.get("cgroup_parent")
+        parent = instance.data.get("cgroup_parent") or instance.data.get("service_cgroup")
         rel = f"{parent}/lxc.payload.{instance.name}" if parent else f"lxc.payload.{instance.name}"
         return rel if cgroups.memory_dir(rel).is_dir() else super().memory_cgroup(instance)
 
@@ -338,8 +358,26 @@ def _lxcpath(paths: Paths) -> Path:
     return paths.state / "lxc"
 
 
+def _systemd_meta(parent: str | None, name: str) -> dict[str, Any]:
+    """What an instance started as a delegated service records: its unit, its cgroup, its slice."""
+    _, cgroup = slices.service_argv(parent, name, [])
+    return {"service": f"{slices.UNIT_PREFIX}-{name}.service", "service_cgroup": cgroup, "service_parent": parent}
+
+
+def service_start_argv(lxcpath: Path, name: str, parent: str | None) -> list[str]:
+    """systemd-run argv of the container's monitor as a delegated service (systemd hosts)."""
+    lxc_start = proc.which("lxc-start") or "/usr/bin/lxc-start"
+    argv, _ = slices.service_argv(parent, name, [lxc_start, "-F", "-P", str(lxcpath), "-n", name,
+                                                 "-o", str(lxcpath / name / "lxc.log"), "-l", "ERROR"])
+    return argv
+
+
 def _start(lxcpath: Path, name: str) -> None:
     """Start detached; on failure start again at DEBUG level, because only the log says why."""
+    meta = mounts.read_meta(lxcpath / name) or {}
+    if meta.get("service"):
+        _start_service(lxcpath, name, meta)
+        return
     log = lxcpath / name / "lxc.log"
     base = ["lxc-start", "-P", str(lxcpath), "-n", name, "-d", "-o", str(log)]
     try:
@@ -359,6 +397,25 @@ def _start(lxcpath: Path, name: str) -> None:
         raise VirtbenchError(f"lxc-start {name} failed ({exc}; {' | '.join(first)}); log {log}:\n"
                              + "\n".join(errors[-10:]),
                              "lxc-checkconfig shows missing kernel features") from None
+
+
+def _start_service(lxcpath: Path, name: str, meta: dict[str, Any], timeout: float = 120.0) -> None:
+    """Start the monitor as its service and wait until LXC says RUNNING; if the service ends
+    first, its log says why."""
+    unit = meta["service"]
+    proc.run(service_start_argv(lxcpath, name, meta.get("service_parent")), timeout=60)
+    deadline = time.monotonic() + timeout
+    while (state := _state(lxcpath, name)) != "RUNNING":
+        active = proc.run(["systemctl", "is-active", unit], timeout=30, check=False).stdout.strip()
+        if active not in ("active", "activating") or time.monotonic() > deadline:
+            slices.stop_unit(unit)
+            log = lxcpath / name / "lxc.log"
+            text = log.read_text(errors="replace") if log.exists() else ""
+            errors = [ln for ln in text.splitlines() if " ERROR " in ln] or text.splitlines()[-10:]
+            raise VirtbenchError(f"lxc-start {name} as {unit} did not reach RUNNING (container {state}, "
+                                 f"unit {active}); log {log}:\n" + "\n".join(errors[-10:]),
+                                 f"journalctl -u {unit}; lxc-checkconfig shows missing kernel features")
+        time.sleep(0.05)
 
 
 def _state(lxcpath: Path, name: str) -> str:
@@ -384,9 +441,14 @@ def _teardown(paths: Paths, d: Path, name: str, lxcpath: Path) -> list[str]:
     if bridge.delete_link(bridge.veth_name(name)):
         done.append(f"veth {bridge.veth_name(name)}")
     done += [f"lease {a}" for a in bridge.release_addresses(paths.runtime, name)]
-    parent = (mounts.read_meta(d) or {}).get("cgroup_parent") if d.is_dir() else None
-    for cg in (f"lxc.payload.{name}", f"lxc.monitor.{name}"):
-        done += cgroups.remove_cgroups(f"{parent}/{cg}" if parent else cg)
+    meta = (mounts.read_meta(d) or {}) if d.is_dir() else {}
+    if meta.get("service"):  # systemd removes the service's cgroup, LXC's inside it included
+        if slices.stop_unit(meta["service"]):
+            done.append(f"unit {meta['service']}")
+    else:
+        parent = meta.get("cgroup_parent")
+        for cg in (f"lxc.payload.{name}", f"lxc.monitor.{name}"):
+            done += cgroups.remove_cgroups(f"{parent}/{cg}" if parent else cg)
     if d.exists():
         done += [f"unmounted {m}" for m in mounts.teardown_dir(d)]
         done.append(f"container dir {d}")

@@ -84,7 +84,7 @@ class Native(Platform):
             for b in mounts.skeleton_rootfs(root):
                 mounts.bind(b, root / b.lstrip("/"), readonly=True)
                 mounts.make_private(root / b.lstrip("/"))
-            proc.run(["chroot", str(root), "true"], timeout=30)
+            proc.run(cls.chroot_argv(str(root), ["true"]), timeout=30)  # as every command of an instance
             return Availability(True, "chroot with bind mounts works")
 
     @classmethod
@@ -131,8 +131,12 @@ class Native(Platform):
         self.wait_ready(instance)
 
     def exec_argv(self, instance: Instance, argv: list[str]) -> list[str]:
-        return ["chroot", instance.data["root"], "/usr/bin/env", "-i",
-                *[f"{k}={v}" for k, v in EXEC_ENV.items()], *argv]
+        return self.chroot_argv(instance.data["root"], argv)
+
+    @staticmethod
+    def chroot_argv(root: str, argv: list[str]) -> list[str]:
+        """argv run in the chroot with the instances' own environment (not this process's PATH)."""
+        return ["chroot", root, "/usr/bin/env", "-i", *[f"{k}={v}" for k, v in EXEC_ENV.items()], *argv]
 
     def stop(self, instance: Instance) -> None:
         """Kill anything a benchmark left running in the chroot (a daemon, a timed-out job)."""

@@ -6,9 +6,11 @@ made behind its back under the root is invisible to `systemctl`, and writes to t
 `cgroup.subtree_control` fight systemd's own. There, everything virtbench places goes under
 one `virtbench.slice`: a confining parent is the transient slice `virtbench-NAME.slice`
 (limits set with `systemctl set-property --runtime`, removed with `systemctl stop` and
-`systemctl revert`), runc and crun make their containers' scopes through systemd
-(`--systemd-cgroup`, cgroupsPath `SLICE:vb:NAME`), and Docker and Podman take the slice's
-name as `--cgroup-parent` when their driver is systemd (the driver rejects a path).
+`systemctl revert`), runc, crun and containerd make their containers' scopes through systemd
+(`--systemd-cgroup`, cgroupsPath `SLICE:vb:NAME`), LXC's monitor runs as a delegated transient
+service `vb-NAME.service` whose cgroup LXC divides (`lxc.cgroup.relative`), and Docker and
+Podman take the slice's name as `--cgroup-parent` when their driver is systemd (the driver
+rejects a path).
 
 Without systemd (these development machines, minimal guests, containers), or on a cgroup v1
 or hybrid hierarchy, cgroups stay plain directories from the hierarchy's root, as before.
@@ -88,10 +90,9 @@ def remove(relative: str) -> list[str]:
     unit = unit_of(relative)
     if unit is None:
         return []
-    active = proc.run(["systemctl", "is-active", unit], timeout=30, check=False).stdout.strip()
-    proc.run(["systemctl", "stop", unit], timeout=120, check=False)
+    ran = stop_unit(unit)
     proc.run(["systemctl", "revert", unit], timeout=60, check=False)
-    return [f"slice {unit}"] if active in ("active", "activating", "deactivating") else []
+    return [f"slice {unit}"] if ran else []
 
 
 def scope_path(parent: str | None, name: str) -> tuple[str, str]:
@@ -105,10 +106,32 @@ def scope_path(parent: str | None, name: str) -> tuple[str, str]:
     return f"{unit}:{UNIT_PREFIX}:{name}", f"{base}/{UNIT_PREFIX}-{name}.scope"
 
 
+def service_argv(parent: str | None, name: str, argv: list[str]) -> tuple[list[str], str]:
+    """(systemd-run argv running `argv` as the transient service vb-NAME.service with its cgroup
+    delegated, in virtbench.slice or the parent's slice; the relative cgroup it gets): how a
+    container manager that makes its own cgroups (LXC's monitor) goes by systemd's rules, as
+    Debian's lxc@.service does (Type=simple, Delegate=yes, KillMode=mixed)."""
+    unit = unit_of(parent) if parent else SLICE
+    if unit is None:
+        raise VirtbenchError(f"cgroup parent {parent!r} is not a slice, but systemd makes this host's cgroups",
+                             "make parents with slices.parent_path")
+    service = f"{UNIT_PREFIX}-{name}.service"
+    base = parent.strip("/") if parent else SLICE
+    return (["systemd-run", "--quiet", "--collect", f"--unit={service}", f"--slice={unit}",
+             "--property=Delegate=yes", "--property=KillMode=mixed", "--", *argv], f"{base}/{service}")
+
+
+def stop_unit(unit: str) -> bool:
+    """Stop a unit of ours (systemd kills what is left in its cgroup and removes it); whether it ran."""
+    active = proc.run(["systemctl", "is-active", unit], timeout=30, check=False).stdout.strip()
+    proc.run(["systemctl", "stop", unit], timeout=120, check=False)
+    return active in ("active", "activating", "deactivating", "reloading")
+
+
 def leftovers() -> list[str]:
-    """virtbench's slices and scopes systemd still has (for cleanup and tests)."""
+    """virtbench's slices, scopes and services systemd still has (for cleanup and tests)."""
     r = proc.run(["systemctl", "list-units", "--all", "--plain", "--no-legend", "virtbench*.slice",
-                  f"{UNIT_PREFIX}-*.scope"], timeout=60, check=False)
+                  f"{UNIT_PREFIX}-*.scope", f"{UNIT_PREFIX}-*.service"], timeout=60, check=False)
     return [line.split()[0] for line in r.stdout.splitlines() if line.split()]
 
 

@@ -83,8 +83,10 @@ def start(store: Store, campaign: Campaign, paths: Paths, *, source: str = "",
           cgroup_parent: str | None = None) -> Outcome:
     """Validate, probe, build, record the run, then execute it.
 
-    left_out: platforms a generated campaign (the quick one) did not include, each with the
-    reason and the fix, stored in the run's provenance so reports can say why they are missing.
+    left_out: given for a generated campaign (the quick one): the platforms it did not include,
+    each with the reason and the fix; a platform that then fails its probe or setup joins them
+    and the run goes on without it (prepare). Stored in the run's provenance so reports can say
+    why they are missing. None (a campaign file): such a failure stops the run.
     cgroup_parent: a cgroup every instance of a confinable platform is placed under (the
     self-test's CPU priority parent); the others run where virtbench runs."""
     run_id = run_id or new_run_id()
@@ -104,7 +106,9 @@ def start(store: Store, campaign: Campaign, paths: Paths, *, source: str = "",
     session = build_objects(campaign, paths)
     for platform in session.platforms.values():
         platform.cgroup_parent = cgroup_parent if platform.confinable else None
-    prepare(session, log=reporter.log)
+    left_out = None if left_out is None else list(left_out)
+    prepare(session, log=reporter.log, left_out=left_out)
+    campaign = session.campaign  # without the platforms left out at setup
     seed = campaign.seed if campaign.seed is not None else random.SystemRandom().randrange(2**31)
     details = _run_details(store, session)
     if left_out:

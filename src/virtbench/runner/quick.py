@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Campaign, parse_campaign
+from ..errors import UnavailableError
 from ..platforms import slices
 from ..platforms.base import Paths
 from ..registry import PLATFORMS
@@ -85,13 +86,29 @@ def kvm_guest(paths: Paths) -> tuple[dict[str, Any] | None, dict[str, str] | Non
     if missing:
         return None, {"platform": "kvm (qemu)", "reason": f"no VM: {missing[0]} is not installed", "fix": fix}
     verdict = cls(KVM_GUEST["name"], cls.Options(), paths).verdict()  # type: ignore[attr-defined]  # qemu's own
-    if verdict.kvm:
+    if verdict.booted_linux:
         return {**KVM_GUEST, "vcpus": min(2, os.cpu_count() or 1)}, None
+    if verdict.kvm:  # the guest's setup boots Linux under KVM; a stub that ran proves less
+        return None, {"platform": "kvm (qemu)",
+                      "reason": "no VM: KVM ran a firmware stub guest, but no kernel is at hand to boot a Linux "
+                                "test guest as the VM's own setup does (none in /boot, no cached VM disk); left "
+                                "out on doubt (in a VM of a VM a stub runs and Linux may hang)",
+                      "fix": f"apt-get install {_kernel_package()} (a kernel in /boot for the KVM check), "
+                             "or run a campaign with a qemu platform (accel: auto) once to cache a VM disk"}
     return None, {"platform": "kvm (qemu)",
                   "reason": f"no VM: KVM does not work here ({verdict.reason}); a TCG guest would measure "
                             "an emulator (10-50x slower), not the cost of virtualization",
                   "fix": "run on bare metal or a VM with nested virtualization for a KVM guest; "
                          "a campaign file can still declare a qemu platform with accel: tcg"}
+
+
+def _kernel_package() -> str:
+    """The Debian kernel package the VM disks boot on this host's architecture."""
+    from ..images.arch import host_arch
+    from ..images.vmdisk import KERNEL_PACKAGES
+
+    arch = host_arch()
+    return KERNEL_PACKAGES.get(arch, f"linux-image-{arch}")
 
 
 def _which(binary: str) -> bool:
@@ -122,6 +139,10 @@ def quick_campaign(paths: Paths, log: Callable[[str], None] = lambda _m: None,
             left_out.append(why)
     for out in left_out:
         log(f"skipping {out['platform']}: {out['reason']}" + (f" (fix: {out['fix']})" if out["fix"] else ""))
+    if "native" not in platforms:  # the baseline every verdict is relative to
+        v = verdicts["native"]
+        raise UnavailableError(f"the quick campaign compares every platform with native (bare metal), which "
+                               f"cannot run here: {v.reason}", v.fix or "see `virtbench doctor`")
     return QuickPlan(_campaign(platforms, repetitions, warmups, adaptive, probes), left_out)
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from .. import host as hostfacts
 from ..benchmarks.base import Benchmark
-from ..config import Campaign
-from ..errors import InputError, UnavailableError
+from ..config import Campaign, parse_campaign
+from ..errors import InputError, UnavailableError, VirtbenchError, disk_full
 from ..executor import Outside
 from ..images import build as images
 from ..images.image import Image
@@ -105,8 +105,14 @@ def refuse_undelegated(host: str, session: Session, controllers: str | None = No
                              f"cannot be limited", UNDELEGATED_FIX)
 
 
-def check_available(session: Session, log: Callable[[str], None] = lambda _m: None) -> None:
-    """Probe what runs on this host; a stacked platform's runtime runs in its VM instead."""
+LeftOut = list[dict[str, str]]
+"""{platform, reason, fix} of each platform a generated campaign goes on without."""
+
+
+def check_available(session: Session, log: Callable[[str], None] = lambda _m: None,
+                    left_out: LeftOut | None = None) -> None:
+    """Probe what runs on this host; a stacked platform's runtime runs in its VM instead.
+    left_out: see prepare."""
     on_host = {n: p for n, p in session.platforms.items() if outer_of(session, n) is None}
     types = sorted({p.type for p in on_host.values()})
     refuse_unlimited_memory(socket.gethostname(), memory_limited(session))
@@ -114,9 +120,35 @@ def check_available(session: Session, log: Callable[[str], None] = lambda _m: No
     session.availability = probe_types(types, session.paths, log)
     for name, platform in on_host.items():
         verdict = session.availability[platform.type]
-        if not verdict.available:
-            raise UnavailableError(f"platform {name!r} ({platform.type}) is not available here: {verdict.reason}",
-                                   verdict.fix or "remove it from the campaign (see `virtbench doctor`)")
+        if verdict.available:
+            continue
+        error = UnavailableError(f"platform {name!r} ({platform.type}) is not available here: {verdict.reason}",
+                                 verdict.fix or "remove it from the campaign (see `virtbench doctor`)")
+        if left_out is None or name == session.campaign.baseline:
+            raise error
+        leave_out(session, name, verdict.reason, verdict.fix, left_out, log)
+
+
+def leave_out(session: Session, name: str, reason: str, fix: str, left_out: LeftOut,
+              log: Callable[[str], None] = lambda _m: None) -> None:
+    """Go on without platform `name` (and whatever is stacked in it): out of the session and of
+    the campaign the run stores (so a resume does not bring it back), into left_out with why."""
+    gone = {name} | {n for n in session.platforms if session.campaign.platform(n).inside == name}
+    data = session.campaign.model_dump(mode="json")
+    data["platforms"] = [p for p in data["platforms"] if p["name"] not in gone]
+    session.campaign = parse_campaign(data, f"campaign {session.campaign.name!r} without {name}")
+    for n in sorted(gone):
+        session.platforms.pop(n, None)
+        left_out.append({"platform": n, "reason": reason if n == name else f"inside {name}: {reason}",
+                         "fix": fix or ""})
+        log(f"skipping {n}: {left_out[-1]['reason']}" + (f" (fix: {fix})" if fix else ""))
+
+
+def _setup_failure(exc: Exception) -> tuple[str, str]:
+    """A platform's failed setup as (reason, fix)."""
+    if isinstance(exc, VirtbenchError):
+        return f"setup failed: {exc.message}", exc.fix or ""
+    return f"setup failed: {type(exc).__name__}: {exc}", ""
 
 
 def image_recipe(campaign: Campaign) -> images.Recipe:
@@ -157,20 +189,31 @@ def _benchmarks_in(recipe: images.Recipe) -> set[str]:
 
 
 def prepare(session: Session, *, cache: Path = images.DEFAULT_CACHE,
-            log: Callable[[str], None] = lambda _m: None) -> None:
-    """Check the probes, probe the platforms, build the image, and make it known to each runtime."""
+            log: Callable[[str], None] = lambda _m: None, left_out: LeftOut | None = None) -> None:
+    """Check the probes, probe the platforms, build the image, and make it known to each runtime.
+
+    left_out: given for a generated campaign (the quick one, which nobody wrote): a platform
+    that fails its probe or its setup is left out with the reason, added to the list, and the
+    run goes on without it (not the baseline). None: it stops the run, since a campaign file
+    names exactly what its author wants measured."""
     from .probing import check_probes
 
     check_probes(session.probes)
-    check_available(session, log)
+    check_available(session, log, left_out)
     for name, platform in session.platforms.items():
         if (outer := outer_of(session, name)) is not None:
             outer.accept_inner(platform)
     session.image = images.build(with_platform_packages(image_recipe(session.campaign), session.platforms.values()),
                                  cache, log=log)
-    for name, platform in session.platforms.items():
-        if outer_of(session, name) is None:  # stacked ones are prepared in each fresh VM
+    for name, platform in list(session.platforms.items()):
+        if name not in session.platforms or outer_of(session, name) is not None:
+            continue  # left out with its VM; stacked ones are prepared in each fresh VM
+        try:
             platform.prepare(session.image)
+        except Exception as exc:
+            if left_out is None or name == session.campaign.baseline or disk_full(exc):
+                raise
+            leave_out(session, name, *_setup_failure(exc), left_out, log)
 
 
 def tool_versions(session: Session) -> dict[str, str]:

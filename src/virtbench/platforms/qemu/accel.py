@@ -22,6 +22,8 @@ from .host import _rmtree
 
 KVM_CHECK_TIMEOUT = 20.0
 """Seconds a test guest may take under KVM before KVM is declared unusable here."""
+BOOT = Path("/boot")
+"""Where the host's own kernels are (vmlinuz-*): one the KVM check can boot when no VM disk is cached."""
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,12 @@ class AccelVerdict:
     kvm: bool
     reason: str
     tested: str
+
+    @property
+    def booted_linux(self) -> bool:
+        """KVM ran a Linux test guest to the end of its init, as a VM's own check does; a
+        firmware stub alone proves less (on a VM of a VM the stub may run and Linux hang)."""
+        return self.kvm and self.tested.startswith("Linux")
 
 
 def _boot_id() -> str:
@@ -124,14 +132,18 @@ def try_kernel(arch: str, kernel: Path, workdir: Path, timeout: float = KVM_CHEC
     return f"a test guest ({_kernel_desc(kernel)}) exited without reaching the end of kernel init", seconds
 
 
-def probe_kernel() -> Path | None:
-    """A kernel for the KVM check when no image is at hand: a cached VM disk's, or the host's."""
-    from ...images.build import DEFAULT_CACHE
+def probe_kernel(cache: Path | None = None, boot: Path | None = None) -> Path | None:
+    """A kernel for the KVM check when no image is at hand: a cached VM disk's (the kernel a
+    VM boots), else the host's own in /boot; None on a fresh machine without either.
+    cache, boot: the image cache and the boot directory (None: images.build.DEFAULT_CACHE, BOOT)."""
+    from ...images import build
 
-    found = sorted(DEFAULT_CACHE.glob("*/vm/*/vmlinuz"), key=lambda p: p.stat().st_mtime, reverse=True) \
-        if DEFAULT_CACHE.is_dir() else []
+    cache = build.DEFAULT_CACHE if cache is None else cache
+    boot = BOOT if boot is None else boot
+    found = sorted(cache.glob("*/vm/*/vmlinuz"), key=lambda p: p.stat().st_mtime, reverse=True) \
+        if cache.is_dir() else []
     if not found:
-        found = sorted(Path("/boot").glob("vmlinuz-*"), reverse=True)
+        found = sorted(boot.glob("vmlinuz-*"), reverse=True)
     return found[0] if found else None
 
 

@@ -205,6 +205,9 @@ class Qemu(Platform):
 
     def _disk(self, image: Image, log=print) -> vmdisk.VMDisk:
         if image.recipe_hash not in self._disks:
+            if self.options.accel == "kvm":  # where KVM cannot even run a stub: say so before building a disk
+                self._verdict = accel_verdict(self.paths, None)
+                self.accel()
             disk = vmdisk.prepare(image, int(self.options.disk_headroom),
                                   inner_packages=qemu_stack.inner_packages(self._inner),
                                   stack=bool(self._inner), log=log)
