@@ -165,6 +165,28 @@ def test_progress_of_an_adaptive_run_counts_done_of_planned_never_over_100_perce
     assert f"{done}/{p['planned']}" in listed and f"{done}/{queries_expected(filled)}" not in listed
 
 
+def test_progress_of_a_running_run_has_an_eta_and_the_most_it_may_take(client, filled):
+    """Before: no ETA on the web (only the terminal's bar had one). The planned executions at the
+    rate since the run started; with adaptive rounds also the most it may take (its caps)."""
+    from datetime import timedelta
+
+    from virtbench.store.db import now
+
+    run = filled.run("r1")
+    assert client.get("/api/runs/r1/progress").json()["eta"] == ""  # finished: nothing left
+    filled.update_run("r1", status="running", started_at=now() - timedelta(minutes=10),
+                      campaign={**run.campaign, "repetitions": 8,
+                                "adaptive": {"max_repetitions": 16, "max_minutes": 60}})
+    p = client.get("/api/runs/r1/progress").json()
+    assert p["planned"] > p["executions"] > 0
+    rate = p["executions"] / 600
+    assert abs(p["eta_seconds"] - (p["planned"] - p["executions"]) / rate) <= 3
+    assert p["eta_seconds"] < p["eta_most_seconds"] <= 50 * 60 + p["cap"] / rate  # the 60 minutes bound it
+    assert re.fullmatch(r"ETA \d+:\d\d(:\d\d)?, at most \d+:\d\d(:\d\d)?", p["eta"])
+    page = client.get("/runs/r1").text
+    assert re.search(r'id="eta">ETA \d+:\d\d', page)
+
+
 def queries_expected(store) -> int:
     """What the store's run list says the run will record (the campaign's rounds only)."""
     from virtbench.web import queries
