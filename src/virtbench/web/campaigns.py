@@ -8,6 +8,7 @@ config.load_yaml (yaml.safe_load: no Python objects) parses it with the CLI's me
 """
 from __future__ import annotations
 
+import itertools
 import re
 import typing
 from collections.abc import Mapping, Sequence
@@ -21,6 +22,7 @@ from ..config import Campaign, load_yaml, parse_campaign
 from ..errors import InputError
 from ..experiments.registry import DEFAULT as DEFAULT_EXPERIMENT
 from ..experiments.registry import EXPERIMENTS
+from ..platforms.base import is_size, size_words
 from ..registry import BENCHMARKS, PLATFORMS
 from ..runner.execute import enqueue
 from ..runner.probing import require_consent
@@ -311,6 +313,106 @@ def from_form(model: dict[str, Any], allowed: Sequence[Path] = (), allow_meter: 
     data = to_mapping(model)
     campaign = from_mapping(data, FORM_SOURCE, allowed, allow_meter)
     return campaign, yaml.safe_dump(data, sort_keys=False)
+
+
+# -- a stored run's campaign as a file -----------------------------------------------------------
+def campaign_yaml(run: Any) -> str:
+    """The run's campaign as YAML a user can save and run: the text it was scheduled with, else
+    (a quick run) its stored campaign in the file's own form (file_form)."""
+    if run.campaign_source and run.campaign_source.strip():
+        return str(run.campaign_source)
+    return yaml.safe_dump(file_form(run.campaign or {}), sort_keys=False, allow_unicode=True, width=100)
+
+
+def file_form(stored: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored campaign (Campaign.model_dump) as a campaign file writes it: platform options
+    beside the name with sizes in binary units (1 GiB), benchmark parameters beside the name,
+    defaults and empty values left out. parse_campaign reads it back to the same campaign."""
+    defaults = {"description": "", "seed": None, "shuffle": True, "probes": [], "settings": {}, "hosts": [],
+                "parallel": True, "experiment": DEFAULT_EXPERIMENT}
+    out: dict[str, Any] = {}
+    for key, value in stored.items():
+        if key in defaults and value == defaults[key]:
+            continue
+        if key == "image":
+            value = {k: v for k, v in (value or {}).items() if v not in ("auto", "bookworm", [], None)}
+            if not value:
+                continue
+        elif key == "platforms":
+            value = [_platform_form(p) for p in value]
+        elif key == "benchmarks":
+            value = _benchmarks_form(value)
+        elif key == "settings":
+            key = str(stored.get("experiment", DEFAULT_EXPERIMENT))  # the kind's section under its name
+        out[key] = value
+    return out
+
+
+def _platform_form(p: Mapping[str, Any]) -> Any:
+    if not isinstance(p, Mapping) or not isinstance(p.get("options"), Mapping):
+        return p
+    fields = _fields(PLATFORMS, str(p.get("type")), "Options")
+    entry: dict[str, Any] = {"name": p["name"]}
+    if p.get("type") != p["name"]:
+        entry["type"] = p.get("type")
+    for k, v in p["options"].items():
+        entry[k] = size_words(v) if isinstance(v, int) and k in fields and is_size(fields[k]) else v
+    entry.update({k: p[k] for k in ("inside", "image") if p.get(k) is not None})
+    return entry if len(entry) > 1 or entry["name"] != p.get("type") else p["name"]
+
+
+def _benchmarks_form(entries: Sequence[Any]) -> list[Any]:
+    """Parameters beside the name; the points of one sweep (consecutive, the same swept names)
+    back into one entry with its `sweep:` lists, which parse_campaign expands to the same points
+    and keys (a variant's key is derived from its parameters again)."""
+    out: list[Any] = []
+    i = 0
+    while i < len(entries):
+        b = entries[i]
+        if not isinstance(b, Mapping) or not isinstance(b.get("params"), Mapping):
+            out.append(b)
+            i += 1
+            continue
+        swept = tuple(b.get("sweep") or ())
+        j = i + 1
+        while swept and j < len(entries) and isinstance(entries[j], Mapping) and \
+                entries[j].get("name") == b["name"] and tuple(entries[j].get("sweep") or ()) == swept:
+            j += 1
+        group = entries[i:j]
+        entry = {"name": b["name"], **b["params"]}
+        if b.get("instances") is not None:
+            entry["instances"] = b["instances"]
+        if swept:
+            every = [{**g["params"], "instances": g.get("instances")} for g in group]
+            lists = {k: list(dict.fromkeys(e.get(k) for e in every)) for k in swept}
+            fixed = {k: v for k, v in entry.items() if k not in swept}
+            points = [dict(zip(lists, combo)) for combo in itertools.product(*lists.values())]
+            if points != [{k: e.get(k) for k in swept} for e in every] or \
+                    any({k: v for k, v in e.items() if k not in swept and v is not None} !=
+                        {k: v for k, v in fixed.items() if k != "name"} for e in every):
+                out.extend({k: v for k, v in g.items() if v not in (None, [])} for g in group)  # kept as stored
+                i = j
+                continue
+            entry = {**fixed, "sweep": lists}
+        out.append(entry if len(entry) > 1 else b["name"])
+        i = j
+    return out
+
+
+def _fields(registry: Any, name: str, attr: str) -> dict[str, Any]:
+    try:
+        return dict(getattr(registry.get(name), attr).model_fields)
+    except InputError:
+        return {}
+
+
+def again(store: Store, run: Any, allowed: Sequence[Path], allow_meter: bool, limit: int) -> str:
+    """Queue a run's campaign again, validated exactly as a scheduled one (from_yaml); the new
+    run goes to the host the old one was pinned to."""
+    text = campaign_yaml(run)
+    campaign, text = from_yaml(text, f"run {run.id}'s campaign", max(limit, len(text.encode("utf-8")) + 1),
+                               allowed, allow_meter)
+    return schedule(store, campaign, text, run.target_host)
 
 
 def schedule(store: Store, campaign: Campaign, source: str, target_host: str | None = None) -> str:

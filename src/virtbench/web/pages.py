@@ -152,6 +152,7 @@ def run_page(request: Request, run_id: str = RUN_ID) -> HTMLResponse:
     if prog["executions"]:
         report = {"sections": _sections(results.full_report(store, request.app.state.cache, run.id))}
     return render(request, "run.html", title=f"Run {run.name}", run=run, progress=prog, report=report,
+                  campaign_yaml=campaigns.campaign_yaml(run),
                   executions=queries.executions(store, run.id, limit=300), downloads=downloads.available(run.id),
                   active=run.status in queries.ACTIVE)
 
@@ -162,6 +163,18 @@ async def cancel_form(request: Request, run_id: str = RUN_ID) -> Response:
     check_form_write(request, str(form.get("csrf", "")))
     api.cancel_run(store_of(request), run_id)
     return RedirectResponse(f"/runs/{quote(run_id)}", status_code=303)
+
+
+@router.post("/runs/{run_id}/again")
+async def again_form(request: Request, run_id: str = RUN_ID) -> Response:
+    """Run again: the page's YAML validated as a new campaign (api.run_again), then its page."""
+    form = await request.form(max_files=0, max_fields=20)
+    check_form_write(request, str(form.get("csrf", "")))
+    try:
+        new_id = api.run_again(request, run_id)
+    except InputError as exc:
+        return error_page(request, 403 if isinstance(exc, hostpaths.PathNotAllowed) else 400, exc.message, exc.fix)
+    return RedirectResponse(f"/runs/{quote(new_id)}", status_code=303)
 
 
 @router.post("/runs/{run_id}/delete")
