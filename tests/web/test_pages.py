@@ -207,3 +207,15 @@ def test_killed_run_can_be_cancelled_and_deleted_through_pages(client, filled):
     assert client.post("/runs/stuck/delete", data={"csrf": "wrong"}, follow_redirects=False).status_code == 403
     assert client.post("/runs/stuck/delete", data={"csrf": csrf}, follow_redirects=False).status_code == 303
     assert client.get("/runs/stuck").status_code == 404
+
+
+def test_run_page_shows_headline_warnings_and_charts(client):
+    """#29: the run page has the report's headline first, its warnings and its charts (the one
+    report model every renderer shows, report/layout.py)."""
+    page = client.get("/runs/r1").text
+    sections = re.findall(r'<h3 id="([a-z_]+)">', page)
+    assert sections[0] == "headline" and {"warnings", "charts", "results"} <= set(sections)
+    charts = page.split('<h3 id="charts">', 1)[1].split("<h3 ", 1)[0]
+    assert charts.count("<svg") >= 2
+    warnings = page.split('<h3 id="warnings">', 1)[1].split("<h3 ", 1)[0]
+    assert "drift" in warnings  # r1's docker drifts (helpers.fill)
