@@ -116,17 +116,17 @@ def test_a_worker_host_without_facts_yet_shows(client, filled):
 
 
 def test_list_parameters_are_comma_separated():
-    from virtbench.web import campaigns
+    from virtbench.web import forms
 
-    botan = next(b for b in campaigns.catalog()["benchmarks"] if b["name"] == "botan")
+    botan = next(b for b in forms.catalog()["benchmarks"] if b["name"] == "botan")
     algorithms = next(p for p in botan["params"] if p["name"] == "algorithms")
     assert algorithms["kind"] == "list" and "AES-256" in algorithms["choices"]
-    model = campaigns.default_form()
+    model = forms.default_form()
     model["name"] = "lists"
     for row in model["benchmarks"]:
         if row["name"] == "botan":
             row["use"], row["param"] = True, {"algorithms": "AES-128, Twofish", "msec": "200"}
-    campaign, text = campaigns.from_form(model)
+    campaign, text = forms.from_form(model)
     [b] = campaign.benchmarks
     assert b.params == {"algorithms": ["AES-128", "Twofish"], "msec": 200} and "Twofish" in text
 

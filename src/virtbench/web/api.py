@@ -19,7 +19,7 @@ from .. import __version__
 from ..errors import InputError
 from ..report import summary
 from ..store import queue
-from . import cache, campaigns, downloads, hostpaths, queries, results
+from . import cache, campaigns, downloads, forms, hostpaths, queries, results
 from .security import require_api_write, require_read
 
 RUN_ID = Path(..., pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", description="a run id, e.g. 20240611-120000-ab12")
@@ -131,7 +131,7 @@ def hosts(request: Request) -> list[dict[str, Any]]:
 
 @router.get("/catalog", summary="Platform types with options, benchmarks with parameters and metrics")
 def catalog(request: Request) -> dict[str, Any]:
-    return {**campaigns.catalog(), "availability": queries.platform_availability(store_of(request))}
+    return {**forms.catalog(), "availability": queries.platform_availability(store_of(request))}
 
 
 @router.get("/runs", summary="Runs, newest first")

@@ -19,7 +19,7 @@ from .. import __version__
 from ..errors import InputError
 from ..report import summary
 from ..report.model import Report
-from . import api, campaigns, downloads, hostpaths, queries, results, svg
+from . import api, campaigns, downloads, forms, hostpaths, queries, results, svg
 from .security import (
     LOGIN_COOKIE,
     SESSION_COOKIE,
@@ -247,7 +247,7 @@ def before_after_page(request: Request, a: str = Query("", max_length=64),
 def _schedule_page(request: Request, model: dict[str, Any], error: InputError | None = None,
                    yaml_text: str = "", code: int = 200) -> HTMLResponse:
     store = store_of(request)
-    cat = campaigns.catalog()
+    cat = forms.catalog()
     return render(request, "schedule.html", code, title="Schedule", model=model, error=error, catalog=cat,
                   ptypes={p["type"]: p for p in cat["platforms"]}, btypes={b["name"]: b for b in cat["benchmarks"]},
                   availability=queries.platform_availability(store),
@@ -258,7 +258,7 @@ def _schedule_page(request: Request, model: dict[str, Any], error: InputError | 
 @router.get("/schedule", response_class=HTMLResponse)
 def schedule_page(request: Request) -> HTMLResponse:
     require_read(request)
-    return _schedule_page(request, campaigns.default_form())
+    return _schedule_page(request, forms.default_form())
 
 
 @router.post("/schedule")
@@ -267,7 +267,7 @@ async def schedule_submit(request: Request) -> Response:
     form = await request.form(max_files=1, max_fields=600, max_part_size=settings.max_campaign_bytes + 1)
     check_form_write(request, str(form.get("csrf", "")))
     mode = str(form.get("mode", "form"))
-    model = campaigns.parse_form({k: v for k, v in form.items() if isinstance(v, str)})
+    model = forms.parse_form({k: v for k, v in form.items() if isinstance(v, str)})
     yaml_text = str(form.get("campaign_yaml", "") or "")
     try:
         if mode == "yaml":
@@ -281,7 +281,7 @@ async def schedule_submit(request: Request) -> Response:
             campaign, text = campaigns.from_yaml(yaml_text, source, settings.max_campaign_bytes,
                                                  settings.allowed_paths, settings.allow_meter)
         else:
-            campaign, text = campaigns.from_form(model, settings.allowed_paths, settings.allow_meter)
+            campaign, text = forms.from_form(model, settings.allowed_paths, settings.allow_meter)
     except InputError as exc:
         code = 403 if isinstance(exc, hostpaths.PathNotAllowed) else 400
         return _schedule_page(request, model, exc, yaml_text if len(yaml_text) < 20000 else "", code)
