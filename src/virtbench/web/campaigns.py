@@ -106,7 +106,7 @@ def file_form(stored: Mapping[str, Any]) -> dict[str, Any]:
     """A stored campaign (Campaign.model_dump) as a campaign file writes it: platform options
     beside the name with sizes in binary units (1 GiB), benchmark parameters beside the name,
     defaults and empty values left out. parse_campaign reads it back to the same campaign."""
-    defaults = {"description": "", "seed": None, "shuffle": True, "probes": [], "settings": {}, "hosts": [],
+    defaults: dict[str, Any] = {"description": "", "seed": None, "shuffle": True, "probes": [], "settings": {}, "hosts": [],
                 "parallel": True, "experiment": DEFAULT_EXPERIMENT}
     out: dict[str, Any] = {}
     for key, value in stored.items():

@@ -15,21 +15,29 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from ..config import Campaign, load_yaml
+from ..config import Adaptive, Campaign, load_yaml
 from ..errors import InputError
 from ..experiments.registry import DEFAULT as DEFAULT_EXPERIMENT
 from ..experiments.registry import EXPERIMENTS
-from ..registry import BENCHMARKS, PLATFORMS
+from ..images.build import RELEASES
+from ..images.profiles import PROFILES
+from ..platforms.base import is_size, parse_size, size_words
+from ..registry import BENCHMARKS, PLATFORMS, PROBES
 from .campaigns import FORM_SOURCE, check_yaml_shape, from_mapping, plugin_fields
 
 SECTION_RE = re.compile(r"^x\.([a-z][a-z0-9_-]{0,31})\.([A-Za-z_][A-Za-z0-9_]{0,63})$")
+ADAPTIVE_RE = re.compile(r"^adaptive\.([a-z_]{1,32})$")
+PROBE_RE = re.compile(r"^probe\.([a-z][a-z0-9_-]{0,31})$")
 ROW_RE = re.compile(r"^(p|b)(\d{1,3})\.(use|name|type|opt|param)(?:\.([A-Za-z_][A-Za-z0-9_]{0,63}))?$")
 
 
 def field_kind(annotation: Any) -> tuple[str, list[str]]:
     """('select', choices) for Literal and bool fields, ('list', choices) for list/tuple fields
-    (typed comma-separated), ('text', []) otherwise."""
+    (typed comma-separated, also when optional: `tuple[...] | None`), ('text', []) otherwise."""
     args = typing.get_args(annotation)
+    inner = [a for a in args if a is not type(None)]
+    if type(None) in args and len(inner) == 1:
+        return field_kind(inner[0])
     if typing.get_origin(annotation) in (list, tuple, set, frozenset):
         inner = [a for a in args if typing.get_origin(a) is typing.Literal]
         return "list", [str(v) for v in typing.get_args(inner[0])] if inner else []
@@ -55,6 +63,8 @@ def fields_of(model: type[BaseModel]) -> list[dict[str, Any]]:
             default = yaml.safe_dump(default, default_flow_style=True, width=10**6).strip() if default else ""
         else:
             default = f.default if f.default is not None and not callable(f.default) else ""
+        if is_size(f) and isinstance(default, int) and not isinstance(default, bool):
+            default = size_words(default)  # 1 GiB, not 1073741824 (typed back the same way)
         if isinstance(default, bool):
             default = str(default).lower()
         elif isinstance(default, (list, tuple, set, frozenset)):
@@ -80,7 +90,11 @@ def catalog() -> dict[str, Any]:
     experiments = [{"name": name, "description": cls.description, "uses_benchmarks": cls.uses_benchmarks,
                     "baseline": cls.default_baseline, "fields": fields_of(cls.Section) if cls.Section else []}
                    for name, cls in EXPERIMENTS.items()]
-    return {"platforms": platforms, "benchmarks": benchmarks, "experiments": experiments}
+    return {"platforms": platforms, "benchmarks": benchmarks, "experiments": experiments,
+            "adaptive": fields_of(Adaptive), "probes": [{"name": n, "description": c.description}
+                                                        for n, c in PROBES.items()],
+            "profiles": field_kind(Campaign.model_fields["profile"].annotation)[1],
+            "image_profiles": ["auto", *PROFILES], "releases": list(RELEASES)}
 
 
 def default_form() -> dict[str, Any]:
@@ -88,21 +102,66 @@ def default_form() -> dict[str, Any]:
     cat = catalog()
     return {"name": "", "description": "", "baseline": "", "repetitions": "5", "warmups": "1", "seed": "",
             "shuffle": True, "profile": "auto", "target_host": "", "experiment": DEFAULT_EXPERIMENT, "hosts": "",
+            "bench_profile": "quick", "release": "", "parallel": True, "probes": [], "adaptive": {"use": False},
             "section": {e["name"]: {} for e in cat["experiments"]},
             "platforms": [{"use": p["type"] == "native", "name": p["type"], "type": p["type"], "opt": {}}
                           for p in cat["platforms"]],
             "benchmarks": [{"use": False, "name": b["name"], "param": {}} for b in cat["benchmarks"]]}
 
 
+def quick_form(availability: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The quick comparison (`virtbench run --quick`) as the form: its benchmarks, rounds and
+    adaptive rule, its platforms ticked where a worker's probe found them available (native
+    always), and its KVM guest as a qemu row to tick where KVM runs guests."""
+    from ..runner.quick import ADAPTIVE, KVM_GUEST, QUICK_BENCHMARKS, QUICK_PLATFORMS, REPETITIONS, WARMUPS
+
+    model = default_form()
+    model.update(name="quick", baseline="native", repetitions=str(REPETITIONS), warmups=str(WARMUPS),
+                 adaptive={"use": True, **{k: _text(v) for k, v in ADAPTIVE.items()}})
+    for row in model["platforms"]:
+        if row["type"] in QUICK_PLATFORMS:
+            found = availability.get(row["type"], {}).values()
+            row["use"] = row["type"] == "native" or any(v.get("available") for v in found)
+        elif row["type"] == KVM_GUEST["type"]:
+            row["name"] = KVM_GUEST["name"]
+            row["opt"] = {k: size_words(parse_size(v)) if k == "memory" else _text(v)
+                          for k, v in KVM_GUEST.items() if k not in ("name", "type")}
+    order = [b["name"] for b in QUICK_BENCHMARKS]
+    model["benchmarks"].sort(key=lambda row: order.index(row["name"]) if row["name"] in order else len(order))
+    for row in model["benchmarks"]:
+        given = next((b for b in QUICK_BENCHMARKS if b["name"] == row["name"]), None)
+        if given:
+            row["use"], row["param"] = True, {k: _text(v) for k, v in given.items() if k != "name"}
+    return model
+
+
+def _text(value: Any) -> str:
+    """A campaign value as the form shows it: lists comma-separated, booleans lower-case."""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_text(v) for v in value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def parse_form(form: Mapping[str, str]) -> dict[str, Any]:
     """The submitted form as the form model (values as typed, so a refused form is shown again)."""
     model: dict[str, Any] = {k: str(form.get(k, "")).strip() for k in ("name", "description", "baseline", "repetitions",
-                                                       "warmups", "seed", "profile", "target_host", "hosts")}
+                                                       "warmups", "seed", "profile", "target_host", "hosts",
+                                                       "bench_profile", "release")}
     model["experiment"] = str(form.get("experiment", "") or DEFAULT_EXPERIMENT).strip()
     model["shuffle"] = form.get("shuffle") in ("on", "true", "1")
+    model["parallel"] = form.get("sequential") not in ("on", "true", "1")  # unticked: the file's default
+    model["adaptive"] = {"use": form.get("adaptive.use") in ("on", "true", "1")}
+    model["probes"] = []
     model["section"] = {name: {} for name in EXPERIMENTS.names()}
     rows: dict[tuple[str, int], dict[str, Any]] = {}
     for key, value in form.items():
+        a, probe = ADAPTIVE_RE.match(key), PROBE_RE.match(key)
+        if a and a.group(1) != "use":
+            model["adaptive"][a.group(1)] = str(value).strip()
+            continue
+        if probe and value in ("on", "true", "1"):
+            model["probes"].append(probe.group(1))
+            continue
         x = SECTION_RE.match(key)
         if x and x.group(1) in model["section"]:
             model["section"][x.group(1)][x.group(2)] = str(value).strip()
@@ -138,8 +197,15 @@ def to_mapping(model: dict[str, Any]) -> dict[str, Any]:
         if model.get(key) not in (None, ""):
             data[key] = _scalar(model[key])
     data["shuffle"] = bool(model.get("shuffle"))
-    if model.get("profile") and model["profile"] != "auto":
-        data["image"] = {"profile": model["profile"]}
+    image = {k: model[f] for k, f in (("profile", "profile"), ("release", "release"))
+             if model.get(f) and model[f] != "auto"}
+    if image:
+        data["image"] = image
+    adaptive = model.get("adaptive") or {}
+    if adaptive.get("use"):
+        data["adaptive"] = {k: _scalar(v) for k, v in adaptive.items() if k != "use" and v != ""}
+    if model.get("bench_profile"):
+        data["profile"] = model["bench_profile"]
     data["platforms"] = []
     for row in model["platforms"]:
         if row.get("use"):
@@ -165,8 +231,12 @@ def to_mapping(model: dict[str, Any]) -> dict[str, Any]:
     section = _section(kind, model.get("section", {}).get(kind, {}))
     if section:
         data[kind] = section
+    if model.get("probes"):
+        data["probes"] = list(model["probes"])
     if model.get("hosts"):
         data["hosts"] = _hosts(model["hosts"])
+        if not model.get("parallel", True):
+            data["parallel"] = False
     return data
 
 

@@ -245,10 +245,11 @@ def before_after_page(request: Request, a: str = Query("", max_length=64),
 
 # -- schedule -------------------------------------------------------------------------------------
 def _schedule_page(request: Request, model: dict[str, Any], error: InputError | None = None,
-                   yaml_text: str = "", code: int = 200) -> HTMLResponse:
+                   yaml_text: str = "", code: int = 200, preset: str = "") -> HTMLResponse:
     store = store_of(request)
     cat = forms.catalog()
     return render(request, "schedule.html", code, title="Schedule", model=model, error=error, catalog=cat,
+                  preset=preset,
                   ptypes={p["type"]: p for p in cat["platforms"]}, btypes={b["name"]: b for b in cat["benchmarks"]},
                   availability=queries.platform_availability(store),
                   hosts=queries.target_hosts(store), workers=queries.workers(store), yaml_text=yaml_text,
@@ -256,8 +257,12 @@ def _schedule_page(request: Request, model: dict[str, Any], error: InputError | 
 
 
 @router.get("/schedule", response_class=HTMLResponse)
-def schedule_page(request: Request) -> HTMLResponse:
+def schedule_page(request: Request, preset: str = Query("", pattern="^(quick)?$")) -> HTMLResponse:
+    """The form, empty or (preset=quick) filled with the quick comparison."""
     require_read(request)
+    if preset == "quick":
+        return _schedule_page(request, forms.quick_form(queries.platform_availability(store_of(request))),
+                              preset=preset)
     return _schedule_page(request, forms.default_form())
 
 
