@@ -59,3 +59,11 @@ def test_run_again_validates_like_scheduling(client, filled, auth):
     page = client.post(f"/runs/{first}/again", data={"csrf": csrf}, follow_redirects=False)
     assert page.status_code == 400 and "meter" in page.text
     assert len(filled.runs()) == before
+
+
+def test_run_again_keeps_the_size_limit_of_scheduling(client, filled, auth):
+    first = client.post("/api/runs", json={"campaign": CAMPAIGN}, headers=auth).json()["run_id"]
+    limit = client.app.state.settings.max_campaign_bytes
+    filled.update_run(first, campaign_source=yaml.safe_dump(CAMPAIGN) + "# " + "x" * limit + "\n")
+    r = client.post(f"/api/runs/{first}/again", headers=auth)
+    assert r.status_code == 400 and f"larger than {limit} bytes" in r.json()["detail"]

@@ -189,9 +189,7 @@ def plugin_fields(registry: Any, name: str, attr: str) -> dict[str, Any]:
 def again(store: Store, run: Any, allowed: Sequence[Path], allow_meter: bool, limit: int) -> str:
     """Queue a run's campaign again, validated exactly as a scheduled one (from_yaml); the new
     run goes to the host the old one was pinned to."""
-    text = campaign_yaml(run)
-    campaign, text = from_yaml(text, f"run {run.id}'s campaign", max(limit, len(text.encode("utf-8")) + 1),
-                               allowed, allow_meter)
+    campaign, text = from_yaml(campaign_yaml(run), f"run {run.id}'s campaign", limit, allowed, allow_meter)
     return schedule(store, campaign, text, run.target_host)
 
 
