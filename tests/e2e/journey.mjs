@@ -45,6 +45,18 @@ try {
   // schedule the quick campaign through the form
   await page.click("text=Schedule");
   await page.waitForURL(URL + "/schedule");
+  for (const id of ["#f-adaptive", "#f-adaptive-until", "#f-adaptive-max_minutes", "#f-probe-pressure",
+                    "#f-bench-profile", "#f-release"]) {
+    check(await page.locator(id).count() === 1, `schedule form has ${id}`);
+  }
+  const memory = await page.locator('tr.prow[data-type="qemu"] input[name$=".opt.memory"]').getAttribute("placeholder");
+  check(memory === "1 GiB", `sizes in binary units (qemu memory ${memory})`);
+  await page.click("#quick-preset");
+  await page.waitForURL(URL + "/schedule?preset=quick");
+  check(await page.locator('tr.brow[data-type="openssl"] input[type=checkbox]').isChecked() &&
+        await page.locator("#f-adaptive").isChecked(), "the quick comparison fills the form");
+  await shot("02a-quick-preset");
+  await page.goto(URL + "/schedule");
   await page.fill("#f-name", "e2e-quick");
   await page.fill("#f-repetitions", "2");
   await page.fill("#f-warmups", "0");
@@ -65,6 +77,10 @@ try {
   await page.waitForFunction(() => Number(document.querySelector("#progress-bar")?.value) >= 1,
     null, { timeout: 300000 });
   check(marker && await page.evaluate(() => window.__notReloaded === true), "progress advanced without a reload");
+  await page.waitForFunction(() => /ETA \d/.test(document.querySelector('[data-field="eta"]')?.textContent || "") ||
+    document.querySelector("#progress")?.dataset.status !== "running", null, { timeout: 300000 });
+  const eta = (await page.locator('[data-field="eta"]').textContent()).trim();
+  check(/^ETA \d+:\d\d/.test(eta), `ETA shown while running: "${eta}"`);
   const step = await page.locator('[data-field="step"]').textContent();
   check(/round|starting|stopping|preparing/.test(step), `live step shown: "${step.trim()}"`);
   await shot("03-running");
@@ -73,6 +89,11 @@ try {
     null, { timeout: 60000 });
   check((await page.locator('[data-field="counts"]').textContent()).trim() === "8/8", "all 8 executions done");
   check(await page.locator("table.results").count() >= 2, "results tables shown");
+  check(await page.locator("h3#headline").isVisible() && await page.locator("h3#warnings").isVisible(),
+        "headline and warnings shown");
+  check(await page.locator(".chart-box svg").count() >= 1, "charts drawn on the run page");
+  const yamlText = await page.locator("#campaign-yaml").textContent();
+  check(yamlText.includes("name: e2e-quick") && !yamlText.includes("{'"), "campaign shown as YAML");
   await shot("04-finished");
 
   // verify: every repetition, flags, raw output
@@ -102,6 +123,16 @@ try {
   await page.goto(URL + "/");
   check(await page.locator(".card.result", { hasText: "e2e-quick" }).count() === 1, "dashboard lists the result");
   await shot("08-dashboard-after");
+
+  // run it again: a new queued run of the same campaign (cancelled here: one measured run is enough)
+  await page.goto(runUrl);
+  await page.click("#run-again");
+  await page.waitForURL((u) => /\/runs\/[0-9]{8}-[0-9]{6}-[0-9a-f]{4}$/.test(u.toString()) && u.toString() !== runUrl);
+  check((await page.locator("#campaign-yaml").textContent()) === yamlText, "run again queued the same campaign");
+  await shot("09-run-again");
+  page.once("dialog", (d) => d.accept());
+  await page.click("#cancel");
+  await page.waitForLoadState();
 
   // logged out, nothing can be changed
   await page.click("header form button.link");

@@ -54,10 +54,11 @@ def test_runs_has_a_header_and_json(env):
     assert doc[0]["id"] == "r1" and doc[0]["status"] == "finished" and isinstance(doc[0]["platforms"], int)
 
 
-@pytest.mark.parametrize("args", [["runs"], ["report", "latest"], ["show"], ["compare", "a", "b"]])
+@pytest.mark.parametrize("args", [["runs"], ["report", "latest"], ["show"], ["compare", "a", "b"],
+                                  ["export", "latest", "-o", "{tmp}/out"]])
 def test_read_commands_do_not_create_a_missing_store(tmp_path, args):
     typo = tmp_path / "typo.db"
-    res = vb(*args, "--db", f"sqlite:///{typo}")
+    res = vb(*[a.format(tmp=tmp_path) for a in args], "--db", f"sqlite:///{typo}")
     assert refused(res) == f"no results store at {typo}: nothing was ever stored there" and not typo.exists()
 
 

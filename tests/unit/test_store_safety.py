@@ -54,8 +54,8 @@ def test_database_below_a_regular_file_is_one_line(tmp_path):
     (tmp_path / "afile").write_text("x")
     with pytest.raises(InputError, match="afile is a file, not a directory"):
         Store(f"sqlite:///{tmp_path / 'afile' / 'x.db'}")
-    # export opens (creates) the store; runs, report, show and compare refuse a missing one first (#29)
-    err = one_line_exit_2(vb("export", "--db", "sqlite:////etc/passwd/x.db"))
+    # cancel opens (creates) the store; runs, report, show, compare and export refuse a missing one first (#29)
+    err = one_line_exit_2(vb("cancel", "r1", "--db", "sqlite:////etc/passwd/x.db"))
     assert "/etc/passwd is a file" in err
 
 
@@ -88,7 +88,7 @@ def test_full_disk_when_opening_says_disk_full_with_the_free_space(full_disk):
     with pytest.raises(StoreError) as info:
         Store(f"sqlite:///{full_disk / 'r.db'}")
     assert info.value.message.startswith("disk full") and "free on its filesystem" in info.value.message
-    err = one_line_exit_2(vb("export", "--db", f"sqlite:///{full_disk / 'r2.db'}"))
+    err = one_line_exit_2(vb("cancel", "r1", "--db", f"sqlite:///{full_disk / 'r2.db'}"))
     assert "disk full" in err and "KiB free" in err and "permissions" not in err
 
 

@@ -116,17 +116,17 @@ def test_a_worker_host_without_facts_yet_shows(client, filled):
 
 
 def test_list_parameters_are_comma_separated():
-    from virtbench.web import campaigns
+    from virtbench.web import forms
 
-    botan = next(b for b in campaigns.catalog()["benchmarks"] if b["name"] == "botan")
+    botan = next(b for b in forms.catalog()["benchmarks"] if b["name"] == "botan")
     algorithms = next(p for p in botan["params"] if p["name"] == "algorithms")
     assert algorithms["kind"] == "list" and "AES-256" in algorithms["choices"]
-    model = campaigns.default_form()
+    model = forms.default_form()
     model["name"] = "lists"
     for row in model["benchmarks"]:
         if row["name"] == "botan":
             row["use"], row["param"] = True, {"algorithms": "AES-128, Twofish", "msec": "200"}
-    campaign, text = campaigns.from_form(model)
+    campaign, text = forms.from_form(model)
     [b] = campaign.benchmarks
     assert b.params == {"algorithms": ["AES-128", "Twofish"], "msec": 200} and "Twofish" in text
 
@@ -165,6 +165,28 @@ def test_progress_of_an_adaptive_run_counts_done_of_planned_never_over_100_perce
     assert f"{done}/{p['planned']}" in listed and f"{done}/{queries_expected(filled)}" not in listed
 
 
+def test_progress_of_a_running_run_has_an_eta_and_the_most_it_may_take(client, filled):
+    """Before: no ETA on the web (only the terminal's bar had one). The planned executions at the
+    rate since the run started; with adaptive rounds also the most it may take (its caps)."""
+    from datetime import timedelta
+
+    from virtbench.store.db import now
+
+    run = filled.run("r1")
+    assert client.get("/api/runs/r1/progress").json()["eta"] == ""  # finished: nothing left
+    filled.update_run("r1", status="running", started_at=now() - timedelta(minutes=10),
+                      campaign={**run.campaign, "repetitions": 8,
+                                "adaptive": {"max_repetitions": 16, "max_minutes": 60}})
+    p = client.get("/api/runs/r1/progress").json()
+    assert p["planned"] > p["executions"] > 0
+    rate = p["executions"] / 600
+    assert abs(p["eta_seconds"] - (p["planned"] - p["executions"]) / rate) <= 3
+    assert p["eta_seconds"] < p["eta_most_seconds"] <= 50 * 60 + p["cap"] / rate  # the 60 minutes bound it
+    assert re.fullmatch(r"ETA \d+:\d\d(:\d\d)?, at most \d+:\d\d(:\d\d)?", p["eta"])
+    page = client.get("/runs/r1").text
+    assert re.search(r'id="eta">ETA \d+:\d\d', page)
+
+
 def queries_expected(store) -> int:
     """What the store's run list says the run will record (the campaign's rounds only)."""
     from virtbench.web import queries
@@ -185,3 +207,15 @@ def test_killed_run_can_be_cancelled_and_deleted_through_pages(client, filled):
     assert client.post("/runs/stuck/delete", data={"csrf": "wrong"}, follow_redirects=False).status_code == 403
     assert client.post("/runs/stuck/delete", data={"csrf": csrf}, follow_redirects=False).status_code == 303
     assert client.get("/runs/stuck").status_code == 404
+
+
+def test_run_page_shows_headline_warnings_and_charts(client):
+    """#29: the run page has the report's headline first, its warnings and its charts (the one
+    report model every renderer shows, report/layout.py)."""
+    page = client.get("/runs/r1").text
+    sections = re.findall(r'<h3 id="([a-z_]+)">', page)
+    assert sections[0] == "headline" and {"warnings", "charts", "results"} <= set(sections)
+    charts = page.split('<h3 id="charts">', 1)[1].split("<h3 ", 1)[0]
+    assert charts.count("<svg") >= 2
+    warnings = page.split('<h3 id="warnings">', 1)[1].split("<h3 ", 1)[0]
+    assert "drift" in warnings  # r1's docker drifts (helpers.fill)

@@ -69,7 +69,7 @@ def one_shot() -> Iterator[None]:
 
 
 def read_store(db_url: str | None) -> Any:
-    """The results store for a command that only reads it (runs, report, show, compare).
+    """The results store for a command that only reads it (runs, report, show, compare, export).
 
     A SQLite file that does not exist is a mistyped --db path or a machine that never ran
     anything: said in one line (exit 2) instead of creating an empty store that then answers

@@ -15,6 +15,7 @@ import copy
 import math
 import os
 import re
+import typing
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
@@ -121,6 +122,24 @@ def parse_size(value: object) -> int:
 
 Size = Annotated[int, BeforeValidator(parse_size)]
 """A byte count written with binary suffixes in campaigns."""
+
+
+def size_words(n: int) -> str:
+    """A byte count as a person writes it, exact and read back by parse_size: 1073741824 ->
+    '1 GiB'; a count of no whole KiB stays a number."""
+    for exp, unit in ((4, "TiB"), (3, "GiB"), (2, "MiB"), (1, "KiB")):
+        if n and n % 1024**exp == 0:
+            return f"{n // 1024**exp} {unit}"
+    return str(n)
+
+
+def is_size(field: Any) -> bool:
+    """Whether a pydantic field (FieldInfo) or annotation is a Size, also inside `Size | None`:
+    shown with size_words."""
+    marks = [*getattr(field, "metadata", ()), *getattr(field, "__metadata__", ())]
+    if any(getattr(m, "func", None) is parse_size for m in marks):
+        return True
+    return any(is_size(a) for a in typing.get_args(getattr(field, "annotation", field)))
 
 
 EXEC_ENV = {

@@ -44,25 +44,40 @@ class Cap:
         return cls(per_round * rounds + noise, per_round, start + a.max_minutes * 60)
 
 
+def remaining(done: int, total: int, start_done: int, elapsed: float, cap: Cap | None = None,
+              now: float | None = None) -> tuple[float, float | None] | None:
+    """(seconds the planned executions still need at the rate measured so far, and with a cap
+    that may grow the plan the most the run may still take, else None); None before anything
+    was measured. `now` is on the clock of cap.deadline (time.monotonic() by default)."""
+    measured = done - start_done
+    if measured <= 0 or elapsed <= 0:
+        return None
+    rate = measured / elapsed
+    planned = max(0, total - done) / rate
+    if cap is None or cap.executions <= total:
+        return planned, None
+    most = (cap.executions - done) / rate
+    if cap.deadline is not None:  # no extra round after the deadline; the one under way finishes
+        left = cap.deadline - (time.monotonic() if now is None else now)
+        most = min(most, max(0.0, left) + cap.per_round / rate)
+    return planned, max(most, planned)
+
+
+def eta_words(left: tuple[float, float | None] | None) -> str:
+    """'ETA 1:40' or 'ETA 1:40, at most 2:40' (remaining()), 'ETA -' before anything was measured."""
+    if left is None:
+        return "ETA -"
+    planned, most = left
+    return f"ETA {clock(planned)}" + (f", at most {clock(most)}" if most is not None else "")
+
+
 def eta_text(done: int, total: int, start_done: int, elapsed: float, cap: Cap | None = None,
              now: float | None = None) -> str:
     """'done/planned so far' (+ the cap), then the ETA of the planned executions at this
     process's rate so far, and with a cap the most the run may still take."""
     grows = cap is not None and cap.executions > total
     text = f"{done}/{total}" + (f" (cap {cap.executions})" if cap is not None and grows else "")
-    measured = done - start_done
-    if measured <= 0 or elapsed <= 0:
-        return text + " ETA -"
-    rate = measured / elapsed
-    planned = max(0, total - done) / rate
-    text += f" ETA {clock(planned)}"
-    if cap is not None and grows:
-        most = (cap.executions - done) / rate
-        if cap.deadline is not None:  # no extra round after the deadline; the one under way finishes
-            left = cap.deadline - (time.monotonic() if now is None else now)
-            most = min(most, max(0.0, left) + cap.per_round / rate)
-        text += f", at most {clock(max(most, planned))}"
-    return text
+    return f"{text} {eta_words(remaining(done, total, start_done, elapsed, cap, now))}"
 
 
 class EtaColumn(ProgressColumn):

@@ -19,7 +19,7 @@ from .. import __version__
 from ..errors import InputError
 from ..report import summary
 from ..store import queue
-from . import cache, campaigns, downloads, hostpaths, queries, results
+from . import cache, campaigns, downloads, forms, hostpaths, queries, results
 from .security import require_api_write, require_read
 
 RUN_ID = Path(..., pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", description="a run id, e.g. 20240611-120000-ab12")
@@ -131,7 +131,7 @@ def hosts(request: Request) -> list[dict[str, Any]]:
 
 @router.get("/catalog", summary="Platform types with options, benchmarks with parameters and metrics")
 def catalog(request: Request) -> dict[str, Any]:
-    return {**campaigns.catalog(), "availability": queries.platform_availability(store_of(request))}
+    return {**forms.catalog(), "availability": queries.platform_availability(store_of(request))}
 
 
 @router.get("/runs", summary="Runs, newest first")
@@ -166,12 +166,31 @@ def schedule(request: Request, req: ScheduleRequest = Body(...)) -> Any:
     return {"run_id": run_id, "status": "queued", "url": f"/runs/{run_id}"}
 
 
+@router.post("/runs/{run_id}/again", status_code=201, summary="Schedule a run's campaign again (its YAML, "
+             "validated as a new campaign)", response_model=Scheduled,
+             responses={400: {"model": Problem}, 401: {"model": Problem}, 403: {"model": Problem}},
+             dependencies=[Depends(require_api_write)])
+def again(request: Request, run_id: str = RUN_ID) -> Any:
+    try:
+        new_id = run_again(request, run_id)
+    except InputError as exc:
+        return _problem(exc)
+    return {"run_id": new_id, "status": "queued", "url": f"/runs/{new_id}"}
+
+
+def run_again(request: Request, run_id: str) -> str:
+    settings = request.app.state.settings
+    return campaigns.again(store_of(request), queries.get_run(store_of(request), run_id), settings.allowed_paths,
+                           settings.allow_meter, settings.max_campaign_bytes)
+
+
 @router.get("/runs/{run_id}", summary="One run: campaign, provenance, platforms, benchmarks, counts")
 def run(request: Request, run_id: str = RUN_ID) -> dict[str, Any]:
     store = store_of(request)
     r = queries.get_run(store, run_id)
     brief = queries.run_brief(r, queries.execution_counts(store, [r.id]).get(r.id))
-    return {**brief, "campaign": r.campaign, "campaign_source": r.campaign_source, "seed": r.seed,
+    return {**brief, "campaign": r.campaign, "campaign_source": r.campaign_source,
+            "campaign_yaml": campaigns.campaign_yaml(r), "seed": r.seed,
             "host_facts": summary.facts(r) if r.host_id else r.host_facts, "image": r.image,
             "provenance": r.provenance,
             "platform_details": [{"name": p.name, "type": p.type, "label": p.label, "config": p.config,

@@ -6,7 +6,8 @@ Layout of the package:
   pages.py     the HTML pages (Jinja2, autoescaped; templates/ and static/ beside)
   security.py  token, sessions, CSRF, body limit, headers, private mode
   queries.py   every read query; results.py: verify and compare from virtbench.analysis
-  campaigns.py the schedule form and YAML uploads; svg.py: charts drawn on the server
+  campaigns.py YAML uploads, validation, a run's campaign as a file, run again
+  forms.py     the schedule form; svg.py: charts drawn on the server
   worker.py    `virtbench worker`: the queue; server.py: `virtbench serve`
 FastAPI's own /docs pages load scripts from a CDN, so they are off; /api is the docs page.
 """

@@ -19,7 +19,7 @@ from .. import __version__
 from ..errors import InputError
 from ..report import summary
 from ..report.model import Report, Section
-from . import api, campaigns, downloads, hostpaths, queries, results, svg
+from . import api, campaigns, downloads, forms, hostpaths, queries, results, svg
 from .security import (
     LOGIN_COOKIE,
     SESSION_COOKIE,
@@ -152,6 +152,7 @@ def run_page(request: Request, run_id: str = RUN_ID) -> HTMLResponse:
     if prog["executions"]:
         report = {"sections": _sections(results.full_report(store, request.app.state.cache, run.id))}
     return render(request, "run.html", title=f"Run {run.name}", run=run, progress=prog, report=report,
+                  campaign_yaml=campaigns.campaign_yaml(run),
                   executions=queries.executions(store, run.id, limit=300), downloads=downloads.available(run.id),
                   active=run.status in queries.ACTIVE)
 
@@ -162,6 +163,18 @@ async def cancel_form(request: Request, run_id: str = RUN_ID) -> Response:
     check_form_write(request, str(form.get("csrf", "")))
     api.cancel_run(store_of(request), run_id)
     return RedirectResponse(f"/runs/{quote(run_id)}", status_code=303)
+
+
+@router.post("/runs/{run_id}/again")
+async def again_form(request: Request, run_id: str = RUN_ID) -> Response:
+    """Run again: the page's YAML validated as a new campaign (api.run_again), then its page."""
+    form = await request.form(max_files=0, max_fields=20)
+    check_form_write(request, str(form.get("csrf", "")))
+    try:
+        new_id = api.run_again(request, run_id)
+    except InputError as exc:
+        return error_page(request, 403 if isinstance(exc, hostpaths.PathNotAllowed) else 400, exc.message, exc.fix)
+    return RedirectResponse(f"/runs/{quote(new_id)}", status_code=303)
 
 
 @router.post("/runs/{run_id}/delete")
@@ -232,10 +245,11 @@ def before_after_page(request: Request, a: str = Query("", max_length=64),
 
 # -- schedule -------------------------------------------------------------------------------------
 def _schedule_page(request: Request, model: dict[str, Any], error: InputError | None = None,
-                   yaml_text: str = "", code: int = 200) -> HTMLResponse:
+                   yaml_text: str = "", code: int = 200, preset: str = "") -> HTMLResponse:
     store = store_of(request)
-    cat = campaigns.catalog()
+    cat = forms.catalog()
     return render(request, "schedule.html", code, title="Schedule", model=model, error=error, catalog=cat,
+                  preset=preset,
                   ptypes={p["type"]: p for p in cat["platforms"]}, btypes={b["name"]: b for b in cat["benchmarks"]},
                   availability=queries.platform_availability(store),
                   hosts=queries.target_hosts(store), workers=queries.workers(store), yaml_text=yaml_text,
@@ -243,9 +257,13 @@ def _schedule_page(request: Request, model: dict[str, Any], error: InputError | 
 
 
 @router.get("/schedule", response_class=HTMLResponse)
-def schedule_page(request: Request) -> HTMLResponse:
+def schedule_page(request: Request, preset: str = Query("", pattern="^(quick)?$")) -> HTMLResponse:
+    """The form, empty or (preset=quick) filled with the quick comparison."""
     require_read(request)
-    return _schedule_page(request, campaigns.default_form())
+    if preset == "quick":
+        return _schedule_page(request, forms.quick_form(queries.platform_availability(store_of(request))),
+                              preset=preset)
+    return _schedule_page(request, forms.default_form())
 
 
 @router.post("/schedule")
@@ -254,7 +272,7 @@ async def schedule_submit(request: Request) -> Response:
     form = await request.form(max_files=1, max_fields=600, max_part_size=settings.max_campaign_bytes + 1)
     check_form_write(request, str(form.get("csrf", "")))
     mode = str(form.get("mode", "form"))
-    model = campaigns.parse_form({k: v for k, v in form.items() if isinstance(v, str)})
+    model = forms.parse_form({k: v for k, v in form.items() if isinstance(v, str)})
     yaml_text = str(form.get("campaign_yaml", "") or "")
     try:
         if mode == "yaml":
@@ -268,7 +286,7 @@ async def schedule_submit(request: Request) -> Response:
             campaign, text = campaigns.from_yaml(yaml_text, source, settings.max_campaign_bytes,
                                                  settings.allowed_paths, settings.allow_meter)
         else:
-            campaign, text = campaigns.from_form(model, settings.allowed_paths, settings.allow_meter)
+            campaign, text = forms.from_form(model, settings.allowed_paths, settings.allow_meter)
     except InputError as exc:
         code = 403 if isinstance(exc, hostpaths.PathNotAllowed) else 400
         return _schedule_page(request, model, exc, yaml_text if len(yaml_text) < 20000 else "", code)

@@ -18,7 +18,8 @@ from ..analysis import summary as summary_mod
 from ..analysis.summary import Row
 from ..report import figures, headline, summary
 from ..report.model import Report
-from ..store.db import Store
+from ..report.progress import Cap, eta_words, remaining
+from ..store.db import Store, now
 from ..store.models import Run
 from . import queries
 from .cache import ReportCache
@@ -50,7 +51,25 @@ def progress(store: Store, run_id: str) -> dict[str, Any]:
     planned = max(planned, doc["executions"])
     cap = max(cap, planned)
     return {**doc, "expected": planned, "planned": planned, "cap": cap,
-            "percent": min(100, round(100 * doc["executions"] / planned)) if planned else 0}
+            "percent": min(100, round(100 * doc["executions"] / planned)) if planned else 0,
+            **eta(run, doc["executions"], planned, cap)}
+
+
+def eta(run: Run, done: int, planned: int, cap: int) -> dict[str, Any]:
+    """The terminal bar's ETA (report.progress) for a running run: the planned executions at the
+    rate measured since the run started, and with adaptive rounds the most it may still take
+    (its round and minute caps). Time a resumed run stood still counts, so it errs long."""
+    if run.status != "running" or run.started_at is None:
+        return {"eta": "", "eta_seconds": None, "eta_most_seconds": None}
+    elapsed = (now() - run.started_at).total_seconds()
+    rule = (run.campaign or {}).get("adaptive")
+    limit = None
+    if isinstance(rule, dict):
+        per_round = len(queries.platform_names(run)) * (len(queries.benchmark_keys(run)) + 1)
+        limit = Cap(cap, per_round, 60 * float(rule.get("max_minutes", 60) or 60))  # deadline: seconds after the start
+    left = remaining(done, planned, 0, elapsed, limit, now=elapsed)
+    return {"eta": eta_words(left), "eta_seconds": None if left is None else round(left[0]),
+            "eta_most_seconds": None if left is None or left[1] is None else round(left[1])}
 
 
 def with_planned(store: Store, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:

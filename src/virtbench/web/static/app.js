@@ -28,6 +28,7 @@
           setStatus(root, p.status);
           setText(root, "counts", p.executions + "/" + p.planned);
           setText(root, "cap", p.cap > p.planned ? "(planned so far; adaptive cap " + p.cap + ")" : "");
+          setText(root, "eta", p.eta || "");
           setText(root, "failed", p.failed ? p.failed + " failed" : "");
           setText(root, "step", p.step || "–");
           setText(root, "error", p.error || "");
