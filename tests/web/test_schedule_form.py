@@ -35,7 +35,8 @@ def test_the_new_fields_and_human_sizes_become_the_campaign(client, filled):
     with filled.session() as s:
         run = s.get(Run, r.headers["location"].rsplit("/", 1)[1])
     c = run.campaign
-    assert c["adaptive"] == {"target": 0.05, "max_repetitions": 6, "max_minutes": 60.0, "until": "decided"}
+    assert c["adaptive"] == {"target": 0.05, "max_repetitions": 6, "max_minutes": 60.0, "until": "decided",
+                             "noise_check": 0}
     assert c["probes"] == ["pressure"] and c["profile"] == "full" and c["image"]["release"] == "trixie"
     assert c["platforms"][1]["options"] == {"memory": 512 << 20}
     assert "memory: 512 MiB" in run.campaign_source  # the form's YAML keeps the size as typed
@@ -49,7 +50,7 @@ def test_the_quick_comparison_fills_the_form_with_the_quick_campaign(client):
         assert "checked" in row.split("</td>", 1)[0], name
     assert 'id="f-adaptive" checked' in page
     adaptive = page.split('id="adaptive-section"', 1)[1].split("</section>", 1)[0]
-    assert "<option selected>decided</option>" in adaptive and 'value="5.5"' in adaptive
+    assert "<option selected>decided</option>" in adaptive and f'value="{quick.ADAPTIVE["max_minutes"]}"' in adaptive
     # what the form holds is the CLI's quick campaign on the platforms the workers found
     found = {"runc": {"host-a": {"available": True}}, "docker": {"host-a": {"available": False}}}
     campaign, _ = forms.from_form(forms.quick_form(found))
