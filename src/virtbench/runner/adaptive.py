@@ -27,6 +27,11 @@ by that simulation for these looks) and reporting at 95 % keeps it at 0-4.7 % (3
 OUT_OF_REACH = "out of reach"
 OUT_OF_REACH_FACTOR = 3
 """needs_decision: a comparison needing more than this many times the rounds the caps allow is left."""
+OUT_OF_REACH_MIN_ROUNDS = 5
+"""A comparison is judged out of reach only from this many rounds on, and against the rounds the
+time left would allow it alone: on the quiet-looking VM of 2026-11-27 one disturbed round in 3
+made openssl's spread +-10 %, and judging it then against the rounds all open comparisons could
+share left 6 of 15 comparisons without rounds while 1.3 of the 6 minutes went unused."""
 STOP_EQUIVALENCE = 0.95
 """The interval that stops a comparison's extra rounds on 'same' (the report's is 90 %, TOST at
 5 % each): at 90 % at every look, a platform truly 2 % off was stopped and called the same
@@ -74,17 +79,18 @@ def plan_next(store: Store, campaign: Campaign, run_id: str, next_round: int,
             needs[(platform, bench, metric)] = needs_more(vals, base, direction[(bench, metric)], target=rule.target,
                                                           max_n=rule.max_repetitions)
     extra = 0
-    if rule.until == "decided":  # what the time left allows the still undecided, at their own durations
-        open_cells = {(p, b) for (p, b, _), need in needs.items() if need}
-        extra = _rounds_that_fit(store, run_id, campaign.baseline, open_cells, rule.max_minutes * 60 - elapsed * 60)
+    if rule.until == "decided":  # what the time left allows, at the comparisons' own durations
+        took, left_s = _durations(store, run_id), rule.max_minutes * 60 - elapsed * 60
+        extra = _rounds_that_fit(took, campaign.baseline, {(p, b) for (p, b, _), need in needs.items() if need}, left_s)
         for (platform, bench, metric), need in needs.items():
-            if need:
+            if need and len(values[(platform, bench, metric)]) >= OUT_OF_REACH_MIN_ROUNDS:
+                alone = _rounds_that_fit(took, campaign.baseline, {(platform, bench)}, left_s)
                 needs[(platform, bench, metric)] = needs_decision(
                     values[(platform, bench, metric)], values.get((campaign.baseline, bench, metric), []),
                     direction[(bench, metric)], target=rule.target, max_n=rule.max_repetitions,
                     rounds=rounds[(platform, bench, metric)],
                     base_rounds=rounds.get((campaign.baseline, bench, metric), []),
-                    budget=min(rule.max_repetitions, len(values[(platform, bench, metric)]) + extra))
+                    budget=min(rule.max_repetitions, len(values[(platform, bench, metric)]) + alone))
     tally = {"decided": 0, "expected": 0, "out of reach": 0}
     for (platform, bench, metric), need in needs.items():
         tally["decided" if need.reason.startswith("decided") else "out of reach"
@@ -194,17 +200,22 @@ def needs_decision(values: list[float], base: list[float], higher_is_better: boo
     return Need(True, f"undecided: {v.reason}", (v.ci[1] - v.ci[0]) / 2)
 
 
-def _rounds_that_fit(store: Store, run_id: str, baseline: str, open_cells: set[tuple[str, str]],
+def _durations(store: Store, run_id: str) -> dict[tuple[str, str], list[float]]:
+    """(platform, benchmark) -> the durations of its measured executions so far."""
+    took: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for e in store.executions(run_id):
+        if not e.warmup:
+            took[(e.platform, e.benchmark)].append(e.duration_s)
+    return took
+
+
+def _rounds_that_fit(took: dict[tuple[str, str], list[float]], baseline: str, open_cells: set[tuple[str, str]],
                      left_s: float) -> int:
     """Extra rounds of the open comparisons (platform, benchmark) that fit in the time left (the
     round under way at the cap finishes: one more), each round costing what their executions and
     the baseline's took on average so far, with each platform's instance lifecycle."""
     if not open_cells:
         return 0
-    took: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for e in store.executions(run_id):
-        if not e.warmup:
-            took[(e.platform, e.benchmark)].append(e.duration_s)
 
     def mean(platform: str, bench: str) -> float:
         return statistics.fmean(took[(platform, bench)]) if took.get((platform, bench)) else 0.0
