@@ -63,6 +63,9 @@ def test_the_noise_check_rounds_run_the_baseline_alone_as_warm_ups():
     assert [(u.round, u.platform) for u in units if u.round in (1, 2)] == [(1, "native"), (2, "native")]
     assert all(u.warmup for u in units if u.round < 3) and not any(u.warmup for u in units if u.round >= 3)
     assert len([u for u in units if u.round == 0]) == 3 and len(units) == 3 + 2 + 3 * 3
+    # spread through the warm-up round, as far apart as a round's pairs (not back to back)
+    order = [u.round for u in units[:5]]
+    assert order[0] == 0 and order[-1] == 0 and order.index(2) - order.index(1) > 1
     plain = parse_campaign({"name": "n", "platforms": ["native", "docker"], "benchmarks": ["openssl"],
                             "repetitions": 3, "warmups": 1})
     assert unmeasured_rounds(plain) == 1 and len(schedule(plain, 7)) == 8

@@ -65,7 +65,7 @@ class Adaptive(BaseModel):
     max_repetitions: int = Field(30, ge=2, le=10000, description="cap on measured rounds per platform")
     max_minutes: float = Field(60.0, gt=0, le=7 * 24 * 60, description="cap on the run's duration for extra rounds")
     noise_check: int = Field(
-        0, ge=0, le=10, description="rounds of the baseline alone after the warm-up, before measuring: "
+        0, ge=0, le=10, description="rounds of the baseline alone, spread through the last warm-up round, before measuring: "
         "the host's A/A noise, and the verdict rate to expect in the caps said at the start (0: none)")
     until: Literal["precise", "decided"] = Field(
         "precise", description="precise: every ratio's CI within +-target; decided: every comparison "

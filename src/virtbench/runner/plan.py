@@ -45,7 +45,10 @@ def unmeasured_rounds(campaign: Campaign) -> int:
 
 def schedule(campaign: Campaign, seed: int) -> list[Unit]:
     """The declared rounds. The noise check's rounds run the baseline alone, stored as warm-ups
-    (never in a verdict): back-to-back A/A executions whose spread is the host's noise."""
+    (never in a verdict), spread over the last warm-up round: their spread is the A/A noise of
+    executions as far apart as a round's pairs are. (Back to back they said +-1.4 % for fio
+    while its round-paired noise was +-10 %: disturbances here last seconds, so executions
+    seconds apart differ far more than neighbours.)"""
     rng = random.Random(seed)
     platforms = [p.name for p in campaign.platforms]
     benchmarks = [b.key for b in campaign.benchmarks]
@@ -57,9 +60,15 @@ def schedule(campaign: Campaign, seed: int) -> list[Unit]:
             rng.shuffle(order)
             rng.shuffle(benches)
         if campaign.warmups <= rnd < first:
-            order = [campaign.baseline]
-        for name in order:
-            units.append(Unit(round=rnd, warmup=rnd < first, platform=name, benchmarks=tuple(benches)))
+            continue  # placed below
+        units += [Unit(round=rnd, warmup=rnd < first, platform=name, benchmarks=tuple(benches)) for name in order]
+    checks = [Unit(round=rnd, warmup=True, platform=campaign.baseline, benchmarks=tuple(benchmarks))
+              for rnd in range(campaign.warmups, first)]
+    if checks:  # after the last warm-up round's first unit, then evenly through it, one at its end
+        warm = [i for i, u in enumerate(units) if u.round == campaign.warmups - 1] or [-1]
+        start, size = warm[0] + 1, len(warm)
+        for k, unit in reversed(list(enumerate(checks))):
+            units.insert(min(start + (k * size) // len(checks), warm[-1] + 1), unit)
     return units
 
 

@@ -65,8 +65,8 @@ ADAPTIVE: dict[str, Any] = {"until": "decided", "target": 0.02, "max_repetitions
 """Extra rounds for undecided comparisons only, up to 16 measured rounds and 6 minutes after
 the run started (the declared rounds included; the round under way at the cap finishes), so
 `make run` stays within 10 minutes on a new machine (on a quiet one, packages present: venv
-40 s, image 30 s, engine imports 50 s). Before the first measured round, three rounds of the
-baseline alone measure the host's noise (about 20 s) and the run says at once how many
+40 s, image 30 s, engine imports 50 s). Before the first measured round, three executions of
+the baseline spread through the warm-up round measure the host's noise (about 20 s) and the run says at once how many
 comparisons it expects to decide (runner.adaptive.note_noise); an undecided comparison the
 caps cannot decide at its noise gets no more rounds, so the time goes where it decides."""
 
