@@ -15,6 +15,7 @@ from fastapi.responses import HTMLResponse
 
 from ..errors import VirtbenchError
 from ..report.model import Section
+from ..store.browse import iso
 from ..store.db import Store
 from ..studies import compare as C
 from ..studies import report as sreport
@@ -35,8 +36,7 @@ def study_runs(store: Store, study: Study) -> list[dict[str, Any]]:
     for run in store.runs(limit=1000):
         part, scale = C.part_of(study, run.name)
         if scale and run.status == "finished":
-            out.append({"id": run.id, "name": run.name, "part": part, "scale": scale,
-                        "created": run.created_at.isoformat(timespec="seconds") + "Z" if run.created_at else None})
+            out.append({"id": run.id, "name": run.name, "part": part, "scale": scale, "created": iso(run.created_at)})
     return out
 
 
