@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import re
+import statistics
 from pathlib import Path
 
 import pytest
@@ -185,32 +187,57 @@ def test_cpu_per_io_without_cpu_time_fails(ok: str) -> None:
         bench(jobs=["rand_read_iops"], measure="cpu").parse(json.dumps(doc))
 
 
-QUICK_PASSES = dict(size="64M", runtime=2, ramp_time=0, jobs=["rand_read_iops"], passes=4)
+QUICK_PASSES = dict(size="64M", runtime=2, ramp_time=0, jobs=["rand_read_iops"], passes=20)
 
 
-def _per_pass_cpu(doc: dict) -> list[float]:
-    return [(j["usr_cpu"] + j["sys_cpu"]) / 100 * j["job_runtime"] * 1000 / j["read"]["total_ios"]
-            for j in doc["jobs"]]
+def _intervals(text: str, job: str, direction: str = "read") -> list[tuple[float, float, float]]:
+    """(ms, I/Os, CPU us) of each status report of one job, from its restart on (the test's own reading)."""
+    docs, pos = [], 0
+    for line_start in [m.start() for m in re.finditer(r"^\{", text, re.M)]:
+        if line_start >= pos:
+            doc, pos = json.JSONDecoder().raw_decode(text, line_start)
+            docs.append(doc)
+    pts = []
+    for doc in docs:
+        j = next(j for j in doc["jobs"] if j["jobname"] == job)
+        pts.append((j["job_runtime"], j[direction]["total_ios"],
+                    (j["usr_cpu"] + j["sys_cpu"]) / 100 * j["job_runtime"] * 1000))
+    last = max(i for i in range(len(pts)) if i == 0 or pts[i][0] < pts[i - 1][0])
+    return pts[last:]
 
 
-def test_passes_split_the_runtime_into_named_jobs_on_one_file() -> None:
+def test_passes_read_one_job_at_status_intervals() -> None:
     argv = bench(**QUICK_PASSES, measure="cpu").command("/w")
-    assert "--runtime=500ms" in argv and argv.count("--filename=virtbench.fio") == 1
-    assert [a for a in argv if a.startswith("--name=")] == [f"--name=rand_read_iops.{i}" for i in range(1, 5)]
-    assert bench(runtime=2).command("/w").count("--runtime=2") == 1  # one pass: as before
+    assert "--runtime=2" in argv and "--status-interval=100ms" in argv
+    assert [a for a in argv if a.startswith("--name=")] == ["--name=rand_read_iops"]  # one job, no restarts
+    assert not any(a.startswith("--status-interval") for a in bench(runtime=2).command("/w"))  # one pass
     with pytest.raises(ValidationError, match="under 100 ms"):
         FioParams(runtime=1, passes=20)
 
 
-def test_passes_report_the_best_or_the_median_pass_of_a_recorded_run() -> None:
-    text = (DATA / "ext4_64M_runtime2_4passes_randread.json").read_text()
-    cpus = _per_pass_cpu(json.loads(text))
-    rates = [j["read"]["iops"] for j in json.loads(text)["jobs"]]
-    assert len(cpus) == 4 and len(set(cpus)) == 4
-    best = bench(**QUICK_PASSES, measure="both", pass_estimate="best").parse(text)
-    assert best["rand_read_iops_cpu"] == pytest.approx(min(cpus))
-    assert best["rand_read_iops"] == pytest.approx(max(rates))
-    median = bench(**QUICK_PASSES, measure="cpu").parse(text)
-    assert median["rand_read_iops_cpu"] == pytest.approx(sorted(cpus)[1] / 2 + sorted(cpus)[2] / 2)
-    with pytest.raises(ParseError, match="rand_read_iops.4"):
-        bench(**{**QUICK_PASSES, "passes": 5}, measure="cpu").parse(text.replace('"rand_read_iops.4"', '"x"'))
+def test_passes_report_the_best_or_the_median_interval_of_a_recorded_run() -> None:
+    text = (DATA / "ext4_64M_runtime2_20passes_randread.json").read_text()
+    pts = _intervals(text, "rand_read_iops")
+    cpus = [(c1 - c0) / (n1 - n0) for (t0, n0, c0), (t1, n1, c1) in zip(pts, pts[1:]) if t1 - t0 >= 50]
+    assert 18 <= len(cpus) <= 21 and len(set(cpus)) == len(cpus)
+    whole = bench(**{**QUICK_PASSES, "passes": 1}, measure="cpu").parse(text)["rand_read_iops_cpu"]
+    best = bench(**QUICK_PASSES, measure="cpu", pass_estimate="best").parse(text)["rand_read_iops_cpu"]
+    median = bench(**QUICK_PASSES, measure="cpu").parse(text)["rand_read_iops_cpu"]
+    assert best == pytest.approx(min(cpus)) and median == pytest.approx(statistics.median(cpus))
+    assert best < whole < max(cpus)  # the whole run's value is the intervals' weighted mean
+
+
+def test_passes_of_two_jobs_in_turn_are_read_per_job() -> None:
+    text = (DATA / "ext4_64M_runtime1_10passes_randread_seqread.json").read_text()
+    kw = dict(size="64M", runtime=1, ramp_time=0, jobs=["seq_read_bw", "rand_read_iops"], passes=10)
+    out = bench(**kw, measure="both", pass_estimate="best").parse(text)
+    assert out["seq_read_bw"] > 100 and 1 < out["rand_read_iops_cpu"] < 50 and out["rand_read_iops"] > 1000
+    pts = _intervals(text, "rand_read_iops")
+    rates = [(n1 - n0) / ((t1 - t0) / 1000) for (t0, n0, _), (t1, n1, _) in zip(pts, pts[1:]) if t1 - t0 >= 50]
+    assert out["rand_read_iops"] == pytest.approx(max(rates))
+
+
+def test_passes_without_interval_reports_fail() -> None:
+    text = (DATA / "ext4_64M_runtime1.json").read_text()  # one report: fio without --status-interval
+    with pytest.raises(ParseError, match="interval reports"):
+        bench(size="64M", runtime=1, ramp_time=0, jobs=["rand_read_iops"], passes=10, measure="cpu").parse(text)

@@ -14,11 +14,11 @@ openssl 1.6 % at 2 s and 1.0 % at 3 s, sqlite 5.9 % at 50k rows and 8.6 % at 100
 64 MiB and 6.2 % on 16 MiB). So the quick campaign measures each platform's cost in CPU time
 (`clock: cpu`, fio `measure: cpu`), one verdict cell per benchmark: CPU (openssl for 2 s: its
 CPU time is read in 10 ms ticks; on a quiet host its round-paired ratio varied 0.2-0.6 % at
-3 s), the storage path (fio random reads for 2 s, as four 0.5 s passes: at load 11-66, 2 s
-varied 3.6-3.8 % against 4.4-6.2 % for 1 s) and an application (sqlite on 20k rows, 7 passes
-in one process: at load 5-47 the median of 5 varied 2.3 % against 8.4 % for one pass of 50k
-rows, whose disturbed runs, up to 50 % slower, left every sqlite cell of a quiet quick run
-undecided; both now report their best pass, below). sysbench-cpu is left
+3 s), the storage path (fio random reads for 2 s, read in 20 intervals of 100 ms: at load
+11-66, 2 s varied 3.6-3.8 % against 4.4-6.2 % for 1 s) and an application (sqlite on 20k rows,
+20 passes in one process: at load 5-47 the median of 5 varied 2.3 % against 8.4 % for one pass
+of 50k rows, whose disturbed runs, up to 50 % slower, left every sqlite cell of a quiet quick
+run undecided; both now report their best pass, below). sysbench-cpu is left
 out: a second compute loop adds a cell, not an answer. The wall-clock and throughput forms
 stay the defaults of every campaign file. Then rounds paired by the report's rule, and
 adaptive rounds (capped) only for the comparisons still undecided.
@@ -44,15 +44,19 @@ emulator (10-50x slower), not the cost of virtualization."""
 QUICK_BENCHMARKS: list[dict[str, Any]] = [
     {"name": "openssl", "algorithm": "aes-128-cbc", "bytes": 1024, "multi": 1, "seconds": 2, "clock": "cpu"},
     {"name": "fio", "size": "64M", "runtime": 2, "ramp_time": 0, "jobs": ["rand_read_iops"], "measure": "cpu",
-     "passes": 4, "pass_estimate": "best"},
-    {"name": "sqlite", "rows": 20000, "repeats": 1, "passes": 7, "clock": "cpu", "phases": False,
+     "passes": 20, "pass_estimate": "best"},
+    {"name": "sqlite", "rows": 20000, "repeats": 1, "passes": 20, "clock": "cpu", "phases": False,
      "pass_estimate": "best"},
 ]
 """fio and sqlite report the best of several passes in one execution (benchmarks.base.PassEstimate):
 other work only adds time, so the fastest pass is the platform's own cost. On the 2-CPU VM
 (2026-11-27, quiet) the round-paired noise of sqlite's docker/native ratio fell from +-7.0 %
-(median of 5 passes) to +-2.1 % (best of 5); fio's 0.5 s passes: the best of 6 varied 2 % over
-executions, the median 4 %, one 2 s job about 5 %."""
+(median of 5 passes) to +-2.1 % (best of 5). The host's disturbances last up to a second
+(sqlite passes of 70 ms ran 126 ms twelve times in a row), so many short passes find the gaps
+between them: in the same 12 executions sqlite's docker/native ratio varied +-16 % with the
+best of 7 passes and +-3.3 % with the best of 20; fio's best of 20 100 ms intervals varied
+2.4 % over 16 executions against 5.1 % for the best of four 0.5 s passes. With these, a quiet
+quick run decided 14 of 15 (before: 6-9 of 15)."""
 REPETITIONS = 3
 """Declared rounds: the adaptive rule's minimum. Then extra rounds only for the comparisons still
 undecided, so the time cap goes to the noisy cells instead of re-measuring settled ones (at
