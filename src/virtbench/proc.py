@@ -130,6 +130,53 @@ def _wait_or_kill(process: subprocess.Popen[str], grace: float) -> None:
         process.wait()
 
 
+def pipe(first: Sequence[str], second: Sequence[str], *, timeout: float | None = DEFAULT_TIMEOUT) -> Result:
+    """Run `first | second` (first's stdout into second's stdin, bytes untouched), both argv
+    lists in one new process group: a stream between two programs (tar into ssh) without a
+    shell. Raises CommandError naming the side that failed, with both sides' stderr."""
+    a, b = [str(x) for x in first], [str(x) for x in second]
+    if not a or not b:
+        raise ValueError("empty argv")
+    start = time.perf_counter()
+    try:
+        left = subprocess.Popen(a, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
+    except FileNotFoundError as exc:
+        raise CommandError(a, 127, "", f"{a[0]}: command not found ({exc})") from None
+    try:
+        right = subprocess.Popen(b, stdin=left.stdout, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 process_group=left.pid)
+    except BaseException:
+        _kill_group(left)  # type: ignore[arg-type]
+        left.wait()
+        raise
+    assert left.stdout is not None
+    left.stdout.close()  # only the consumer holds the pipe: a consumer that dies ends the producer
+    try:
+        out, err_b = right.communicate(timeout=timeout)
+        left_err = left.stderr.read() if left.stderr else b""
+        left.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        _kill_group(left)  # type: ignore[arg-type]
+        left.wait()
+        right.wait()
+        raise CommandError([*a, "|", *b], None, "", "", timed_out=True, timeout=timeout) from None
+    except BaseException:  # Ctrl-C or SIGTERM: never leave either side running
+        _kill_group(left)  # type: ignore[arg-type]
+        left.wait()
+        right.wait()
+        raise
+    finally:
+        if left.stderr:
+            left.stderr.close()
+    stderr = (left_err + err_b).decode(errors="replace")
+    for argv, code in ((a, left.returncode), (b, right.returncode)):
+        if code != 0:
+            raise CommandError([*a, "|", *b], code, out.decode(errors="replace"),
+                               f"{argv[0]} exited {code}: {stderr}")
+    return Result([*a, "|", *b], 0, out.decode(errors="replace"), stderr, time.perf_counter() - start)
+
+
 def which(name: str) -> str | None:
     """Path of an executable on PATH (shutil.which, re-exported so callers import one module)."""
     import shutil
