@@ -55,7 +55,7 @@ def two_host_parts(runs: Sequence[C.PartRun]) -> set[str]:
     out = set()
     for r in runs:
         campaign = r.report.run.campaign or {}
-        if any(not (h.get("name") in ("local", "localhost")) for h in campaign.get("hosts") or []
+        if any(h.get("name") not in ("local", "localhost") for h in campaign.get("hosts") or []
                if isinstance(h, dict)):
             out.add(r.base or r.part)
     return out
