@@ -73,7 +73,6 @@ def test_an_lxc_container_moves_to_the_second_host_with_its_content(paths, image
 
 
 def test_a_campaign_to_the_second_host_reports_the_phases_and_leaves_nothing(env, tmp_path):
-    db = env["VIRTBENCH_DB"].removeprefix("sqlite:///")
     with netns_host() as second:
         name = second.spec.name
         campaign = {"name": "mig-hosts", "experiment": "migration", "repetitions": 1, "warmups": 0,

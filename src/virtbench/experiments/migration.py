@@ -340,6 +340,7 @@ class Migration(Experiment):
 
     def rounds(self, ctx: ExperimentContext, platforms: dict[str, Platform], image: Image,
                dests: list[Destination | None], rng: random.Random, rounds: int) -> None:
+        section: MigrationSection = self.section
         for rnd in range(rounds):
             order = list(platforms)
             if self.campaign.shuffle:
