@@ -4,6 +4,7 @@ content and is gone here; a campaign's run stores and reports the phases and the
 throughput; nothing is left on either host afterwards or after a crash."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import uuid
@@ -97,6 +98,7 @@ def test_a_campaign_to_the_second_host_reports_the_phases_and_leaves_nothing(env
         rep = _cli(env, "report", run.id)
         assert rep.returncode == 0, rep.stderr
         text = rep.stdout
+        print(text)
         assert f"offline to {name}" in text and "transfer" in text and "path MB/s" in text
         assert f"the network path to {name} (SSH)" in text
         assert "stayed on this host" not in text
@@ -126,3 +128,32 @@ def test_cleanup_after_a_crash_removes_the_copy_on_the_second_host(env):
         assert "migration copy" in res.stdout + res.stderr
         assert not Path(host.dir_of("vb-tcrash-0")).exists()
         assert not (state / "migration-remote" / "tcrash.json").exists()
+
+
+def test_study_000_migration_part_moves_to_the_host_given_and_says_so(env, tmp_path):
+    """`study run 000 --part migration --hosts NAME`'s campaign (the plan with NAME as the second
+    host; the test's host needs its own key and known_hosts, so its spec is written out) runs, and
+    the study report no longer lists the one-host difference."""
+    from virtbench.studies import run as srun
+    from virtbench.studies.capabilities import Capabilities
+    from virtbench.studies.registry import study
+
+    with netns_host() as second:
+        caps = Capabilities(Paths(state=Path(env["VIRTBENCH_STATE_DIR"]), runtime=Path(env["VIRTBENCH_RUNTIME_DIR"])),
+                            hosts=("local", second.spec.name))
+        planned = srun.plan(study("000"), "quick", caps, ["migration"])[0]
+        data = planned.campaign.model_dump(mode="json")
+        assert data["migration"]["to"][0]["host"] == second.spec.name
+        data["hosts"] = ["local", second.spec.model_dump(exclude_none=True)]
+        path = tmp_path / "study000-migration-quick.yaml"
+        path.write_text(yaml.safe_dump(data))
+        res = _cli(env, "run", str(path), "--no-report")
+        assert res.returncode == 0, res.stdout + res.stderr
+        run = Store(env["VIRTBENCH_DB"]).runs()[0]
+        rep = _cli(env, "study", "report", "000", run.id, "--json")
+        assert rep.returncode == 0, rep.stderr
+        doc = json.loads(rep.stdout)
+        claim = next(c for c in doc["comparisons"] if c["id"] == "migration-claim")
+        assert not any("another directory" in d["what"] for d in claim["differences"]), claim
+        text = _cli(env, "report", run.id).stdout
+        assert f"offline to {second.spec.name}" in text and "stayed on this host" not in text
