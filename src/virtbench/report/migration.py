@@ -166,10 +166,12 @@ def _bound(p: dict[str, Any], rate: dict[str, Any] | None, dest: dict[str, Any],
         return []
     slowest = min(known, key=lambda k: known[k])
     share = rate["mean"] / known[slowest]
-    verdict = "bounds" if share > 0.5 else "would bound at most"
+    verdict = (f"is the slowest and bounds it ({share:.0%} of it)" if share > 0.5 else
+               f"is the slowest, but the move reached only {share:.0%} of it: neither bounded it (each "
+               "container's fixed costs did, at this payload)")
     listed = ", ".join(f"{k} {v:.0f} MB/s" for k, v in known.items())
     return [f"{p['platform']} N={p['count']} to host {dest['host']}: the move ran at {rate['mean']:.0f} MB/s; of "
-            f"{listed}, {slowest} is the slowest and {verdict} it ({share:.0%} of it)"]
+            f"{listed}, {slowest} {verdict}"]
 
 
 def _notes(mode: str, points: list[dict[str, Any]], facts: dict[str, Any], failures: list[dict[str, Any]]) -> list[str]:
