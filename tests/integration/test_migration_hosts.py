@@ -157,3 +157,33 @@ def test_study_000_migration_part_moves_to_the_host_given_and_says_so(env, tmp_p
         assert not any("another directory" in d["what"] for d in claim["differences"]), claim
         text = _cli(env, "report", run.id).stdout
         assert f"offline to {second.spec.name}" in text and "stayed on this host" not in text
+
+
+def test_ctrl_c_mid_move_leaves_nothing_on_either_host(env, tmp_path):
+    import signal
+    import time
+
+    with netns_host() as second:
+        campaign = {"name": "mig-int", "experiment": "migration", "repetitions": 3, "warmups": 0,
+                    "hosts": ["local", second.spec.model_dump(exclude_none=True)],
+                    "platforms": [{"name": "lxc", "type": "lxc", "memory": "64M"}],
+                    "migration": {"counts": [4], "payload": "64M", "measure_storage": False,
+                                  "to": {"host": second.spec.name}}}
+        path = tmp_path / "campaign.yaml"
+        path.write_text(yaml.safe_dump(campaign))
+        run = subprocess.Popen([sys.executable, "-m", "virtbench", "run", str(path), "--no-report"], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        record = Path(env["VIRTBENCH_STATE_DIR"]) / "migration-remote"
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and run.poll() is None and not any(record.glob("*.json")):
+            time.sleep(0.05)
+        assert run.poll() is None, run.communicate()
+        run.send_signal(signal.SIGINT)  # the containers are on their way to the second host
+        out, err = run.communicate(timeout=300)
+        assert run.returncode == 130, out + err
+        assert not any(record.glob("*.json")) if record.exists() else True
+        work = Path(second.spec.work_dir) / "state" / "lxc"
+        assert not work.exists() or [p.name for p in work.iterdir()] == []
+        state = Path(env["VIRTBENCH_STATE_DIR"])
+        assert proc.run(["lxc-ls", "-P", str(state / "lxc")], check=False).stdout.split() == []
+        assert not second.pids("lxc-start")
