@@ -130,6 +130,57 @@ def _wait_or_kill(process: subprocess.Popen[str], grace: float) -> None:
         process.wait()
 
 
+def pipe(first: Sequence[str], second: Sequence[str], *, timeout: float | None = DEFAULT_TIMEOUT) -> Result:
+    """Run `first | second` (first's stdout into second's stdin, bytes untouched), both argv
+    lists, each in its own process group: a stream between two programs (tar into ssh)
+    without a shell. Raises CommandError naming the side that failed, with both sides' stderr."""
+    a, b = [str(x) for x in first], [str(x) for x in second]
+    if not a or not b:
+        raise ValueError("empty argv")
+    start = time.perf_counter()
+    started: list[subprocess.Popen[bytes]] = []
+
+    def kill_all() -> None:
+        for p in started:
+            _kill_group(p)  # type: ignore[arg-type]
+            p.wait()
+
+    try:
+        left = subprocess.Popen(a, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
+        started.append(left)
+        assert left.stdout is not None
+        right = subprocess.Popen(b, stdin=left.stdout, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 start_new_session=True)
+        started.append(right)
+    except FileNotFoundError as exc:
+        kill_all()
+        raise CommandError(a if not started else b, 127, "", f"command not found ({exc})") from None
+    except BaseException:
+        kill_all()
+        raise
+    left.stdout.close()  # only the consumer holds the pipe: a consumer that dies ends the producer
+    try:
+        out, err_b = right.communicate(timeout=timeout)
+        left_err = left.stderr.read() if left.stderr else b""
+        left.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        kill_all()
+        raise CommandError([*a, "|", *b], None, "", "", timed_out=True, timeout=timeout) from None
+    except BaseException:  # Ctrl-C or SIGTERM: never leave either side running
+        kill_all()
+        raise
+    finally:
+        if left.stderr:
+            left.stderr.close()
+    stderr = (left_err + err_b).decode(errors="replace")
+    for argv, code in ((a, left.returncode), (b, right.returncode)):
+        if code != 0:
+            raise CommandError([*a, "|", *b], code, out.decode(errors="replace"),
+                               f"{argv[0]} exited {code}: {stderr}")
+    return Result([*a, "|", *b], 0, out.decode(errors="replace"), stderr, time.perf_counter() - start)
+
+
 def which(name: str) -> str | None:
     """Path of an executable on PATH (shutil.which, re-exported so callers import one module)."""
     import shutil

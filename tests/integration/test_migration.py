@@ -115,7 +115,7 @@ def test_bad_input_exits_2_and_starts_nothing(tmp_path, paths, other_disk):
         ({"mode": "live", "to": {"path": str(other_disk)}}, ["lxc"], "criu check"),
         ({"mode": "lifecycle", "counts": [64]}, [{"name": "lxc", "memory": "4G"}], "GiB available"),
         ({"mode": "lifecycle", "counts": [1]}, ["crun"], "hybrid"),
-        ({"to": {"host": "elsewhere"}}, ["lxc"], "several-hosts"),
+        ({"to": {"host": "elsewhere"}}, ["lxc"], "not one of the campaign's other hosts"),
     ]
     for section, platforms, words in cases:
         r = _cli(["run", str(_campaign(tmp_path, section, platforms))], paths, db)

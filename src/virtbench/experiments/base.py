@@ -53,6 +53,9 @@ class Experiment(ABC):
     """The campaign section named like the kind (`line:`); None: the kind takes none."""
     uses_benchmarks: ClassVar[bool] = False
     """Whether the campaign's `benchmarks:` list applies (only the `benchmarks` kind)."""
+    drives_hosts: ClassVar[bool] = False
+    """Whether the kind reaches the campaign's other `hosts:` itself from this host (migration's
+    destinations) instead of the multi-host runner starting an agent on each to measure there."""
     uses_probes: ClassVar[bool] = False
     """Whether the kind runs the campaign's `probes:` beside its executions; a kind that does
     not is refused a `probes:` list rather than silently measuring without them."""

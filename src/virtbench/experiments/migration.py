@@ -6,7 +6,7 @@ started and stopped (the study's Fig. 12, seeds/000, and the lifecycle at scale 
     migration:
       counts: [1, 2, 4, 8]          # instances at once
       mode: offline                 # offline | live | lifecycle
-      to: {path: /mnt/other-disk}   # or a list of destinations, one series each
+      to: {path: /mnt/other-disk}   # or {host: NAME} (one of hosts:), or a list, one series each
 
 Each (round, platform, destination, count) is one execution `migration[count=N,to=NAME]`
 with one sample per phase (seconds; bytes moved; MB/s), so the usual statistics, resume and
@@ -30,7 +30,7 @@ from .. import host as hostfacts
 from ..errors import InputError, UnavailableError
 from ..images import build as images
 from ..images.image import Image
-from ..migrate import fleet, live, offline, storage
+from ..migrate import fleet, live, offline, remote, storage
 from ..migrate.transport import Leftovers, LocalTransport, Transport
 from ..migrate.transport import cleanup as cleanup_copies
 from ..platforms.availability import probe_types
@@ -49,7 +49,7 @@ UPPER_ESTIMATE = 16 << 20
 class Destination(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     path: Path | None = Field(None, description="a directory on this host (another disk or filesystem)")
-    host: str | None = Field(None, description="another host (with several hosts; not in this version)")
+    host: str | None = Field(None, description="another host of the campaign's `hosts:` (LXC, offline, over SSH)")
     name: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,30}$",
                              description="label in keys and figures (default: the directory's name)")
 
@@ -134,6 +134,7 @@ class Migration(Experiment):
     description: ClassVar[str] = ("N instances at once moved offline (stop, move storage, start) or live "
                                   "(QEMU QMP, CRIU), or only started and stopped; every phase timed")
     Section = MigrationSection
+    drives_hosts = True  # the destination hosts are reached from here, over SSH
 
     @classmethod
     def work_per_round(cls, section: Any) -> tuple[int, str]:
@@ -156,6 +157,36 @@ class Migration(Experiment):
         if any(p.inside for p in campaign.platforms):
             raise InputError("migration: stacked platforms (inside:) cannot be migrated yet",
                              "migrate the VM itself (type qemu)")
+        cls.validate_hosts(campaign)
+
+    @classmethod
+    def validate_hosts(cls, campaign: Any) -> None:
+        """A destination host: one of `hosts:`, reached over SSH from this host (the source);
+        LXC containers moved offline only (live needs CRIU on both hosts)."""
+        section = campaign.section
+        wanted = [d.host for d in section.to if d.host is not None]
+        names = {h.name: h for h in campaign.hosts}
+        for name in wanted:
+            if name not in names or names[name].is_local:
+                raise InputError(f"migration.to: host {name!r} is not one of the campaign's other hosts",
+                                 f"list it under hosts: (hosts: [local, {name}]) or give a directory: "
+                                 "to: {path: /mnt/other-disk}")
+        others = [n for n, h in names.items() if not h.is_local and n not in wanted]
+        if others:
+            raise InputError(f"hosts: {others[0]!r} is no migration destination: a migration runs from this host "
+                             "to its destinations", f"add to: {{host: {others[0]}}} or remove it from hosts:")
+        if not wanted:
+            return
+        if section.mode == "live":
+            raise InputError("migration.to: live migration to another host needs CRIU on both hosts, which "
+                             "virtbench does not drive across hosts", "use mode: offline (stop, send over SSH, start)")
+        for p in campaign.platforms:
+            if p.type != "lxc":
+                raise InputError(f"migration.to: host: platform {p.name!r} ({p.type}) cannot move to another "
+                                 "host; LXC containers can", "use an lxc platform, or to: {path: DIR} on this host")
+            if p.options.get("network") == "bridge":
+                raise InputError(f"migration.to: host: platform {p.name!r} has network: bridge, whose address "
+                                 "and bridge belong to this host", "use network: none or host")
 
     # -- before anything starts ------------------------------------------------------------
     def platforms(self) -> dict[str, Platform]:
@@ -182,8 +213,7 @@ class Migration(Experiment):
                                      "use mode: offline (stop, move, start) or a qemu platform")
         for d in section.to:
             if d.host is not None:
-                raise InputError(f"migration.to: host {d.host!r}: migration to another host needs the several-hosts "
-                                 "support, which this version lacks", "give a directory: to: {path: /mnt/other-disk}")
+                continue
             assert d.path is not None
             if not d.path.is_dir():
                 raise InputError(f"migration.to: {d.path} does not exist or is not a directory",
@@ -203,7 +233,40 @@ class Migration(Experiment):
             if not verdicts[p.type].available:
                 raise UnavailableError(f"platform {name!r} ({p.type}) is not available here: {verdicts[p.type].reason}",
                                        verdicts[p.type].fix or "remove it from the campaign (see `virtbench doctor`)")
-        self._facts = self.storage_facts(log)
+        self._hosts = self.connect_hosts(log)
+        try:
+            self._facts = self.storage_facts(log)
+            self._lower = {label: h.image_rootfs(self.image(), log) for label, h in self._hosts.items()}
+        except BaseException:
+            self.close_hosts()
+            raise
+
+    def connect_hosts(self, log: Callable[[str], None]) -> dict[str, remote.RemoteHost]:
+        """Each destination host connected (host key, root) and checked for room, before anything starts."""
+        section: MigrationSection = self.section
+        specs = {h.name: h for h in self.campaign.hosts}
+        hosts: dict[str, remote.RemoteHost] = {}
+        try:
+            for d in section.to:
+                if d.host is None:
+                    continue
+                log(f"connecting to {d.host} (the migration's destination)")
+                h = hosts[d.label] = remote.RemoteHost(specs[d.host], self.paths)
+                h.open()
+                need, free = self.bytes_needed(max(section.counts)), h.free_bytes()
+                if free < need:
+                    raise InputError(f"migration.to: host {d.host} has {free / 2**20:.0f} MiB free under "
+                                     f"{h.lxcpath}, {max(section.counts)} instances need about {need / 2**20:.0f} MiB",
+                                     "free space there, lower payload or counts, or give another work_dir")
+        except BaseException:
+            for h in hosts.values():
+                h.close()
+            raise
+        return hosts
+
+    def close_hosts(self) -> None:
+        for h in getattr(self, "_hosts", {}).values():
+            h.close()
 
     def bytes_needed(self, count: int) -> int:
         section: MigrationSection = self.section
@@ -237,6 +300,9 @@ class Migration(Experiment):
             if measure:
                 log(f"measuring raw throughput of {path} (dd, O_DIRECT)")
             out[label] = (storage.measure(path) if measure else storage.facts(path)).as_dict()
+        for label, h in getattr(self, "_hosts", {}).items():
+            log(f"measuring {h.spec.name}: its storage (dd, O_DIRECT) and the SSH path to it")
+            out[label] = {**h.storage_facts(measure), "path_throughput": h.path_throughput()}
         return out
 
     def provenance(self) -> dict[str, Any]:
@@ -261,13 +327,20 @@ class Migration(Experiment):
     # -- measuring -------------------------------------------------------------------------
     def run(self, ctx: ExperimentContext) -> None:
         section: MigrationSection = self.section
-        image = self.image()
-        platforms = self.platforms()
-        for p in platforms.values():
-            p.prepare(image)
-        dests: list[Destination | None] = list(section.to) or [None]
-        rng = random.Random(ctx.seed)
-        rounds = self.campaign.warmups + self.campaign.repetitions
+        try:
+            image = self.image()
+            platforms = self.platforms()
+            for p in platforms.values():
+                p.prepare(image)
+            dests: list[Destination | None] = list(section.to) or [None]
+            rng = random.Random(ctx.seed)
+            self.rounds(ctx, platforms, image, dests, rng, self.campaign.warmups + self.campaign.repetitions)
+        finally:
+            self.close_hosts()
+
+    def rounds(self, ctx: ExperimentContext, platforms: dict[str, Platform], image: Image,
+               dests: list[Destination | None], rng: random.Random, rounds: int) -> None:
+        section: MigrationSection = self.section
         for rnd in range(rounds):
             order = list(platforms)
             if self.campaign.shuffle:
@@ -291,6 +364,7 @@ class Migration(Experiment):
         names = [f"{base}-{dest.label if dest else 'n'}{count}-{i}"[:63] for i in range(count)]
         instances: list[Instance] = []
         leftovers = Leftovers(ctx.paths, ctx.run_id)
+        far = remote.RemoteLeftovers(ctx.paths, ctx.run_id)
         started, t0 = now(), time.perf_counter()
         samples: list[dict[str, Any]] = []
         log: list[str] = []
@@ -308,6 +382,15 @@ class Migration(Experiment):
                 samples = [sample("create_s", created.seconds), sample("start_s", up.seconds),
                            sample("stop_s", down.seconds), sample("remove_s", time.perf_counter() - t1)]
                 log.append(f"start each: {up.each}; stop each: {down.each}")
+            elif section.mode == "offline" and dest is not None and dest.host is not None:
+                for i in instances:
+                    offline.write_payload(platform, i, section.payload // 2**20)
+                moved = remote.migrate(platform, instances, self._hosts[dest.label], far,
+                                       lower=self._lower[dest.label],
+                                       image_rootfs=image.rootfs if section.with_image else None)
+                samples = [sample(f"{k}_s", v) for k, v in moved.phases.items()]
+                samples += [sample("bytes_moved", moved.bytes_moved), sample("throughput_MBps", moved.throughput_MBps)]
+                log += [f"start before the move: {up.seconds:.4f} s", *moved.log, f"each: {moved.each}"]
             elif section.mode == "offline":
                 assert dest is not None and dest.path is not None
                 for i in instances:
@@ -336,6 +419,8 @@ class Migration(Experiment):
         finally:
             problems = fleet.discard(platform, instances)
             removed = leftovers.remove_all()
+            if dest is not None and dest.host is not None:
+                removed += far.remove_all(self._hosts.get(dest.label))
             log += [f"cleanup: {p}" for p in problems] + [f"removed {r}" for r in removed]
             if problems:
                 PLATFORMS.get(platform.type).cleanup(ctx.paths, ctx.run_id)
@@ -349,4 +434,4 @@ class Migration(Experiment):
 
     @classmethod
     def cleanup(cls, paths: Any, run_id: str | None = None) -> list[str]:
-        return cleanup_copies(paths, run_id)
+        return cleanup_copies(paths, run_id) + remote.cleanup(paths, run_id)

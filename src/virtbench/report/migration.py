@@ -102,10 +102,11 @@ def build(store: Store, run: Run) -> ReportSection | None:
     if mode == "lifecycle":
         facts = {}  # nothing moves: the storage is not what a reader needs here
     if facts:
-        tables.append(SectionTable("storage at each end (raw: dd, O_DIRECT, bs=1M)",
-                                   ["end", "storage", "rotational", "write MB/s", "read MB/s"],
+        tables.append(SectionTable("storage at each end (raw: dd, O_DIRECT, bs=1M), and the network path to a host",
+                                   ["end", "storage", "rotational", "write MB/s", "read MB/s", "path MB/s"],
                                    [[label, f.get("kind"), {True: "yes", False: "no"}.get(f.get("rotational"), "?"),
-                                     f.get("write_MBps"), f.get("read_MBps")] for label, f in facts.items()]))
+                                     f.get("write_MBps"), f.get("read_MBps"), _path_rate(f)]
+                                    for label, f in facts.items()]))
     notes = [_where(label, f) for label, f in facts.items()] + _notes(mode, points, facts, failures)
     data = {"mode": mode, "counts": section.get("counts"), "payload_bytes": section.get("payload"),
             "with_image": section.get("with_image"), "storage": facts, "points": points, "failures": failures}
@@ -113,7 +114,17 @@ def build(store: Store, run: Run) -> ReportSection | None:
                          figures=_figures(mode, points, units), notes=notes)
 
 
+def _path_rate(f: dict[str, Any]) -> float | str:
+    rate = (f.get("path_throughput") or {}).get("MBps")
+    return round(rate, 1) if isinstance(rate, (int, float)) else "-"
+
+
 def _where(label: str, f: dict[str, Any]) -> str:
+    if f.get("host"):
+        path = f.get("path_throughput") or {}
+        how = (f"; the path: {path['MBps']:.0f} MB/s ({path.get('what')}, {path.get('bytes', 0) >> 20} MiB of zeros)"
+               if path.get("MBps") else f"; the path not measured: {path.get('error', '?')}")
+        return f"{label}: host {f['host']}, {f.get('path')} on {f.get('device')} mounted at {f.get('mountpoint')}{how}"
     backing = f" ({f['device']} is the file {f['backing']} on {f.get('backing_device')})" if f.get("backing") else ""
     return f"{label}: {f.get('path')} on {f.get('device')} mounted at {f.get('mountpoint')}{backing}"
 
@@ -144,14 +155,38 @@ def _figures(mode: str, points: list[dict[str, Any]], units: dict[str, str]) -> 
     return figures
 
 
+def _bound(p: dict[str, Any], rate: dict[str, Any] | None, dest: dict[str, Any], source: dict[str, Any]) -> list[str]:
+    """Which of the source's storage, the network path and the destination's storage was the
+    slowest, and how close the move came to it: the study's question (network or storage)."""
+    ends = {"this host's storage (read)": source.get("read_MBps"),
+            f"the network path to {dest['host']} (SSH)": (dest.get("path_throughput") or {}).get("MBps"),
+            f"{dest['host']}'s storage (write)": dest.get("write_MBps")}
+    known = {k: v for k, v in ends.items() if isinstance(v, (int, float)) and v > 0}
+    if not rate or not known:
+        return []
+    slowest = min(known, key=lambda k: known[k])
+    share = rate["mean"] / known[slowest]
+    verdict = (f"is the slowest and bounds it ({share:.0%} of it)" if share > 0.5 else
+               f"is the slowest, but the move reached only {share:.0%} of it: neither bounded it (each "
+               "container's fixed costs did, at this payload)")
+    listed = ", ".join(f"{k} {v:.0f} MB/s" for k, v in known.items())
+    return [f"{p['platform']} N={p['count']} to host {dest['host']}: the move ran at {rate['mean']:.0f} MB/s; of "
+            f"{listed}, {slowest} {verdict}"]
+
+
 def _notes(mode: str, points: list[dict[str, Any]], facts: dict[str, Any], failures: list[dict[str, Any]]) -> list[str]:
     notes = []
     if mode == "offline":
         notes.append("offline: instances are down from the first stop to the last start, so downtime = total; "
                      "transfer = copy made durable (sync) and the instance pointed at its copy")
+        if not any((f or {}).get("host") for f in facts.values()):
+            notes.append("the move stayed on this host (another directory): storage to storage, no network")
         top = max((p["count"] for p in points), default=0)
         for p in (p for p in points if p["count"] == top):
             rate, dest = p["metrics"].get("throughput_MBps"), facts.get(p["to"] or "") or {}
+            if dest.get("host"):
+                notes += _bound(p, rate, dest, facts.get("source") or {})
+                continue
             raw = min([v for v in (dest.get("write_MBps"), (facts.get("source") or {}).get("read_MBps")) if v] or [0])
             if not (rate and raw):
                 continue

@@ -90,12 +90,12 @@ def start(store: Store, campaign: Campaign, paths: Paths, *, source: str = "",
     cgroup_parent: a cgroup every instance of a confinable platform is placed under (the
     self-test's CPU priority parent); the others run where virtbench runs."""
     run_id = run_id or new_run_id()
-    if campaign.hosts:
+    if campaign.hosts and not EXPERIMENTS.get(campaign.experiment).drives_hosts:
         from . import hosts
 
         return hosts.start(store, campaign, paths, source=source, reporter=reporter or QuietReporter(),
                            run_id=run_id)
-    check_host(campaign, paths)  # CPUs, memory, scratch space: before any probe
+    check_host(campaign, paths, one_of_hosts=True)  # CPUs, memory, scratch space: before any probe
     hostlock.announce_run(paths, run_id)
     if not EXPERIMENTS.get(campaign.experiment).uses_benchmarks:
         from . import experiment
@@ -141,7 +141,7 @@ def run_queued(store: Store, run_id: str, paths: Paths, *, reporter: Reporter | 
         raise InputError(f"run {run.id} is {run.status}, not queued")
     hostlock.announce_run(paths, run.id)
     campaign = parse_campaign(run.campaign, f"run {run.id}")
-    if campaign.hosts:  # the worker's host is the controller
+    if campaign.hosts and not EXPERIMENTS.get(campaign.experiment).drives_hosts:  # the worker's host is the controller
         from . import hosts
 
         try:
@@ -201,7 +201,7 @@ def resume(store: Store, run_ref: str, paths: Paths, *, reporter: Reporter | Non
         raise InputError(f"run {run.id} is already finished", "start a new run instead")
     hostlock.announce_run(paths, run.id)
     campaign = parse_campaign(run.campaign, f"run {run.id}")
-    if campaign.hosts:
+    if campaign.hosts and not EXPERIMENTS.get(campaign.experiment).drives_hosts:
         from . import hosts
 
         return hosts.resume(store, run, campaign, paths, reporter=reporter)

@@ -46,6 +46,9 @@ class Difference:
     """Ids of the paper values (studies/paper/<id>.yaml) whose comparison it bears on."""
     adds: tuple[str, ...] = ()
     """argv words the presets add to the paper's command (output format only, e.g. `-mr`)."""
+    one_host: bool = False
+    """A difference only while the part ran on this host alone: not listed for a run that
+    used a second host (`study run --hosts NAME`), which did as the paper did."""
 
 
 @dataclass(frozen=True)
@@ -226,10 +229,12 @@ STUDIES: tuple[Study, ...] = (
                                          "with less RAM", "one host plays the 2/4/8 GB boards",
                                          tuple(v for v in _DENSITY_IDS_000 if v.startswith("hostram-"))))),
             Part("migration", "offline migration time of 1, 2, 4 and 8 containers at once (Fig. 12)",
-                 differs="to another directory of this host (no second node): storage-bound, not network-bound",
+                 differs="to the second node given with --hosts NAME (over SSH, as root, host key known); "
+                         "without one, to another directory of this host (storage-bound, not network-bound)",
                  differences=(Difference("containers move to another directory of this host, not to a second node",
-                                         "the preset has one host: the move is bound by storage, not by the "
-                                         "1 Gbit/s network the paper found limiting on the RPi 5", ("migration-claim",)),
+                                         "no second host was given (--hosts NAME): the move is bound by storage, "
+                                         "not by the 1 Gbit/s network the paper found limiting on the RPi 5",
+                                         ("migration-claim",), one_host=True),
                               replace(_PROXMOX_000, affects=()))),
             Part("network-same", "iperf3 TCP throughput by -l size and sockperf TCP one-way delay by -m size, "
                                  "two containers on one node (Figs. 14, 15, 17, 18)",

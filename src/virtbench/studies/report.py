@@ -49,29 +49,49 @@ def _cell(x: Any, unit: str = "") -> str:
     return "-" if x is None else str(x)
 
 
-def differences_by_value(study: Study) -> dict[str, list[tuple[str, Difference]]]:
+def two_host_parts(runs: Sequence[C.PartRun]) -> set[str]:
+    """The parts whose runs used a second host (a migration's `to: {host}`, a campaign's other
+    hosts): their one-host differences did not happen."""
+    out = set()
+    for r in runs:
+        campaign = r.report.run.campaign or {}
+        if any(h.get("name") not in ("local", "localhost") for h in campaign.get("hosts") or []
+               if isinstance(h, dict)):
+            out.add(r.base or r.part)
+    return out
+
+
+def applying(study: Study, runs: Sequence[C.PartRun] = ()) -> dict[str, tuple[Difference, ...]]:
+    """Each part's differences that hold for these runs (all of them without runs)."""
+    two = two_host_parts(runs)
+    return {p.name: tuple(d for d in p.differences if not (d.one_host and p.name in two)) for p in study.parts}
+
+
+def differences_by_value(study: Study, runs: Sequence[C.PartRun] = ()) -> dict[str, list[tuple[str, Difference]]]:
     """Each paper value's id -> the deliberate differences (with their part) that bear on it; a
     difference several parts share (the same container set-up) is listed once, with its first part."""
     out: dict[str, list[tuple[str, Difference]]] = {}
+    held = applying(study, runs)
     for part in study.parts:
-        for d in part.differences:
+        for d in held[part.name]:
             for vid in d.affects:
                 if all(d != seen for _, seen in out.get(vid, [])):
                     out.setdefault(vid, []).append((part.name, d))
     return out
 
 
-def command_notes(study: Study) -> list[str]:
+def command_notes(study: Study, runs: Sequence[C.PartRun] = ()) -> list[str]:
     """The paper's command of each part and every deliberate difference of the presets from it."""
     notes = []
+    held = applying(study, runs)
     for part in study.parts:
         if part.command:
             c = part.command
             notes.append(f"{part.name}: the paper's command ({c.where}): `{' '.join(c.argv)}`"
                          + (f" ({c.note})" if c.note else "") + ".")
-        if part.differences:
+        if held[part.name]:
             notes.append(f"{part.name} differs from the paper deliberately: "
-                         + "; ".join(f"{d.what} ({d.why})" for d in part.differences) + ".")
+                         + "; ".join(f"{d.what} ({d.why})" for d in held[part.name]) + ".")
     return notes
 
 
@@ -129,7 +149,7 @@ def build(study: Study, runs: Sequence[C.PartRun], caps: dict[str, str] | None =
     quick = any(r.scale == "quick" for r in runs)
     judged: dict[str, dict[str, Any]] = {}
     rows, data = [], []
-    diffs = differences_by_value(study)
+    diffs = differences_by_value(study, runs)
     for v in pv.values:
         j = C.judge(v, matcher, caps or {}, pv.categories)
         why = C.reasons(v, facts, pv.host, quick) if j["verdict"] == "differs" else []
@@ -161,7 +181,7 @@ def build(study: Study, runs: Sequence[C.PartRun], caps: dict[str, str] | None =
     for part in study.parts:
         if part.differs:
             notes.append(f"{part.name}: {part.differs}.")
-    notes += command_notes(study)
+    notes += command_notes(study, runs)
     notes.append("Sources are tables and figures with the paper's section; the seed texts carry no page numbers.")
     table = Table("published values and this host's, with verdicts", ["source", "quantity", "paper", "this host", "verdict",
                                                  "likely reason / detail", "run differently from the paper"], rows)

@@ -113,6 +113,15 @@ def with_second_host(data: Any, name: str) -> Any:
     return data
 
 
+def with_migration_host(data: Any, name: str) -> Any:
+    """A migration campaign moving its containers to the user's second host (`--hosts NAME`),
+    as the paper moved them between two nodes, instead of to a directory of this host."""
+    if data.get("experiment") != "migration":
+        return data
+    section = dict(data.get("migration") or {})
+    return {**data, "hosts": ["local", name], "migration": {**section, "to": {"host": name}}}
+
+
 def with_meter(data: Any, argv: Sequence[str]) -> Any:
     """The campaign with the user's meter (`--meter`) in its energy probe."""
     probes = []
@@ -148,8 +157,11 @@ def plan(study: Study, scale: str, caps: Capabilities, parts: Sequence[str] = ()
             path = SHIPPED / f"{stem}.yaml"
             source = path.read_text()
             data = load_yaml(source, str(path))
-            if "hosts" in data and caps.hosts:
-                data = with_second_host(data, next(h for h in caps.hosts if h not in ("local", "localhost")))
+            second = next((h for h in caps.hosts if h not in ("local", "localhost")), None)
+            if "hosts" in data and second:
+                data = with_second_host(data, second)
+            elif second:
+                data = with_migration_host(data, second)
             if caps.meter:
                 data = with_meter(data, caps.meter)
             keep, left_out = available_platforms(data, caps)
