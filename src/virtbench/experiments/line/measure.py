@@ -83,7 +83,7 @@ def measure(store: Any, run_id: str, point: Point, section: LineSection, max_rat
             "method": result.method, "ndr_pps": result.ndr_pps, "pdr_pps": result.pdr_pps, "max_rate_pps": max_rate,
             "complete": result.complete, "goals": section.search.loss,
             "trials": [trial_json(t) for t in result.trials]}})
-        if line.length > 0:
+        if line.length > 0 and benchmark is None:  # a re-measurement checks the rates only
             for rate in section.latency_rates:
                 pps = float(rate) if not isinstance(rate, str) and rate > 1 else result.ndr_pps * (
                     1.0 if rate == "max" else float(rate))
@@ -113,7 +113,8 @@ def measure(store: Any, run_id: str, point: Point, section: LineSection, max_rat
     if status == "failed":
         log(f"{point.platform} length {line.length} pinning {point.pinning}: failed: {error}")
     store.record(run_id=run_id, round=point.round, warmup=point.warmup, platform=point.platform,
-                 benchmark=benchmark or key(line.length, point.pinning), status=status, started_at=started, finished_at=now(),
+                 benchmark=benchmark or key(line.length, point.pinning), status=status, started_at=started,
+                 finished_at=now(),
                  duration_s=time.perf_counter() - t0, instance=line.tag, argv=argv,
                  stdout="\n".join(stdout_lines) + ("\n--- last iperf client output ---\n" + raws[0] if raws else ""),
                  stderr=raws[1] if len(raws) > 1 else "", error=error,
