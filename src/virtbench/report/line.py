@@ -114,13 +114,13 @@ def _flags(found: list[plausible.Suspect], rechecks: dict[tuple[str, str, int], 
     out = []
     for s in found:
         again = rechecks.get(s.point)
-        value = again.get(s.metric.removesuffix("_pps") + "_pps") if again else None
+        value = again.get(s.metric) if again else None
         if value is None:
             said, confirmed = "not measured again (the run predates it, or it failed)", None
         else:
             confirmed = value > s.other * (1 + s.noise)
             said = (f"{value:.0f} pkt/s, " + ("still implausible: the line really measured so here" if confirmed
-                                               else "within the noise: the first measurement was off"))
+                                               else "not beyond the noise this time: the first was most likely disturbed"))
         out.append({**s.public(), "recheck_pps": value, "confirmed": confirmed, "recheck": said})
     return out
 
