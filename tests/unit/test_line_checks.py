@@ -69,3 +69,22 @@ def test_noise_floor_follows_the_search():
     assert plausible.noise_floor(SimpleNamespace(method="steps", precision=0.01)) == plausible.MIN_NOISE
     rates = _rates({("lxc", "node", 1): [3000.0], ("lxc", "node", 2): [4000.0]})
     assert plausible.suspects(rates, "netns", step_pps=1000) == []  # one step of 1000 pkt/s is the resolution
+
+
+def test_the_report_says_what_was_flagged_and_what_the_re_measurement_gave():
+    from virtbench.report import line as report
+
+    rates = _rates({("lxc", "none", 1): [116_000.0], ("lxc", "none", 8): [225_000.0],
+                    ("lxc", "node", 1): [100_000.0], ("lxc", "node", 2): [150_000.0],
+                    ("lxc", "core", 1): [100_000.0], ("lxc", "core", 2): [150_000.0]})
+    found = plausible.suspects(rates, "netns")
+    rechecks = {("lxc", "none", 8): {"ndr_pps": 60_000.0, "pdr_pps": 61_000.0},
+                ("lxc", "node", 2): {"ndr_pps": 149_000.0, "pdr_pps": 150_000.0}}
+    flags = {(f["pinning"], f["metric"]): f for f in report._flags(found, rechecks)}
+    gone = flags[("none", "pdr_pps")]
+    assert gone["recheck_pps"] == 61_000.0 and gone["confirmed"] is False and "most likely disturbed" in gone["recheck"]
+    kept = flags[("node", "ndr_pps")]
+    assert kept["confirmed"] is True and "still implausible" in kept["recheck"]
+    assert flags[("core", "ndr_pps")]["recheck_pps"] is None  # not measured again: said so
+    (table,) = report._flag_table(list(flags.values()))
+    assert "measured again" in table.columns and len(table.rows) == 6
