@@ -100,6 +100,12 @@ def parse(rate_pps: float, seconds: float, client_out: str, server_out: str, *, 
     received = int(final["total"]) - max(0, int(final["lost"]))
     bins = _bins(pdf[-1])  # its packets beyond the range are `above`, recorded at 1 s by hdr.from_bins
     intervals = [(float(m["end"]), _bins(m, obu=True)) for m in pdfs if not m["final"]]
+    rest = _bins(pdf[-1], obu=True)  # the final report's packets no 100 ms interval holds (its last ms)
+    for _, b in intervals:
+        for k, c in b.items():
+            rest[k] = rest.get(k, 0) - c
+    if any(c > 0 for c in rest.values()):
+        intervals.append((float(pdf[-1]["end"]), {k: c for k, c in rest.items() if c > 0}))
     worst = [(float(m["end"]), float(m["max"])) for m in rows if m is not final and float(m["end"]) - float(m["start"]) < 0.2]
     # iperf counts its closing datagram in "Sent": the data datagrams are one fewer.
     return Trial(rate_pps=rate_pps, seconds=seconds, sent=max(0, sent - 1), received=received, bins=bins,
