@@ -80,3 +80,5 @@ def test_counters_give_dtlb_as_a_share_and_rescheduling_interrupts(section):
     assert any("share of loads" in n for n in sec.notes) and any("no PMU" in n for n in sec.notes)
     assert all(r[res] is not None and r[res] >= 0 for r in t.rows)
     assert all(r[per_cpu].startswith("cpu0 ") and "cpu1 " in r[per_cpu] for r in t.rows)
+    lat = [x for r in sec.data for x in r["latency"]]
+    assert all(x["dtlb_miss_pct"] is None and x["res_interrupts"] > 0 for x in lat)  # in report --json too

@@ -83,9 +83,11 @@ def build(store: Store, run: Run) -> Section | None:
             metas = lat_meta[point].get(label, {})
             rnd = line_figures.worst_round(by_round)
             worst = hdr.summary_us(by_round[rnd])
+            cells = counter_cells(list(metas.values())) if metas else [None] * 5
             latency.append({"rate": label, "rate_pps": _median([m["rate_pps"] for m in metas.values()]),
                             **{k: summ[k] for k in LATENCY_KEYS},
-                            "worst_run": {"round": rnd, **{k: worst[k] for k in LATENCY_KEYS}}})
+                            "worst_run": {"round": rnd, **{k: worst[k] for k in LATENCY_KEYS}},
+                            "dtlb_miss_pct": cells[2], "res_interrupts": cells[3]})
         latency.sort(key=lambda r: r["rate_pps"] or 0)
         rows.append({"platform": platform, "pinning": pin, "length": length,
                      "ndr_pps": _median(rates[point].get("ndr_pps", [])),
