@@ -34,7 +34,8 @@ def test_loss_curve_goes_past_the_first_loss_for_every_length(section):
     f = fig(section, "line-loss")
     assert "pinning node" in f.title
     names = {s.name for s in f.series}
-    assert names == {f"{p} {n} nodes" for p in ("netns", "lxc") for n in (1, 2, 4)}  # one curve per length (Fig. 3)
+    # one curve per length (Fig. 3)
+    assert names == {f"{p} {n} node{'' if n == 1 else 's'}" for p in ("netns", "lxc") for n in (1, 2, 4)}
     for s in f.series:
         assert s.x == sorted(s.x) and len(set(s.x)) == len(s.x)
     top = run.provenance["line"]["generator_top_pps"]
@@ -82,3 +83,14 @@ def test_counters_give_dtlb_as_a_share_and_rescheduling_interrupts(section):
     assert all(r[per_cpu].startswith("cpu0 ") and "cpu1 " in r[per_cpu] for r in t.rows)
     lat = [x for r in sec.data for x in r["latency"]]
     assert all(x["dtlb_miss_pct"] is None and x["res_interrupts"] > 0 for x in lat)  # in report --json too
+
+
+def test_the_worst_latencies_are_drawn_as_a_cloud_of_points(section):
+    """Fig. 8 is a scatter over time; joined in the order of their size they were a scribble."""
+    pytest.importorskip("matplotlib")
+    from virtbench.report import static
+
+    f = fig(section, "line-worst")
+    figure = static.render(f)
+    drawn = [ln for ax in figure.axes for ln in ax.get_lines() if ln.get_label() in {s.name for s in f.series}]
+    assert len(drawn) == len(f.series) and all(ln.get_linestyle() == "None" for ln in drawn)

@@ -124,7 +124,7 @@ def loss_figure(trials: dict, pin: str) -> FigureSpec:
             for t in s["trials"]:
                 by_rate[t["rate_pps"]].append(100 * t["loss"])
         xs = sorted(by_rate)
-        series.append(Series(f"{platform} {n} nodes", xs, [statistics.median(by_rate[x]) for x in xs]))
+        series.append(Series(f"{platform} {n} node{'' if n == 1 else 's'}", xs, [statistics.median(by_rate[x]) for x in xs]))
     return FigureSpec("line-loss", "sweep", f"packet loss against offered rate per line length (pinning {pin})",
                       "rate asked of the generator [pkt/s]", "loss [%]", series, group=GROUP,
                       note="every trial of the rate searches (a stepped search with past_loss traces the curve "
