@@ -94,3 +94,17 @@ def test_the_worst_latencies_are_drawn_as_a_cloud_of_points(section):
     figure = static.render(f)
     drawn = [ln for ax in figure.axes for ln in ax.get_lines() if ln.get_label() in {s.name for s in f.series}]
     assert len(drawn) == len(f.series) and all(ln.get_linestyle() == "None" for ln in drawn)
+
+
+def test_the_run_flagged_an_implausible_point_and_measured_it_again(section):
+    """On this shared host lxc's 1-node PDR came out above netns's beyond the noise: the run
+    logged it, searched that point once more (line-recheck, no samples), and the report says so."""
+    store, run, sec = section
+    (again,) = [e for e in store.executions(run.id) if e.benchmark.startswith("line-recheck[")]
+    assert again.benchmark == "line-recheck[length=1,pinning=node]" and again.platform == "lxc"
+    assert not [s for s in store.samples(run.id) if s.benchmark.startswith("line-recheck[")]  # outside the statistics
+    row = next(r for r in sec.data if (r["platform"], r["length"]) == ("lxc", 1))
+    (flag,) = row["implausible"]
+    assert flag["against"] == {"platform": "netns", "length": 1} and flag["recheck_pps"] is not None
+    assert any(t.title.startswith("implausible results") for t in sec.tables)
+    assert any(n.startswith("implausible: lxc 1 node (pinning node)") and "measured again" in n for n in sec.notes)

@@ -48,7 +48,7 @@ class Suspect:
         platform, pin, length = self.point
         o_platform, _, o_length = self.against
         than = f"the {o_length}-node line" if o_platform == platform else f"{o_platform} (the baseline)"
-        return (f"{platform} {length} nodes (pinning {pin}): {self.metric} {self.value:.0f} pkt/s is "
+        return (f"{platform} {length} node{'' if length == 1 else 's'} (pinning {pin}): {self.metric} {self.value:.0f} pkt/s is "
                 f"{100 * (self.value / self.other - 1):.0f} % above {than}'s {self.other:.0f}, beyond the noise "
                 f"(+-{100 * self.noise:.0f} %)")
 
