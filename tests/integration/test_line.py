@@ -132,11 +132,14 @@ def test_campaign_over_netns_lxc_docker_reports_the_line_section(paths, tmp_path
     assert {(x["platform"], x["length"]) for x in rows} == {(p, n) for p in ("netns", "lxc", "docker") for n in (1, 2)}
     for x in rows:
         assert set(x) >= {"platform", "pinning", "length", "ndr_pps", "pdr_pps", "trials", "generator_limit_pps",
-                          "latency"}
+                          "latency", "implausible"}
+        for flag in x["implausible"]:  # flagged here: measured once more, the report says with what result
+            assert flag["recheck_pps"] is not None and flag["confirmed"] in (True, False), flag
         assert x["ndr_pps"] > 0 and x["trials"] >= 2 and x["generator_limit_pps"] > 0
         lat = x["latency"][0]
         assert set(lat) >= {"rate_pps", "p50", "p90", "p99", "p99.9", "p99.99", "p99.999", "max", "count"}
         assert lat["p99.999"] is None and lat["p50"] > 0  # far fewer than 10^6 packets
+        assert lat["worst_run"]["round"] == 0 and lat["worst_run"]["max"] == lat["max"]  # one round: it is the worst
     html = tmp_path / "r.html"
     assert _virtbench(paths, "report", "--html", str(html), "--db", db, timeout=600).returncode == 0
     text = html.read_text()

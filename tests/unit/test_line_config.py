@@ -28,6 +28,7 @@ def test_the_issues_campaign_parses_and_round_trips():
     assert parse_campaign(c.model_dump(mode="json")).section == c.section
     assert [rate_label(r) for r in c.section.latency_rates] == ["0.1ndr", "0.5ndr", "0.9ndr", "1ndr"]
     assert rate_label(20000) == "20000pps"
+    assert (c.section.search.past_loss, c.section.worst.rate, c.section.worst.count) == (0, 17300, 5000)  # Fig. 8's
 
 
 @pytest.mark.parametrize("change, words", [
@@ -38,6 +39,9 @@ def test_the_issues_campaign_parses_and_round_trips():
     ({"search": {"method": "binary"}}, ["line.search.method"]),
     ({"search": {"loss": [0.005, 0]}}, ["increasing order"]),
     ({"link": "bridge"}, ["line.link"]),
+    ({"search": {"method": "steps", "past_loss": -1}}, ["line.search.past_loss"]),
+    ({"worst": {"count": 0}}, ["line.worst.count"]),
+    ({"worst": {"rate": 17300, "n": 5000}}, ["line.worst.n"]),
 ])
 def test_bad_sections(change, words):
     with pytest.raises(InputError) as err:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from virtbench.experiments.line import hdr
-from virtbench.report import line
+from virtbench.report import line_figures
 from virtbench.report.figures import for_files
 from virtbench.report.model import Report, Section
 
@@ -25,14 +25,14 @@ def _inputs():
                 rows.append({"platform": p, "pinning": pin, "length": n, "ndr_pps": 10000.0 / n,
                              "pdr_pps": 11000.0 / n, "trials": 8, "rounds": 1, "generator_limit_pps": 50000.0,
                              "latency": [lat]})
-                hists[(p, pin, n)] = {"max": [hdr.from_bins({5: 100, 20: 10, 90: 1})]}
+                hists[(p, pin, n)] = {"max": {0: hdr.from_bins({5: 100, 20: 10, 90: 1})}}
                 trials[(p, pin, n)] = [{"trials": [{"rate_pps": 1000.0, "loss": 0.0}, {"rate_pps": 20000.0, "loss": 0.1}]}]
-                meta[(p, pin, n)] = {"max": [{"rate_pps": 9000.0, "worst": [[0.1, 50.0], [0.2, 70.0]]}]}
+                meta[(p, pin, n)] = {"max": {0: {"rate_pps": 9000.0, "worst": [[0.1, 50.0], [0.2, 70.0]]}}}
     return rows, hists, trials, meta
 
 
 def test_one_static_figure_per_kind_and_the_per_point_ones_only_interactive():
-    figs = line._figures(*_inputs())
+    figs = line_figures.figures(*_inputs())
     static = [f.id for f in figs if f.static]
     assert static == ["line-ndr", "line-latency", "line-hdr", "line-loss", "line-worst"]
     assert len([f for f in figs if not f.static]) == 3 * len(PINS) * len(LENGTHS)  # still in the HTML/web report
@@ -46,7 +46,7 @@ def test_one_static_figure_per_kind_and_the_per_point_ones_only_interactive():
 
 
 def test_for_files_leaves_out_the_per_key_figures_of_an_experiment_run():
-    figs = line._figures(*_inputs())
+    figs = line_figures.figures(*_inputs())
     run = SimpleNamespace(id="r", campaign={"experiment": "line"}, platforms=[SimpleNamespace(name=p) for p in PLATFORMS],
                           baseline="netns", host=None, host_facts={"hostname": "h"})
     report = Report(run, rows=[], failures=[], sections=[Section(key="line", title="Line topology", data=[], figures=figs)])

@@ -103,3 +103,41 @@ def test_stepped_search_is_the_studys():
     r = search.steps(dev, start=1000, step=1000, seconds=20, max_rate=100_000)
     assert (r.ndr_pps, r.pdr_pps) == (3000, 4000)
     assert [c[0] for c in dev.calls] == [1000, 2000, 3000, 4000, 5000] and {c[1] for c in dev.calls} == {20}
+
+
+class Fig3Device:
+    """The paper's 64-node line (Fig. 3): loss from 17.3 to 50 kpkt/s, none from 50 to 55, then
+    loss growing linearly with the rate."""
+
+    def __call__(self, rate: float, seconds: float) -> Trial:
+        sent = int(rate * seconds)
+        if rate < 17_300 or 50_000 <= rate <= 55_000:
+            loss = 0.0
+        elif rate < 50_000:
+            loss = 0.02
+        else:
+            loss = (rate - 55_000) / rate
+        return Trial(rate_pps=rate, seconds=seconds, sent=sent, received=int(round(sent * (1 - loss))))
+
+
+def test_stepped_search_traces_the_loss_curve_past_the_first_loss():
+    stopped = search.steps(Fig3Device(), start=1000, step=1000, seconds=20, max_rate=100_000)
+    traced = search.steps(Fig3Device(), start=1000, step=1000, seconds=20, max_rate=100_000, past_loss=50)
+    assert (traced.ndr_pps, traced.pdr_pps) == (stopped.ndr_pps, stopped.pdr_pps) == (17_000, 17_000)
+    assert stopped.trials[-1].rate_pps == 18_000  # the old search ends at the first loss
+    rates = [t.rate_pps for t in traced.trials]
+    assert rates[-1] == 18_000 + 50 * 1000 and len(rates) == len(set(rates))
+    loss = {t.rate_pps: t.loss for t in traced.trials}
+    assert loss[30_000] > 0 and loss[52_000] == 0 and loss[60_000] < loss[68_000]  # non-monotonic, then linear
+    capped = search.steps(Fig3Device(), start=1000, step=1000, seconds=20, max_rate=20_000, past_loss=50)
+    assert capped.trials[-1].rate_pps == 20_000  # never above the largest rate
+
+
+def test_worst_latencies_are_selected_from_the_recorded_intervals(data_dir):
+    t = iperf2.parse(20000, 1, read(data_dir, "client-20kpps"), read(data_dir, "server-20kpps"))
+    assert len(t.intervals) == 11 and sum(sum(b.values()) for _, b in t.intervals) == 19992  # 10 x 100 ms + the rest
+    worst = iperf2.worst(t.intervals, 5)
+    assert worst == [[0.1, 332.5, 1], [0.1, 330.5, 1], [0.1, 328.5, 1], [1.0, 80.5, 1], [0.1, 75.5, 1]]
+    many = iperf2.worst(t.intervals, 5000)
+    assert sum(c for _, _, c in many) == 5000 and [u for _, u, _ in many] == sorted((u for _, u, _ in many), reverse=True)
+    assert all(u >= 2.5 for _, u, _ in many)  # 5000 of 19992: down into the 3 us bin, never the 2 us bin

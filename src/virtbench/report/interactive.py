@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .figures import FigureSpec, Series
+from .figures import RATIO, FigureSpec, Series
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
            "#bcbd22", "#17becf")
@@ -104,6 +104,9 @@ def trace(s: Series, spec: FigureSpec, palette: dict[str, str]) -> dict[str, Any
     elif s.style == "dashed":
         t = {"type": "scatter", "mode": "lines", "name": name, "x": x, "y": _nums(s.y),
              "line": {"dash": "dash", "color": "#888"}}
+    elif s.style == "points" and not spec.meta.get(RATIO):  # a cloud (worst latencies over time), no line
+        t = {"type": "scatter", "mode": "markers", "name": name, "x": x, "y": _nums(s.y), "marker": {"size": 4},
+             "legendgroup": name}
     else:
         t = {"type": "scatter", "mode": "lines+markers", "name": name, "x": x, "y": _nums(s.y),
              "marker": {"size": 5}, "legendgroup": name}

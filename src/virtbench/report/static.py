@@ -148,6 +148,8 @@ def _lines(ax, spec: FigureSpec, palette: dict[str, str]) -> None:
             ax.plot(x, y, "o", mfc="none", alpha=0.6, label=s.name, color=colour)
         elif s.style == "dashed":
             ax.plot(x, y, "--", color="grey", label=s.name)
+        elif s.style == "points":  # a cloud, not a curve (the worst latencies over time): no joining line
+            ax.plot(x, y, "o", ms=2.5, alpha=0.7, label=s.name, color=colour)
         else:
             ax.errorbar(x, y, yerr=_err(s), marker="o", ms=3, capsize=2, label=s.name, color=colour)
     if categorical and spec.series:

@@ -63,6 +63,9 @@ class Trial:
     worst_ms: list[tuple[float, float]] = field(default_factory=list)
     """(end of interval in s, largest one-way latency in ms) per 100 ms interval."""
     max_ms: float | None = None
+    intervals: list[tuple[float, dict[int, int]]] = field(default_factory=list)
+    """(end of interval in s, histogram bins) per 100 ms: when each latency happened, to 100 ms,
+    from which the worst N latencies over time are selected (the paper's Fig. 8)."""
 
     @property
     def loss(self) -> float:
@@ -89,13 +92,46 @@ def parse(rate_pps: float, seconds: float, client_out: str, server_out: str, *, 
         raise ParseError("iperf client", "Sent N datagrams", source)
     rows = [m for line in server_out.splitlines() if (m := _SERVER_ROW.match(line))]
     finals = [m for m in rows if float(m["start"]) == 0.0 and float(m["end"]) >= 0.5 * seconds]
-    pdf = [m for line in server_out.splitlines() if (m := _PDF.match(line)) and m["final"]]
+    pdfs = [m for line in server_out.splitlines() if (m := _PDF.match(line))]
+    pdf = [m for m in pdfs if m["final"]]
     if not finals or not pdf:
         raise ParseError("iperf sink", "the final report and T8(f)-PDF histogram (did the packets arrive?)", source)
     final = finals[-1]
     received = int(final["total"]) - max(0, int(final["lost"]))
-    bins = {int(k): int(v) for k, v in (pair.split(":") for pair in pdf[-1]["bins"].split(",") if pair)}
+    bins = _bins(pdf[-1])  # its packets beyond the range are `above`, recorded at 1 s by hdr.from_bins
+    intervals = [(float(m["end"]), _bins(m, obu=True)) for m in pdfs if not m["final"]]
+    rest = _bins(pdf[-1], obu=True)  # the final report's packets no 100 ms interval holds (its last ms)
+    for _, b in intervals:
+        for k, c in b.items():
+            rest[k] = rest.get(k, 0) - c
+    if any(c > 0 for c in rest.values()):
+        intervals.append((float(pdf[-1]["end"]), {k: c for k, c in rest.items() if c > 0}))
     worst = [(float(m["end"]), float(m["max"])) for m in rows if m is not final and float(m["end"]) - float(m["start"]) < 0.2]
     # iperf counts its closing datagram in "Sent": the data datagrams are one fewer.
     return Trial(rate_pps=rate_pps, seconds=seconds, sent=max(0, sent - 1), received=received, bins=bins,
-                 above=int(pdf[-1]["obu"] or 0), worst_ms=worst, max_ms=float(final["max"]))
+                 above=int(pdf[-1]["obu"] or 0), worst_ms=worst, max_ms=float(final["max"]), intervals=intervals)
+
+
+def _bins(m: re.Match[str], obu: bool = False) -> dict[int, int]:
+    """A PDF line's bins; with `obu`, its packets beyond the range in bin BINS + 1 (about 1 s)."""
+    bins = {int(k): int(v) for k, v in (pair.split(":") for pair in m["bins"].split(",") if pair)}
+    if obu and m["obu"] and int(m["obu"]):
+        bins[BINS + 1] = bins.get(BINS + 1, 0) + int(m["obu"])
+    return bins
+
+
+def worst(intervals: list[tuple[float, dict[int, int]]], n: int) -> list[list[float]]:
+    """The n largest latencies of a trial as [end of their 100 ms interval in s, latency in us (the
+    bin's middle), packets], largest first; a bin straddling the n-th is cut to fill n exactly.
+    iperf 2 keeps no per-packet log, so the time is known to the 100 ms interval."""
+    cells = sorted(((k, end, c) for end, bins in intervals for k, c in bins.items() if c > 0),
+                   key=lambda x: (-x[0], x[1]))
+    out: list[list[float]] = []
+    left = n
+    for k, end, c in cells:
+        if left <= 0:
+            break
+        take = min(c, left)
+        out.append([end, (k - 0.5) * BIN_US, take])
+        left -= take
+    return out

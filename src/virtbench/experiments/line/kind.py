@@ -23,7 +23,7 @@ from ...platforms.base import Paths, Platform
 from ...registry import PLATFORMS
 from ...store.db import now
 from ..base import Experiment, ExperimentContext
-from . import measure, pinning, topology, traffic
+from . import measure, pinning, plausible, topology, traffic
 from .measure import Point, sample
 from .section import LineSection, fixed_rates
 from .traffic import run_trial
@@ -161,6 +161,7 @@ class Line(Experiment):
         rounds = self.campaign.warmups + self.campaign.repetitions
         try:
             self._rounds(ctx, modes, rounds)
+            self._recheck(ctx, modes, rounds - 1)
         finally:  # whatever a failed teardown left: the containers of this run
             for platform in self.platforms.values():
                 if platform is not None:
@@ -184,8 +185,24 @@ class Line(Experiment):
                     if todo:
                         self._run_line(ctx, rnd, warm, entry.name, length, todo)
 
+    def _recheck(self, ctx: ExperimentContext, modes: list[str], last: int) -> None:
+        """Measure once more each point whose rate is physically implausible (plausible.py),
+        under `line-recheck[...]` in the last round: the report puts both side by side."""
+        search = self.section.search
+        found = plausible.suspects(plausible.rates(ctx.store.samples(ctx.run_id)), self.campaign.baseline,
+                                   plausible.noise_floor(search), search.step if search.method == "steps" else 0.0)
+        for s in found:
+            ctx.log(f"implausible: {s.why}")
+        for platform, pin, length in plausible.to_recheck(found):
+            if pin in modes and (last, platform, plausible.recheck_key(length, pin)) not in ctx.done():
+                ctx.log(f"measuring {platform} length {length} pinning {pin} again")
+                self._run_line(ctx, last, False, platform, length, [pin], recheck=True)
+
     def _run_line(self, ctx: ExperimentContext, rnd: int, warm: bool, name: str, length: int,
-                  modes: list[str]) -> None:
+                  modes: list[str], recheck: bool = False) -> None:
+        """Build, measure each mode, tear down. `recheck`: a re-measurement, stored under its own
+        key with no build sample (the round's build was recorded already)."""
+        keyof = plausible.recheck_key if recheck else measure.key
         if ctx.stop_requested():
             raise KeyboardInterrupt("stop requested")
         platform = self.platforms.get(name) if length else None
@@ -204,14 +221,14 @@ class Line(Experiment):
                 where = pinning.placement(mode, length)
                 pinning.apply(line, where)
                 measure.measure(ctx.store, ctx.run_id, Point(rnd, warm, name, mode, line, where), self.section,
-                                self.max_rate, ctx.log)
+                                self.max_rate, ctx.log, benchmark=keyof(length, mode) if recheck else None)
         except Exception as exc:  # noqa: BLE001 - the points of this line fail, the run goes on
             error = f"{type(exc).__name__}: {exc}"
             ctx.log(f"{what}: {error}")
             for mode in modes:
-                if (rnd, name, measure.key(length, mode)) not in ctx.done():
+                if (rnd, name, keyof(length, mode)) not in ctx.done():
                     ctx.store.record(run_id=ctx.run_id, round=rnd, warmup=warm, platform=name,
-                                     benchmark=measure.key(length, mode), status="failed", started_at=started,
+                                     benchmark=keyof(length, mode), status="failed", started_at=started,
                                      finished_at=now(), duration_s=0.0, instance=line.tag, error=error)
         except BaseException:  # Ctrl-C, SIGTERM, a cancel: remove the line, then stop
             _quiet_teardown(line, self.paths, platform)
@@ -223,7 +240,7 @@ class Line(Experiment):
             error = error or f"teardown: {exc}"
             teardown_s = None
         teardown_s = teardown_s if teardown_s is not None else time.perf_counter() - t0
-        if length:
+        if length and not recheck:
             ok = build_s is not None and not error
             ctx.store.record(run_id=ctx.run_id, round=rnd, warmup=warm, platform=name,
                              benchmark=f"line-build[length={length}]", status="ok" if ok else "failed",

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...store.db import now
-from . import counters, hdr, search
+from . import counters, hdr, iperf2, search
 from .iperf2 import Trial
 from .pinning import Placement
 from .section import LineSection, rate_label
@@ -46,15 +46,17 @@ def trial_json(t: Trial) -> dict[str, Any]:
 def find_rates(section: LineSection, trial: Callable[[float, float], Trial], max_rate: float) -> search.SearchResult:
     s = section.search
     if s.method == "steps":
-        return search.steps(trial, start=s.start, step=s.step, seconds=s.seconds, max_rate=max_rate, goals=s.loss)
+        return search.steps(trial, start=s.start, step=s.step, seconds=s.seconds, max_rate=max_rate, goals=s.loss,
+                            past_loss=s.past_loss)
     return search.ndr_pdr(trial, max_rate=max_rate, min_rate=max(10.0, max_rate / 1000), trial_seconds=s.trial_seconds,
                           final_seconds=s.final_seconds or s.trial_seconds, precision=s.precision, goals=s.loss,
                           max_trials=s.max_trials)
 
 
 def measure(store: Any, run_id: str, point: Point, section: LineSection, max_rate: float,
-            log: Callable[[str], None]) -> bool:
-    """Search, then latency; store the execution (failed, with the tools' output, on error)."""
+            log: Callable[[str], None], benchmark: str | None = None) -> bool:
+    """Search, then latency; store the execution (failed, with the tools' output, on error) under
+    `benchmark` (default: the point's key; a re-measurement has its own, outside the statistics)."""
     started, t0 = now(), time.perf_counter()
     line = point.line
     payload = section.payload
@@ -81,7 +83,7 @@ def measure(store: Any, run_id: str, point: Point, section: LineSection, max_rat
             "method": result.method, "ndr_pps": result.ndr_pps, "pdr_pps": result.pdr_pps, "max_rate_pps": max_rate,
             "complete": result.complete, "goals": section.search.loss,
             "trials": [trial_json(t) for t in result.trials]}})
-        if line.length > 0:
+        if line.length > 0 and benchmark is None:  # a re-measurement checks the rates only
             for rate in section.latency_rates:
                 pps = float(rate) if not isinstance(rate, str) and rate > 1 else result.ndr_pps * (
                     1.0 if rate == "max" else float(rate))
@@ -111,11 +113,13 @@ def measure(store: Any, run_id: str, point: Point, section: LineSection, max_rat
     if status == "failed":
         log(f"{point.platform} length {line.length} pinning {point.pinning}: failed: {error}")
     store.record(run_id=run_id, round=point.round, warmup=point.warmup, platform=point.platform,
-                 benchmark=key(line.length, point.pinning), status=status, started_at=started, finished_at=now(),
+                 benchmark=benchmark or key(line.length, point.pinning), status=status, started_at=started,
+                 finished_at=now(),
                  duration_s=time.perf_counter() - t0, instance=line.tag, argv=argv,
                  stdout="\n".join(stdout_lines) + ("\n--- last iperf client output ---\n" + raws[0] if raws else ""),
                  stderr=raws[1] if len(raws) > 1 else "", error=error,
-                 samples=samples if status == "ok" else [], attachments=attachments if status == "ok" else [])
+                 samples=samples if status == "ok" and benchmark is None else [],  # a recheck: its search attachment
+                 attachments=attachments if status == "ok" else [])
     return status == "ok"
 
 
@@ -125,4 +129,5 @@ def latency_trial(line: Line, pps: float, section: LineSection, where: Placement
     counted = counters.finish(probe) if probe is not None else None
     return {"rate_pps": pps, "sent": t.sent, "received": t.received, "loss": t.loss, "above_1s": t.above,
             "worst": [[end, ms * 1000.0] for end, ms in t.worst_ms], "max_us": (t.max_ms or 0) * 1000.0,
+            "worst_n": iperf2.worst(t.intervals, section.worst.count), "sustained": t.sustained,
             "counters": counted, "hdr": hdr.from_bins(t.bins, above=t.above)}

@@ -30,6 +30,9 @@ class Search(BaseModel):
     start: float = Field(1000, gt=0, le=MAX_RATE, description="steps: first rate in pkt/s")
     step: float = Field(1000, ge=1, le=MAX_RATE, description="steps: rate increase per step in pkt/s")
     seconds: float = Field(20, gt=0, le=3600, description="steps: duration of each step")
+    past_loss: int = Field(0, ge=0, le=1000,
+                           description="steps: more steps after every goal failed, to trace the loss curve past the "
+                                       "first loss (the paper's Fig. 3); the NDR and PDR found stay the same")
 
     @field_validator("loss")
     @classmethod
@@ -37,6 +40,16 @@ class Search(BaseModel):
         if any(not 0 <= x < 1 for x in v) or v != sorted(v):
             raise ValueError("give loss ratios from 0 up to below 1, in increasing order, e.g. [0, 0.005]")
         return v
+
+
+class Worst(BaseModel):
+    """The paper's Fig. 8: the N worst latencies over time at one rate (17.3 kpkt/s there)."""
+
+    model_config = ConfigDict(extra="forbid")
+    rate: float = Field(17300, gt=1, le=MAX_RATE,
+                        description="pkt/s whose latency trial the worst-latency figure draws (the measured rate "
+                                    "nearest to it that the line sustained; the paper: 17300)")
+    count: int = Field(5000, ge=1, le=100_000, description="how many of the worst latencies (the paper: 5000)")
 
 
 class LineSection(BaseModel):
@@ -51,7 +64,9 @@ class LineSection(BaseModel):
         [0.1, 0.5, 0.9, "max"], max_length=MAX_LATENCY_RATES,
         description="up to 1: fractions of the found NDR ('max' = 1); above: fixed rates in pkt/s")
     latency_seconds: float = Field(5.0, gt=0, le=3600, description="duration of each latency trial")
-    counters: bool = Field(True, description="perf stat and softirq counts during latency trials")
+    counters: bool = Field(True, description="perf stat, softirq and rescheduling interrupt counts during latency "
+                                             "trials")
+    worst: Worst = Field(default_factory=Worst)
 
     @field_validator("lengths")
     @classmethod
