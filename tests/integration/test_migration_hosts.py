@@ -131,32 +131,29 @@ def test_cleanup_after_a_crash_removes_the_copy_on_the_second_host(env):
 
 
 def test_study_000_migration_part_moves_to_the_host_given_and_says_so(env, tmp_path):
-    """`study run 000 --part migration --hosts NAME`'s campaign (the plan with NAME as the second
-    host; the test's host needs its own key and known_hosts, so its spec is written out) runs, and
+    """`study run 000 --part migration --hosts NAME --inventory FILE` (the inventory says how to
+    reach NAME: the test host's own address, key and known_hosts) moves the containers there, and
     the study report no longer lists the one-host difference."""
-    from virtbench.studies import run as srun
-    from virtbench.studies.capabilities import Capabilities
-    from virtbench.studies.registry import study
-
     with netns_host() as second:
-        caps = Capabilities(Paths(state=Path(env["VIRTBENCH_STATE_DIR"]), runtime=Path(env["VIRTBENCH_RUNTIME_DIR"])),
-                            hosts=("local", second.spec.name))
-        planned = srun.plan(study("000"), "quick", caps, ["migration"])[0]
-        data = planned.campaign.model_dump(mode="json")
-        assert data["migration"]["to"][0]["host"] == second.spec.name
-        data["hosts"] = ["local", second.spec.model_dump(exclude_none=True)]
-        path = tmp_path / "study000-migration-quick.yaml"
-        path.write_text(yaml.safe_dump(data))
-        res = _cli(env, "run", str(path), "--no-report")
+        spec = second.spec
+        inventory = tmp_path / "hosts.yml"
+        inventory.write_text(yaml.safe_dump({"all": {"hosts": {spec.name: {
+            "ansible_host": spec.address, "ansible_port": spec.port, "ansible_user": spec.user,
+            "ansible_ssh_private_key_file": spec.key, "virtbench_known_hosts": spec.known_hosts,
+            "virtbench_work_dir": spec.work_dir}}}}))
+        bad = _cli(env, "study", "run", "000", "--part", "migration", "--hosts", "nowhere", "--inventory", str(inventory))
+        assert bad.returncode == 2 and "not a host of the inventory" in bad.stderr and spec.name in bad.stderr
+        res = _cli(env, "study", "run", "000", "--part", "migration", "--hosts", spec.name, "--inventory", str(inventory))
         assert res.returncode == 0, res.stdout + res.stderr
         run = Store(env["VIRTBENCH_DB"]).runs()[0]
+        assert run.campaign["migration"]["to"][0]["host"] == spec.name
         rep = _cli(env, "study", "report", "000", run.id, "--json")
         assert rep.returncode == 0, rep.stderr
         doc = json.loads(rep.stdout)
         claim = next(c for c in doc["comparisons"] if c["id"] == "migration-claim")
         assert not any("another directory" in d["what"] for d in claim["differences"]), claim
         text = _cli(env, "report", run.id).stdout
-        assert f"offline to {second.spec.name}" in text and "stayed on this host" not in text
+        assert f"offline to {spec.name}" in text and "stayed on this host" not in text
 
 
 def test_ctrl_c_mid_move_leaves_nothing_on_either_host(env, tmp_path):

@@ -22,11 +22,12 @@ def study() -> None:
     """The studies' experiments on this host, and their reports beside the papers' numbers."""
 
 
-def _capabilities(hosts: tuple[str, ...] = (), meter: tuple[str, ...] = ()) -> Any:
+def _capabilities(hosts: tuple[str, ...] = (), meter: tuple[str, ...] = (), specs: dict[str, Any] | None = None) -> Any:
     from ..platforms.base import Paths
     from ..studies.capabilities import Capabilities
 
-    return Capabilities(Paths.from_env(), hosts, log=lambda m: errconsole.print(escape(m)), meter=meter)
+    return Capabilities(Paths.from_env(), hosts, log=lambda m: errconsole.print(escape(m)), meter=meter,
+                        specs=specs or {})
 
 
 def _availability(caps: Any) -> list[dict[str, Any]]:
@@ -87,6 +88,9 @@ def study_list(as_json: bool, wait: bool) -> None:
 @click.option("--part", "parts", multiple=True, metavar="NAME", help="Only this part (repeat for several); "
               "a part this host cannot run is then an error (exit 2) instead of skipped.")
 @click.option("--hosts", "hosts", multiple=True, metavar="HOST", help="Other hosts for parts across nodes.")
+@click.option("--inventory", metavar="FILE", help="An Ansible inventory (YAML or INI, read as data) that says how "
+              "to reach the hosts named with --hosts (address, port, user, key, known_hosts); without it a name "
+              "is an address reached with OpenSSH's defaults.")
 @click.option("--meter", metavar="CMD", help="Your power meter, for the parts that measure power (001's power): "
               "a command that prints the current watts as one number each time it runs, e.g. --meter "
               "'/usr/local/bin/my-meter --port /dev/ttyUSB0' (split into words like a shell, never run by one). "
@@ -95,14 +99,14 @@ def study_list(as_json: bool, wait: bool) -> None:
               "--allow-meter`).")
 @click.option("--wait", is_flag=True, help="If another run is measuring on this host, wait for it instead of refusing.")
 @db_option
-def study_run(study_id: str, scale: str, parts: tuple[str, ...], hosts: tuple[str, ...], meter: str | None,
-              wait: bool, db_url: str | None) -> None:
+def study_run(study_id: str, scale: str, parts: tuple[str, ...], hosts: tuple[str, ...], inventory: str | None,
+              meter: str | None, wait: bool, db_url: str | None) -> None:
     """Run a study's campaigns (one run per campaign); parts this host cannot run are skipped with the reason."""
     from ..report.progress import RichReporter
     from ..runner import hostlock
     from ..store.db import Store
     from ..studies import run as srun
-    from ..studies.capabilities import parse_host_names, parse_meter
+    from ..studies.capabilities import inventory_specs, parse_host_names, parse_meter
     from ..studies.registry import check_scale
     from ..studies.registry import study as find
 
@@ -112,7 +116,8 @@ def study_run(study_id: str, scale: str, parts: tuple[str, ...], hosts: tuple[st
     if meter_argv and not any("meter" in p.needs for p in chosen):
         raise InputError(f"--meter: no {'chosen ' if parts else ''}part of study {s.id} measures power",
                          "leave out --meter" + "".join(f", or add --part {p.name}" for p in s.parts if "meter" in p.needs))
-    caps = _capabilities(tuple(parse_host_names(hosts)), tuple(meter_argv))
+    names = tuple(parse_host_names(hosts))
+    caps = _capabilities(names, tuple(meter_argv), inventory_specs(names, inventory))
     if meter_argv and not (works := caps.check("meter")).available:  # the user's meter, tried once: it must work
         raise InputError(f"--meter {shlex.join(meter_argv)}: {works.reason}", works.fix or None)
     reporter = RichReporter(console)

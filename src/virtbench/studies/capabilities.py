@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import importlib.util
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from ..errors import InputError
 from ..platforms.availability import probe_types
@@ -40,6 +42,24 @@ def parse_host_names(values: Sequence[str]) -> list[str]:
         return [h.name for h in parse_hosts(list(values))]
     except ValueError as exc:
         raise InputError(f"--hosts: {exc}", "give host names or addresses, e.g. --hosts pi5-b") from None
+
+
+def inventory_specs(names: Sequence[str], inventory: str | None) -> dict[str, dict[str, Any]]:
+    """`--hosts` names looked up in `--inventory FILE` (an Ansible inventory, read as data): how to
+    reach each (address, port, user, key, known_hosts, work_dir), for the planned campaigns'
+    `hosts:`. Without an inventory a name is an address reached with OpenSSH's defaults."""
+    if inventory is None:
+        return {}
+    if not names:
+        raise InputError("--inventory: no host named", "name the inventory's host with --hosts NAME")
+    from ..hosts.inventory import read_inventory
+
+    specs = {h.name: h for h in read_inventory(Path(inventory).expanduser(), "all")}
+    for name in names:
+        if name not in specs:
+            raise InputError(f"--hosts {name}: not a host of the inventory {inventory}",
+                             f"name one of its hosts ({', '.join(sorted(specs)) or 'none'}) or add it there")
+    return {n: specs[n].model_dump(mode="json", exclude_none=True) for n in names}
 
 
 METER_EXAMPLE = "e.g. --meter '/usr/local/bin/my-meter --port /dev/ttyUSB0' (it prints the current watts)"
@@ -70,6 +90,9 @@ class Capabilities:
     log: Callable[[str], None] = lambda _m: None
     meter: Sequence[str] = ()
     """The user's meter command (`study run --meter`): the parts that measure power use it."""
+    specs: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    """How to reach hosts named in `hosts` (`study run --inventory`); a host not here is reached by
+    its name with OpenSSH's defaults."""
     _cache: dict[str, Availability] = field(default_factory=dict)
 
     def check(self, name: str) -> Availability:

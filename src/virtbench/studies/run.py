@@ -15,7 +15,7 @@ asked for by name (`--part`) that cannot run is an error instead: one line, exit
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,6 +122,14 @@ def with_migration_host(data: Any, name: str) -> Any:
     return {**data, "hosts": ["local", name], "migration": {**section, "to": {"host": name}}}
 
 
+def with_host_specs(data: Any, specs: Mapping[str, dict[str, Any]]) -> Any:
+    """The campaign's `hosts:` with each host named in `study run --inventory` written out (how to
+    reach it), so the run reaches it as the inventory says."""
+    if not specs or not isinstance(data.get("hosts"), list):
+        return data
+    return {**data, "hosts": [specs.get(h, h) if isinstance(h, str) else h for h in data["hosts"]]}
+
+
 def with_meter(data: Any, argv: Sequence[str]) -> Any:
     """The campaign with the user's meter (`--meter`) in its energy probe."""
     probes = []
@@ -162,6 +170,7 @@ def plan(study: Study, scale: str, caps: Capabilities, parts: Sequence[str] = ()
                 data = with_second_host(data, second)
             elif second:
                 data = with_migration_host(data, second)
+            data = with_host_specs(data, caps.specs)
             if caps.meter:
                 data = with_meter(data, caps.meter)
             keep, left_out = available_platforms(data, caps)
