@@ -99,7 +99,7 @@ def test_pipe_streams_bytes_and_names_the_side_that_failed():
 
 class Caps:
     def __init__(self, hosts=()):
-        self.hosts, self.meter, self.paths = hosts, (), Paths()
+        self.hosts, self.meter, self.paths, self.specs = hosts, (), Paths(), {}
 
     def check(self, name):
         return SimpleNamespace(available=True, reason="", fix="")
