@@ -233,6 +233,20 @@ def test_engine_limits_beyond_the_host_are_refused_with_its_figures(tmp_path: Pa
     assert "density.host_memory: 8.0 GiB is more than this host's 4.0 GiB" in _check(confined, tmp_path)
 
 
+def test_a_papers_board_size_runs_on_a_board_of_that_size(tmp_path: Path):
+    """Study 000's paper preset confines to 8G, its board's nominal RAM; an "8 GB" board reports
+    less (a Raspberry Pi 5: about 7.8 GiB MemTotal). Before: refused on the paper's own board."""
+    from virtbench.config import check_host
+    from virtbench.platforms.base import Paths
+
+    confined = parse_campaign({**DENSITY, "density": {**DENSITY["density"], "host_memory": "8G"}})
+    check_host(confined, Paths(state=tmp_path / "s", runtime=tmp_path / "r"), cpus=4, memory=7_900 << 20, free=1 << 40)
+    one_gb = parse_campaign({**DENSITY, "density": {**DENSITY["density"], "host_memory": "1G"}})
+    check_host(one_gb, Paths(state=tmp_path / "s", runtime=tmp_path / "r"), cpus=4, memory=910 << 20, free=1 << 40)
+    big = {**DENSITY, "density": {**DENSITY["density"], "host_memory": "8G"}}
+    assert "even as a board's nominal size" in _check(big, tmp_path, memory=6 << 30)  # a 6 GiB host is not an 8 GB board
+
+
 def test_scratch_files_beyond_the_free_space_are_refused(tmp_path: Path):
     """Before: fio and dd started and failed with ENOSPC in every round."""
     fio = _check({**BASE, "benchmarks": [{"name": "fio", "size": "4G"}]}, tmp_path)

@@ -185,6 +185,22 @@ def test_confinement_larger_than_the_host_is_refused():
         cgroups.Confinement("x", 1 << 50).check()
 
 
+def test_a_board_size_host_memory_on_a_board_of_that_size_is_the_whole_host(monkeypatch):
+    """Study 000's paper preset says host_memory: 8G, its board's nominal RAM; an "8 GB" Pi 5 reports
+    about 7.8 GiB. Before: refused ("not smaller than this host's memory") on the paper's own board."""
+    from virtbench.experiments.density import Density
+    from virtbench.platforms.base import Paths
+
+    monkeypatch.setattr(cgroups, "host_memory_total", lambda: 7_900 << 20)
+    board = Density(parse_campaign(campaign(counts={"until": "failure", "max": 50}, host_memory="8G")), Paths())
+    assert board.confining() is None and board.provenance()["density"]["whole_board"] is True
+    smaller = Density(parse_campaign(campaign(counts={"until": "failure", "max": 50}, host_memory="4G")), Paths())
+    assert smaller.confining() == 4 << 30 and smaller.provenance()["density"]["whole_board"] is False
+    assert not cgroups.whole_board(16 << 30, 7_900 << 20)  # a 16G preset is not this board: still refused
+    with pytest.raises(InputError, match="not smaller than this host"):
+        cgroups.Confinement("x", 16 << 30).check()
+
+
 def test_lxc_swap_disk_init_and_parent_in_the_config():
     o = LXCOptions(memory="64M", swap=0, init="systemd", disk="1G")
     assert "lxc.cgroup.memory.memsw.limit_in_bytes = 67108864" in lxc_cgroup_lines(o, "hybrid")

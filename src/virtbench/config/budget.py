@@ -16,7 +16,7 @@ from .. import host as hostfacts
 from ..errors import InputError
 from ..experiments.registry import EXPERIMENTS
 from ..migrate.storage import free_bytes
-from ..platforms.cgroups import online_cpus, parse_cpulist
+from ..platforms.cgroups import online_cpus, parse_cpulist, whole_board
 from ..registry import BENCHMARKS, PLATFORMS
 from .messages import one_line
 
@@ -108,9 +108,10 @@ def _limits(where: str, options: dict[str, Any], cpus: int, memory: int, whose: 
 
 def _confined(campaign: Campaign, memory: int) -> None:
     confined = getattr(campaign.section, "host_memory", None)
-    if memory and isinstance(confined, int) and confined > memory:
+    if memory and isinstance(confined, int) and confined > memory and not whole_board(confined, memory):
         raise InputError(f"{campaign.experiment}.host_memory: {_gib(confined)} is more than this host's "
-                         f"{_gib(memory)} (MemTotal)", f"give host_memory: {memory * 3 // 4 >> 20}M or less")
+                         f"{_gib(memory)} (MemTotal), even as a board's nominal size", f"give host_memory: "
+                         f"{memory * 3 // 4 >> 20}M or less")
 
 
 def _check_scratch(campaign: Campaign, paths: Paths, free: int | None) -> None:

@@ -196,11 +196,22 @@ class Density(Experiment):
         return images.Recipe(release=base.release, arch=base.arch, profile="density",
                              packages=tuple(sorted(set(images.BASE_PACKAGES) | set(bench.packages) | extra)))
 
+    def confining(self) -> int | None:
+        """The confining parent's size: host_memory, unless it names this host's own nominal size
+        (a paper's 8G board preset on an "8 GB" board): then the whole host, unconfined."""
+        memory = self.section.host_memory
+        if memory is None or cgroups.whole_board(memory, cgroups.host_memory_total()):
+            return None
+        return memory
+
     def prepare(self, log: Callable[[str], None]) -> None:
-        if self.section.host_memory is not None:
-            cgroups.Confinement("check", self.section.host_memory).check()
+        if (memory := self.confining()) is not None:
+            cgroups.Confinement("check", memory).check()
+        elif self.section.host_memory is not None:
+            log(f"host_memory {self.section.host_memory >> 20} MiB is this host's own size (MemTotal "
+                f"{cgroups.host_memory_total() >> 20} MiB, a board's firmware and GPU keep the rest): the whole host")
         for name, plat in self.build_platforms().items():
-            if self.section.host_memory is not None and not plat.confinable and name != self.baseline:
+            if memory is not None and not plat.confinable and name != self.baseline:
                 raise InputError(f"platform {name!r} ({plat.type}) cannot place its instances under host_memory's "
                                  "parent cgroup", "use lxc, docker, podman or qemu, or drop host_memory")
             verdict = type(plat).probe(self.paths)
@@ -227,7 +238,8 @@ class Density(Experiment):
 
     def provenance(self) -> dict[str, Any]:
         return {"density": {"host_memory": self.section.host_memory,
-                            "confined": self.section.host_memory is not None,
+                            "confined": self.confining() is not None,
+                            "whole_board": self.section.host_memory is not None and self.confining() is None,
                             "mem_total": cgroups.host_memory_total(),
                             "image": self.image.provenance() if self.image else {},
                             "images": {n: {"name": guest.describe(i), **i.provenance(),
@@ -250,12 +262,11 @@ class Density(Experiment):
             self.prepare(ctx.log)
         section: DensitySection = self.section
         parent = None
-        if section.host_memory is not None:
-            parent = cgroups.Confinement(slices.parent_path(f"{parent_prefix(self.paths)}{ctx.run_id}"),
-                                         section.host_memory)
+        if (memory := self.confining()) is not None:
+            parent = cgroups.Confinement(slices.parent_path(f"{parent_prefix(self.paths)}{ctx.run_id}"), memory)
             parent.create()
             ctx.log(f"cgroup-confined host: every instance under {parent.relative} "
-                    f"({section.host_memory >> 20} MiB memory, no swap)")
+                    f"({memory >> 20} MiB memory, no swap)")
         try:
             done = {platform for _, platform, key in ctx.done() if key == STOP_KEY}
             executions = ctx.store.executions(ctx.run_id)  # a resumed run: what was measured before

@@ -278,6 +278,17 @@ def kernel_log_since(mark: int) -> list[str]:
     return [ln for ln in lines if pattern.search(ln)][-20:]
 
 
+BOARD_RESERVED = 0.15
+"""The share of a board's nominal RAM its kernel may not see: firmware, GPU and kernel reserve it
+(an "8 GB" Raspberry Pi 5 reports about 7.8 GiB MemTotal, a 1 GB Pi 2 about 0.9 GiB)."""
+
+
+def whole_board(memory: int, total: int) -> bool:
+    """A host_memory of this host's own nominal size (8G on an "8 GB" board, whose MemTotal is less):
+    the whole host, as the paper's board was, not a confinement beyond what it has."""
+    return total <= memory and memory * (1 - BOARD_RESERVED) <= total
+
+
 @dataclass
 class Confinement:
     """A parent cgroup holding every instance of an experiment under one memory limit.
