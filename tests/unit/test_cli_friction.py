@@ -155,6 +155,11 @@ def test_dry_run_prints_the_plan_and_starts_nothing(tmp_path, env, monkeypatch):
     bad = tmp_path / "bad.yaml"
     bad.write_text(CAMPAIGN.replace("repetitions: 4", "repetitons: 4"))
     assert "repetitons" in refused(vb("run", "--dry-run", str(bad)))
+    # an experiment kind's own nodes (line's netns) are no platform plugin; before: "unknown platform type 'netns'"
+    from virtbench.studies.run import SHIPPED
+
+    line = vb("run", "--dry-run", str(SHIPPED / "study004-line-quick.yaml"), "--db", f"sqlite:///{db}")
+    assert line.exit_code == 0 and "netns" in line.output and "node" in line.output, line.output
 
 
 def test_eta_follows_the_plan_and_its_cap():

@@ -67,10 +67,13 @@ def _execution_s(name: str, params: Mapping[str, Any], past: Mapping[str, list[f
 
 def plan(campaign: Campaign, store: Any | None = None) -> Plan:
     """The plan of a validated campaign; store (optional) lends past durations."""
+    from ..experiments.registry import EXPERIMENTS
     from ..registry import PLATFORMS
 
     past = _past_durations(store)
-    platforms: list[tuple[str, str, str]] = [(p.name, p.type, PLATFORMS.get(p.type).kind) for p in campaign.platforms]
+    node_types = EXPERIMENTS.get(campaign.experiment).node_types  # nodes the kind builds itself (line's netns)
+    platforms: list[tuple[str, str, str]] = [
+        (p.name, p.type, "node" if p.type in node_types else PLATFORMS.get(p.type).kind) for p in campaign.platforms]
     benchmarks = []
     for b in campaign.benchmarks:
         seconds, source = _execution_s(b.name, b.params, past)
