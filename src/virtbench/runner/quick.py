@@ -55,8 +55,9 @@ other work only adds time, so the fastest pass is the platform's own cost. On th
 (sqlite passes of 70 ms ran 126 ms twelve times in a row), so many short passes find the gaps
 between them: in the same 12 executions sqlite's docker/native ratio varied +-16 % with the
 best of 7 passes and +-3.3 % with the best of 20; fio's best of 20 100 ms intervals varied
-2.4 % over 16 executions against 5.1 % for the best of four 0.5 s passes. With these, a quiet
-quick run decided 14 of 15 (before: 6-9 of 15)."""
+2.4 % over 16 executions against 5.1 % for the best of four 0.5 s passes. With these, quiet
+quick runs decided 14, 9 (fresh) and 6 of 15 that day (before: 6-9 of 15): the host's noise
+still varies from hour to hour (benchmarks/README.md)."""
 REPETITIONS = 3
 """Declared rounds: the adaptive rule's minimum. Then extra rounds only for the comparisons still
 undecided, so the time cap goes to the noisy cells instead of re-measuring settled ones (at
