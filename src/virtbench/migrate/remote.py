@@ -36,7 +36,7 @@ from ..hosts.inventory import HostSpec
 from ..hosts.ssh import SSHExecutor
 from ..images.image import Image
 from ..platforms.base import Instance, Paths, Platform
-from . import fleet, storage
+from . import fleet, storage, transport
 from .offline import Migration
 
 PATH_PROBE_MIB = 64
@@ -273,15 +273,5 @@ class RemoteLeftovers:
 
 def cleanup(paths: Paths, run_id: str | None = None) -> list[str]:
     """Remove the destination containers of one run (or of every run) left by a failure or crash."""
-    d = paths.state / "migration-remote"
-    if not d.is_dir():
-        return []
-    removed: list[str] = []
-    for f in sorted(d.glob("*.json")):
-        if run_id is None or f.stem == run_id:
-            removed += RemoteLeftovers(paths, f.stem).remove_all()
-    try:
-        d.rmdir()
-    except OSError:
-        pass
-    return removed
+    return transport.cleanup_records(paths.state / "migration-remote", run_id,
+                                     lambda rid: RemoteLeftovers(paths, rid).remove_all())

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -102,17 +103,22 @@ class Leftovers:
         return removed
 
 
-def cleanup(paths: Paths, run_id: str | None = None) -> list[str]:
-    """Remove the destination copies of one run (or of every run) left by a failure or crash."""
-    d = paths.state / "migration"
+def cleanup_records(d: Path, run_id: str | None, remove: Callable[[str], list[str]]) -> list[str]:
+    """Run `remove(run_id)` for each run's record file (RUN.json) in d, or only run_id's; then d
+    itself if it is empty. What each removed, in words."""
     if not d.is_dir():
         return []
     removed: list[str] = []
     for f in sorted(d.glob("*.json")):
         if run_id is None or f.stem == run_id:
-            removed += Leftovers(paths, f.stem).remove_all()
+            removed += remove(f.stem)
     try:
         os.rmdir(d)
     except OSError:
         pass
     return removed
+
+
+def cleanup(paths: Paths, run_id: str | None = None) -> list[str]:
+    """Remove the destination copies of one run (or of every run) left by a failure or crash."""
+    return cleanup_records(paths.state / "migration", run_id, lambda rid: Leftovers(paths, rid).remove_all())
