@@ -253,13 +253,14 @@ class Fio(Benchmark):
         # ramp_time): only the reports from the last restart on are the measured runtime
         restarts = [i for i in range(1, len(points)) if points[i][0] < points[i - 1][0]]
         points = points[restarts[-1]:] if restarts else points
+        need = max(1, self.params.passes // 2)
+        if len(points) < 2 or points[-1][1] <= points[0][1]:
+            raise ParseError(self.tool, f"at least {need} interval reports of job {job!r} with I/O "
+                             "(--status-interval)", source)
+        whole = (points[-1][3] - points[0][3]) / (points[-1][1] - points[0][1])  # CPU us per I/O over the job
         rates, cpus = [], []
-        start = points[0] if points else None
-        whole = (points[-1][3] - points[0][3]) / (points[-1][1] - points[0][1]) if len(points) > 1 and \
-            points[-1][1] > points[0][1] else 0.0  # CPU us per I/O over the job
+        t0, n0, b0, c0 = points[0]
         for t1, n1, b1, c1 in points[1:]:
-            assert start is not None
-            t0, n0, b0, c0 = start
             if t1 - t0 < self.params.pass_ms() / 2 or n1 <= n0:
                 continue  # too short: the next report closes it
             if self.params.measure != "throughput" and (c1 - c0) / (n1 - n0) < whole / STALE:
@@ -267,10 +268,10 @@ class Fio(Benchmark):
             seconds = (t1 - t0) / 1000
             rates.append((b1 - b0) / 2**20 / seconds if kind == "bandwidth" else (n1 - n0) / seconds)
             cpus.append((c1 - c0) / (n1 - n0))
-            start = (t1, n1, b1, c1)
-        if len(rates) < max(1, self.params.passes // 2):
-            raise ParseError(self.tool, f"at least {max(1, self.params.passes // 2)} interval reports of job "
-                             f"{job!r} (--status-interval), found {len(rates)}", source)
+            t0, n0, b0, c0 = t1, n1, b1, c1
+        if len(rates) < need:
+            raise ParseError(self.tool, f"at least {need} interval reports of job {job!r} (--status-interval), "
+                             f"found {len(rates)}", source)
         return rates, cpus
 
     def version_command(self) -> list[str]:
