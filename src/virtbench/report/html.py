@@ -55,6 +55,9 @@ var FIGS=JSON.parse(document.getElementById('vb-figs').textContent);
 function draw(el){if(el.dataset.drawn)return;el.dataset.drawn='1';var f=FIGS[el.dataset.fig];
  Plotly.newPlot(el,f.data,f.layout,{responsive:true,displaylogo:false});}
 var els=document.querySelectorAll('.fig');
+// figures already in view are drawn now: the observer's first callback waits for a rendered frame,
+// which a loaded machine or a headless print may never give before the page is read
+els.forEach(function(el){var r=el.getBoundingClientRect();if(r.top<innerHeight+400&&r.bottom>-400)draw(el);});
 if('IntersectionObserver' in window){var io=new IntersectionObserver(function(es){es.forEach(function(x){
  if(x.isIntersecting){draw(x.target);io.unobserve(x.target);}});},{rootMargin:'400px'});
  els.forEach(function(el){io.observe(el);});}else{els.forEach(draw);}
