@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import socket
 from pathlib import Path
 from typing import Any
@@ -189,3 +190,42 @@ def _os_release() -> str:
         if line.startswith("PRETTY_NAME="):
             return line.split("=", 1)[1].strip('"')
     return ""
+
+
+def irq_cpus(device: str, interrupts: str) -> set[int] | None:
+    """The CPUs that took at least a tenth of a device's interrupts, from /proc/interrupts text:
+    the rows named after it (virtio1-req.0, nvme0q1, ...). None: the device has no counted row."""
+    lines = interrupts.splitlines()
+    if not lines or not device:
+        return None
+    cpus = len(lines[0].split())
+    counts = [0] * cpus
+    named = re.compile(rf"{re.escape(device)}(-|q[0-9])")
+    for line in lines[1:]:
+        fields = line.split()
+        if fields and named.match(fields[-1]):
+            for i, f in enumerate(fields[1:1 + cpus]):
+                counts[i] += int(f) if f.isdigit() else 0
+    total = sum(counts)
+    return {i for i, c in enumerate(counts) if c >= total / 10} if total else None
+
+
+def disk_irq_cpus(path: str | Path) -> set[int] | None:
+    """irq_cpus() of the disk holding path (None: its device or /sys not found)."""
+    try:
+        dev = os.stat(path).st_dev
+        block = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}").resolve()
+        disk = block.parent if (block / "partition").exists() else block
+        name = (disk / "device").resolve().name
+    except OSError:
+        return None
+    return irq_cpus(name, _read("/proc/interrupts"))
+
+
+def cpus_off(irq: set[int] | None, online: list[int]) -> str | None:
+    """fio's cpus_allowed keeping it off the one CPU that serves all of a disk's interrupts, where
+    one does and others exist (None otherwise: interrupts spread over CPUs charge no one task)."""
+    if irq is None or len(irq) != 1 or len(online) < 2:
+        return None
+    rest = [c for c in online if c not in irq]
+    return ",".join(map(str, rest)) if rest else None

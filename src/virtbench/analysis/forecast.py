@@ -30,7 +30,7 @@ from .verdict import paired_half_width
 SPREAD = 0.10
 """Costs assumed spread evenly over 0 to 10 % for the expected share (containers' costs in the
 quick campaign measured on this project's machines lie between 0 and 10 %)."""
-DIFFERENCE_CONFIDENCE = 0.99
+DIFFERENCE_CONFIDENCE = 0.993
 """The adaptive rule's stopping confidence for a difference (runner.adaptive.STOP_CONFIDENCE)."""
 NOISY = 0.7
 """Below this expected share of decided comparisons the host is called too noisy for the caps."""

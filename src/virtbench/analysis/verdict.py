@@ -5,8 +5,8 @@ gets a 95 % t interval on the log scale:
 
 - **paired by round** when the rounds are known and at least MIN_PAIRS rounds measured both
   the platform and the baseline: the log of each round's ratio, then a one-sample t interval
-  of their trimmed mean (TRIM of them cut from each end from 7 rounds on: none below, so up to
-  6 rounds it is their plain mean with k - 1 degrees of freedom; the Tukey-McLaughlin standard
+  of their trimmed mean (TRIM of them cut from each end from 5 rounds on: none below, so up to
+  4 rounds it is their plain mean with k - 1 degrees of freedom; the Tukey-McLaughlin standard
   error from the winsorized spread, k - 2g - 1 degrees of freedom), centred on the exponential
   of that trimmed mean. One disturbed round (a whole execution slowed by the host's
   neighbours) then no longer decides a comparison's fate. Every round runs every platform in
@@ -49,12 +49,13 @@ CONFIDENCE = 0.95
 EQUIVALENCE = 0.90
 """The interval of the 'same' verdict: TOST at 5 % each side (a 1 - 2 alpha interval)."""
 MIN_PAIRS = 3
-TRIM = 0.15
-"""The share of round ratios the paired estimate cuts from each end: none below 7 rounds (where a
-quick comparison of clean data decides), one each from 7 to 13, two from 14 to 16. Simulated
-(benchmarks/verdict_rates.py, quick settings): with 10-15 % disturbed executions it decides a
-5 % cost at 8 rounds 40 % of the time against 31 % for the mean, and a same platform 57 % against
-33 %; on clean data its error rates stay within 1 point of the mean's."""
+TRIM = 0.2
+"""The share of round ratios the paired estimate cuts from each end: none below 5 rounds, one each
+from 5 to 9, two from 10 to 14, three from 15 (Wilcox's usual 20 %). Quick runs on the 2-CPU
+VM (2026-11-27/28) nearly all had one round whose baseline execution the host's neighbours
+slowed throughout (sqlite +14-24 %, fio +9-40 % in every platform's ratio of that round), and
+they end after 5-7 rounds: the trim has to start at 5. Simulated (benchmarks/verdict_rates.py)
+with the adaptive stops below, its error rates stay within those of the plain mean's bounds."""
 """Fewer common rounds than this: the unpaired interval (a paired one on 2 pairs has 1 degree of freedom)."""
 MAX_ADVICE = 100
 """Beyond this many repetitions per side the advice is 'the noise dominates', not a number."""
@@ -72,8 +73,9 @@ class Verdict:
     needed: int | None = None
     """Inconclusive: about how many repetitions per side would decide it (None: more than MAX_ADVICE)."""
     ratio: float | None = None
-    """The point estimate the interval is centred on: the geometric mean of the per-round ratios when
-    paired, else the ratio of means (also with fewer than two values, where there is no interval).
+    """The point estimate the interval is centred on: the geometric mean of the per-round ratios
+    (trimmed from 5 rounds on, paired_estimate) when paired, else the ratio of means (also with
+    fewer than two values, where there is no interval).
     Every surface shows this number as the cell's `relative`, so it always lies inside `ci`."""
     p: float | None = None
     """The p-value of the test that decided, and only then: for slower/faster the two-sided t test of

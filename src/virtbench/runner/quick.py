@@ -148,7 +148,21 @@ def quick_campaign(paths: Paths, log: Callable[[str], None] = lambda _m: None,
         v = verdicts["native"]
         raise UnavailableError(f"the quick campaign compares every platform with native (bare metal), which "
                                f"cannot run here: {v.reason}", v.fix or "see `virtbench doctor`")
-    return QuickPlan(_campaign(platforms, repetitions, warmups, adaptive, probes), left_out)
+    return QuickPlan(_campaign(platforms, repetitions, warmups, adaptive, probes, _fio_cpus(paths, log)), left_out)
+
+
+def _fio_cpus(paths: Paths, log: Callable[[str], None]) -> str | None:
+    """fio's CPUs off the one serving the disk's interrupts, if one serves them all (host.py)."""
+    from .. import host
+
+    where = paths.state
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    cpus = host.cpus_off(host.disk_irq_cpus(where), sorted(os.sched_getaffinity(0)))
+    if cpus is not None:
+        log(f"fio runs on CPU {cpus}: the disk's interrupts are all served by another CPU, and their "
+            "work is charged to whatever runs there")
+    return cpus
 
 
 def unprobed_campaign(probes: list[str] | None = None) -> Campaign:
@@ -159,10 +173,12 @@ def unprobed_campaign(probes: list[str] | None = None) -> Campaign:
 
 
 def _campaign(platforms: list[Any], repetitions: int, warmups: int, adaptive: dict[str, Any] | None,
-              probes: list[str] | None) -> Campaign:
+              probes: list[str] | None, fio_cpus: str | None = None) -> Campaign:
     benchmarks = QUICK_BENCHMARKS
     if any(isinstance(p, dict) for p in platforms):  # a VM's disk emulation is outside its CPU time
         benchmarks = [{**b, "measure": "both"} if b["name"] == "fio" else b for b in benchmarks]
+    elif fio_cpus is not None:  # a guest numbers its CPUs and routes its interrupts its own way
+        benchmarks = [{**b, "cpus_allowed": fio_cpus} if b["name"] == "fio" else b for b in benchmarks]
     data = {"name": "quick", "baseline": "native", "repetitions": repetitions, "warmups": warmups,
             "platforms": platforms, "benchmarks": benchmarks}
     if probes:
