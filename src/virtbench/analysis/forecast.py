@@ -8,8 +8,7 @@ same every platform within `within` of the baseline; a platform whose true cost 
 the two stays undecided. Where they cross, every comparison decides.
 
 The noise comes from an A/A check: the baseline measured back to back a few times; the log
-ratio of two such executions has sqrt(2) times the spread of one (its standard deviation stands
-for the winsorized one of the trimmed round mean: on clean data a little larger). It is a lower bound of a
+ratio of two such executions has sqrt(2) times the spread of one. It is a lower bound of a
 real pair's noise (a platform's own instance adds its own), and with three executions a rough
 one, so the forecast is said as "about".
 
@@ -25,16 +24,16 @@ from typing import Any
 
 import numpy as np
 
-from .verdict import paired_half_width
+from .stats import t_quantile
 
 SPREAD = 0.10
 """Costs assumed spread evenly over 0 to 10 % for the expected share (containers' costs in the
 quick campaign measured on this project's machines lie between 0 and 10 %)."""
-DIFFERENCE_CONFIDENCE = 0.993
+DIFFERENCE_CONFIDENCE = 0.99
 """The adaptive rule's stopping confidence for a difference (runner.adaptive.STOP_CONFIDENCE)."""
 NOISY = 0.7
 """Below this expected share of decided comparisons the host is called too noisy for the caps."""
-SAME_CONFIDENCE = 0.97
+SAME_CONFIDENCE = 0.95
 """Its stopping interval for the same (runner.adaptive.STOP_EQUIVALENCE)."""
 
 
@@ -77,8 +76,9 @@ def pair_noise(values: Sequence[float]) -> float | None:
 def reach(noise: float, rounds: int, margin: float) -> Reach:
     """What `rounds` paired rounds decide at an A/A pair noise of `noise` (margin: the 'same' band)."""
     rounds = max(2, rounds)
-    beyond = paired_half_width(noise, rounds, DIFFERENCE_CONFIDENCE)
-    within = max(0.0, math.log1p(margin) - paired_half_width(noise, rounds, SAME_CONFIDENCE))
+    se = noise / math.sqrt(rounds)
+    beyond = t_quantile(0.5 + DIFFERENCE_CONFIDENCE / 2, rounds - 1) * se
+    within = max(0.0, math.log1p(margin) - t_quantile(0.5 + SAME_CONFIDENCE / 2, rounds - 1) * se)
     return Reach(noise, rounds, math.expm1(beyond), math.expm1(within))
 
 

@@ -2,7 +2,7 @@
 
 `relative` is direction-aware so that 1.0 always means "as the baseline" and 0.5 "half as
 good". It is the verdict's own estimate (analysis.verdict): the geometric mean of the
-per-round ratios (trimmed from 5 rounds on) where the rounds pair, else the ratio of the means; `relative_ci95` is the
+per-round ratios where the rounds pair, else the ratio of the means; `relative_ci95` is the
 verdict's 95 % t interval around it, so every surface shows one number per cell and that
 number lies inside its interval. `p_value` is the p of the test that decided (None while
 inconclusive), never another test's. The plain ratio of means stays as `ratio_of_means`, a
@@ -44,7 +44,7 @@ class Row:
     ci95: list[float] | None = None
     relative: float | None = None
     """The verdict's point estimate (analysis.verdict.Verdict.ratio): the geometric mean of the per-round
-    ratios (trimmed from 5 rounds on) where the rounds pair, else the ratio of means; 1.0 for the baseline's own cells."""
+    ratios where the rounds pair, else the ratio of means; 1.0 for the baseline's own cells."""
     relative_ci95: list[float] | None = None
     """The interval the verdict is read from: 95 % t interval of the log ratio, paired by round where the
     rounds allow, else Welch (analysis.verdict). `relative` always lies inside it."""

@@ -5,13 +5,10 @@ gets a 95 % t interval on the log scale:
 
 - **paired by round** when the rounds are known and at least MIN_PAIRS rounds measured both
   the platform and the baseline: the log of each round's ratio, then a one-sample t interval
-  of their trimmed mean (TRIM of them cut from each end from 5 rounds on: none below, so up to
-  4 rounds it is their plain mean with k - 1 degrees of freedom; the Tukey-McLaughlin standard
-  error from the winsorized spread, k - 2g - 1 degrees of freedom), centred on the exponential
-  of that trimmed mean. One disturbed round (a whole execution slowed by the host's
-  neighbours) then no longer decides a comparison's fate. Every round runs every platform in
-  a fresh random order, so load that drifts from round to round (other work on the machine,
-  thermal state) moves both sides of a round's ratio alike and cancels, where an unpaired test counts it as noise;
+  of their mean (k - 1 degrees of freedom), centred on the geometric mean of the per-round
+  ratios. Every round runs every platform in a fresh random order, so load that drifts from
+  round to round (other work on the machine, thermal state) moves both sides of a round's
+  ratio alike and cancels, where an unpaired test counts it as noise;
 - **unpaired** otherwise (rounds unknown, or too few common rounds): the ratio of means with
   a Welch t interval (delta method: the variance of the log of a mean is CV^2 / n;
   Welch-Satterthwaite degrees of freedom).
@@ -49,13 +46,6 @@ CONFIDENCE = 0.95
 EQUIVALENCE = 0.90
 """The interval of the 'same' verdict: TOST at 5 % each side (a 1 - 2 alpha interval)."""
 MIN_PAIRS = 3
-TRIM = 0.2
-"""The share of round ratios the paired estimate cuts from each end: none below 5 rounds, one each
-from 5 to 9, two from 10 to 14, three from 15 (Wilcox's usual 20 %). Quick runs on the 2-CPU
-VM (2026-11-27/28) nearly all had one round whose baseline execution the host's neighbours
-slowed throughout (sqlite +14-24 %, fio +9-40 % in every platform's ratio of that round), and
-they end after 5-7 rounds: the trim has to start at 5. Simulated (benchmarks/verdict_rates.py)
-with the adaptive stops below, its error rates stay within those of the plain mean's bounds."""
 """Fewer common rounds than this: the unpaired interval (a paired one on 2 pairs has 1 degree of freedom)."""
 MAX_ADVICE = 100
 """Beyond this many repetitions per side the advice is 'the noise dominates', not a number."""
@@ -73,9 +63,8 @@ class Verdict:
     needed: int | None = None
     """Inconclusive: about how many repetitions per side would decide it (None: more than MAX_ADVICE)."""
     ratio: float | None = None
-    """The point estimate the interval is centred on: the geometric mean of the per-round ratios
-    (trimmed from 5 rounds on, paired_estimate) when paired, else the ratio of means (also with
-    fewer than two values, where there is no interval).
+    """The point estimate the interval is centred on: the geometric mean of the per-round ratios when
+    paired, else the ratio of means (also with fewer than two values, where there is no interval).
     Every surface shows this number as the cell's `relative`, so it always lies inside `ci`."""
     p: float | None = None
     """The p-value of the test that decided, and only then: for slower/faster the two-sided t test of
@@ -172,72 +161,26 @@ def paired_log_ratios(values: Sequence[float], rounds: Sequence[int] | None, bas
     return logs if higher_is_better else [-x for x in logs]
 
 
-@dataclass(frozen=True)
-class PairedEstimate:
-    """The trimmed mean of the per-round log ratios with its standard error (Tukey-McLaughlin)."""
-    n: int
-    """Rounds paired."""
-    centre: float
-    """The TRIM-trimmed mean of the log ratios (their plain mean below 1 / TRIM rounds)."""
-    se: float
-    """Its standard error: the winsorized standard deviation / ((1 - 2 g) sqrt(n))."""
-    df: int
-    """n - 2 g n - 1 degrees of freedom (g n values cut from each end)."""
-
-
-def trimmed_count(n: int) -> int:
-    """How many of n round ratios the estimate cuts from each end."""
-    return math.floor(TRIM * n)
-
-
-def paired_estimate(logs: Sequence[float]) -> PairedEstimate:
-    """The TRIM-trimmed mean of the per-round log ratios and its Tukey-McLaughlin standard error.
-
-    Why trimmed: on a shared host a whole execution is sometimes disturbed (sqlite's best pass
-    60 % slower for seconds), and one such round among seven moves a mean, and widens its
-    interval, enough to leave the comparison undecided; the trimmed mean ignores the round as
-    the best pass ignores a disturbed pass, at a modest cost in precision on clean data.
-    """
-    arr = np.sort(np.asarray(logs, dtype=float))
-    n = arr.size
-    g = trimmed_count(n)
-    kept = arr[g:n - g]
-    centre = float(kept.mean())
-    if n < 2:
-        return PairedEstimate(n, centre, math.nan, 0)
-    wins = np.clip(arr, kept[0], kept[-1])
-    se = float(wins.std(ddof=1)) / ((1 - 2 * g / n) * math.sqrt(n))
-    return PairedEstimate(n, centre, se, n - 2 * g - 1)
-
-
-def paired_interval(logs: Sequence[float], confidence: float = CONFIDENCE, est: PairedEstimate | None = None
+def paired_interval(logs: Sequence[float], confidence: float = CONFIDENCE, moments: Moments | None = None
                     ) -> tuple[float, float, float, float]:
     """(ratio, low, high, half-width on the log scale) from per-round log ratios: a t interval
-    of their trimmed mean (paired_estimate; est: it, if known)."""
-    e = est or paired_estimate(logs)
-    if e.se == 0:
-        r = math.exp(e.centre)
+    of their mean with len(logs) - 1 degrees of freedom (moments: their _moments(), if known)."""
+    k, m, sd = moments or _moments(logs)
+    if sd == 0:
+        r = math.exp(m)
         return r, r, r, 0.0
-    half = _t(e.df, confidence) * e.se
-    return math.exp(e.centre), math.exp(e.centre - half), math.exp(e.centre + half), half
-
-
-def paired_half_width(spread: float, n: int, confidence: float = CONFIDENCE) -> float:
-    """The log-scale half-width of the paired interval over n rounds whose (winsorized) standard
-    deviation is spread: what paired_interval gives, for forecasts and advice."""
-    g = trimmed_count(n)
-    return _t(n - 2 * g - 1, confidence) * spread / ((1 - 2 * g / n) * math.sqrt(n))
+    half = _t(k - 1, confidence) * sd / math.sqrt(k)
+    return math.exp(m), math.exp(m - half), math.exp(m + half), half
 
 
 def paired_repetitions_needed(logs: Sequence[float], target: float, confidence: float = CONFIDENCE,
-                              est: PairedEstimate | None = None) -> int | None:
+                              moments: Moments | None = None) -> int | None:
     """Rounds for a paired half-width below target at the spread of the round ratios seen so far."""
-    e = est or paired_estimate(logs)
-    if target <= 0 or e.n < 2:
+    k, _, sd = moments or _moments(logs)
+    if target <= 0 or k < 2:
         return None
-    spread = e.se * (1 - 2 * trimmed_count(e.n) / e.n) * math.sqrt(e.n)  # the winsorized sd
-    for n in range(max(e.n, 2), MAX_ADVICE + 1):
-        if paired_half_width(spread, n, confidence) < target:
+    for n in range(max(k, 2), MAX_ADVICE + 1):
+        if _t(n - 1, confidence) * sd / math.sqrt(n) < target:
             return n
     return None
 
@@ -272,7 +215,8 @@ def _log_se(values: Sequence[float], base: Sequence[float], logs: list[float] | 
             ) -> tuple[float, float]:
     """(standard error, degrees of freedom) of the log ratio the interval is built on."""
     if logs is not None:
-        return moments.se, moments.df
+        k, _, sd = moments
+        return sd / math.sqrt(k), k - 1
     (nx, mx, sx), (nb, mb, sb) = moments
     vx, vb = (sx / mx) ** 2 / nx, (sb / mb) ** 2 / nb
     if vx + vb == 0:
@@ -324,7 +268,7 @@ def decide(values: Sequence[float], base: Sequence[float], higher_is_better: boo
                        ratio=ratio_of_means(values, base, higher_is_better))
     logs = paired_log_ratios(values, rounds, base, base_rounds, higher_is_better, base_means=base_means)
     # each side's mean and spread once (the two intervals and the advice below all read them)
-    moments: Any = paired_estimate(logs) if logs is not None else (_moments(values), _moments(base))
+    moments: Any = _moments(logs) if logs is not None else (_moments(values), _moments(base))
     iv = _interval(values, base, higher_is_better, logs, confidence, moments)
     eq = _interval(values, base, higher_is_better, logs, equivalence, moments)
     if iv is None or eq is None:

@@ -26,9 +26,9 @@ VERDICT_RULE = ("Verdicts read a 95 % t interval of the ratio on the log scale, 
                 "rounds measured both sides (else the Welch t interval of the ratio of means): slower or faster "
                 "when it excludes 1.0, same when the 90 % interval lies within the minimum effect (TOST at 5 %), "
                 "otherwise inconclusive with the noise and the repetitions that would decide it.")
-ESTIMATOR = ("the verdict's estimate: the geometric mean of the per-round ratios (15 % trimmed from 5 rounds on) "
-             "where the rounds pair (each round measures every platform, so load that drifts between rounds "
-             "cancels in its ratio), else the ratio of the means; it always lies inside relative_ci95")
+ESTIMATOR = ("the verdict's estimate: the geometric mean of the per-round ratios where the rounds pair (each round "
+             "measures every platform, so load that drifts between rounds cancels in its ratio), else the ratio of "
+             "the means; it always lies inside relative_ci95")
 
 
 def declared_metrics(run: Run) -> dict[str, list[tuple[str, str, bool, str]]]:

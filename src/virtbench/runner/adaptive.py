@@ -18,14 +18,12 @@ from ..config import Campaign
 from ..store.db import Store, now
 from .plan import LIFECYCLE, unmeasured_rounds
 
-STOP_CONFIDENCE = 0.993
+STOP_CONFIDENCE = 0.99
 """The interval that stops a comparison's extra rounds on a difference. Every extra round is one
 more look at the data: stopping at the first 95 % 'slower' lets an A/A comparison wander into
 it at one of the looks (7-8.5 % at 2-5 % noise per sample, 5 to 16 rounds, in
 benchmarks/verdict_rates.py); stopping at 99 % (a Pocock-like constant boundary, calibrated
-by that simulation for these looks) and reporting at 95 % kept it at 0-4.7 % with the round
-mean; with the trimmed round mean (analysis.verdict.TRIM, fewer degrees of freedom) 99 % let
-5.0 % through at 3 % noise, 99.3 % 4.3 % (2,000 simulated comparisons, 3 to 16 rounds)."""
+by that simulation for these looks) and reporting at 95 % keeps it at 0-4.7 % (3 to 16 rounds)."""
 OUT_OF_REACH = "out of reach"
 OUT_OF_REACH_FACTOR = 3
 """needs_decision: a comparison needing more than this many times the rounds the caps allow is left."""
@@ -34,12 +32,10 @@ OUT_OF_REACH_MIN_ROUNDS = 5
 time left would allow it alone: on the quiet-looking VM of 2026-11-27 one disturbed round in 3
 made openssl's spread +-10 %, and judging it then against the rounds all open comparisons could
 share left 6 of 15 comparisons without rounds while 1.3 of the 6 minutes went unused."""
-STOP_EQUIVALENCE = 0.97
+STOP_EQUIVALENCE = 0.95
 """The interval that stops a comparison's extra rounds on 'same' (the report's is 90 %, TOST at
 5 % each): at 90 % at every look, a platform truly 2 % off was stopped and called the same
-up to 12.7 % of the time; at 95 % with the round mean, 5-9 %; with the trimmed round mean
-(analysis.verdict.TRIM) 97 % lets 9.2 % through (2,000 simulated comparisons at 2 % noise per
-sample, 3 to 16 rounds; the mean at 95 %: 9.2 %)."""
+up to 12.7 % of the time; at 95 %, 5-9 % (README, "Reading the verdicts")."""
 
 
 def log_of(store: Store, run_id: str) -> list[dict[str, Any]]:
