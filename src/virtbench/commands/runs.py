@@ -13,14 +13,7 @@ import click
 from rich.markup import escape
 
 from ..errors import InputError
-from .shared import console, db_option, read_store
-
-
-def _store(db_url: str | None):
-    from ..store.db import Store
-
-    return Store(db_url)
-
+from .shared import console, db_option, open_store, read_store
 
 HEADER = f"{'run':<20}  {'status':<11} {'name':<20} {'created (UTC)':<16}  platforms"
 
@@ -54,7 +47,7 @@ def cancel(run_ref: str, db_url: str | None) -> None:
     from ..store import queue
     from ..store.owner import describe
 
-    store = _store(db_url)
+    store = open_store(db_url)
     run = store.run(run_ref)
     if not queue.request_cancel(store, run.id):
         raise InputError(f"run {run.id} is {run.status}: nothing to cancel",
@@ -77,7 +70,7 @@ def delete(run_ref: str, db_url: str | None) -> None:
     from ..store.browse import TERMINAL
     from ..store.owner import describe
 
-    store = _store(db_url)
+    store = open_store(db_url)
     run = store.run(run_ref)
     if not queue.delete_idle(store, run.id, TERMINAL):
         who = f" ({describe(run.owner)})" if run.status == "running" else f" (claimed by worker {run.worker})"

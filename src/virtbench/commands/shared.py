@@ -1,10 +1,12 @@
-"""What every CLI command shares: the consoles, the --db option, one_shot.
+"""What every CLI command shares: the consoles, the --db option, one_shot, the store and state
+directories, and printing a run's report (`run` and `report`).
 
 Here rather than in cli.py so command modules (commands/*.py) need not import cli.py, which
 registers them: the dependency points one way, cli -> commands."""
 from __future__ import annotations
 
 import gc
+import json
 import math
 import os
 import sys
@@ -15,6 +17,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from ..analysis.blas import BLAS_THREADS, one_blas_thread
 from ..errors import InputError
 
 # Piped output (make run | tee, CI logs) gets wide tables instead of 80-column wrapping.
@@ -32,21 +35,6 @@ class FiniteRange(click.FloatRange):
         if not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number", param, ctx)
         return number
-
-
-BLAS_THREADS = "OPENBLAS_NUM_THREADS"
-
-
-def one_blas_thread() -> bool:
-    """numpy's OpenBLAS with one thread in this process, unless the user chose: a report's or a
-    comparison's matrix products are small, and a second thread spinning for work costs more
-    CPU than it saves (a tenth of a second for a report of 100,000 samples; 47 -> 30 ms for a
-    first pooled comparison in the web app). Only effective before numpy loads. True when set
-    here, so the caller can keep it from processes that run benchmarks (the web's worker)."""
-    if BLAS_THREADS in os.environ:
-        return False
-    os.environ[BLAS_THREADS] = "1"
-    return True
 
 
 @contextmanager
@@ -82,3 +70,39 @@ def read_store(db_url: str | None) -> Any:
         raise InputError(f"no results store at {path}: nothing was ever stored there",
                          "check the --db URL or VIRTBENCH_DB (a run creates the store: `virtbench run --quick`)")
     return Store(url)
+
+
+def open_store(db_url: str | None) -> Any:
+    """The results store for a command that writes it (run, cancel, delete): created if missing."""
+    from ..store.db import Store
+
+    return Store(db_url)
+
+
+def state_paths() -> Any:
+    """The state and runtime directories (imported here: `report` and `runs` never need the platforms)."""
+    from ..images.build import close_cache
+    from ..platforms.base import Paths
+
+    close_cache()
+    return Paths.from_env().make_private()
+
+
+def print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool, min_effect: float = 0.02,
+                 wide: bool = False) -> None:
+    """One run's report, as text or the JSON contract: what `report` prints, and `run` when done."""
+    from ..report import summary, text
+
+    report = summary.build(store, run_ref, min_effect=min_effect)
+    if as_json:
+        click.echo(json.dumps(summary.report_json(report, min_effect=min_effect), indent=2, default=str))
+    elif summary.run_hosts(report.run):  # one host at a time, then the hosts side by side
+        for host, rows, failures in summary.per_host(report):
+            console.rule(f"host {host}")
+            text.render(report.run, rows, failures, console, detail=detail, wide=wide)
+        from ..report.sections import render_text
+
+        render_text(list(report.sections), console)
+    else:
+        text.render(report.run, report.rows, report.failures, console, detail=detail, wide=wide,
+                    sections=report.sections)

@@ -18,7 +18,7 @@ import sys
 
 import click
 
-from ..commands.shared import BLAS_THREADS, one_blas_thread
+from ..analysis.blas import BLAS_THREADS, one_blas_thread
 from ..errors import InputError
 from ..store.db import Store, redact
 from .hostpaths import allowed_dirs

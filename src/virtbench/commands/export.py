@@ -1,0 +1,22 @@
+"""`virtbench export`: a run's raw samples, executions and summaries as files."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .shared import console, db_option, read_store
+
+
+@click.command("export")
+@click.argument("run_ref", default="latest")
+@click.option("--format", "fmt", type=click.Choice(["csv", "json", "parquet"]), default="csv", show_default=True)
+@click.option("--output", "-o", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
+              show_default=True, help="Directory for <run>-samples, <run>-executions and <run>-summary files.")
+@db_option
+def export_cmd(run_ref: str, fmt: str, out_dir: Path, db_url: str | None) -> None:
+    """Raw samples, executions and summaries as files pandas reads as they are."""
+    from ..report.export import export
+
+    for path in export(read_store(db_url), run_ref, out_dir, fmt):
+        console.print(str(path), markup=False)
