@@ -105,3 +105,24 @@ def test_extra_rounds_go_only_to_comparisons_the_caps_can_decide(tmp_path):
     assert "wild" not in entry["benchmarks"]["docker"]
     assert "out of reach" in entry["forecast"] and "1 out of reach" in entry["forecast"]
     assert progress_lines(entry)[0] == entry["forecast"]
+
+
+def test_a_run_stopped_by_out_of_reach_comparisons_says_so(tmp_path):
+    """Before: the stop entry said 'repetition cap reached for docker' when the only open
+    comparison was out of reach at its noise (its reason names the caps), with time left."""
+    from datetime import timedelta
+
+    from virtbench.analysis import synthetic
+    from virtbench.runner.adaptive import log_of, plan_next
+    from virtbench.store.db import Store, now
+
+    store = Store(f"sqlite:///{tmp_path}/s.db")
+    wild = synthetic.SimBenchmark("wild", "wild", {}, (synthetic.SimMetric("total_s", "s", False, "application",
+                                                                           3.0, cv=0.4),))
+    synthetic.fill(store, "r", repetitions=5, warmups=1, platforms=synthetic.default_platforms()[:2],
+                   benchmarks=[wild], seed=5)
+    campaign = parse_campaign({"name": "r", "platforms": ["native", "docker"], "benchmarks": ["openssl"],
+                               "adaptive": {"until": "decided", "max_repetitions": 16, "max_minutes": 6}})
+    assert plan_next(store, campaign, "r", 6, now() - timedelta(minutes=1)) is None
+    stop = log_of(store, "r")[-1]["stop"]
+    assert stop == "out of reach at their noise within the time left: docker wild", stop

@@ -65,7 +65,8 @@ def plan_next(store: Store, campaign: Campaign, run_id: str, next_round: int,
     cells: dict[str, str] = {}
     worst: dict[str, float] = {}
     undecided: dict[str, set[str]] = defaultdict(set)
-    capped = []
+    capped: list[str] = []
+    unreachable: list[str] = []
     needs: dict[tuple[str, str, str], Need] = {}
     for (platform, bench, metric), vals in sorted(values.items()):
         if platform == campaign.baseline:
@@ -101,11 +102,15 @@ def plan_next(store: Store, campaign: Campaign, run_id: str, next_round: int,
             if (need.precision or 1.0) >= worst.get(platform, 0.0):
                 worst[platform] = need.precision or 1.0
                 reasons[platform] = f"{bench} {metric}: {need.reason}"
+        elif need.reason.startswith(OUT_OF_REACH):  # its reason also names the caps: test it first
+            unreachable.append(f"{platform} {bench}")
         elif "cap" in need.reason:
             capped.append(platform)
     if not reasons:
         done = "every ratio within target" if rule.until == "precise" else "every comparison decided"
-        stop = done if not capped else f"repetition cap reached for {', '.join(sorted(set(capped)))}"
+        stop = "; ".join([*([f"repetition cap reached for {', '.join(sorted(set(capped)))}"] if capped else []),
+                          *([f"out of reach at their noise within the time left: {', '.join(sorted(set(unreachable)))}"]
+                            if unreachable else [])]) or done
         _append(store, run_id, log, {"stop": stop})
         return None
     entry: dict[str, Any] = {"round": next_round, "platforms": sorted(reasons) + [campaign.baseline],

@@ -56,8 +56,15 @@ other work only adds time, so the fastest pass is the platform's own cost. On th
 between them: in the same 12 executions sqlite's docker/native ratio varied +-16 % with the
 best of 7 passes and +-3.3 % with the best of 20; fio's best of 20 100 ms intervals varied
 2.4 % over 16 executions against 5.1 % for the best of four 0.5 s passes. With these, quiet
-quick runs decided 14, 9 (fresh) and 6 of 15 that day (before: 6-9 of 15): the host's noise
-still varies from hour to hour (benchmarks/README.md)."""
+quick runs decided 14, 9 (fresh) and 6 of 15 that day (before: 6-9 of 15).
+
+fio runs on the CPUs that do not serve the disk's interrupts where one CPU serves them all
+(`cpus_allowed`, from host.disk_irq_cpus; every platform alike): without IRQ time accounting a
+completion's work is charged to whatever runs on that CPU, so fio's CPU time per I/O depended
+on where the scheduler put it and on what else ran there (one core of stress-ng: +-20 % a
+round). Pinned (2026-11-27/28, same VM): quick runs decided 6, 15 and 11 of 15 quiet with
+caches kept, 15 and 14 from the fresh state, and 15 and 14 of 15 with stress-ng on one core
+(benchmarks/README.md)."""
 REPETITIONS = 3
 """Declared rounds: the adaptive rule's minimum. Then extra rounds only for the comparisons still
 undecided, so the time cap goes to the noisy cells instead of re-measuring settled ones (at
