@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from ..images.image import Image
@@ -44,14 +44,35 @@ def at_once(phase: str, instances: Sequence[Instance], step: Callable[[Instance]
         return time.perf_counter() - t0, result
 
     t0 = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=max(1, len(instances))) as pool:
-        futures = {i.name: pool.submit(timed, i) for i in instances}
+    pool = ThreadPoolExecutor(max_workers=max(1, len(instances)))
+    futures: dict[str, Future[tuple[float, object]]] = {}
+    try:
+        for i in instances:
+            futures[i.name] = pool.submit(timed, i)
+        wait(futures.values())
+    except BaseException:
+        # Ctrl-C or SIGTERM: the steps already running go on in their threads. Whoever cleans up
+        # next must see all they made, so wait for them (a second Ctrl-C does not cut this short).
+        _drain(pool)
+        raise
+    pool.shutdown(wait=True)
     seconds = time.perf_counter() - t0
     errors = {n: e for n, f in futures.items() if (e := f.exception()) is not None}
     if errors:
         raise FleetError(phase, errors)
     done = [futures[i.name].result() for i in instances]
     return Phase(seconds, [t for t, _ in done], [r for _, r in done])
+
+
+def _drain(pool: ThreadPoolExecutor) -> None:
+    """Shut the pool down, waiting for its running steps through any further interrupts."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    for thread in list(getattr(pool, "_threads", ())):  # the stdlib pool names no public way to its threads
+        while thread.is_alive():
+            try:
+                thread.join()
+            except BaseException:  # noqa: BLE001 - the first interrupt is re-raised by the caller
+                continue
 
 
 def create(platform: Platform, image: Image, names: Sequence[str], run_id: str,
