@@ -9,7 +9,7 @@ started from its own thread: the platforms' start() returns only once a command 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
@@ -53,7 +53,8 @@ def at_once(phase: str, instances: Sequence[Instance], step: Callable[[Instance]
     except BaseException:
         # Ctrl-C or SIGTERM: the steps already running go on in their threads. Whoever cleans up
         # next must see all they made, so wait for them (a second Ctrl-C does not cut this short).
-        _drain(pool)
+        pool.shutdown(wait=False, cancel_futures=True)  # what has not started never will
+        _wait_through_interrupts(futures.values())
         raise
     pool.shutdown(wait=True)
     seconds = time.perf_counter() - t0
@@ -64,15 +65,14 @@ def at_once(phase: str, instances: Sequence[Instance], step: Callable[[Instance]
     return Phase(seconds, [t for t, _ in done], [r for _, r in done])
 
 
-def _drain(pool: ThreadPoolExecutor) -> None:
-    """Shut the pool down, waiting for its running steps through any further interrupts."""
-    pool.shutdown(wait=False, cancel_futures=True)
-    for thread in list(getattr(pool, "_threads", ())):  # the stdlib pool names no public way to its threads
-        while thread.is_alive():
-            try:
-                thread.join()
-            except BaseException:  # noqa: BLE001 - the first interrupt is re-raised by the caller
-                continue
+def _wait_through_interrupts(futures: Iterable[Future[tuple[float, object]]]) -> None:
+    """Wait until every step has ended, whatever interrupts arrive meanwhile."""
+    while True:
+        try:
+            wait(list(futures))
+            return
+        except BaseException:  # noqa: BLE001 - the first interrupt is re-raised by the caller
+            continue
 
 
 def create(platform: Platform, image: Image, names: Sequence[str], run_id: str,

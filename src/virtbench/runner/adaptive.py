@@ -108,9 +108,12 @@ def plan_next(store: Store, campaign: Campaign, run_id: str, next_round: int,
             capped.append(platform)
     if not reasons:
         done = "every ratio within target" if rule.until == "precise" else "every comparison decided"
-        stop = "; ".join([*([f"repetition cap reached for {', '.join(sorted(set(capped)))}"] if capped else []),
-                          *([f"out of reach at their noise within the time left: {', '.join(sorted(set(unreachable)))}"]
-                            if unreachable else [])]) or done
+        parts = []
+        if capped:
+            parts.append(f"repetition cap reached for {', '.join(sorted(set(capped)))}")
+        if unreachable:
+            parts.append(f"out of reach at their noise within the time left: {', '.join(sorted(set(unreachable)))}")
+        stop = "; ".join(parts) or done
         _append(store, run_id, log, {"stop": stop})
         return None
     entry: dict[str, Any] = {"round": next_round, "platforms": sorted(reasons) + [campaign.baseline],

@@ -155,7 +155,13 @@ def quick_campaign(paths: Paths, log: Callable[[str], None] = lambda _m: None,
         v = verdicts["native"]
         raise UnavailableError(f"the quick campaign compares every platform with native (bare metal), which "
                                f"cannot run here: {v.reason}", v.fix or "see `virtbench doctor`")
-    return QuickPlan(_campaign(platforms, repetitions, warmups, adaptive, probes, _fio_cpus(paths, log)), left_out)
+    fio_cpus = None if _has_vm(platforms) else _fio_cpus(paths, log)
+    return QuickPlan(_campaign(platforms, repetitions, warmups, adaptive, probes, fio_cpus), left_out)
+
+
+def _has_vm(platforms: list[Any]) -> bool:
+    """The KVM guest is the one platform given as a dict (its options)."""
+    return any(isinstance(p, dict) for p in platforms)
 
 
 def _fio_cpus(paths: Paths, log: Callable[[str], None]) -> str | None:
@@ -182,9 +188,9 @@ def unprobed_campaign(probes: list[str] | None = None) -> Campaign:
 def _campaign(platforms: list[Any], repetitions: int, warmups: int, adaptive: dict[str, Any] | None,
               probes: list[str] | None, fio_cpus: str | None = None) -> Campaign:
     benchmarks = QUICK_BENCHMARKS
-    if any(isinstance(p, dict) for p in platforms):  # a VM's disk emulation is outside its CPU time
+    if _has_vm(platforms):  # a VM's disk emulation is outside its CPU time
         benchmarks = [{**b, "measure": "both"} if b["name"] == "fio" else b for b in benchmarks]
-    elif fio_cpus is not None:  # a guest numbers its CPUs and routes its interrupts its own way
+    elif fio_cpus is not None:  # not with a VM: a guest numbers its CPUs and routes its interrupts its own way
         benchmarks = [{**b, "cpus_allowed": fio_cpus} if b["name"] == "fio" else b for b in benchmarks]
     data = {"name": "quick", "baseline": "native", "repetitions": repetitions, "warmups": warmups,
             "platforms": platforms, "benchmarks": benchmarks}
