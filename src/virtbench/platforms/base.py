@@ -30,11 +30,11 @@ from .. import proc
 from ..errors import InputError, UnavailableError, VirtbenchError
 from ..executor import Executor, HostExecutor
 from ..images.image import Image
+from .naming import INSTANCE_PREFIX as INSTANCE_PREFIX
 
 if TYPE_CHECKING:
     from .background import InstanceProcess
 
-INSTANCE_PREFIX = "vb-"
 LABEL = "org.virtbench"
 """Label key on every container virtbench makes; the value is the run id."""
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, VirtbenchError
-from . import slices
+from . import units
 from .mounts import MountEntry, read_mountinfo
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -314,8 +314,8 @@ class Confinement:
 
     def create(self) -> None:
         self.check()
-        if slices.unit_of(self.relative):  # systemd's tree: a transient slice, never a write behind its back
-            slices.create(self.relative, {"MemoryMax": str(self.memory), "MemorySwapMax": "0"})
+        if units.unit_of(self.relative):  # systemd's tree: a transient slice, never a write behind its back
+            units.create(self.relative, {"MemoryMax": str(self.memory), "MemorySwapMax": "0"})
             return
         if is_v2():
             parts = Path(self.relative.strip("/")).parts
@@ -396,7 +396,7 @@ def remove_tree(relative: str, timeout: float = 10.0) -> list[str]:
     """rmdir a cgroup subtree in every hierarchy, children first; the kernel refuses while
     tasks remain, so retry until `timeout` (a killed container's tasks take a moment)."""
     rel = relative.strip("/")
-    removed: list[str] = slices.remove(rel)  # a slice: systemd removes its cgroups
+    removed: list[str] = units.remove(rel)  # a slice: systemd removes its cgroups
     tops = [root() / rel] if is_v2() else [root() / c / rel for c in os.listdir(root())
                                            if (root() / c / rel).is_dir()]
     deadline = time.monotonic() + timeout
@@ -429,10 +429,10 @@ def leftover_parents(prefix: str) -> list[str]:
     if not base.is_dir():
         return []
     found = [p.name for p in base.iterdir() if p.is_dir() and p.name.startswith(prefix)]
-    in_slice = base / slices.SLICE
-    unit = slices.slice_unit(prefix)
+    in_slice = base / units.SLICE
+    unit = units.slice_unit(prefix)
     if in_slice.is_dir():
-        found += [f"{slices.SLICE}/{p.name}" for p in in_slice.iterdir()
+        found += [f"{units.SLICE}/{p.name}" for p in in_slice.iterdir()
                   if p.is_dir() and p.name.startswith(unit.removesuffix(".slice"))]
     return sorted(found)
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 import hashlib
 import re
 
-from .base import INSTANCE_PREFIX
+INSTANCE_PREFIX = "vb-"
+"""Start of every object's name a platform creates (cleanup finds leftovers by it)."""
 
 MAX_NAME = 63
 SUFFIX_ROOM = 6

@@ -17,38 +17,28 @@ or hybrid hierarchy, cgroups stay plain directories from the hierarchy's root, a
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 from .. import proc, services
 from ..errors import InputError, VirtbenchError
+from . import cgroups
+from .units import SLICE as SLICE
+from .units import create as create
+from .units import remove as remove
+from .units import slice_unit as slice_unit
+from .units import stop_unit as stop_unit
+from .units import unit_of as unit_of
 
-SLICE = "virtbench.slice"
 UNIT_PREFIX = "vb"
 """runc/crun scopes in systemd mode are `vb-NAME.scope` (cgroupsPath `SLICE:vb:NAME`)."""
 
 
 def systemd_managed() -> bool:
     """Whether systemd runs as PID 1 with the unified (v2) hierarchy: then cgroups go through it."""
-    from .cgroups import is_v2
-
-    return services.systemd_running() and is_v2()
-
-
-def slice_unit(name: str) -> str:
-    """The transient slice of a parent named `name` inside virtbench.slice. A dash in a slice's
-    name means nesting to systemd, so the name's own dashes become underscores."""
-    return f"virtbench-{name.replace('-', '_')}.slice"
+    return services.systemd_running() and cgroups.is_v2()
 
 
 def parent_path(name: str) -> str:
     """The relative cgroup path of a confining parent named `name` on this host."""
     return f"{SLICE}/{slice_unit(name)}" if systemd_managed() else name
-
-
-def unit_of(relative: str) -> str | None:
-    """The slice unit a relative cgroup path ends in (None: a plain cgroupfs path)."""
-    last = Path(relative.strip("/")).name
-    return last if last.endswith(".slice") else None
 
 
 def engine_parent(relative: str, driver: str | None, engine: str) -> str:
@@ -64,15 +54,6 @@ def engine_parent(relative: str, driver: str | None, engine: str) -> str:
     return "/" + relative.strip("/")
 
 
-def create(relative: str, properties: dict[str, str]) -> None:
-    """Start the transient slice at `relative` with these properties (MemoryMax=...)."""
-    unit = unit_of(relative)
-    assert unit is not None, relative
-    argv = ["systemctl", "set-property", "--runtime", unit, *(f"{k}={v}" for k, v in properties.items())]
-    proc.run(argv, timeout=60)
-    proc.run(["systemctl", "start", unit], timeout=60)
-
-
 def attach(pid: int, relative: str, scope: str) -> bool:
     """Move a running process into a new transient scope of the slice at `relative`, through
     systemd (StartTransientUnit with its PID), as `systemd-run --scope` does for a new one."""
@@ -82,17 +63,6 @@ def attach(pid: int, relative: str, scope: str) -> bool:
                   "org.freedesktop.systemd1.Manager", "StartTransientUnit", "ssa(sv)a(sa(sv))", scope, "fail",
                   "2", "PIDs", "au", "1", str(pid), "Slice", "s", unit, "0"], timeout=60, check=False)
     return r.ok
-
-
-def remove(relative: str) -> list[str]:
-    """Stop the slice at `relative` (systemd kills what is left in it and removes its cgroup)
-    and drop its runtime properties; what was removed."""
-    unit = unit_of(relative)
-    if unit is None:
-        return []
-    ran = stop_unit(unit)
-    proc.run(["systemctl", "revert", unit], timeout=60, check=False)
-    return [f"slice {unit}"] if ran else []
 
 
 def scope_path(parent: str | None, name: str) -> tuple[str, str]:
@@ -121,13 +91,6 @@ def service_argv(parent: str | None, name: str, argv: list[str]) -> tuple[list[s
              "--property=Delegate=yes", "--property=KillMode=mixed", "--", *argv], f"{base}/{service}")
 
 
-def stop_unit(unit: str) -> bool:
-    """Stop a unit of ours (systemd kills what is left in its cgroup and removes it); whether it ran."""
-    active = proc.run(["systemctl", "is-active", unit], timeout=30, check=False).stdout.strip()
-    proc.run(["systemctl", "stop", unit], timeout=120, check=False)
-    return active in ("active", "activating", "deactivating", "reloading")
-
-
 def leftovers() -> list[str]:
     """virtbench's slices, scopes and services systemd still has (for cleanup and tests)."""
     r = proc.run(["systemctl", "list-units", "--all", "--plain", "--no-legend", "virtbench*.slice",
@@ -138,9 +101,7 @@ def leftovers() -> list[str]:
 def remove_if_empty() -> list[str]:
     """Stop virtbench.slice once nothing of virtbench is left in it (cleanup's last step): a
     slice another state directory's run still uses keeps its instances."""
-    from .cgroups import root
-
-    d = root() / SLICE
+    d = cgroups.root() / SLICE
     if not systemd_managed() or not d.is_dir() or any(p.is_dir() for p in d.iterdir()):
         return []
     return remove(SLICE)
@@ -157,9 +118,7 @@ def docker_cgroup_driver() -> str:
 def host_kind() -> str:
     """One line saying what kind of host this is for cgroups: the hierarchy, whether systemd
     runs as PID 1 (then virtbench places everything in virtbench.slice), Docker's driver."""
-    from .cgroups import cgroup_mode
-
-    mode = {"v2": "v2 (unified)", "hybrid": "v1 hybrid (v1 controllers beside cgroup2)", "v1": "v1"}[cgroup_mode()]
+    mode = {"v2": "v2 (unified)", "hybrid": "v1 hybrid (v1 controllers beside cgroup2)", "v1": "v1"}[cgroups.cgroup_mode()]
     init = "systemd as PID 1" if services.systemd_running() else "no systemd"
     where = f"virtbench's cgroups in {SLICE}" if systemd_managed() else "virtbench's cgroups as cgroupfs directories"
     return f"cgroup {mode}, {init}, Docker cgroup driver {docker_cgroup_driver()}; {where}"
