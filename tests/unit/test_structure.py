@@ -2,7 +2,9 @@
 
 - Dependencies point one way: a module may import its own layer or a lower one, never a
   higher one (plugins below runner, runner below report, report below web and cli).
-- No import cycle between virtbench's packages at run time.
+- No import cycle between virtbench's packages at run time, nor among its modules (inside a
+  package too; imports in functions count, those only for type checking do not).
+- No module over 500 lines.
 - Only store/ speaks SQL.
 - Every plugin's entry-point name is the name its class declares.
 - Every parser yields exactly the metrics its benchmark declares (on the recorded outputs).
@@ -30,6 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("web", "docs", "cli", "commands", "__main__"),
 ]
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
+MAX_LINES = 500
 
 
 def _modules() -> dict[str, Path]:
@@ -78,8 +81,17 @@ def _imports(module: str, path: Path) -> list[tuple[str, int, bool]]:
 
 
 def _top(module: str) -> str:
+    """The layer name of a module: its top-level package, except that the report part of a
+    package below the report layer (a module named `report` or one under a `report` subpackage
+    of a kind or probe: `virtbench.experiments.density.report`, `virtbench.probes.x.report.y`)
+    is the report layer: report/ finds it through the `virtbench.report_sections` entry points,
+    and nothing below the report layer may import it. A module of a higher layer named `report`
+    (`virtbench.commands.report`) keeps its package's layer."""
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 else ""
+    top = parts[1] if len(parts) > 1 else ""
+    if "report" in parts[2:] and RANK.get(top, len(LAYERS)) < RANK["report"]:
+        return "report"
+    return top
 
 
 MODULES = _modules()
@@ -124,6 +136,106 @@ def test_no_import_cycle_between_packages():
     for start in sorted(graph):
         visit(start, [start])
     assert not cycles, "import cycles:\n" + "\n".join(sorted(set(cycles)))
+
+
+def _module_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Which module imports which at run time (module level and in functions, not under
+    TYPE_CHECKING). `from pkg import name` counts as importing the module pkg.name if there is
+    one, else pkg; a module's import of its own package (its __init__) counts too."""
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        for target, _, typing_only in _imports(module, path):
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != module and not typing_only:
+                graph.setdefault(module, set()).add(target)
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles: strongly connected components of more than one module (Tarjan's
+    algorithm, iterative so that no recursion limit applies), each sorted, sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    for start in sorted(set(graph) | {t for ts in graph.values() for t in ts}):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph.get(start, ()))))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        out.append(sorted(component))
+    return sorted(out)
+
+
+def test_no_import_circle_among_modules():
+    """A circle among modules (report.summary <-> report.figures, say) works only because one
+    side imports late, in a function: the modules cannot be understood, tested or moved apart."""
+    circles = _circles(_module_graph(MODULES))
+    assert not circles, f"{sum(map(len, circles))} modules in {len(circles)} import circles:\n" + \
+        "\n".join(f"{len(c)}: " + ", ".join(c) for c in circles)
+
+
+def test_the_circle_test_catches_a_circle_made_in_a_function(tmp_path):
+    """The check itself must fail on what it forbids: a() imports b at module level, b imports
+    a in a function; a third module importing a only for type checking is in no circle."""
+    pkg = tmp_path / "virtbench" / "platforms"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from . import b\n")
+    (pkg / "b.py").write_text("def f():\n    from .a import g\n    return g\n")
+    (pkg / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import a\n"
+                              "from .a import g\n")
+    (pkg / "d.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .e import x\n")
+    (pkg / "e.py").write_text("from .d import y\n")
+    modules = {f"virtbench.platforms.{p.stem}": p for p in pkg.glob("[a-z].py")}
+    modules["virtbench.platforms"] = pkg / "__init__.py"
+    assert _circles(_module_graph(modules)) == [["virtbench.platforms.a", "virtbench.platforms.b"]]
+
+
+def test_no_module_is_over_500_lines():
+    """A module past 500 lines mixes jobs (front door, vocabulary and loop in one file): split it."""
+    long = sorted((n, str(p.relative_to(SRC))) for p in SRC.rglob("*.py")
+                  if (n := len(p.read_text().splitlines())) > MAX_LINES)
+    assert not long, f"modules over {MAX_LINES} lines:\n" + "\n".join(f"{p}: {n}" for n, p in reversed(long))
+
+
+def test_a_kind_or_probe_report_part_is_the_report_layer():
+    """What the other packages rely on: their report parts rank with report/, so that nothing
+    below may import them, while report/ itself stays what it is."""
+    assert _top("virtbench.experiments.density.report") == "report"
+    assert _top("virtbench.probes.x.report.figures") == "report"
+    assert _top("virtbench.report.summary") == "report"
+    assert _top("virtbench.experiments.density.kind") == "experiments"
+    assert _top("virtbench.commands.report") == "commands" and _top("virtbench.studies.report") == "studies"
+    assert _top("virtbench.reporting") == "reporting"
 
 
 def test_the_layering_test_catches_an_upward_import(tmp_path):
