@@ -89,7 +89,7 @@ def _disk(tmp_path: Path) -> vmdisk.VMDisk:
 def test_unsupported_inner_types_are_refused_naming_the_supported(ptype):
     if ptype not in PLATFORMS.names():
         pytest.skip(f"{ptype} not registered")
-    if ptype in qemu_stack.SUPPORTED:
+    if ptype in qemu_stack.supported():
         pytest.skip(f"{ptype} is supported")
     with pytest.raises(InputError) as err:
         vm().accept_inner(inner(ptype))

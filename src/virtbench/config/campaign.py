@@ -301,7 +301,7 @@ class Campaign(BaseModel):
             outer = self.platform(p.inside)
             if outer.inside is not None or p.inside == p.name:
                 raise InputError(f"{where}: {p.inside!r} is itself stacked; one level of stacking is supported")
-            if outer.type not in PLATFORMS.names() or PLATFORMS.get(outer.type).kind != "vm":
+            if outer.type not in PLATFORMS.names() or not PLATFORMS.get(outer.type).holds_inner:
                 raise InputError(f"{where}: {p.inside!r} is a {outer.type} platform; only a VM can host another",
                                  "declare e.g. {name: vm, type: qemu} and use inside: vm")
             if p.type not in PLATFORMS.names() or PLATFORMS.get(p.type).kind != "container":
@@ -364,7 +364,7 @@ def _check_network(campaign: Campaign) -> None:
             for need, why in needs:
                 gap = cls.network_gap(cls.Options(**p.options), need)
                 if gap:
-                    fix = "bridge" if p.type != "containerd" else "host"
+                    fix = cls.reachable_network
                     raise InputError(f"{where}: {why}, but {p.name} has {gap}",
                                      f"set network: {fix} on platform {p.name!r}, or use server: instance "
                                      "(client and server in one instance, over loopback)")

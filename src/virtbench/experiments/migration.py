@@ -180,10 +180,12 @@ class Migration(Experiment):
         if section.mode == "live":
             raise InputError("migration.to: live migration to another host needs CRIU on both hosts, which "
                              "virtbench does not drive across hosts", "use mode: offline (stop, send over SSH, start)")
+        movable = sorted(name for name, cls in PLATFORMS.items() if cls.migrates_to_host)
         for p in campaign.platforms:
-            if p.type != "lxc":
+            if p.type not in movable:
                 raise InputError(f"migration.to: host: platform {p.name!r} ({p.type}) cannot move to another "
-                                 "host; LXC containers can", "use an lxc platform, or to: {path: DIR} on this host")
+                                 f"host; {', '.join(movable)} platforms can",
+                                 f"use a {' or '.join(movable)} platform, or to: {{path: DIR}} on this host")
             if p.options.get("network") == "bridge":
                 raise InputError(f"migration.to: host: platform {p.name!r} has network: bridge, whose address "
                                  "and bridge belong to this host", "use network: none or host")
@@ -200,10 +202,10 @@ class Migration(Experiment):
             if section.mode == "offline" and type(p).storage is Platform.storage:
                 raise InputError(f"migration: platform {name!r} ({p.type}) cannot be migrated offline: its storage "
                                  "belongs to its engine", "use lxc, runc, native or qemu, or mode: lifecycle")
-            if section.mode == "offline" and section.with_image and p.type in ("native", "qemu"):
+            if section.mode == "offline" and section.with_image and not p.image_per_instance:
                 raise InputError(f"migration.with_image: {name!r} ({p.type}) keeps no copy of the image per instance",
                                  "set with_image: false (its own data still moves)")
-            if section.mode == "live" and p.type == "qemu" and p.options.network == "bridge":
+            if section.mode == "live" and p.live_migration == "qmp" and p.options.network == "bridge":
                 raise InputError(f"migration: live mode on {name!r}: a bridged VM's tap cannot be shared by the "
                                  "destination QEMU on one host yet", "use network: none or user for live migration")
             if section.mode == "live":
@@ -308,7 +310,8 @@ class Migration(Experiment):
     def provenance(self) -> dict[str, Any]:
         section: MigrationSection = self.section
         crit = {}
-        if section.mode == "live" and any(p.type != "qemu" for p in self.campaign.platforms):
+        if section.mode == "live" and any(PLATFORMS.get(p.type).live_migration != "qmp"
+                                          for p in self.campaign.platforms):
             ok, output = live.criu_check()
             crit = {"criu_check": {"ok": ok, "output": output[-2000:]}}
         return {"migration": {"storage": getattr(self, "_facts", {}), "image": self.image().provenance(), **crit}}
@@ -403,7 +406,7 @@ class Migration(Experiment):
             else:
                 for i in instances:
                     offline.write_payload(platform, i, section.payload // 2**20)
-                if platform.type == "qemu":
+                if platform.live_migration == "qmp":
                     result, instances = live.migrate_qemu(platform, instances)
                 else:  # containers through CRIU (prepare checked `criu check`)
                     assert dest is not None

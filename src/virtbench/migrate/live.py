@@ -27,6 +27,7 @@ from .. import proc
 from ..errors import ParseError, UnavailableError, VirtbenchError
 from ..platforms import mounts
 from ..platforms.base import Instance, Platform
+from ..registry import PLATFORMS
 from . import fleet
 from .offline import Migration
 from .transport import Leftovers, Transport
@@ -34,8 +35,6 @@ from .transport import Leftovers, Transport
 POLL_S = 0.05
 MAX_BANDWIDTH = 1 << 40
 """bytes/s; QEMU's default max-bandwidth (32 MiB/s) would measure the limit, not the migration."""
-CRIU_KINDS = {"lxc"}
-"""Container platforms whose CRIU path virtbench drives (lxc-checkpoint)."""
 
 
 @dataclass
@@ -74,11 +73,12 @@ def incoming_argv(argv: list[str], replace: dict[str, str], uri: str) -> list[st
 
 def supports_live(platform: Platform) -> tuple[bool, str]:
     """Whether `platform` can be migrated live here, and why not (one line for the user)."""
-    if platform.type == "qemu":
+    if platform.live_migration == "qmp":
         return True, "QEMU migrates a running guest through QMP (KVM or TCG)"
-    if platform.type not in CRIU_KINDS:
+    if platform.live_migration != "criu":
+        criu = sorted(name for name, cls in PLATFORMS.items() if cls.live_migration == "criu")
         return False, (f"{platform.type} has no live migration in virtbench (QEMU through QMP; "
-                       f"containers through CRIU on {', '.join(sorted(CRIU_KINDS))})")
+                       f"containers through CRIU on {', '.join(criu)})")
     ok, output = criu_check()
     if ok:
         return True, "criu check passed"
@@ -120,7 +120,7 @@ def migrate_qemu(platform: Platform, instances: list[Instance], *, timeout: floa
                  ) -> tuple[LiveMigration, list[Instance]]:
     """Migrate every running VM in `instances` at once; returns the result and the VMs as they
     now run (the destinations). The sources are quit and removed once their guest moved."""
-    if platform.type != "qemu":
+    if platform.live_migration != "qmp":
         raise UnavailableError(f"{platform.name}: live migration through QMP needs a qemu platform")
     dests: list[Instance] = []
     try:
@@ -196,7 +196,7 @@ def migrate_criu(platform: Platform, instances: list[Instance], transport: Trans
     """LXC containers through CRIU: checkpoint each (its processes dumped, then stopped), move
     the dump and the writable layer, restore at the destination. Only called once `criu
     check` passed (supports_live); a failing dump raises with CRIU's own log lines."""
-    if platform.type not in CRIU_KINDS:
+    if platform.live_migration != "criu":
         raise UnavailableError(f"{platform.name}: no CRIU path for {platform.type}")
     lxcpath = str(platform.lxcpath)  # type: ignore[attr-defined]  # LXC, the one CRIU kind
     dumps = {i.name: platform.paths.runtime / "criu" / i.name for i in instances}

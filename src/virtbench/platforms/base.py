@@ -18,7 +18,7 @@ import re
 import typing
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -224,6 +224,35 @@ class Platform(ABC):
     exec_outlives_client: ClassVar[bool] = True
     """Whether a process started by exec_argv keeps running when its host-side client is
     killed (docker exec and the like); spawn() then stops it inside the instance."""
+
+    # -- capabilities: what the rest of virtbench asks of a platform instead of its type name,
+    # so that a new platform is its module and its entry point
+    quick_rank: ClassVar[int | None] = None
+    """Its place among the platforms the quick comparison (`run --quick`, the web form's quick
+    button) tries, lowest first; None: not part of it (a VM joins as the KVM guest entry)."""
+    holds_inner: ClassVar[bool] = False
+    """Whether other platforms run inside its instances (`inside: NAME`: a VM hosting containers)."""
+    runs_inside: ClassVar[bool] = False
+    """Whether it runs inside a platform that holds inner ones: its `packages` are installed in
+    the VM image and its engine is started in each VM."""
+    live_migration: ClassVar[Literal["qmp", "criu"] | None] = None
+    """How a running instance is migrated live: through QEMU's QMP (a VM), through CRIU with
+    lxc-checkpoint (an LXC container), or not at all."""
+    migrates_to_host: ClassVar[bool] = False
+    """Whether an offline migration moves its instances to another host (stop, send over SSH,
+    start there); only where nothing of the instance belongs to this host's engine."""
+    image_per_instance: ClassVar[bool] = True
+    """Whether each instance holds its own copy of the image (an overlay): what an offline
+    migration's `with_image` moves along."""
+    reachable_network: ClassVar[str] = "bridge"
+    """The `network:` setting that lets an instance be reached and reach the host (named in the
+    fix when a client-server benchmark's ends cannot meet)."""
+
+    @classmethod
+    def uses_kvm(cls, options: Mapping[str, Any]) -> bool:
+        """Whether an instance with these (campaign) options needs KVM: a study leaves it out
+        where KVM does not work, rather than measure an emulator."""
+        return False
 
     def __init__(self, name: str, options: PlatformOptions, paths: Paths,
                  executor: Executor | None = None) -> None:

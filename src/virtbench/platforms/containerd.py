@@ -69,6 +69,8 @@ class Containerd(Platform):
 
     type = "containerd"
     kind = "container"
+    quick_rank = 4
+    reachable_network = "host"
     Options = ContainerdOptions
     options: ContainerdOptions
     binaries = ("ctr", "containerd", "runc")

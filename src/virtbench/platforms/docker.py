@@ -253,6 +253,8 @@ class Docker(EngineCLI):
     """Docker Engine (dockerd on the system containerd, runc, or a sandbox runtime)."""
 
     type = "docker"
+    quick_rank = 1
+    runs_inside = True
     Options = DockerOptions
     options: DockerOptions
 

@@ -147,6 +147,9 @@ def build_lxc_config(*, name: str, run_id: str, rootfs: str, options: PlatformOp
 class LXC(Platform):
     confinable = True
     type = "lxc"
+    quick_rank = 3
+    live_migration = "criu"
+    migrates_to_host = True
     needs_root = True
     Options = LXCOptions
     options: LXCOptions

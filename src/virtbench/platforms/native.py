@@ -62,6 +62,8 @@ class Native(Platform):
     type = "native"
     needs_root = True
     kind = "baseline"
+    quick_rank = 0
+    image_per_instance = False  # the chroot runs the image itself
     Options = NativeOptions
     binaries = ("chroot", "mount", "umount")
     packages = ("coreutils", "mount")

@@ -388,6 +388,7 @@ def _attach_bridge(paths: Paths, name: str, pid: int) -> dict[str, str]:
 
 class Runc(_OCIRuntime):
     type = "runc"
+    quick_rank = 5
     runtime = "runc"
     Options = OCIOptions
     binaries = ("runc", "ip", "nsenter")
@@ -397,6 +398,7 @@ class Runc(_OCIRuntime):
 
 class Crun(_OCIRuntime):
     type = "crun"
+    quick_rank = 6
     runtime = "crun"
     Options = OCIOptions
     binaries = ("crun", "ip", "nsenter")

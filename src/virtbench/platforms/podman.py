@@ -97,6 +97,8 @@ class Podman(EngineCLI):
     """Podman with runc (or crun, runsc); no daemon to start."""
 
     type = "podman"
+    quick_rank = 2
+    runs_inside = True
     Options = PodmanOptions
     options: PodmanOptions
     cli = "podman"

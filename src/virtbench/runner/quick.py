@@ -37,7 +37,6 @@ from ..platforms.base import Paths
 from ..registry import PLATFORMS
 from .session import probe_types
 
-QUICK_PLATFORMS = ("native", "docker", "podman", "lxc", "containerd", "runc", "crun")
 KVM_GUEST: dict[str, Any] = {"name": "kvm", "type": "qemu", "accel": "kvm", "memory": "1G"}
 """The VM of the quick campaign, only where KVM runs a guest: under TCG a guest measures an
 emulator (10-50x slower), not the cost of virtualization."""
@@ -90,6 +89,12 @@ class QuickPlan:
     """{platform, reason, fix} of every platform not in the campaign (stored with the run)."""
 
 
+def quick_platforms() -> list[str]:
+    """The platform types the quick comparison tries, in the order they declare (Platform.quick_rank)."""
+    return [name for _, name in sorted((cls.quick_rank, name) for name, cls in PLATFORMS.items()
+                                       if cls.quick_rank is not None)]
+
+
 def kvm_guest(paths: Paths) -> tuple[dict[str, Any] | None, dict[str, str] | None]:
     """The KVM guest entry if KVM runs a test guest here (decided by booting), else why not."""
     cls = PLATFORMS.get("qemu")
@@ -134,10 +139,11 @@ def quick_campaign(paths: Paths, log: Callable[[str], None] = lambda _m: None,
                    adaptive: dict[str, Any] | None = ADAPTIVE, vm: bool = True,
                    probes: list[str] | None = None) -> QuickPlan:
     log(f"host: {slices.host_kind()}")
-    verdicts = probe_types(list(QUICK_PLATFORMS), paths, log)
+    tried = quick_platforms()
+    verdicts = probe_types(tried, paths, log)
     platforms: list[Any] = []
     left_out: list[dict[str, str]] = []
-    for name in QUICK_PLATFORMS:
+    for name in tried:
         v = verdicts[name]
         if v.available:
             platforms.append(name)
@@ -181,7 +187,7 @@ def _fio_cpus(paths: Paths, log: Callable[[str], None]) -> str | None:
 def unprobed_campaign(probes: list[str] | None = None) -> Campaign:
     """The quick campaign before any probe: every platform it tries (each stays only if its
     probe passes at the start; the KVM guest only where KVM boots one), for `run --quick --dry-run`."""
-    return _campaign([*QUICK_PLATFORMS, {**KVM_GUEST, "vcpus": min(2, os.cpu_count() or 1)}], REPETITIONS,
+    return _campaign([*quick_platforms(), {**KVM_GUEST, "vcpus": min(2, os.cpu_count() or 1)}], REPETITIONS,
                      WARMUPS, ADAPTIVE, probes)
 
 

@@ -83,7 +83,7 @@ def available_platforms(data: dict[str, Any], caps: Capabilities) -> tuple[list[
             why = {"reason": f"runs inside {spec['inside']}, which is left out", "fix": ""}
         elif ptype in verdicts and not verdicts[ptype].available:
             why = {"reason": verdicts[ptype].reason, "fix": verdicts[ptype].fix}
-        elif ptype == "qemu" and spec.get("accel", "auto") in ("kvm", "auto") and not caps.check("kvm").available:
+        elif ptype in PLATFORMS.names() and PLATFORMS.get(ptype).uses_kvm(spec) and not caps.check("kvm").available:
             kvm = caps.check("kvm")
             why = {"reason": f"KVM does not work here ({kvm.reason})", "fix": kvm.fix}
         if why:

@@ -113,13 +113,14 @@ def quick_form(availability: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """The quick comparison (`virtbench run --quick`) as the form: its benchmarks, rounds and
     adaptive rule, its platforms ticked where a worker's probe found them available (native
     always), and its KVM guest as a qemu row to tick where KVM runs guests."""
-    from ..runner.quick import ADAPTIVE, KVM_GUEST, QUICK_BENCHMARKS, QUICK_PLATFORMS, REPETITIONS, WARMUPS
+    from ..runner.quick import ADAPTIVE, KVM_GUEST, QUICK_BENCHMARKS, REPETITIONS, WARMUPS, quick_platforms
 
     model = default_form()
     model.update(name="quick", baseline="native", repetitions=str(REPETITIONS), warmups=str(WARMUPS),
                  adaptive={"use": True, **{k: _text(v) for k, v in ADAPTIVE.items()}})
+    tried = quick_platforms()
     for row in model["platforms"]:
-        if row["type"] in QUICK_PLATFORMS:
+        if row["type"] in tried:
             found = availability.get(row["type"], {}).values()
             row["use"] = row["type"] == "native" or any(v.get("available") for v in found)
         elif row["type"] == KVM_GUEST["type"]:

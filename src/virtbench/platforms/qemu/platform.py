@@ -27,6 +27,7 @@ import hashlib
 import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -70,11 +71,18 @@ class Qemu(Platform):
     confinable = True
     type = "qemu"
     kind = "vm"
+    holds_inner = True
+    live_migration = "qmp"
+    image_per_instance = False  # a copy-on-write disk over the image's, not a copy
     Options = QemuOptions
     binaries = (ARCHES.get(HOST_ARCH, ARCHES["x86_64"])[0], "qemu-img", "mkfs.ext4", "debugfs")
     packages = (ARCHES.get(HOST_ARCH, ARCHES["x86_64"])[1], "qemu-utils", "e2fsprogs")
     description = ("QEMU VM (KVM when it works, else TCG emulation) booting the image plus "
                    "Debian's cloud kernel from a copy-on-write disk; commands via virtio-serial")
+
+    @classmethod
+    def uses_kvm(cls, options: Mapping[str, Any]) -> bool:
+        return options.get("accel", "auto") in ("kvm", "auto")
 
     @classmethod
     def network_gap(cls, options: PlatformOptions, need: Literal["inbound", "to_host"]) -> str | None:

@@ -15,21 +15,23 @@ from typing import TYPE_CHECKING
 from ...errors import InputError
 from ...images import vmdisk
 from ...images.image import Image
+from ...registry import PLATFORMS
 
 if TYPE_CHECKING:
     from ..base import Platform
 
-SUPPORTED = ("docker", "podman")
-"""Platform types a qemu VM can host: their packages are installed in the VM image and
-their engine is started in each VM (ensure_engine_in)."""
+def supported() -> list[str]:
+    """Platform types a qemu VM can host (Platform.runs_inside): their packages are installed in
+    the VM image and their engine is started in each VM (ensure_engine_in)."""
+    return sorted(name for name, cls in PLATFORMS.items() if cls.runs_inside)
 
 
 def check_inner(outer_name: str, inner: Platform) -> None:
-    if inner.type not in SUPPORTED:
+    if not inner.runs_inside:
+        names = ", ".join(supported())
         raise InputError(f"{outer_name} (qemu) cannot host {inner.name} ({inner.type}): inside a VM "
-                         f"virtbench runs {', '.join(SUPPORTED)}",
-                         f"use one of {', '.join(SUPPORTED)} with `inside: {outer_name}`, "
-                         f"or run {inner.name} on the host")
+                         f"virtbench runs {names}",
+                         f"use one of {names} with `inside: {outer_name}`, or run {inner.name} on the host")
     if not inner.packages:
         raise InputError(f"{inner.name} ({inner.type}) names no Debian packages to install in the VM image")
 
