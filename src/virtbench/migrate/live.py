@@ -27,7 +27,6 @@ from .. import proc
 from ..errors import ParseError, UnavailableError, VirtbenchError
 from ..platforms import mounts
 from ..platforms.base import Instance, Platform
-from ..registry import PLATFORMS
 from . import fleet
 from .offline import Migration
 from .transport import Leftovers, Transport
@@ -76,6 +75,8 @@ def supports_live(platform: Platform) -> tuple[bool, str]:
     if platform.live_migration == "qmp":
         return True, "QEMU migrates a running guest through QMP (KVM or TCG)"
     if platform.live_migration != "criu":
+        from ..registry import PLATFORMS  # here, not with the imports the migration package's move rewrites
+
         criu = sorted(name for name, cls in PLATFORMS.items() if cls.live_migration == "criu")
         return False, (f"{platform.type} has no live migration in virtbench (QEMU through QMP; "
                        f"containers through CRIU on {', '.join(criu)})")
