@@ -13,10 +13,10 @@ import pytest
 
 from virtbench import proc
 from virtbench.errors import disk_full as disk_full_error
-from virtbench.experiments import density_fleet
-from virtbench.experiments.density import DensitySection
-from virtbench.experiments.density_fleet import Fleet, Member, Outcome, disk_full
-from virtbench.experiments.density_probe import Prober, Stop
+from virtbench.experiments.density import fleet as density_fleet
+from virtbench.experiments.density.fleet import Fleet, Member, Outcome, disk_full
+from virtbench.experiments.density.kind import DensitySection
+from virtbench.experiments.density.ramp import Prober, Stop
 from virtbench.platforms import cgroups
 from virtbench.platforms.base import Instance, Paths
 

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from virtbench.experiments import density_sync as ds
+from virtbench.experiments.density import sync as ds
 
 SHELLS = [["sh"]] + ([["busybox", "sh"]] if shutil.which("busybox") else [])
 

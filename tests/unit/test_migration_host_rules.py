@@ -13,7 +13,7 @@ import pytest
 from virtbench import proc
 from virtbench.config import parse_campaign
 from virtbench.errors import CommandError, InputError
-from virtbench.migrate import remote
+from virtbench.experiments.migration import remote
 from virtbench.platforms.base import Paths
 from virtbench.report import migration as report
 from virtbench.store.db import Store

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from .. import host as hostfacts
 from ..errors import InputError
+from ..experiments.migration.storage import free_bytes
 from ..experiments.registry import EXPERIMENTS
-from ..migrate.storage import free_bytes
 from ..platforms.cgroups import online_cpus, parse_cpulist, whole_board
 from ..registry import BENCHMARKS, PLATFORMS
 from .messages import one_line

@@ -18,15 +18,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ..benchmarks.base import Benchmark
-from ..errors import VirtbenchError
-from ..images.image import Image
-from ..platforms import cgroups
-from ..platforms.base import INSTANCE_PREFIX, Platform
-from ..store.db import now
-from .base import ExperimentContext
-from .density_fleet import Fleet, Outcome, StartFailure, classify_failure, disk_full, kernel_usage, next_instance_blocked
-from .density_guard import NEAR_LIMIT, Guard, read_host
+from ...benchmarks.base import Benchmark
+from ...errors import VirtbenchError
+from ...images.image import Image
+from ...platforms import cgroups
+from ...platforms.base import INSTANCE_PREFIX, Platform
+from ...store.db import now
+from ..base import ExperimentContext
+from .fleet import Fleet, Outcome, StartFailure, classify_failure, disk_full, kernel_usage, next_instance_blocked
+from .guard import NEAR_LIMIT, Guard, read_host
 
 STOP_REASONS = ("start_failure", "oom", "workload_failure", "cpu_starvation", "throughput_collapse",
                 "kernel_limit", "disk_full", "guard", "max_reached", "counts_done", "interrupted")

@@ -26,18 +26,18 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .. import host as hostfacts
-from ..errors import InputError, UnavailableError
-from ..images import build as images
-from ..images.image import Image
-from ..migrate import fleet, live, offline, remote, storage
-from ..migrate.transport import Leftovers, LocalTransport, Transport
-from ..migrate.transport import cleanup as cleanup_copies
-from ..platforms.availability import probe_types
-from ..platforms.base import INSTANCE_PREFIX, Instance, Platform, Size
-from ..registry import PLATFORMS
-from ..store.db import now
-from .base import Experiment, ExperimentContext
+from ... import host as hostfacts
+from ...errors import InputError, UnavailableError
+from ...images import build as images
+from ...images.image import Image
+from ...platforms.availability import probe_types
+from ...platforms.base import INSTANCE_PREFIX, Instance, Platform, Size
+from ...registry import PLATFORMS
+from ...store.db import now
+from ..base import Experiment, ExperimentContext
+from . import fleet, live, offline, remote, storage
+from .transport import Leftovers, LocalTransport, Transport
+from .transport import cleanup as cleanup_copies
 
 MAX_COUNT = 64
 CONTAINER_MEMORY = 64 << 20

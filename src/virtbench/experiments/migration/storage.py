@@ -14,9 +14,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import proc
-from ..benchmarks.dd import Dd, DdParams
-from ..errors import InputError
+from ... import proc
+from ...benchmarks.dd import Dd, DdParams
+from ...errors import InputError
 
 
 @dataclass(frozen=True)

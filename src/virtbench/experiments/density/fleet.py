@@ -22,13 +22,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import proc
-from ..benchmarks.base import Benchmark
-from ..images.image import Image
-from ..platforms import cgroups
-from ..platforms.base import Instance, Platform
-from . import density_sync
-from .density_guard import Guard, Trip, read_host
+from ... import proc
+from ...benchmarks.base import Benchmark
+from ...images.image import Image
+from ...platforms import cgroups
+from ...platforms.base import Instance, Platform
+from . import sync as density_sync
+from .guard import Guard, Trip, read_host
 
 SCRATCH = "/var/tmp/virtbench"
 BRIDGE_PORT_LIMIT = 1023

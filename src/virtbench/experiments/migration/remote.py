@@ -28,14 +28,14 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, cast
 
-from .. import proc
-from ..benchmarks.dd import Dd, DdParams
-from ..errors import VirtbenchError
-from ..hosts import ship
-from ..hosts.inventory import HostSpec
-from ..hosts.ssh import SSHExecutor
-from ..images.image import Image
-from ..platforms.base import Instance, Paths, Platform
+from ... import proc
+from ...benchmarks.dd import Dd, DdParams
+from ...errors import VirtbenchError
+from ...hosts import ship
+from ...hosts.inventory import HostSpec
+from ...hosts.ssh import SSHExecutor
+from ...images.image import Image
+from ...platforms.base import Instance, Paths, Platform
 from . import fleet, storage, transport
 from .offline import Migration
 
@@ -74,7 +74,7 @@ class RemoteHost:
     def image_rootfs(self, image: Image, log: Any) -> str:
         """The image's root filesystem on the destination, sent there once (cached by hash)."""
         machine = self.ex.run(["uname", "-m"], timeout=30).stdout.strip()
-        from ..images.arch import MACHINE_TO_DEB
+        from ...images.arch import MACHINE_TO_DEB
 
         arch = MACHINE_TO_DEB.get(machine, machine)
         if arch != image.arch:

@@ -23,10 +23,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from .. import proc
-from ..errors import ParseError, UnavailableError, VirtbenchError
-from ..platforms import mounts
-from ..platforms.base import Instance, Platform
+from ... import proc
+from ...errors import ParseError, UnavailableError, VirtbenchError
+from ...platforms import mounts
+from ...platforms.base import Instance, Platform
 from . import fleet
 from .offline import Migration
 from .transport import Leftovers, Transport
