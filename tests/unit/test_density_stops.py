@@ -328,7 +328,7 @@ def test_a_memory_benchmark_s_throughput_is_shown_beside_density_s_own_memory_sa
     the parent's peak) does: the table and figure of a 1 GiB mbw campaign showed no throughput."""
     import json as _json
 
-    from virtbench.report.density import STOP_KEY, density_data
+    from virtbench.experiments.density.report import STOP_KEY, density_data
 
     def smp(eid, metric, inst, value, cat):
         return SimpleNamespace(execution_id=eid, metric=metric, instance=inst, value=value, category=cat, unit="MiB/s")

@@ -13,9 +13,8 @@ import pytest
 from virtbench import proc
 from virtbench.config import parse_campaign
 from virtbench.errors import CommandError, InputError
-from virtbench.experiments.migration import remote
+from virtbench.experiments.migration import remote, report
 from virtbench.platforms.base import Paths
-from virtbench.report import migration as report
 from virtbench.store.db import Store
 from virtbench.studies import report as sreport
 from virtbench.studies import run as srun

@@ -78,8 +78,17 @@ def _imports(module: str, path: Path) -> list[tuple[str, int, bool]]:
 
 
 def _top(module: str) -> str:
+    """The layer name of a module: its top-level package, except that the report part of a
+    package below the report layer (a module named `report` or one under a `report` subpackage
+    of a kind or probe: `virtbench.experiments.density.report`, `virtbench.probes.x.report.y`)
+    is the report layer: report/ finds it through the `virtbench.report_sections` entry points,
+    and nothing below the report layer may import it. A module of a higher layer named `report`
+    (`virtbench.commands.report`) keeps its package's layer."""
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 else ""
+    top = parts[1] if len(parts) > 1 else ""
+    if "report" in parts[2:] and RANK.get(top, len(LAYERS)) < RANK["report"]:
+        return "report"
+    return top
 
 
 MODULES = _modules()

@@ -12,8 +12,8 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from ..experiments.line import hdr
-from .figures import FigureSpec, Series, hdr_ticks, slug
+from ....report.figures import FigureSpec, Series, hdr_ticks, slug
+from .. import hdr
 
 GROUP = "line"
 PAPER_PINNING = "node"
