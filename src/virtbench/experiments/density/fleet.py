@@ -25,7 +25,7 @@ from pathlib import Path
 from ... import proc
 from ...benchmarks.base import Benchmark
 from ...images.image import Image
-from ...platforms import cgroups
+from ...platforms import cgroups, naming
 from ...platforms.base import Instance, Platform
 from . import sync as density_sync
 from .guard import Guard, Trip, read_host
@@ -186,9 +186,13 @@ class Fleet:
     creating: str | None = None
     """The name being created: a signal during create leaves an instance `created` misses."""
 
+    def name(self, n: int) -> str:
+        """The n-th instance's name (naming keeps it valid and unique, however long the prefix)."""
+        return naming.fit(self.prefix, f"-{n}")
+
     def add(self) -> Member:
         """Create and start one more instance; StartFailure carries the runtime's text."""
-        name = f"{self.prefix}-{len(self.members) + 1}"[:63]
+        name = self.name(len(self.members) + 1)
         self.creating = name
         try:
             inst = self.platform.create(self.image, name, self.run_id)

@@ -117,6 +117,11 @@ def _tail(text: str, n: int = 1500) -> str:
     return text if len(text) <= n else text[:n // 3] + " ... " + text[-(2 * n) // 3:]
 
 
+def fleet_prefix(run_id: str, platform: str, probe_no: int) -> str:
+    """The head of one ramp's instance names; Fleet.name adds each instance's number."""
+    return f"{INSTANCE_PREFIX}{run_id}-{platform}-p{probe_no}"
+
+
 @dataclass
 class Prober:
     ctx: ExperimentContext
@@ -220,7 +225,7 @@ class Prober:
     def probe(self, counts: list[int], probes: list[dict]) -> tuple[int, Stop | None]:
         """Fresh instances up to each count in turn; returns (last good count, stop or None)."""
         self.probe_no += 1
-        prefix = f"{INSTANCE_PREFIX}{self.ctx.run_id}-{self.platform.name}-p{self.probe_no}"[:54]
+        prefix = fleet_prefix(self.ctx.run_id, self.platform.name, self.probe_no)
         fleet = Fleet(self.platform, self.image, self.ctx.run_id, prefix, self.guard, self.parent)
         self._usage_before_last = None
         record: dict[str, Any] = {"probe": self.probe_no, "counts": counts, "started": time.time()}

@@ -35,6 +35,7 @@ from ...hosts import ship
 from ...hosts.inventory import HostSpec
 from ...hosts.ssh import SSHExecutor
 from ...images.image import Image
+from ...platforms import naming
 from ...platforms.base import Instance, Paths, Platform
 from . import fleet, storage, transport
 from .offline import Migration
@@ -49,7 +50,7 @@ TAR = ["tar", "--numeric-owner", "--xattrs", "--xattrs-include=*", "--sparse"]
 
 
 def dest_name(name: str) -> str:
-    return name[:63 - len(SUFFIX)] + SUFFIX
+    return naming.derived(name, SUFFIX)
 
 
 class RemoteHost:
