@@ -2,7 +2,7 @@
 
 A `Fleet` grows by one instance at a time (the guard and the kernel limits are checked
 before each), runs the workload in all of them from one start time shared inside the
-instances (density_sync: per-instance and aggregate throughput are real concurrent
+instances (sync.py: per-instance and aggregate throughput are real concurrent
 measurements, and the overlap says how far), and reads the evidence of what
 went wrong from the kernel itself: OOM counters of every instance's memory cgroup and of
 the confining parent (an instance's own cgroup may vanish with it), the kernel log, the
@@ -224,7 +224,7 @@ class Fleet:
 
     def run_workload(self, bench: Benchmark, workdir_key: str, min_overlap: float = 0.5) -> Outcome:
         """Every instance starts the workload at one shared start time, inside the instance
-        (density_sync); the guard watches throughout and, on a trip, the instances are
+        (sync.py); the guard watches throughout and, on a trip, the instances are
         killed at once (which ends every workload). When the instances did not run together
         because some arrived after the start time, the count is run once more with a longer
         lead; what was measured is kept with the outcome either way."""

@@ -1,7 +1,7 @@
 """Probing counts for one platform: ramp, judge each count, bisect to the exact maximum.
 
 A probe starts fresh instances one at a time up to each count of its schedule and measures
-there (see density_fleet.Fleet); the first unhealthy count ends the probe with a `Stop`
+there (see fleet.Fleet); the first unhealthy count ends the probe with a `Stop`
 carrying the evidence. `search` runs the ramp, then (until: failure) bisects between the
 last good and the first failing count with a fresh probe per step. Every measured count is
 stored as an execution `density[count=N]` with per-instance samples (instance 1..N), the

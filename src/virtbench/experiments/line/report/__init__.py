@@ -1,6 +1,6 @@
 """The `line` experiment's report section: NDR/PDR per length, latency percentiles from the
 stored HDR histograms, build times, counters, implausible results and their re-measurement,
-and the study's figures (report/line_figures.py).
+and the study's figures (figures.py beside this).
 
 In the tables rounds are pooled as the statistics do elsewhere: rates are medians over the
 measured rounds, histograms of one rate are added together (so the count, and with it the
