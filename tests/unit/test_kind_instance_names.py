@@ -1,4 +1,4 @@
-"""The density and migration kinds name their instances through platforms/naming.py.
+"""The density, migration and line kinds name their instances through platforms/naming.py.
 
 They cut names by hand at 63 characters: two platforms whose names differ only past the cut,
 or instance 1 and instance 10 of one step, got one name (the second create fails or, worse,
@@ -13,6 +13,7 @@ import pytest
 
 from virtbench.experiments.density.fleet import Fleet
 from virtbench.experiments.density.ramp import fleet_prefix
+from virtbench.experiments.line import topology
 from virtbench.experiments.migration import remote
 from virtbench.experiments.migration.kind import instance_names
 from virtbench.platforms import naming
@@ -48,3 +49,11 @@ def test_migration_names_differing_past_63_characters_stay_apart(dest: str | Non
     copies = [naming.derived(n, "-in") for n in names] + [remote.dest_name(n) for n in names]
     assert len(set(copies)) == len(copies) and all(len(c) <= naming.MAX_NAME for c in copies)
     assert instance_names(RUN, "lxc", 0, None, 2) == [f"vb-{RUN}-lxc-r0-n2-0", f"vb-{RUN}-lxc-r0-n2-1"]
+
+
+def test_line_names_differing_past_63_characters_stay_apart() -> None:
+    run = "r" * 50  # the cut took the hop number of every instance on the line
+    line = topology.Line(tag="abc123", run_id=run, length=12, platform="lxc", namespaces=[])
+    _check(topology.instance_names(line))
+    short = topology.Line(tag="abc123", run_id=RUN, length=2, platform="lxc", namespaces=[])
+    assert topology.instance_names(short) == [f"vb-{RUN}-vblabc123-1", f"vb-{RUN}-vblabc123-2"]
