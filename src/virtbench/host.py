@@ -122,6 +122,13 @@ def meminfo(text: str | None = None) -> dict[str, int]:
     return out
 
 
+def free_bytes(path: Path) -> int:
+    """What an unprivileged writer may still put on the filesystem under path (a campaign's
+    scratch space, a migration's destination)."""
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
+
 def governor() -> str:
     gov = _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
     return gov or "unknown (no cpufreq)"

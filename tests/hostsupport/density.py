@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from virtbench.experiments.density import parent_prefix
+from virtbench.experiments.density.kind import parent_prefix
 from virtbench.platforms import cgroups
 from virtbench.platforms.base import Paths
 

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from virtbench.experiments.density_guard import MIB, NEAR_LIMIT, Guard, GuardSettings, read_parent
-from virtbench.migrate.storage import mount_of
+from virtbench.experiments.density.guard import MIB, NEAR_LIMIT, Guard, GuardSettings, read_parent
+from virtbench.experiments.migration.storage import mount_of
 from virtbench.platforms import cgroups
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

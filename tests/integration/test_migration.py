@@ -13,8 +13,8 @@ import pytest
 
 from virtbench import proc
 from virtbench.config import parse_campaign
-from virtbench.migrate import fleet, live, offline, storage
-from virtbench.migrate.transport import Leftovers, LocalTransport
+from virtbench.experiments.migration import fleet, live, offline, storage
+from virtbench.experiments.migration.transport import Leftovers, LocalTransport
 from virtbench.platforms.lxc import LXC
 from virtbench.report import sections
 from virtbench.runner import execute

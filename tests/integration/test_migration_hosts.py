@@ -15,7 +15,7 @@ import yaml
 
 from hostsupport.netns_host import netns_host
 from virtbench import proc
-from virtbench.migrate import fleet, remote
+from virtbench.experiments.migration import fleet, remote
 from virtbench.platforms.base import Instance, Paths
 from virtbench.platforms.lxc import LXC
 from virtbench.store.db import Store

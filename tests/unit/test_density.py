@@ -8,9 +8,9 @@ import pytest
 
 from virtbench.config import parse_campaign
 from virtbench.errors import InputError
-from virtbench.experiments.density import DensitySection, Until
-from virtbench.experiments.density_fleet import classify_failure, next_instance_blocked
-from virtbench.experiments.density_guard import Guard, GuardSettings, ParentPressure, Pressure, read_host
+from virtbench.experiments.density.fleet import classify_failure, next_instance_blocked
+from virtbench.experiments.density.guard import Guard, GuardSettings, ParentPressure, Pressure, read_host
+from virtbench.experiments.density.kind import DensitySection, Until
 from virtbench.platforms import cgroups
 from virtbench.platforms.lxc import LXCOptions, build_lxc_config, lxc_cgroup_lines
 from virtbench.probes.hostpressure import PressureReader
@@ -188,7 +188,7 @@ def test_confinement_larger_than_the_host_is_refused():
 def test_a_board_size_host_memory_on_a_board_of_that_size_is_the_whole_host(monkeypatch):
     """Study 000's paper preset says host_memory: 8G, its board's nominal RAM; an "8 GB" Pi 5 reports
     about 7.8 GiB. Before: refused ("not smaller than this host's memory") on the paper's own board."""
-    from virtbench.experiments.density import Density
+    from virtbench.experiments.density.kind import Density
     from virtbench.platforms.base import Paths
 
     monkeypatch.setattr(cgroups, "host_memory_total", lambda: 7_900 << 20)
@@ -221,7 +221,7 @@ def test_confining_parents_belong_to_one_state_directory():
     remove the confining parent of a run measuring under another."""
     from pathlib import Path
 
-    from virtbench.experiments.density import parent_prefix
+    from virtbench.experiments.density.kind import parent_prefix
     from virtbench.platforms.base import Paths
 
     a, b = parent_prefix(Paths(state=Path("/var/lib/virtbench"))), parent_prefix(Paths(state=Path("/tmp/other")))
@@ -324,7 +324,7 @@ def _stored(count: int, rnd: int, ok: bool, total: float | None = None, eid: int
 
 
 def _prober(calls: list[list[int]], fail_from: int):
-    from virtbench.experiments.density_probe import Prober, Stop
+    from virtbench.experiments.density.ramp import Prober, Stop
 
     prober = Prober(ctx=None, platform=None, image=None, section=None, guard=None, parent=None, bench=None)
 
@@ -343,7 +343,7 @@ def _prober(calls: list[list[int]], fail_from: int):
 
 
 def test_a_resumed_ramp_goes_on_after_the_last_good_count():
-    from virtbench.experiments.density_probe import resumed
+    from virtbench.experiments.density.ramp import resumed
 
     stored = [_stored(1, 1, True, 10.0), _stored(2, 1, True, 19.0), _stored(4, 1, True, 30.0)]
     state = resumed([e for e, _ in stored], [s for _, ss in stored for s in ss], "lxc", "throughput")
@@ -359,7 +359,7 @@ def test_a_resumed_ramp_goes_on_after_the_last_good_count():
 
 
 def test_a_resumed_bisection_goes_on_between_good_and_failing():
-    from virtbench.experiments.density_probe import resumed
+    from virtbench.experiments.density.ramp import resumed
 
     stored = [_stored(8, 1, True, 50.0), _stored(16, 1, False), _stored(12, 2, True, 55.0)]
     state = resumed([e for e, _ in stored], [s for _, ss in stored for s in ss], "lxc", "throughput")
@@ -479,7 +479,7 @@ def test_the_guard_walks_the_parent_s_subtree_only_when_the_cheap_readings_do_no
     directories, CPU-starved among 1024 busy containers. The confined host's judgement needs
     only the parent's usage, peak, memory.stat and the host's PSI; the walk is for attributing
     a stall when the parent is not at its limit."""
-    from virtbench.experiments import density_guard
+    from virtbench.experiments.density import guard as density_guard
     from virtbench.platforms import cgroups as cg
 
     walks: list[str] = []

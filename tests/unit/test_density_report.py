@@ -1,7 +1,7 @@
 """The density report explains its maximum by what each instance cost the confined host."""
 from __future__ import annotations
 
-from virtbench.report import density
+from virtbench.experiments.density import report as density
 
 MIB = 2**20
 

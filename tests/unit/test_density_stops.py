@@ -13,10 +13,10 @@ import pytest
 
 from virtbench import proc
 from virtbench.errors import disk_full as disk_full_error
-from virtbench.experiments import density_fleet
-from virtbench.experiments.density import DensitySection
-from virtbench.experiments.density_fleet import Fleet, Member, Outcome, disk_full
-from virtbench.experiments.density_probe import Prober, Stop
+from virtbench.experiments.density import fleet as density_fleet
+from virtbench.experiments.density.fleet import Fleet, Member, Outcome, disk_full
+from virtbench.experiments.density.kind import DensitySection
+from virtbench.experiments.density.ramp import Prober, Stop
 from virtbench.platforms import cgroups
 from virtbench.platforms.base import Instance, Paths
 
@@ -328,7 +328,7 @@ def test_a_memory_benchmark_s_throughput_is_shown_beside_density_s_own_memory_sa
     the parent's peak) does: the table and figure of a 1 GiB mbw campaign showed no throughput."""
     import json as _json
 
-    from virtbench.report.density import STOP_KEY, density_data
+    from virtbench.experiments.density.report import STOP_KEY, density_data
 
     def smp(eid, metric, inst, value, cat):
         return SimpleNamespace(execution_id=eid, metric=metric, instance=inst, value=value, category=cat, unit="MiB/s")

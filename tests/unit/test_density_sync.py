@@ -1,4 +1,4 @@
-"""The shared start time inside the instances (density_sync): the wrapper really waits for one
+"""The shared start time inside the instances (density/sync.py): the wrapper really waits for one
 absolute time under dash and busybox sh, passes the tool's output and exit status through, and
 the start spread and overlap are computed from its markers."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from virtbench.experiments import density_sync as ds
+from virtbench.experiments.density import sync as ds
 
 SHELLS = [["sh"]] + ([["busybox", "sh"]] if shutil.which("busybox") else [])
 

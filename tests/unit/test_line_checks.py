@@ -72,7 +72,7 @@ def test_noise_floor_follows_the_search():
 
 
 def test_the_report_says_what_was_flagged_and_what_the_re_measurement_gave():
-    from virtbench.report import line as report
+    from virtbench.experiments.line import report
 
     rates = _rates({("lxc", "none", 1): [116_000.0], ("lxc", "none", 8): [225_000.0],
                     ("lxc", "node", 1): [100_000.0], ("lxc", "node", 2): [150_000.0],

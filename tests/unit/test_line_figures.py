@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from virtbench.experiments.line import hdr
-from virtbench.report import line_figures
+from virtbench.experiments.line.report import figures as line_figures
 from virtbench.report.figures import for_files
 from virtbench.report.model import Report, Section
 

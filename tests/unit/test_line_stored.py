@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from virtbench.experiments.line import hdr
-from virtbench.report import line
+from virtbench.experiments.line import report as line
 from virtbench.store.db import Store
 
 

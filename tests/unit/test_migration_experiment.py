@@ -14,8 +14,8 @@ import pytest
 from virtbench import proc
 from virtbench.config import parse_campaign
 from virtbench.errors import InputError, ParseError, VirtbenchError
-from virtbench.migrate import live, storage
-from virtbench.migrate.transport import Leftovers, LocalTransport, cleanup
+from virtbench.experiments.migration import live, storage
+from virtbench.experiments.migration.transport import Leftovers, LocalTransport, cleanup
 from virtbench.platforms.base import Paths
 from virtbench.store.db import Store
 
@@ -79,7 +79,7 @@ def test_bad_destination_exits_2_before_anything_starts(tmp_path):
 
 
 def test_engine_platforms_cannot_migrate_offline_and_say_so(tmp_path):
-    from virtbench.experiments.migration import Migration
+    from virtbench.experiments.migration.kind import Migration
 
     kind = Migration(campaign(platforms=["docker"]), Paths(state=tmp_path / "s", runtime=tmp_path / "r"))
     with pytest.raises(InputError, match="docker.*cannot be migrated offline"):
@@ -87,7 +87,7 @@ def test_engine_platforms_cannot_migrate_offline_and_say_so(tmp_path):
 
 
 def test_live_bridged_vm_is_refused_before_anything_starts(tmp_path):
-    from virtbench.experiments.migration import Migration
+    from virtbench.experiments.migration.kind import Migration
 
     c = campaign({"mode": "live"}, platforms=[{"name": "vm", "type": "qemu", "network": "bridge"}])
     with pytest.raises(InputError, match="tap"):

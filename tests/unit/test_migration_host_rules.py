@@ -13,9 +13,8 @@ import pytest
 from virtbench import proc
 from virtbench.config import parse_campaign
 from virtbench.errors import CommandError, InputError
-from virtbench.migrate import remote
+from virtbench.experiments.migration import remote, report
 from virtbench.platforms.base import Paths
-from virtbench.report import migration as report
 from virtbench.store.db import Store
 from virtbench.studies import report as sreport
 from virtbench.studies import run as srun
@@ -72,7 +71,7 @@ def test_the_destination_runs_the_sources_config_with_its_own_paths():
     out = remote.config_for(text, src, "/w/state/lxc/vb-r1-lxc-r0-b1-0-m", "/w/images/abc/rootfs")
     assert "lxc.rootfs.path = overlay:/w/images/abc/rootfs:/w/state/lxc/vb-r1-lxc-r0-b1-0-m/delta0\n" in out
     assert str(src) not in out and "limit_in_bytes = 67108864" in out
-    assert remote.dest_name("x" * 63) == "x" * 61 + "-m"
+    assert remote.dest_name("vb-r1-lxc-r0-b1-0") == "vb-r1-lxc-r0-b1-0-m"
 
 
 def test_destination_containers_are_recorded_before_they_exist_and_kept_while_unreachable(tmp_path):

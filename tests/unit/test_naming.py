@@ -69,3 +69,15 @@ def test_a_suffix_that_would_break_the_rules_is_refused() -> None:
     name = naming.unit_name("20261124-210000-abcd", "p" * 40, 1)
     with pytest.raises(ValueError):
         naming.derived(name, "-toolongsuffix")
+
+
+def test_a_group_member_name_fits_and_stays_unique() -> None:
+    """naming.fit: short names as they are; long heads hashed, tails kept, room for a suffix."""
+    assert naming.fit("vb-20261124-210000-abcd-docker-p1", "-17") == "vb-20261124-210000-abcd-docker-p1-17"
+    heads = [f"vb-20261124-210000-abcd-{p}-p1" for p in LONG + UNUSUAL]
+    names = [naming.fit(h, f"-{k}") for h in heads for k in (1, 10, 100, 256)]
+    assert len(set(names)) == len(names)
+    assert all(naming.derived(n, "-peer") for n in names)  # valid, with room for a companion
+    assert naming.fit(heads[0], "-10").endswith("-10") and naming.fit(heads[0], "-10").startswith("vb-20261124")
+    with pytest.raises(ValueError):
+        naming.fit("vb-x", "-" + "t" * 60)

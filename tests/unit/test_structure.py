@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("errors", "proc", "constants", "executor", "extras", "host", "boards", "services", "filemodes"),
     ("store",),
     # plugins and what they share; analysis is pure statistics over stored samples
-    ("registry", "benchmarks", "platforms", "images", "probes", "analysis", "migrate", "hosts"),
+    ("registry", "benchmarks", "platforms", "images", "probes", "analysis", "hosts"),
     ("experiments", "config"),
     ("runner",),
     ("report", "selftest"),

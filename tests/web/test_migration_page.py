@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from virtbench.config import parse_campaign
-from virtbench.report import migration as report
+from virtbench.experiments.migration import report
 from virtbench.report import sections
 from virtbench.store.db import now
 

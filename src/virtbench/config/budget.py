@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from .. import host as hostfacts
 from ..errors import InputError
 from ..experiments.registry import EXPERIMENTS
-from ..migrate.storage import free_bytes
 from ..platforms.cgroups import online_cpus, parse_cpulist, whole_board
 from ..registry import BENCHMARKS, PLATFORMS
 from .messages import one_line
@@ -131,7 +130,7 @@ def _check_scratch(campaign: Campaign, paths: Paths, free: int | None) -> None:
     if not needs:
         return
     where = _existing(paths.state)
-    have = free if free is not None else free_bytes(where)
+    have = free if free is not None else hostfacts.free_bytes(where)
     what, size, why = max(needs, key=lambda n: n[1])
     if size > have:
         raise InputError(f"{what}: needs {why}, but {where} has {_gib(have)} free",

@@ -56,3 +56,20 @@ def derived(name: str, suffix: str) -> str:
     if len(suffix) > SUFFIX_ROOM or not valid(full):
         raise ValueError(f"instance name {full!r} is not valid for every runtime")
     return full
+
+
+def fit(head: str, tail: str = "") -> str:
+    """The name `head + tail` of one of a group of instances (`vb-<run id>-<platform>-p1` +
+    `-17`) as it is when it keeps SUFFIX_ROOM free and every runtime accepts it; otherwise the
+    head shortened with a hash of the full head, and the tail kept: cutting at 63 characters
+    made two names that differ only past the cut one (two platforms, or `-1` and `-10`)."""
+    name = head + tail
+    if valid(name) and len(name) <= MAX_NAME - SUFFIX_ROOM:
+        return name
+    room = MAX_NAME - SUFFIX_ROOM - len(tail) - _HASH - 1
+    digest = hashlib.sha256(head.encode()).hexdigest()[:_HASH]
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", head)[:max(0, room)].strip("-")
+    name = (f"{slug}-{digest}" if slug else digest) + tail
+    if room < 0 or not valid(name):
+        raise ValueError(f"no valid instance name of {head!r} and {tail!r}")
+    return name

@@ -27,6 +27,7 @@ from pathlib import Path
 from ... import proc
 from ...errors import VirtbenchError
 from ...images.image import Image
+from ...platforms import naming
 from ...platforms.base import INSTANCE_PREFIX, Instance, Paths, Platform
 
 NETWORK = ipaddress.ip_network("10.223.0.0/16")
@@ -149,8 +150,13 @@ def _configure(line: Line, hop: int) -> None:
     proc.run(["ip", "-n", line.namespaces[hop], "-batch", "-"], input="\n".join(cmds) + "\n", timeout=60)
 
 
+def instance_names(line: Line) -> list[str]:
+    """The names of the instances on the line's hops (naming keeps them valid and unique)."""
+    return [naming.fit(f"{INSTANCE_PREFIX}{line.run_id}-{PREFIX}{line.tag}", f"-{i}") for i in range(1, line.length + 1)]
+
+
 def _start_instances(line: Line, platform: Platform, image: Image) -> list[Instance]:
-    names = [f"{INSTANCE_PREFIX}{line.run_id}-{PREFIX}{line.tag}-{i}"[:63] for i in range(1, line.length + 1)]
+    names = instance_names(line)
     made: list[Instance] = []
 
     def one(name: str) -> Instance:

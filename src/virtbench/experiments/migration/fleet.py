@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
-from ..images.image import Image
-from ..platforms.base import Instance, Platform
+from ...images.image import Image
+from ...platforms.base import Instance, Platform
 
 
 @dataclass

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from ..platforms import mounts
-from ..platforms.base import Instance, Platform
+from ...platforms import mounts
+from ...platforms.base import Instance, Platform
 from . import fleet
 from .transport import Leftovers, Transport
 

@@ -13,10 +13,10 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from ..store.db import Store
-from ..store.models import Run
-from .figures import FigureSpec, Series, slug
-from .model import Section, Table
+from ...report.figures import FigureSpec, Series, slug
+from ...report.model import Section, Table
+from ...store.db import Store
+from ...store.models import Run
 
 STOP_KEY = "density-stop"
 _COUNT = re.compile(r"^density\[count=(\d+)\]$")

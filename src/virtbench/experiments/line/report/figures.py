@@ -4,7 +4,7 @@ offered rate per line length (Fig. 3) and the N worst latencies over time at one
 
 Where the paper shows one run of several, it shows "the run with the highest worst-case
 latency" (Section IV.B): the HDR and worst-latency figures draw that round, not the rounds
-pooled, and say which. The tables (report/line.py) keep the pooled statistics.
+pooled, and say which. The tables (this package's __init__) keep the pooled statistics.
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from ..experiments.line import hdr
-from .figures import FigureSpec, Series, hdr_ticks, slug
+from ....report.figures import FigureSpec, Series, hdr_ticks, slug
+from .. import hdr
 
 GROUP = "line"
 PAPER_PINNING = "node"

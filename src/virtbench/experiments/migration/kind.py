@@ -26,24 +26,32 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .. import host as hostfacts
-from ..errors import InputError, UnavailableError
-from ..images import build as images
-from ..images.image import Image
-from ..migrate import fleet, live, offline, remote, storage
-from ..migrate.transport import Leftovers, LocalTransport, Transport
-from ..migrate.transport import cleanup as cleanup_copies
-from ..platforms.availability import probe_types
-from ..platforms.base import INSTANCE_PREFIX, Instance, Platform, Size
-from ..registry import PLATFORMS
-from ..store.db import now
-from .base import Experiment, ExperimentContext
+from ... import host as hostfacts
+from ...errors import InputError, UnavailableError
+from ...images import build as images
+from ...images.image import Image
+from ...platforms import naming
+from ...platforms.availability import probe_types
+from ...platforms.base import INSTANCE_PREFIX, Instance, Platform, Size
+from ...registry import PLATFORMS
+from ...store.db import now
+from ..base import Experiment, ExperimentContext
+from . import fleet, live, offline, remote, storage
+from .transport import Leftovers, LocalTransport, Transport
+from .transport import cleanup as cleanup_copies
 
 MAX_COUNT = 64
 CONTAINER_MEMORY = 64 << 20
 """What an idle container without a memory limit is assumed to need (sleep + runtime shim)."""
 UPPER_ESTIMATE = 16 << 20
 """What an instance writes besides its payload before it moves (logs, lock files)."""
+
+
+def instance_names(run_id: str, platform: str, rnd: int, dest: str | None, count: int) -> list[str]:
+    """The names of one measurement's instances, through naming: unique, valid for every
+    runtime, with room for the copy's suffix (`-in` of a live move, `-m` of one to a host)."""
+    head = f"{INSTANCE_PREFIX}{run_id}-{platform}-r{rnd}-{dest or 'n'}{count}"
+    return [naming.fit(head, f"-{i}") for i in range(count)]
 
 
 class Destination(BaseModel):
@@ -363,8 +371,7 @@ class Migration(Experiment):
     def measure(self, ctx: ExperimentContext, platform: Platform, image: Image, rnd: int, warmup: bool,
                 key: str, count: int, dest: Destination | None) -> None:
         section: MigrationSection = self.section
-        base = f"{INSTANCE_PREFIX}{ctx.run_id}-{platform.name}-r{rnd}"
-        names = [f"{base}-{dest.label if dest else 'n'}{count}-{i}"[:63] for i in range(count)]
+        names = instance_names(ctx.run_id, platform.name, rnd, dest.label if dest else None, count)
         instances: list[Instance] = []
         leftovers = Leftovers(ctx.paths, ctx.run_id)
         far = remote.RemoteLeftovers(ctx.paths, ctx.run_id)

@@ -23,10 +23,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from .. import proc
-from ..errors import ParseError, UnavailableError, VirtbenchError
-from ..platforms import mounts
-from ..platforms.base import Instance, Platform
+from ... import proc
+from ...errors import ParseError, UnavailableError, VirtbenchError
+from ...platforms import mounts, naming
+from ...platforms.base import Instance, Platform
 from . import fleet
 from .offline import Migration
 from .transport import Leftovers, Transport
@@ -96,7 +96,7 @@ def criu_check() -> tuple[bool, str]:
 
 def _destination(platform: Platform, source: Instance) -> Instance:
     """Create the destination VM's directory (found by qemu cleanup) and its argv."""
-    name = mounts.instance_name(f"{source.name}-in"[-63:] if len(source.name) > 60 else f"{source.name}-in")
+    name = naming.derived(source.name, "-in")
     d = platform.paths.instances / name
     if d.exists():
         raise VirtbenchError(f"instance directory {d} already exists", "run virtbench cleanup")

@@ -14,12 +14,12 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from ..analysis import stats
-from ..analysis.summary import mean_ci
-from ..store.db import Store
-from ..store.models import Run
-from .figures import FigureSpec, Series, slug
-from .sections import ReportSection, SectionTable
+from ...analysis import stats
+from ...analysis.summary import mean_ci
+from ...report.figures import FigureSpec, Series, slug
+from ...report.sections import ReportSection, SectionTable
+from ...store.db import Store
+from ...store.models import Run
 
 KEY_RE = re.compile(r"^migration\[count=(?P<count>\d+)(?:,to=(?P<to>[^\]]+))?\]$")
 PHASES = {

@@ -30,19 +30,19 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ..benchmarks.base import PairBenchmark
-from ..errors import InputError
-from ..images import build as images
-from ..images import guest
-from ..images.image import Image
-from ..platforms import cgroups, slices
-from ..platforms.base import Paths, Platform, Size
-from ..registry import BENCHMARKS, PLATFORMS
-from ..store.db import now
-from .base import Experiment, ExperimentContext
-from .density_fleet import signals_held
-from .density_guard import Guard, GuardSettings, ParentPressure, read_parent
-from .density_probe import Prober, Stop, resumed
+from ...benchmarks.base import PairBenchmark
+from ...errors import InputError
+from ...images import build as images
+from ...images import guest
+from ...images.image import Image
+from ...platforms import cgroups, slices
+from ...platforms.base import Paths, Platform, Size
+from ...registry import BENCHMARKS, PLATFORMS
+from ...store.db import now
+from ..base import Experiment, ExperimentContext
+from .fleet import signals_held
+from .guard import Guard, GuardSettings, ParentPressure, read_parent
+from .ramp import Prober, Stop, resumed
 
 PARENT_PREFIX = "virtbench-density-"
 

@@ -28,14 +28,15 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, cast
 
-from .. import proc
-from ..benchmarks.dd import Dd, DdParams
-from ..errors import VirtbenchError
-from ..hosts import ship
-from ..hosts.inventory import HostSpec
-from ..hosts.ssh import SSHExecutor
-from ..images.image import Image
-from ..platforms.base import Instance, Paths, Platform
+from ... import proc
+from ...benchmarks.dd import Dd, DdParams
+from ...errors import VirtbenchError
+from ...hosts import ship
+from ...hosts.inventory import HostSpec
+from ...hosts.ssh import SSHExecutor
+from ...images.image import Image
+from ...platforms import naming
+from ...platforms.base import Instance, Paths, Platform
 from . import fleet, storage, transport
 from .offline import Migration
 
@@ -49,7 +50,7 @@ TAR = ["tar", "--numeric-owner", "--xattrs", "--xattrs-include=*", "--sparse"]
 
 
 def dest_name(name: str) -> str:
-    return name[:63 - len(SUFFIX)] + SUFFIX
+    return naming.derived(name, SUFFIX)
 
 
 class RemoteHost:
@@ -74,7 +75,7 @@ class RemoteHost:
     def image_rootfs(self, image: Image, log: Any) -> str:
         """The image's root filesystem on the destination, sent there once (cached by hash)."""
         machine = self.ex.run(["uname", "-m"], timeout=30).stdout.strip()
-        from ..images.arch import MACHINE_TO_DEB
+        from ...images.arch import MACHINE_TO_DEB
 
         arch = MACHINE_TO_DEB.get(machine, machine)
         if arch != image.arch:

@@ -1,7 +1,7 @@
 """Probing counts for one platform: ramp, judge each count, bisect to the exact maximum.
 
 A probe starts fresh instances one at a time up to each count of its schedule and measures
-there (see density_fleet.Fleet); the first unhealthy count ends the probe with a `Stop`
+there (see fleet.Fleet); the first unhealthy count ends the probe with a `Stop`
 carrying the evidence. `search` runs the ramp, then (until: failure) bisects between the
 last good and the first failing count with a fresh probe per step. Every measured count is
 stored as an execution `density[count=N]` with per-instance samples (instance 1..N), the
@@ -18,15 +18,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ..benchmarks.base import Benchmark
-from ..errors import VirtbenchError
-from ..images.image import Image
-from ..platforms import cgroups
-from ..platforms.base import INSTANCE_PREFIX, Platform
-from ..store.db import now
-from .base import ExperimentContext
-from .density_fleet import Fleet, Outcome, StartFailure, classify_failure, disk_full, kernel_usage, next_instance_blocked
-from .density_guard import NEAR_LIMIT, Guard, read_host
+from ...benchmarks.base import Benchmark
+from ...errors import VirtbenchError
+from ...images.image import Image
+from ...platforms import cgroups
+from ...platforms.base import INSTANCE_PREFIX, Platform
+from ...store.db import now
+from ..base import ExperimentContext
+from .fleet import Fleet, Outcome, StartFailure, classify_failure, disk_full, kernel_usage, next_instance_blocked
+from .guard import NEAR_LIMIT, Guard, read_host
 
 STOP_REASONS = ("start_failure", "oom", "workload_failure", "cpu_starvation", "throughput_collapse",
                 "kernel_limit", "disk_full", "guard", "max_reached", "counts_done", "interrupted")
@@ -115,6 +115,11 @@ def _loadavg() -> str:
 def _tail(text: str, n: int = 1500) -> str:
     """The start and the end of a long text: a runtime's first error and its last lines."""
     return text if len(text) <= n else text[:n // 3] + " ... " + text[-(2 * n) // 3:]
+
+
+def fleet_prefix(run_id: str, platform: str, probe_no: int) -> str:
+    """The head of one ramp's instance names; Fleet.name adds each instance's number."""
+    return f"{INSTANCE_PREFIX}{run_id}-{platform}-p{probe_no}"
 
 
 @dataclass
@@ -220,7 +225,7 @@ class Prober:
     def probe(self, counts: list[int], probes: list[dict]) -> tuple[int, Stop | None]:
         """Fresh instances up to each count in turn; returns (last good count, stop or None)."""
         self.probe_no += 1
-        prefix = f"{INSTANCE_PREFIX}{self.ctx.run_id}-{self.platform.name}-p{self.probe_no}"[:54]
+        prefix = fleet_prefix(self.ctx.run_id, self.platform.name, self.probe_no)
         fleet = Fleet(self.platform, self.image, self.ctx.run_id, prefix, self.guard, self.parent)
         self._usage_before_last = None
         record: dict[str, Any] = {"probe": self.probe_no, "counts": counts, "started": time.time()}

@@ -14,9 +14,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import proc
-from ..benchmarks.dd import Dd, DdParams
-from ..errors import InputError
+from ... import proc
+from ...benchmarks.dd import Dd, DdParams
+from ...errors import InputError
+from ...host import free_bytes
 
 
 @dataclass(frozen=True)
@@ -81,11 +82,6 @@ def mount_of(path: Path) -> tuple[str, str, str]:
     if len(fields) < 3:
         raise InputError(f"cannot tell the filesystem under {path}: findmnt said {r.stdout.strip()!r}")
     return fields[0], fields[1], " ".join(fields[2:])
-
-
-def free_bytes(path: Path) -> int:
-    st = os.statvfs(path)
-    return st.f_bavail * st.f_frsize
 
 
 def facts(path: Path) -> StorageFacts:

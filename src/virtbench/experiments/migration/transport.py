@@ -16,9 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from .. import proc
-from ..platforms import mounts
-from ..platforms.base import Paths
+from ... import proc
+from ...platforms import mounts
+from ...platforms.base import Paths
 from . import storage
 
 

@@ -2,7 +2,7 @@
 
 A `Fleet` grows by one instance at a time (the guard and the kernel limits are checked
 before each), runs the workload in all of them from one start time shared inside the
-instances (density_sync: per-instance and aggregate throughput are real concurrent
+instances (sync.py: per-instance and aggregate throughput are real concurrent
 measurements, and the overlap says how far), and reads the evidence of what
 went wrong from the kernel itself: OOM counters of every instance's memory cgroup and of
 the confining parent (an instance's own cgroup may vanish with it), the kernel log, the
@@ -22,13 +22,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import proc
-from ..benchmarks.base import Benchmark
-from ..images.image import Image
-from ..platforms import cgroups
-from ..platforms.base import Instance, Platform
-from . import density_sync
-from .density_guard import Guard, Trip, read_host
+from ... import proc
+from ...benchmarks.base import Benchmark
+from ...images.image import Image
+from ...platforms import cgroups, naming
+from ...platforms.base import Instance, Platform
+from . import sync as density_sync
+from .guard import Guard, Trip, read_host
 
 SCRATCH = "/var/tmp/virtbench"
 BRIDGE_PORT_LIMIT = 1023
@@ -186,9 +186,13 @@ class Fleet:
     creating: str | None = None
     """The name being created: a signal during create leaves an instance `created` misses."""
 
+    def name(self, n: int) -> str:
+        """The n-th instance's name (naming keeps it valid and unique, however long the prefix)."""
+        return naming.fit(self.prefix, f"-{n}")
+
     def add(self) -> Member:
         """Create and start one more instance; StartFailure carries the runtime's text."""
-        name = f"{self.prefix}-{len(self.members) + 1}"[:63]
+        name = self.name(len(self.members) + 1)
         self.creating = name
         try:
             inst = self.platform.create(self.image, name, self.run_id)
@@ -220,7 +224,7 @@ class Fleet:
 
     def run_workload(self, bench: Benchmark, workdir_key: str, min_overlap: float = 0.5) -> Outcome:
         """Every instance starts the workload at one shared start time, inside the instance
-        (density_sync); the guard watches throughout and, on a trip, the instances are
+        (sync.py); the guard watches throughout and, on a trip, the instances are
         killed at once (which ends every workload). When the instances did not run together
         because some arrived after the start time, the count is run once more with a longer
         lead; what was measured is kept with the outcome either way."""

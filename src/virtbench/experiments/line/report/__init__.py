@@ -1,6 +1,6 @@
 """The `line` experiment's report section: NDR/PDR per length, latency percentiles from the
 stored HDR histograms, build times, counters, implausible results and their re-measurement,
-and the study's figures (report/line_figures.py).
+and the study's figures (figures.py beside this).
 
 In the tables rounds are pooled as the statistics do elsewhere: rates are medians over the
 measured rounds, histograms of one rate are added together (so the count, and with it the
@@ -13,13 +13,13 @@ from collections import defaultdict
 from types import SimpleNamespace
 from typing import Any
 
-from ..experiments.line import counters, hdr, plausible
-from ..experiments.line.plausible import KEY_RE, RECHECK_RE
-from ..store.db import Store
-from ..store.models import Run
-from . import line_figures
-from .line_figures import median as _median
-from .model import Section, Table
+from ....report.model import Section, Table
+from ....store.db import Store
+from ....store.models import Run
+from .. import counters, hdr, plausible
+from ..plausible import KEY_RE, RECHECK_RE
+from . import figures as line_figures
+from .figures import median as _median
 
 BUILD_RE = re.compile(r"^line-build\[length=(?P<length>\d+)\]$")
 LATENCY_KEYS = ("p50", "p90", "p99", "p99.9", "p99.99", "p99.999", "max", "count")

@@ -54,8 +54,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..platforms.base import Size
-from ..probes.hostpressure import PressureReader
+from ...platforms.base import Size
+from ...probes.hostpressure import PressureReader
 
 MIB = 1 << 20
 NEAR_LIMIT = 0.9
@@ -132,8 +132,8 @@ class ParentPressure:
 
 def read_parent(relative: str, limit: int) -> ParentPressure:
     """A confining parent's usage and (cgroup v2) its own memory.pressure."""
-    from ..platforms import cgroups
-    from ..probes.hostpressure import parse_psi
+    from ...platforms import cgroups
+    from ...probes.hostpressure import parse_psi
 
     psi = None
     if cgroups.is_v2():
