@@ -37,10 +37,11 @@ Key = tuple[str, datetime | None, int]
 def fingerprint() -> str:
     """Hash of the code that computes a report: a report stored by other code is recomputed."""
     from .. import analysis
-    from . import summary
 
     h = hashlib.sha256()
-    for f in sorted(Path(analysis.__file__).parent.glob("*.py")) + [Path(summary.__file__), Path(__file__)]:
+    here = Path(__file__).parent  # the builder's and its helpers' files, read, not imported (they import this)
+    for f in sorted(Path(analysis.__file__).parent.glob("*.py")) + [here / "summary.py", here / "runinfo.py",
+                                                                    Path(__file__)]:
         h.update(f.name.encode() + f.read_bytes())
     return h.hexdigest()[:16]
 

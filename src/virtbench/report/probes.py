@@ -106,7 +106,7 @@ def _energy(section: ReportSection, items: list[tuple[Any, Any]], samples: dict[
                     "intervals": sorted(i for i in quality["intervals"] if i is not None)},
         "idle": idle_how or "not subtracted (set idle: true to measure idle power before the run)",
     }
-    section.data["energy_by_row"] = _by_row(rows, sources, reason)
+    section.row_fields["energy"] = _by_row(rows, sources, reason)
     if views:
         section.tables.append(SectionTable(
             f"energy relative to {baseline} (relative = {baseline} / platform: below 1 uses more energy; "
@@ -276,13 +276,3 @@ _PRESSURE_COLS = ("benchmark", "platform", "round", "readings", "host CPU busy (
                   "CPU stall % (max)", "memory stall % (max)", "io stall % (max)", "MemAvailable min [B]",
                   "instance CPU (mean, cores)", "instance memory max [B]")
 
-
-def add_row_fields(doc: dict[str, Any], secs: Sequence[ReportSection]) -> None:
-    """`energy` on every result row of a run with the energy probe: the energy of that
-    benchmark on that platform, or nulls with the reason."""
-    for s in secs:
-        by_row = s.data.pop("energy_by_row", None) if s.key == "probes" else None
-        if by_row is None:
-            continue
-        for row in doc.get("results", []):
-            row["energy"] = by_row.get(f"{row.get('benchmark')}|{row.get('platform')}", by_row["*"])

@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from ..analysis import forecast, quality, stats, tables
+from ..analysis import stats, tables
 from ..analysis.summary import Row, SampleView, summarize_values
 from ..constants import LIFECYCLE, LIFECYCLE_STEPS
 from ..store import results
@@ -18,6 +18,8 @@ from ..store.db import Store
 from ..store.models import Run
 from . import boards, cache, headline
 from .model import FORMAT_VERSION, Report, Section
+from .run_warnings import warnings
+from .runinfo import facts, host_labels, platform_infos, run_hosts
 from .sections import add_to_json, in_main_table
 from .sections import sections as build_sections
 
@@ -92,73 +94,6 @@ def compute(store: Store, run: Run, *, alpha: float = stats.ALPHA, min_effect: f
                       "output_tail": (e.stderr or e.stdout)[-OUTPUT_TAIL:], **({"host": e.host} if hosts else {})}
                      for e in failed_execs]
     return rows, failures_list
-
-
-def run_hosts(run: Run) -> list[str]:
-    """Inventory names of a multi-host run's hosts, in campaign order ([] for a one-host run)."""
-    return [str(h["name"]) for h in (run.campaign or {}).get("hosts", []) if isinstance(h, dict)]
-
-
-def per_host(report: Report) -> list[tuple[str, list[Row], list[dict[str, Any]]]]:
-    """A multi-host report taken apart: (host, its rows, its failures) per host, for renderers
-    that lay out one host at a time."""
-    return [(h, [r for r in report.rows if r.host == h], [f for f in report.failures if f.get("host") == h])
-            for h in run_hosts(report.run)]
-
-
-def facts(run: Run) -> dict[str, Any]:
-    return {**(run.host.facts if run.host else {}), **run.host_facts}
-
-
-def platform_infos(run: Run) -> list[tables.PlatformInfo]:
-    return [tables.PlatformInfo.from_config(p.name, p.type, p.config or {}) for p in run.platforms]
-
-
-def host_labels(runs: Sequence[Run]) -> list[str]:
-    """Hostname per run; the run id is added where a host appears more than once."""
-    names = [str(facts(r).get("hostname") or "?") for r in runs]
-    return [n if names.count(n) == 1 else f"{n} ({r.id})" for n, r in zip(names, runs)]
-
-
-def warnings(run: Run, rows: Sequence[Row]) -> list[dict[str, Any]]:
-    """Host conditions, campaign design and every result's quality flags, in that order."""
-    out = [{"scope": "host", **f.public()} for f in quality.host_conditions(facts(run))]
-    out += [{"scope": "run", **f.public()} for f in quality.run_checks(run.campaign)]
-    out += [{"scope": "run", "check": "left_out", "severity": "info", "platform": p.get("platform"),
-             "message": f"{p.get('platform')} not measured: {p.get('reason')}", "fix": p.get("fix", "")}
-            for p in (run.provenance or {}).get("left_out", [])]
-    if noise := (run.provenance or {}).get("noise"):
-        out.append(noise_warning(noise))
-    if note := power_note(rows):
-        out.append(note)
-    for r in rows:
-        for flag in r.quality:
-            out.append({"scope": "result", "benchmark": r.benchmark, "metric": r.metric, "platform": r.platform,
-                        **flag})
-    return out
-
-
-def noise_warning(noise: dict[str, Any]) -> dict[str, Any]:
-    """The noise check measured before the first round (runner.adaptive.note_noise), as the run said it."""
-    head, *per_metric = forecast.note_lines(noise)
-    return {"scope": "run", "check": "noise",
-            "severity": "info" if noise["expected_decided"] >= forecast.NOISY * noise["cells"] else "warn",
-            "value": noise["expected_decided"] / noise["cells"] if noise["cells"] else None,
-            "message": f"{head} ({'; '.join(line.strip() for line in per_metric)})"}
-
-
-def power_note(rows: Sequence[Row]) -> dict[str, Any] | None:
-    """Say how many comparisons are undecided and what would decide most of them."""
-    compared = [r for r in rows if r.verdict in ("slower", "faster", "same", "inconclusive")]
-    open_ = [r for r in compared if r.verdict == "inconclusive"]
-    if not open_:
-        return None
-    needed = sorted(r.repetitions_needed for r in open_ if r.repetitions_needed)
-    advice = (f"about {needed[len(needed) // 2]} repetitions would decide half of them at the noise seen"
-              if needed else "more repetitions or a quieter host would narrow the intervals")
-    return {"scope": "run", "check": "power", "severity": "warn" if len(open_) * 10 > len(compared) else "info",
-            "value": len(open_) / len(compared),
-            "message": f"{len(open_)} of {len(compared)} comparisons are inconclusive; {advice}"}
 
 
 def statistics_json(rows: Sequence[Row], alpha: float, min_effect: float) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import numpy as np
 from ..analysis import quality, tables
 from ..analysis import summary as summary_mod
 from ..analysis.summary import Row
-from ..report import figures, headline, summary
+from ..report import figures, headline, run_warnings, runinfo, summary
 from ..report.model import Report
 from ..report.progress import Cap, eta_words, remaining
 from ..store.db import Store, now
@@ -282,7 +282,7 @@ def compare(store: Store, cache: ReportCache, run_ids: Sequence[str], *, baselin
         raise queries.NotFound("choose at least one run")
     runs.sort(key=lambda r: r.created_at)
     baseline = baseline or runs[0].baseline
-    hostnames = summary.host_labels(runs)
+    hostnames = runinfo.host_labels(runs)
     out: dict[str, Any] = {"runs": [{"id": r.id, "name": r.name, "status": r.status,
                                      "host": r.host.hostname if r.host else None} for r in runs],
                            "baseline": baseline, "by_host": by_host}
@@ -309,7 +309,7 @@ def compare(store: Store, cache: ReportCache, run_ids: Sequence[str], *, baselin
     out.update(platforms=platforms, rows=rows, notes=notes, categories=tables.table_json(cat),
                figures=([cat_fig] if cat_fig else []) + figures.bar_figures(rows, baseline),
                lifecycle=figures.lifecycle_figure(rows),
-               power=summary.power_note(rows), category_verdicts=category_verdicts(rows, platforms, baseline))
+               power=run_warnings.power_note(rows), category_verdicts=category_verdicts(rows, platforms, baseline))
     return out
 
 
