@@ -7,17 +7,16 @@ from typing import Any
 
 from ..store.db import Store
 from ..store.models import Run
-from .model import Section, Table
+from .model import Report, Section, Table
+from .result_rows import run_rows
 from .runinfo import per_host, run_hosts
 
 
 def build(store: Store, run: Run) -> Section | None:
-    from . import summary
-
     names = run_hosts(run)
     if not names:
         return None
-    report = summary.build(store, run.id, sections=False)
+    report = Report(run, *run_rows(store, run))
     from ..analysis import tables
 
     rows_of = {h: rows for h, rows, _ in per_host(report)}

@@ -19,6 +19,7 @@ from ..analysis.summary import Row
 from ..report import figures, headline, run_warnings, runinfo, summary
 from ..report.model import Report
 from ..report.progress import Cap, eta_words, remaining
+from ..report.result_rows import declared_metrics
 from ..store.db import Store, now
 from ..store.models import Run
 from . import queries
@@ -264,7 +265,7 @@ def _pool(store: Store, cache: ReportCache, runs: Sequence[Run], baseline: str, 
         for f in fails:
             failures[(plabels.get((run.id, f["platform"]), f["platform"]),
                       blabels.get((run.id, f["benchmark"]), f["benchmark"]))] += 1
-        for bkey, declared in summary.declared_metrics(run).items():
+        for bkey, declared in declared_metrics(run).items():
             metrics_of.setdefault(blabels.get((run.id, bkey), bkey), declared)
         platforms += [plabels[(run.id, p.name)] for p in run.platforms]
     platforms = list(dict.fromkeys(platforms))
