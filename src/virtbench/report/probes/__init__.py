@@ -12,13 +12,13 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from ..analysis import stats
-from ..analysis.summary import Row, SampleView, summarize
-from ..store.db import Store
-from ..store.models import Run
-from .figures import FigureSpec, Series, slug
-from .sections import ReportSection, SectionTable
-from .sections import cell as sec_cell
+from ...analysis import stats
+from ...analysis.summary import Row, SampleView, summarize
+from ...store.db import Store
+from ...store.models import Run
+from ..figures import FigureSpec, Series, slug
+from ..sections import ReportSection, SectionTable
+from ..sections import cell as sec_cell
 
 STALL_WARN = 10.0
 """% of an execution's time with some task stalled on CPU (host PSI) above which the host
