@@ -18,7 +18,7 @@ from ..analysis import tables
 from ..analysis.summary import Row, relative
 from ..report import runinfo
 from ..report.model import Report
-from ..report.probes import energy_rows
+from ..report.probes.energy import energy_rows
 from . import paper as P
 from .registry import Study
 
