@@ -85,7 +85,7 @@ def build(store: Store, run: Run, *, alpha: float = stats.ALPHA,
         try:
             part: ProbeReport = PARTS.get(name)
         except InputError:
-            continue  # a plugin that fails to import: doctor names it, the report goes on without it
+            continue  # a part that fails to import: the report goes on without it
         got = part(ProbeRecords(store, run, by_probe[name], alpha, min_effect))
         section.data[name] = got.data
         section.tables += got.tables
