@@ -276,6 +276,7 @@ def test_perf_instance_scope_needs_perf_event_cgroups():
 def test_report_of_a_run_whose_energy_source_is_missing(tmp_path):
     """Rows of a run with the energy probe but no source carry energy nulls and the reason."""
     from virtbench.report import probes as report_probes
+    from virtbench.report.sections import add_to_json
     from virtbench.store.db import Store, now
 
     store = Store(f"sqlite:///{tmp_path / 'r.db'}")
@@ -292,7 +293,7 @@ def test_report_of_a_run_whose_energy_source_is_missing(tmp_path):
     assert section is not None and section.data["energy"]["reason"] == why
     assert any("no measurement" in n for n in section.notes) and not section.tables
     doc = {"results": [{"benchmark": "openssl", "platform": "native"}]}
-    report_probes.add_row_fields(doc, [section])
+    add_to_json(doc, [section])
     assert doc["results"][0]["energy"] == {"source": None, "joules_mean": None, "watts_mean": None,
                                            "joules_ci95": None, "reason": why}
 

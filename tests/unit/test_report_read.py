@@ -8,14 +8,14 @@ import pytest
 
 from virtbench.analysis import summary as asum
 from virtbench.analysis import synthetic
-from virtbench.report import summary
+from virtbench.report.result_rows import declared_metrics
 from virtbench.store import results
 from virtbench.store.db import now
 
 
 def _rows(store, run_id, host=None):
     run = store.run(run_id)
-    args = ({}, [p.name for p in run.platforms], run.baseline, summary.declared_metrics(run))
+    args = ({}, [p.name for p in run.platforms], run.baseline, declared_metrics(run))
     full = asum.summarize(results.samples(store, run_id, host), *args)
     fast = asum.summarize_values(*results.sample_values(store, run_id, host), *args)
     return [r.public() | {"values": r.values, "rounds": r.rounds, "warmup": r.warmup_values} for r in full], \

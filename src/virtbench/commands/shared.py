@@ -91,13 +91,13 @@ def state_paths() -> Any:
 def print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool, min_effect: float = 0.02,
                  wide: bool = False) -> None:
     """One run's report, as text or the JSON contract: what `report` prints, and `run` when done."""
-    from ..report import summary, text
+    from ..report import runinfo, summary, text
 
     report = summary.build(store, run_ref, min_effect=min_effect)
     if as_json:
         click.echo(json.dumps(summary.report_json(report, min_effect=min_effect), indent=2, default=str))
-    elif summary.run_hosts(report.run):  # one host at a time, then the hosts side by side
-        for host, rows, failures in summary.per_host(report):
+    elif runinfo.run_hosts(report.run):  # one host at a time, then the hosts side by side
+        for host, rows, failures in runinfo.per_host(report):
             console.rule(f"host {host}")
             text.render(report.run, rows, failures, console, detail=detail, wide=wide)
         from ..report.sections import render_text

@@ -17,6 +17,7 @@ from ..analysis.summary import Row
 from ..boards import emulated
 from ..store.db import Store
 from ..store.models import Run
+from . import runinfo
 from .model import Section, Table
 
 
@@ -66,22 +67,18 @@ def flag_rows(rows: Sequence[Row], events: Sequence[dict[str, Any]]) -> None:
 def host_facts(run: Run) -> list[tuple[str, dict[str, Any]]]:
     """(host name, facts) of every host of the run: each host's own facts as its agent read
     them in a multi-host run (provenance.hosts), else this run's host."""
-    from .summary import facts
-
     info = (run.provenance or {}).get("hosts") or {}
     out = [(name, (h or {}).get("facts") or {}) for name, h in info.items()]
-    out = [(name, f or (facts(run) if name == "local" else {})) for name, f in out]
-    return out or [(str(facts(run).get("hostname") or "local"), facts(run))]
+    out = [(name, f or (runinfo.facts(run) if name == "local" else {})) for name, f in out]
+    return out or [(str(runinfo.facts(run).get("hostname") or "local"), runinfo.facts(run))]
 
 
 def measured_on(run: Run) -> dict[str, Any]:
     """The facts of the host the numbers were measured on when there is one: a campaign whose
     only host is a board reached over SSH measured the board, not the controller that ran
     virtbench; several hosts keep the controller's facts here (each host is described apart)."""
-    from .summary import facts
-
     hosts = host_facts(run)
-    return dict(hosts[0][1]) if len(hosts) == 1 and hosts[0][1] else facts(run)
+    return dict(hosts[0][1]) if len(hosts) == 1 and hosts[0][1] else runinfo.facts(run)
 
 
 def build(store: Store, run: Run) -> Section | None:

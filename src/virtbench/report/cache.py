@@ -5,9 +5,9 @@ takes about half a second of CPU for 100,000 samples, reading them from the stor
 0.15 s; a report is read far more often than a run changes. So the rows and failures of a
 run that stopped are stored under a version made of what they depend on (the run's status,
 finish time and execution count, and a hash of the code that computes them) and read back
-while it holds. `summary.build` uses it for the default statistics settings, so `virtbench
-report`, the web pages and exports all share it; the runner's callers store it when a run
-ends (the web worker's precompute, `virtbench run`).
+while it holds. `result_rows.run_rows` (so `summary.build`) uses it for the default statistics
+settings, so `virtbench report`, the web pages and exports all share it; the runner's callers
+store it when a run ends (the web worker's precompute, `virtbench run`).
 """
 from __future__ import annotations
 
@@ -37,10 +37,11 @@ Key = tuple[str, datetime | None, int]
 def fingerprint() -> str:
     """Hash of the code that computes a report: a report stored by other code is recomputed."""
     from .. import analysis
-    from . import summary
 
     h = hashlib.sha256()
-    for f in sorted(Path(analysis.__file__).parent.glob("*.py")) + [Path(summary.__file__), Path(__file__)]:
+    here = Path(__file__).parent  # the files that compute the rows, read, not imported (result_rows.py imports this)
+    for f in sorted(Path(analysis.__file__).parent.glob("*.py")) + [here / n for n in (
+            "result_rows.py", "runinfo.py", "boards.py", "cache.py")]:
         h.update(f.name.encode() + f.read_bytes())
     return h.hexdigest()[:16]
 

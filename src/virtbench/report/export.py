@@ -23,6 +23,7 @@ from ..extras import require
 from ..store import results
 from ..store.db import Store
 from ..store.models import Run
+from . import runinfo
 from . import summary as S
 from .model import FORMAT_VERSION
 
@@ -112,7 +113,7 @@ def export(store: Store, run_ref: str, directory: Path, fmt: str = "csv") -> lis
     if fmt not in FORMATS:
         raise InputError(f"unknown export format {fmt!r}", f"use one of {', '.join(FORMATS)}")
     run, rows, _ = S.build(store, run_ref)
-    host = S.host_labels([run])[0]
+    host = runinfo.host_labels([run])[0]
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

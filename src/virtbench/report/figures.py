@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..analysis.summary import Row
-from ..analysis.tables import CategoryCell, StackRow
+from ..analysis.tables import CategoryCell, StackRow, category_table, stack_predictions
 from ..constants import LIFECYCLE
+from .runinfo import host_labels, hosts_of, platform_infos
 
 COUNT_PARAMS = ("instances", "count", "containers", "vms", "copies", "parallel", "clients", "n", "multi", "threads",
                 "jobs", "numjobs")
@@ -397,13 +398,9 @@ def all_figures(rows: Sequence[Row], baseline: str, benchmarks: Sequence[Any],
 def run_figures(run: Any, rows: Sequence[Row]) -> list[FigureSpec]:
     """Every figure of one run; a run over several hosts gets each host's own (its rows against
     its own baseline), the host in each id and title, as the layout gives each host its tables."""
-    from ..analysis import tables
-    from . import summary
-    from .layout import hosts_of
-
     def of(rs: Sequence[Row]) -> list[FigureSpec]:
-        return all_figures(rs, run.baseline, bench_points(run), tables.category_table(rs),
-                           tables.stack_predictions(rs, summary.platform_infos(run)))
+        return all_figures(rs, run.baseline, bench_points(run), category_table(rs),
+                           stack_predictions(rs, platform_infos(run)))
 
     hosts = hosts_of(run, rows)
     if not hosts:
@@ -424,7 +421,7 @@ def finite(v: Any) -> Any:
 
 
 def for_files(reports: Sequence[Any]) -> tuple[list[FigureSpec], list[str]]:
-    """What --figures writes for these reports (summary.Report): the runs' figures, then their
+    """What --figures writes for these reports (model.Report): the runs' figures, then their
     sections' (experiment kinds, probes) that are meant as files; and the platform names."""
     specs, platforms = for_reports([(r.run, r.rows, r.failures) for r in reports])
     return [*specs, *(f for r in reports for s in r.sections for f in s.figures if f.static)], platforms
@@ -435,10 +432,9 @@ def for_reports(reports: Sequence[tuple[Any, list[Row], Any]]) -> tuple[list[Fig
     platform names in run order, so static files colour platforms as the HTML report does."""
     from ..experiments.registry import DEFAULT as DEFAULT_KIND
     from ..experiments.registry import EXPERIMENTS
-    from . import summary
 
     specs: list[FigureSpec] = []
-    labels = summary.host_labels([run for run, _, _ in reports])
+    labels = host_labels([run for run, _, _ in reports])
     for (run, rows, _), label in zip(reports, labels):
         if not EXPERIMENTS.get((run.campaign or {}).get("experiment") or DEFAULT_KIND).uses_benchmarks:
             continue  # an experiment kind's figures are its section's (one per kind, not per point)

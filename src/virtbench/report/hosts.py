@@ -7,19 +7,19 @@ from typing import Any
 
 from ..store.db import Store
 from ..store.models import Run
-from .model import Section, Table
+from .model import Report, Section, Table
+from .result_rows import run_rows
+from .runinfo import per_host, run_hosts
 
 
 def build(store: Store, run: Run) -> Section | None:
-    from . import summary
-
-    names = summary.run_hosts(run)
+    names = run_hosts(run)
     if not names:
         return None
-    report = summary.build(store, run.id, sections=False)
+    report = Report(run, *run_rows(store, run))
     from ..analysis import tables
 
-    rows_of = {h: rows for h, rows, _ in summary.per_host(report)}
+    rows_of = {h: rows for h, rows, _ in per_host(report)}
     matrix = tables.hosts_matrix(rows_of)
     info = (run.provenance or {}).get("hosts", {})
     hosts: dict[str, Any] = {}

@@ -25,6 +25,7 @@ from ..store.models import Run
 from . import figures as F
 from . import html_parts as H
 from . import interactive as I
+from . import layout, runinfo
 from . import summary as S
 from .model import Report as Model
 from .sections import ReportSection
@@ -168,8 +169,8 @@ def run_section(page: Page, report: Report, label: str, prefix: str = "", *, alp
         f"<p>{len(platforms)} platforms, {len(run.benchmarks)} benchmarks, baseline <b>{H.e(run.baseline)}</b>. "
         f"Comparisons with the baseline: {verdicts or 'none'} ({H.e(S.VERDICT_RULE)} Minimum effect "
         f"{min_effect:.0%}.)</p>",
-        *[section_html(page, s, prefix) for s in model.layout()],
-        "<h3>Provenance</h3>", H.provenance(run, S.facts(run), label, rows), "</section>"]
+        *[section_html(page, s, prefix) for s in layout.of(model)],
+        "<h3>Provenance</h3>", H.provenance(run, runinfo.facts(run), label, rows), "</section>"]
     return page.filterable("".join(parts))
 
 
@@ -196,7 +197,7 @@ def render(reports: Sequence[Report], *, alpha: float = stats.ALPHA, min_effect:
     secs_of += [()] * (len(reports) - len(secs_of))
     names = [p.name for run, _, _ in reports for p in run.platforms]
     page = Page(names, interactive)
-    labels = S.host_labels([r for r, _, _ in reports])
+    labels = runinfo.host_labels([r for r, _, _ in reports])
     if len(reports) == 1:
         run = reports[0][0]
         body = run_section(page, reports[0], labels[0], alpha=alpha, min_effect=min_effect, secs=secs_of[0])

@@ -3,7 +3,7 @@
 The relative-performance table, lifecycle, per-category geometric means, the best of each
 kind, performance availability, stacks, failures and every statistic are `Section`s built
 here from a `Report`'s rows, beside the sections experiment kinds and probes add. The
-terminal, the HTML file and the web run page draw `Report.layout()` with one generic code
+terminal, the HTML file and the web run page draw `of(report)` with one generic code
 path each (tables of plain values and `Comparison` cells, figures, notes), so a new section,
 a new column or a new row field shows everywhere without renderer code of its own. The JSON
 document carries the same data in its own keys (summary.to_json), so these sections are
@@ -13,17 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..analysis import tables
 from ..analysis.summary import Row
 from ..constants import LIFECYCLE, LIFECYCLE_STEPS
+from . import boards, run_warnings, runinfo, units
 from . import headline as H
-from . import units
-from .model import Comparison, Mark, Section, Table
-
-if TYPE_CHECKING:
-    from .model import Report
+from .model import Comparison, Mark, Report, Section, Table
+from .runinfo import hosts_of
 
 VERDICT_NOTE = ("1.0 = same, above = better whatever the metric's direction; verdicts: slower/faster when the "
                 "95 % interval of the ratio excludes 1, same when its 90 % interval lies within the minimum effect, "
@@ -32,6 +30,16 @@ VERDICT_NOTE = ("1.0 = same, above = better whatever the metric's direction; ver
 IDENTITY = ("benchmark", "metric", "platform")
 HIDDEN = {f.name for f in fields(Row) if f.name in ("values", "rounds", "warmup_values", "warmup_rounds", "quality")}
 """Row fields not shown as columns of 'every statistic' (raw values; quality flags are listed apart)."""
+
+
+def of(report: Report, charts: bool = True) -> list[Section]:
+    """Everything a report shows, in order: the headline, the report's own parts as sections
+    (results, lifecycle, categories, stacks), the charts, the undecided results with what
+    would decide each, the warnings, the run's sections, then the failures and every statistic.
+    Every renderer (terminal, HTML file, web run page) lays out this list; charts=False leaves
+    the charts' figures out for a renderer that cannot draw them (the terminal), their section stays."""
+    return [headline(report), *core_sections(report), *charts_sections(report, charts), *undecided_sections(report),
+            *warnings(report), *report.sections, *closing_sections(report)]
 
 
 def core_sections(report: Report) -> list[Section]:
@@ -48,8 +56,6 @@ def closing_sections(report: Report) -> list[Section]:
 def per_host(report: Report, build: Callable[[Report], list[Section]]) -> list[Section]:
     """build(report), or, when the rows come from several hosts, build of each host's part with
     the host in every title and key, as the text report shows one host at a time."""
-    from .model import Report
-
     hosts = hosts_of(report.run, report.rows, report.failures)
     if not hosts:
         return build(report)
@@ -63,32 +69,20 @@ def per_host(report: Report, build: Callable[[Report], list[Section]]) -> list[S
     return out
 
 
-def hosts_of(run: Any, rows: Sequence[Row], failures: Sequence[dict[str, Any]] = ()) -> list[str]:
-    """The hosts these rows (and failures) come from, in campaign order, when there are several;
-    [] for one host (a one-host run, or one host's part of a multi-host run)."""
-    from . import summary
-
-    present = {getattr(r, "host", None) for r in rows} | {f.get("host") for f in failures}
-    hosts = [h for h in summary.run_hosts(run) if h in present]
-    return hosts if len(hosts) > 1 else []
-
-
 def base_key(key: str) -> str:
     """A section's key without the host a multi-host layout appends (`results@pi5-a`)."""
     return key.split("@", 1)[0]
 
 
 def _core(report: Report) -> list[Section]:
-    from . import summary
-
     run, rows = report.run, report.rows
     if not rows:
         return []  # an experiment whose section is the result (density) has no rows here
     baseline = run.baseline
-    infos = summary.platform_infos(run)
+    infos = runinfo.platform_infos(run)
     cat = tables.category_table(rows)
     platforms = [p.name for p in run.platforms]
-    label = summary.host_labels([run])[0]
+    label = runinfo.host_labels([run])[0]
     order = [b.key for b in run.benchmarks]
     return [results(rows, platforms, baseline, order, units.labels_of(run)),
             lifecycle(rows, platforms), categories(cat, platforms),
@@ -126,8 +120,6 @@ def headline(report: Report) -> Section:
     labels = {p.name: p.label for p in run.platforms if p.label and p.label != p.name}
     if labels:
         notes.append("platforms: " + "; ".join(f"{k} = {v}" for k, v in labels.items()))
-    from . import boards
-
     hosts = boards.host_facts(run)
     for name, facts in hosts if len(hosts) > 1 else [("", boards.measured_on(run))]:
         if facts_notes := H.host_notes(facts):
@@ -141,9 +133,7 @@ def warnings(report: Report) -> list[Section]:
     """Every warning in words with its fix: host conditions, campaign design, platforms left out,
     how many comparisons are undecided, then the quality flags that may change a conclusion
     ('warn'); the flags given for context ('info') follow on request."""
-    from . import summary
-
-    every = summary.warnings(report.run, report.rows)
+    every = run_warnings.warnings(report.run, report.rows)
     info = [w for w in every if w.get("scope") == "result" and w.get("severity") != "warn"]
     shown = [w for w in every if w not in info]
     cols = ["about", "warning, and its fix"]

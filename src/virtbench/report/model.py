@@ -1,6 +1,6 @@
 """The one report model: what a run's report says, built once (summary.build) and rendered
 four ways: JSON (summary.report_json), terminal text (text.render), the HTML file (html) and
-the web pages.
+the web pages, each laying out `layout.of(report)`.
 
 A `Report` holds the run as stored, its rows (one cell per benchmark, metric and platform:
 statistics, verdict and its reason, quality flags), the failed executions and the
@@ -95,28 +95,21 @@ class Section:
     """False for the report's own parts (report/layout.py): their data is in the document already."""
     detail: bool = False
     """Shown on request: the terminal's --detail, a folded part of the HTML file."""
+    row_fields: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Fields the section adds to every result row of `report --json`: field name ->
+    {"benchmark|platform": the value for that pair's rows, "*": the value for every other row}
+    (the energy probe's `energy`)."""
 
 
 @dataclass
 class Report:
     """One run's report. Iterating and indexing give (run, rows, failures), the triple
-    callers used before the model existed."""
+    callers used before the model existed; `layout.of(report)` is everything it shows, in order."""
 
     run: Run
     rows: list[Row]
     failures: list[dict[str, Any]]
     sections: list[Section] = field(default_factory=list)
-
-    def layout(self, charts: bool = True) -> list[Section]:
-        """Everything a report shows, in order: the headline, the report's own parts as sections
-        (results, lifecycle, categories, stacks), the charts, the undecided results with what
-        would decide each, the warnings, the run's sections, then the failures and every statistic. Every renderer (terminal,
-        HTML file, web run page) lays out this list; charts=False leaves the charts' figures
-        out for a renderer that cannot draw them (the terminal), their section stays."""
-        from .layout import charts_sections, closing_sections, core_sections, headline, undecided_sections, warnings
-
-        return [headline(self), *core_sections(self), *charts_sections(self, charts), *undecided_sections(self),
-                *warnings(self), *self.sections, *closing_sections(self)]
 
     def __iter__(self) -> Any:
         return iter((self.run, self.rows, self.failures))

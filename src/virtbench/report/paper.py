@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from . import layout
 from .model import Comparison, Mark
 from .model import Report as Model
 from .sections import cell as plain_cell
@@ -33,7 +34,7 @@ def text_cell(v: Any) -> str:
 
 def _tables(report: Model) -> list[tuple[str, Any]]:
     """(section title, table) of every table with rows, the report's order."""
-    return [(s.title, t) for s in report.layout(charts=False) if not s.detail for t in s.tables if t.rows]
+    return [(s.title, t) for s in layout.of(report, charts=False) if not s.detail for t in s.tables if t.rows]
 
 
 def markdown(reports: Sequence[Model]) -> str:

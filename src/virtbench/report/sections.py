@@ -78,9 +78,11 @@ def sections(store: Store, run: Run) -> list[ReportSection]:
 
 
 def add_to_json(doc: dict[str, Any], secs: list[ReportSection]) -> dict[str, Any]:
-    from . import probes
-
-    probes.add_row_fields(doc, secs)
+    """Each section's data under its key, its notes under `notes`, its row fields on every result row."""
+    for s in secs:
+        for name, by_pair in s.row_fields.items():
+            for row in doc.get("results", []):
+                row[name] = by_pair.get(f"{row.get('benchmark')}|{row.get('platform')}", by_pair["*"])
     for s in secs:
         doc[s.key] = s.data
         if s.notes:

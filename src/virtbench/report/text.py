@@ -13,8 +13,7 @@ from rich.text import Text
 from ..analysis.compare import CompareRow
 from ..analysis.summary import Row
 from ..store.models import Run
-from . import boards, units
-from .layout import base_key
+from . import boards, layout, units
 from .model import Comparison, Mark, Report, Section
 from .model import Table as ModelTable
 
@@ -83,7 +82,7 @@ def render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: C
     if not wide:
         console.width = min(width, WIDTH)
     try:
-        secs = Report(run, rows, failures, list(sections)).layout(charts=False)
+        secs = layout.of(Report(run, rows, failures, list(sections)), charts=False)
         console.print(f"[bold]virtbench run {run.id}[/bold] ({run.name}, {run.status})")
         for s in secs:
             if s.key == "headline":
@@ -110,7 +109,7 @@ def _intro(run: Run, rows: list[Row], console: Console) -> None:
 def render_sections(secs: Sequence[Section], console: Console, *, detail: bool = False, wide: bool = False) -> None:
     """Every section the same way: its tables (split by columns to fit the width), then its notes."""
     for s in secs:
-        if s.detail and not detail or (base_key(s.key) == "charts_detail"):
+        if s.detail and not detail or (layout.base_key(s.key) == "charts_detail"):
             continue
         for t in s.tables:
             if not t.rows:
@@ -180,9 +179,7 @@ def _natural_width(console: Console, table: Table) -> int:
 
 def render_headline(run: Run, rows: Sequence[Row], console: Console) -> None:
     """The headline alone (report/layout.py's headline section)."""
-    from .layout import headline
-
-    _headline(headline(Report(run, list(rows), [])), console)
+    _headline(layout.headline(Report(run, list(rows), [])), console)
 
 
 def _headline(s: Section, console: Console) -> None:

@@ -16,9 +16,9 @@ from typing import Any
 
 from ..analysis import tables
 from ..analysis.summary import Row, relative
-from ..report import summary as S
+from ..report import runinfo
 from ..report.model import Report
-from ..report.probes import energy_rows
+from ..report.probes.energy import energy_rows
 from . import paper as P
 from .registry import Study
 
@@ -92,7 +92,7 @@ class Matcher:
         Figs. 11-13 on a 4-core board: 1/4 for a 1-vCPU VM; 1, 1/2, 1/4 for 1, 2, 4 VMs of 4 vCPUs)."""
         out = []
         for pr in self.runs_of(y):
-            cpus = S.facts(pr.report.run).get("cpus")
+            cpus = runinfo.facts(pr.report.run).get("cpus")
             points = {b.key: b for b in pr.report.run.benchmarks}
             vcpus = {p.name: (p.config or {}).get("vcpus") for p in pr.report.run.platforms}
             mine = {id(r) for r in self.rows(P.Yours(**{**y.model_dump(), "part": pr.part}))}
@@ -126,7 +126,7 @@ class Matcher:
         them on one network mode, not the VM part's Docker beside a VM)."""
         values: dict[str, float] = {}
         for pr in self.runs if y is None else self.runs_of(y):
-            infos = {i.name: i for i in S.platform_infos(pr.report.run)}
+            infos = {i.name: i for i in runinfo.platform_infos(pr.report.run)}
             for name, info in infos.items():
                 if info.kind != of or info.inside:
                     continue
@@ -147,7 +147,7 @@ class Matcher:
         return self.category(spec, of)[0]
 
     def stacks(self) -> list[tables.StackRow]:
-        return [s for pr in self.runs for s in tables.stack_predictions(pr.report.rows, S.platform_infos(pr.report.run))]
+        return [s for pr in self.runs for s in tables.stack_predictions(pr.report.rows, runinfo.platform_infos(pr.report.run))]
 
 
 def reasons(value: P.PaperValue, facts: dict[str, Any], host: P.PaperHost, quick: bool) -> list[str]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..report import summary as S
+from ..report import runinfo
 from ..report.figures import FigureSpec, Series, slug
 from ..report.model import Report, Section, Table
 from . import compare as C
@@ -144,7 +144,7 @@ def figures(values: Sequence[P.PaperValue], judged: dict[str, dict[str, Any]], s
 def build(study: Study, runs: Sequence[C.PartRun], caps: dict[str, str] | None = None) -> Section:
     """The `study` section: every published value beside the user's, verdicts, reasons, figures."""
     pv = P.load(study.id)
-    facts = S.facts(runs[0].report.run) if runs else {}
+    facts = runinfo.facts(runs[0].report.run) if runs else {}
     matcher = C.Matcher(runs)
     quick = any(r.scale == "quick" for r in runs)
     judged: dict[str, dict[str, Any]] = {}
@@ -197,7 +197,7 @@ def write_html(path: Path, section: Section, reports: Sequence[Report]) -> Path:
     from ..report import html
 
     page = html.Page([p.name for r in reports for p in r.run.platforms])
-    labels = S.host_labels([r.run for r in reports])
+    labels = runinfo.host_labels([r.run for r in reports])
     body = html.experiment_html(page, [section], "s-")
     body += "".join(html.run_section(page, tuple(rep), lab, f"r{i}-", secs=rep.sections)
                     for i, (rep, lab) in enumerate(zip(reports, labels)))

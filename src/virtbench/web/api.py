@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from .. import __version__
 from ..errors import InputError
-from ..report import summary
+from ..report import runinfo, summary
 from ..store import queue
 from . import cache, campaigns, downloads, forms, hostpaths, queries, results
 from .security import require_api_write, require_read
@@ -191,7 +191,7 @@ def run(request: Request, run_id: str = RUN_ID) -> dict[str, Any]:
     brief = queries.run_brief(r, queries.execution_counts(store, [r.id]).get(r.id))
     return {**brief, "campaign": r.campaign, "campaign_source": r.campaign_source,
             "campaign_yaml": campaigns.campaign_yaml(r), "seed": r.seed,
-            "host_facts": summary.facts(r) if r.host_id else r.host_facts, "image": r.image,
+            "host_facts": runinfo.facts(r) if r.host_id else r.host_facts, "image": r.image,
             "provenance": r.provenance,
             "platform_details": [{"name": p.name, "type": p.type, "label": p.label, "config": p.config,
                                   "versions": p.versions} for p in r.platforms],

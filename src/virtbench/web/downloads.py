@@ -16,7 +16,7 @@ from fastapi import HTTPException
 from fastapi.responses import Response
 
 from ..errors import InputError
-from ..report import summary
+from ..report import runinfo, summary
 from ..store.db import Store
 from . import cache
 
@@ -93,7 +93,7 @@ def response(store: Store, reports: cache.ReportCache, run_id: str, fmt: str, ta
 def _table(store: Store, run: Any, rows: list, table: str, fmt: str) -> bytes:
     from ..report import export
 
-    host = summary.host_labels([run])[0]
+    host = runinfo.host_labels([run])[0]
     records = {"samples": lambda: export.samples_table(store, run, host),
                "executions": lambda: export.executions_table(store, run, host),
                "summary": lambda: export.summary_table(run, rows, host)}[table]()

@@ -17,7 +17,7 @@ from markupsafe import Markup
 
 from .. import __version__
 from ..errors import InputError
-from ..report import summary
+from ..report import layout, summary
 from ..report.model import Report, Section
 from . import api, campaigns, downloads, forms, hostpaths, queries, results, svg
 from .security import (
@@ -127,7 +127,7 @@ def _sections(report: Report) -> list[dict[str, Any]]:
     """The report's layout as the HTML file shows it (report/layout.py: results, lifecycle,
     categories, stacks, failures, then the run's own sections), with each section's figures
     drawn on the server like every chart here; 'every statistic' is left to the downloads."""
-    return [section_view(sec) for sec in report.layout() if not sec.detail]
+    return [section_view(sec) for sec in layout.of(report) if not sec.detail]
 
 
 def section_view(sec: Section) -> dict[str, Any]:

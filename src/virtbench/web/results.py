@@ -16,9 +16,10 @@ import numpy as np
 from ..analysis import quality, tables
 from ..analysis import summary as summary_mod
 from ..analysis.summary import Row
-from ..report import figures, headline, summary
+from ..report import figures, headline, run_warnings, runinfo, summary
 from ..report.model import Report
 from ..report.progress import Cap, eta_words, remaining
+from ..report.result_rows import declared_metrics
 from ..store.db import Store, now
 from ..store.models import Run
 from . import queries
@@ -264,7 +265,7 @@ def _pool(store: Store, cache: ReportCache, runs: Sequence[Run], baseline: str, 
         for f in fails:
             failures[(plabels.get((run.id, f["platform"]), f["platform"]),
                       blabels.get((run.id, f["benchmark"]), f["benchmark"]))] += 1
-        for bkey, declared in summary.declared_metrics(run).items():
+        for bkey, declared in declared_metrics(run).items():
             metrics_of.setdefault(blabels.get((run.id, bkey), bkey), declared)
         platforms += [plabels[(run.id, p.name)] for p in run.platforms]
     platforms = list(dict.fromkeys(platforms))
@@ -282,7 +283,7 @@ def compare(store: Store, cache: ReportCache, run_ids: Sequence[str], *, baselin
         raise queries.NotFound("choose at least one run")
     runs.sort(key=lambda r: r.created_at)
     baseline = baseline or runs[0].baseline
-    hostnames = summary.host_labels(runs)
+    hostnames = runinfo.host_labels(runs)
     out: dict[str, Any] = {"runs": [{"id": r.id, "name": r.name, "status": r.status,
                                      "host": r.host.hostname if r.host else None} for r in runs],
                            "baseline": baseline, "by_host": by_host}
@@ -309,7 +310,7 @@ def compare(store: Store, cache: ReportCache, run_ids: Sequence[str], *, baselin
     out.update(platforms=platforms, rows=rows, notes=notes, categories=tables.table_json(cat),
                figures=([cat_fig] if cat_fig else []) + figures.bar_figures(rows, baseline),
                lifecycle=figures.lifecycle_figure(rows),
-               power=summary.power_note(rows), category_verdicts=category_verdicts(rows, platforms, baseline))
+               power=run_warnings.power_note(rows), category_verdicts=category_verdicts(rows, platforms, baseline))
     return out
 
 
