@@ -13,12 +13,12 @@ import pytest
 
 from virtbench import proc
 from virtbench.config import parse_campaign
+from virtbench.experiments.benchmarks.plan import schedule
+from virtbench.experiments.benchmarks.session import build_objects, platform_rows
 from virtbench.images.image import Image
 from virtbench.platforms.base import Availability, Instance, Paths, Platform
 from virtbench.registry import PLATFORMS
 from virtbench.runner import execute
-from virtbench.runner.plan import schedule
-from virtbench.runner.session import build_objects, platform_rows
 from virtbench.store.db import Store
 
 OUTPUT = (Path(__file__).resolve().parent.parent / "data" / "sysbench" / "trixie_sysbench_cpu_time1.txt").read_text()

@@ -63,7 +63,7 @@ def test_leftover_parents_are_found_in_virtbench_slice_too(tmp_path, monkeypatch
 
 def test_a_v2_host_without_a_controller_the_limits_need_is_refused_naming_host_controller_and_fix():
     from virtbench.config import parse_campaign
-    from virtbench.runner import session as session_mod
+    from virtbench.experiments.benchmarks import session as session_mod
 
     campaign = parse_campaign({"name": "t", "platforms": [
         "native", {"name": "one", "type": "crun", "options": {"cpus": 1}},

@@ -23,10 +23,10 @@ from typing import Any, TextIO
 
 from ..config import parse_campaign
 from ..errors import VirtbenchError
+from ..experiments.benchmarks.session import build_objects, prepare
 from ..platforms.base import Paths
 from . import hostlock
 from .execute import Interrupted, cleanup, execute, session_details
-from .session import build_objects, prepare
 
 
 class Emitter:
@@ -196,8 +196,8 @@ def _serve_pairs(job: dict[str, Any], session: Any, paths: Paths, emit: Emitter,
     """Server ends of cross-host pairs, one at a time: `serve` brings an instance up and starts
     the server in it, answered by `listening` once it listens; `stop` ends it and answers with
     its output. EOF (the controller or the link gone) removes whatever is up."""
+    from ..experiments.benchmarks.pair import _wait_listening
     from ..platforms import naming
-    from .pair import _wait_listening
 
     run_id = job["instance_run_id"]
     up: list[Any] = []  # [platform, instance, background] of the pair being served

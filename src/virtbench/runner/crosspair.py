@@ -18,11 +18,11 @@ from .. import proc
 from ..benchmarks.base import PairBenchmark
 from ..config import Campaign, cross_host
 from ..errors import CommandError, VirtbenchError
+from ..experiments.benchmarks.plan import schedule
+from ..experiments.benchmarks.session import Session
 from ..platforms import naming
 from ..store.db import Store, now
 from .execute import Reporter, _describe, parsed_samples
-from .plan import schedule
-from .session import Session
 
 READY_TIMEOUT = 300.0
 

@@ -22,6 +22,12 @@ from ..benchmarks.base import Benchmark, PairBenchmark
 from ..config import Campaign, check_host, parse_campaign
 from ..constants import LIFECYCLE, LIFECYCLE_STEPS
 from ..errors import CommandError, InputError, StoreError, VirtbenchError
+from ..experiments.benchmarks import adaptive, probing
+from ..experiments.benchmarks.multi import combine, run_instances
+from ..experiments.benchmarks.oomwatch import OomWatch
+from ..experiments.benchmarks.pair import run_pair
+from ..experiments.benchmarks.plan import Unit, extra_round, noise_rounds, schedule
+from ..experiments.benchmarks.session import Session, build_objects, outer_of, platform_rows, prepare, tool_versions
 from ..experiments.registry import EXPERIMENTS
 from ..images.image import Image
 from ..platforms import naming, slices
@@ -29,12 +35,7 @@ from ..platforms.base import Instance, InstanceExecutor, Paths, Platform
 from ..probes.base import Target
 from ..registry import PLATFORMS
 from ..store.db import Store, now
-from . import adaptive, hostlock, probing
-from .multi import combine, run_instances
-from .oomwatch import OomWatch
-from .pair import run_pair
-from .plan import Unit, extra_round, noise_rounds, schedule
-from .session import Session, build_objects, outer_of, platform_rows, prepare, tool_versions
+from . import hostlock
 
 SCRATCH = "/var/tmp/virtbench"
 

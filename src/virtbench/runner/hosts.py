@@ -23,6 +23,17 @@ from .. import host as hostfacts
 from .. import proc
 from ..config import Campaign, check_host, cross_host
 from ..errors import InputError, VirtbenchError
+from ..experiments.benchmarks.plan import schedule
+from ..experiments.benchmarks.session import (
+    Session,
+    build_objects,
+    image_recipe,
+    memory_limited,
+    prepare,
+    refuse_undelegated,
+    refuse_unlimited_memory,
+    with_platform_packages,
+)
 from ..experiments.registry import EXPERIMENTS
 from ..hosts import ship, ssh
 from ..hosts.inventory import HostSpec
@@ -35,17 +46,6 @@ from ..store.models import Run
 from . import crosspair
 from .agent import decode, without
 from .execute import Outcome, Reporter, execute, session_details
-from .plan import schedule
-from .session import (
-    Session,
-    build_objects,
-    image_recipe,
-    memory_limited,
-    prepare,
-    refuse_undelegated,
-    refuse_unlimited_memory,
-    with_platform_packages,
-)
 
 UNREACHED = "not reached:"
 """Error prefix of an execution a lost host never ran (resume measures these)."""

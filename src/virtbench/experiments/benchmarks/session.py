@@ -12,17 +12,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .. import host as hostfacts
-from ..benchmarks.base import Benchmark
-from ..config import Campaign, parse_campaign
-from ..errors import InputError, UnavailableError, VirtbenchError, disk_full
-from ..executor import Outside
-from ..images import build as images
-from ..images.image import Image
-from ..platforms.availability import probe_types  # noqa: F401 - re-exported for the runner's callers
-from ..platforms.base import Availability, Paths, Platform
-from ..probes.base import Probe
-from ..registry import BENCHMARKS, PLATFORMS
+from ... import host as hostfacts
+from ...benchmarks.base import Benchmark
+from ...config import Campaign, parse_campaign
+from ...errors import InputError, UnavailableError, VirtbenchError, disk_full
+from ...executor import Outside
+from ...images import build as images
+from ...images.image import Image
+from ...platforms.availability import probe_types  # noqa: F401 - re-exported for the runner's callers
+from ...platforms.base import Availability, Paths, Platform
+from ...probes.base import Probe
+from ...registry import BENCHMARKS, PLATFORMS
 
 
 @dataclass

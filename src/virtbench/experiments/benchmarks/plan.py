@@ -14,8 +14,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from ..config import Campaign
-from ..constants import LIFECYCLE
+from ...config import Campaign
+from ...constants import LIFECYCLE
 
 __all__ = ["LIFECYCLE", "Unit", "extra_round", "noise_rounds", "schedule", "unmeasured_rounds"]
 

@@ -11,11 +11,11 @@ from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
-from ..analysis import forecast
-from ..analysis.stats import Need, needs_more
-from ..analysis.verdict import decide
-from ..config import Campaign
-from ..store.db import Store, now
+from ...analysis import forecast
+from ...analysis.stats import Need, needs_more
+from ...analysis.verdict import decide
+from ...config import Campaign
+from ...store.db import Store, now
 from .plan import LIFECYCLE, unmeasured_rounds
 
 STOP_CONFIDENCE = 0.99

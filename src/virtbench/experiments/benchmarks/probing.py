@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..config import Campaign
-from ..errors import InputError
-from ..probes.base import Probe, ProbeData, Target
-from ..registry import PROBES
+from ...config import Campaign
+from ...errors import InputError
+from ...probes.base import Probe, ProbeData, Target
+from ...registry import PROBES
 
 
 def build_probes(campaign: Campaign) -> list[Probe]:

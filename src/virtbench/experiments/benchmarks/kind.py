@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from .base import Experiment, ExperimentContext
+from ..base import Experiment, ExperimentContext
 
 
 class Benchmarks(Experiment):
