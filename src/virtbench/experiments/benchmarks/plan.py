@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ...config import Campaign
 from ...constants import LIFECYCLE
+
+if TYPE_CHECKING:
+    from ...config import Campaign
 
 __all__ = ["LIFECYCLE", "Unit", "extra_round", "noise_rounds", "schedule", "unmeasured_rounds"]
 
