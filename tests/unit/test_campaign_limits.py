@@ -317,7 +317,7 @@ def test_each_host_of_a_hosts_campaign_is_checked_with_its_own_figures(monkeypat
     from types import SimpleNamespace
 
     from virtbench.platforms.base import Paths
-    from virtbench.runner import hosts
+    from virtbench.runner import parts as hosts
 
     calls: list[object] = []
 

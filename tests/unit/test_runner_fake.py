@@ -13,6 +13,8 @@ import pytest
 
 from virtbench import proc
 from virtbench.config import parse_campaign
+from virtbench.experiments.base import ExperimentContext
+from virtbench.experiments.benchmarks.kind import Benchmarks
 from virtbench.experiments.benchmarks.plan import schedule
 from virtbench.experiments.benchmarks.session import build_objects, platform_rows
 from virtbench.images.image import Image
@@ -107,7 +109,8 @@ def _run(tmp_path: Path, events: list[tuple[str, ...]], *, failing: set[str] = f
         calls["n"] += 1
         return stop_after is not None and calls["n"] > stop_after
 
-    outcome = execute.execute(store, session, run_id, 7, execute.QuietReporter(), stop_requested=stop)
+    outcome = execute.measure(Benchmarks.of(session), ExperimentContext(sink=store, run_id=run_id, seed=7, paths=session.paths,
+                                                                      stop_requested=stop, runs=store))
     return store, (outcome, campaign)
 
 

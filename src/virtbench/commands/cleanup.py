@@ -29,7 +29,7 @@ def cleanup(run_id: str | None, wait: bool, host: str | None, db_url: str | None
                          "e.g. 20261127-125031-a656")
     console = Console(highlight=False)
     if host is not None and host != "local":
-        from ..runner.hosts import cleanup_host
+        from ..runner.parts import cleanup_host
         from ..store.db import Store
 
         removed = cleanup_host(Store(db_url), host, Paths.from_env(), run_id)

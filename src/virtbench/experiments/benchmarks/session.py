@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -250,3 +250,25 @@ def _stacked_row(session: Session, name: str, platform: Platform) -> dict[str, A
     return {"name": name, "type": platform.type, "kind": "stack", "label": f"{outer.label()}/{platform.label()}",
             "config": {**platform.describe(), "inside": outer.name, "outer": outer.describe()},
             "versions": {"runtime": f"the {platform.type} package of {outer.name}'s VM image"}}
+
+
+def session_details(session: Session) -> dict[str, Any]:
+    """What a run records about the host that measures it (a remote agent sends its own)."""
+    from ... import __version__
+    from .probing import describe
+
+    assert session.image is not None
+    versions = tool_versions(session)
+    return {
+        "host_facts": hostfacts.facts(session.paths.state),
+        "image": session.image.provenance(),
+        "provenance": {"virtbench": __version__, "tools": versions,
+                       "availability": {k: v.reason for k, v in session.availability.items()},
+                       **({"probes": describe(session.probes)} if session.probes else {})},
+        "platforms": platform_rows(session),
+        "benchmarks": [{"key": b.key, "name": b.name,
+                        "params": session.benchmarks[b.key].params.model_dump(mode="json"),
+                        "tool_version": versions[b.name],
+                        "metrics": [asdict(m) for m in session.benchmarks[b.key].metrics()]}
+                       for b in session.campaign.benchmarks],
+    }
