@@ -273,8 +273,9 @@ def test_a_queued_run_is_refused_before_any_probe(tmp_path: Path, monkeypatch: p
     """The web's queue: the worker checks the host before probing, and the run says why it failed."""
     import os
 
+    from virtbench.experiments.benchmarks import session
     from virtbench.platforms.base import Paths
-    from virtbench.runner import execute, session
+    from virtbench.runner import execute
     from virtbench.store.db import Store
 
     def probe(*_a: Any, **_k: Any) -> Any:

@@ -53,18 +53,18 @@ class AcrossHosts(Experiment):
     def __init__(self, campaign: Campaign, paths: Paths, store: Store) -> None:
         super().__init__(campaign, paths)
         self.store = store
-        self.session: Session | None = None
+        self.local: Session | None = None
         self.parts: list[Part] = []
 
     def prepare(self, log: Callable[[str], None]) -> None:
         t0 = time.monotonic()
-        self.session, self.parts = prepare_parts(self.campaign, self.paths, 0, log)
+        self.local, self.parts = prepare_parts(self.campaign, self.paths, 0, log)
         log(f"hosts ready in {time.monotonic() - t0:.1f} s: " + "; ".join(_ready(p) for p in self.parts))
 
     def details(self) -> dict[str, Any]:
-        details = session_details(replace(self.session, campaign=self.campaign)) if self.session is not None \
+        details = session_details(replace(self.local, campaign=self.campaign)) if self.local is not None \
             else dict(self.parts[0].details)
-        details["provenance"] = {**details.get("provenance", {}), "hosts": _provenance(self.parts, self.session)}
+        details["provenance"] = {**details.get("provenance", {}), "hosts": _provenance(self.parts, self.local)}
         return details
 
     def summary(self, run_id: str, seed: int) -> str:
@@ -79,7 +79,7 @@ class AcrossHosts(Experiment):
             if n:
                 log(f"{part.name}: {n} executions it never reached are measured now")
         hosts = (run.provenance or {}).get("hosts", {})
-        now_ = _provenance(self.parts, self.session)
+        now_ = _provenance(self.parts, self.local)
         for name, entry in now_.items():  # every start's shipment is kept: the first, then each resume's
             before = hosts.get(name, {})
             if "shipped" in entry:
@@ -90,7 +90,7 @@ class AcrossHosts(Experiment):
     def run(self, ctx: ExperimentContext) -> None:
         for part in self.parts:
             part.seed = host_seed(ctx.seed, part.name)
-        _run_parts(self.store, ctx.run_id, self.campaign, self.session, self.parts, ctx.reporter)
+        _run_parts(self.store, ctx.run_id, self.campaign, self.local, self.parts, ctx.reporter)
 
     def close(self) -> None:
         close(self.parts)

@@ -26,13 +26,13 @@ class Benchmarks(Experiment):
     uses_probes: ClassVar[bool] = True
     hosts = "agents"
 
-    session: Session | None = None
+    prepared: Session | None = None
 
     @classmethod
     def of(cls, session: Session) -> Benchmarks:
         """The kind over a session built already (one host's share of a run across hosts)."""
         kind = cls(session.campaign, session.paths)
-        kind.session = session
+        kind.prepared = session
         return kind
 
     def prepare(self, log: Callable[[str], None]) -> None:
@@ -42,12 +42,12 @@ class Benchmarks(Experiment):
             platform.cgroup_parent = self.cgroup_parent if platform.confinable else None
         kwargs: dict[str, Any] = {"cache": self.image_cache} if self.image_cache is not None else {}
         prepare(session, log=log, left_out=self.left_out, **kwargs)
-        self.session, self.campaign = session, session.campaign  # without the platforms left out
+        self.prepared, self.campaign = session, session.campaign  # without the platforms left out
 
     def built(self) -> Session:
-        if self.session is None:
+        if self.prepared is None:
             raise RuntimeError("the benchmarks kind measures only after prepare()")
-        return self.session
+        return self.prepared
 
     def details(self) -> dict[str, Any]:
         details = session_details(self.built())
