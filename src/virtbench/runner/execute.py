@@ -40,6 +40,7 @@ from ..registry import PLATFORMS
 from ..store.db import Store
 from . import hostlock
 from .hosts import AcrossHosts
+from .parts import cleanup_host
 
 __all__ = ["Interrupted", "Outcome", "QuietReporter", "Reporter", "StopCheck", "cleanup", "enqueue", "measure",
            "new_run_id", "resume", "run_queued", "start", "stopped_by_store"]
@@ -225,11 +226,17 @@ def stopped_by_store(sink: Sink, run_id: str, exc: StoreError) -> StoreError:
 
 
 def cleanup(paths: Paths, run_id: str | None = None, *, wait: bool = False,
-            log: Callable[[str], None] = lambda _m: None) -> list[str]:
+            log: Callable[[str], None] = lambda _m: None, host: str | None = None,
+            store: Store | None = None) -> list[str]:
     """Remove every object virtbench left behind (of one run, or all) on every platform.
 
     Everything: under the host lock, so the instances of a run that is measuring are never
-    taken (refused, or waited for with wait). One run: refused if that run is measuring."""
+    taken (refused, or waited for with wait). One run: refused if that run is measuring.
+    host: another host of a run across hosts (its agent cleans up there; found in store)."""
+    if host is not None and host != "local":
+        if store is None:
+            raise InputError(f"cleanup on host {host}: no store to look the host up in", "give --db")
+        return cleanup_host(store, host, paths, run_id)
     if run_id is not None:
         hostlock.refuse_if_measuring(paths, run_id)
         return _cleanup(paths, run_id)
