@@ -66,3 +66,12 @@ def test_start_prepares_the_kind_that_runs_the_campaign(tmp_path: Path, monkeypa
     with pytest.raises(Reached):
         execute.start(store, parse_campaign(campaign), Paths(state=tmp_path / "s", runtime=tmp_path / "r"))
     assert seen == [prepared] and store.runs() == []
+
+
+def test_only_the_benchmarks_kind_is_run_through_agents_yet(tmp_path: Path):
+    """A kind declaring hosts = 'agents' is refused, not run as the benchmarks kind across hosts."""
+    density = parse_campaign({"name": "d", "experiment": "density", "platforms": ["crun"],
+                              "density": {"workload": {"name": "openssl"}, "counts": [1, 2]}})
+    store = Store(f"sqlite:///{tmp_path}/db.sqlite")
+    with pytest.raises(InputError, match="only the benchmarks kind runs yet"):
+        hosts.AcrossHosts(density, Paths(state=tmp_path / "s", runtime=tmp_path / "r"), store).prepare(print)

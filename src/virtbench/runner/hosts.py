@@ -22,7 +22,7 @@ from typing import Any
 
 from .. import proc
 from ..config import Campaign, cross_host
-from ..errors import VirtbenchError
+from ..errors import InputError, VirtbenchError
 from ..experiments.base import (
     Experiment,
     ExperimentContext,
@@ -57,6 +57,9 @@ class AcrossHosts(Experiment):
         self.parts: list[Part] = []
 
     def prepare(self, log: Callable[[str], None]) -> None:
+        if self.campaign.experiment != Benchmarks.name:  # the parts' schedule and provenance are the benchmarks kind's
+            raise InputError(f"experiment {self.campaign.experiment!r} declares hosts = 'agents', which only the "
+                             "benchmarks kind runs yet", "declare hosts = 'no' and run it on each host itself")
         t0 = time.monotonic()
         self.local, self.parts = prepare_parts(self.campaign, self.paths, 0, log)
         log(f"hosts ready in {time.monotonic() - t0:.1f} s: " + "; ".join(_ready(p) for p in self.parts))
