@@ -27,11 +27,11 @@ from pathlib import Path
 from virtbench import proc
 from virtbench.analysis import stats
 from virtbench.benchmarks.openssl import OpenSSLSpeed
+from virtbench.experiments.benchmarks import probing
 from virtbench.probes.base import Target
 from virtbench.probes.energy import Energy, EnergyOptions
 from virtbench.probes.perf import Perf
 from virtbench.probes.pressure import Pressure
-from virtbench.runner import probing
 
 METER = Path(__file__).resolve().parents[1] / "tests/data/meter/known_watts"
 

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from virtbench.analysis.verdict import decide
-from virtbench.runner.adaptive import STOP_CONFIDENCE, STOP_EQUIVALENCE
+from virtbench.experiments.benchmarks.adaptive import STOP_CONFIDENCE, STOP_EQUIVALENCE
 from virtbench.runner.quick import ADAPTIVE, REPETITIONS
 
 VERDICTS = ("slower", "faster", "same", "inconclusive")

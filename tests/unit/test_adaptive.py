@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from virtbench.config import parse_campaign
-from virtbench.runner.adaptive import needs_decision
-from virtbench.runner.plan import extra_round
+from virtbench.experiments.benchmarks.adaptive import needs_decision
+from virtbench.experiments.benchmarks.plan import extra_round
 
 
 def _sample(mean: float, cv: float, n: int, seed: int) -> list[float]:
@@ -48,7 +48,7 @@ def test_extra_round_runs_only_the_undecided_benchmarks():
 
 def test_progress_shows_one_short_line_per_undecided_comparison():
     """The quick run of 2026-11-25 printed each extra round as one line of 1,000+ characters."""
-    from virtbench.runner.adaptive import progress_lines
+    from virtbench.experiments.benchmarks.adaptive import progress_lines
 
     reason = "noise +-24.9 % (-9.4 % [-29.3 to +16.3 %, 5 rounds paired]): needs about 14 repetitions"
     entry = {"round": 6, "platforms": ["containerd", "docker", "native"],

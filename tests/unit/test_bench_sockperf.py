@@ -152,7 +152,7 @@ def test_metadata_and_percentile_names() -> None:
 
 
 def test_runner_polls_ss_with_the_params_protocol() -> None:
-    from virtbench.runner import pair
+    from virtbench.experiments.benchmarks import pair
 
     class Result:
         ok, stdout = True, "UNCONN 0 0 0.0.0.0:11111 0.0.0.0:*\n"

@@ -185,8 +185,8 @@ def test_memory_controller_enabled_here_and_disabled_as_raspberry_pi_os_boots() 
 def test_a_memory_limit_on_a_host_without_the_controller_is_refused_before_any_probe(monkeypatch) -> None:
     from virtbench.config import parse_campaign
     from virtbench.errors import InputError
+    from virtbench.experiments.benchmarks import session as session_mod
     from virtbench.platforms.base import Paths
-    from virtbench.runner import session as session_mod
 
     campaign = parse_campaign({"name": "t", "platforms": [{"name": "native", "type": "native"},
                                                           {"name": "r", "type": "runc", "options": {"memory": "256M"}}],

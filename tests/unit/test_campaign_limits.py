@@ -273,8 +273,9 @@ def test_a_queued_run_is_refused_before_any_probe(tmp_path: Path, monkeypatch: p
     """The web's queue: the worker checks the host before probing, and the run says why it failed."""
     import os
 
+    from virtbench.experiments.benchmarks import session
     from virtbench.platforms.base import Paths
-    from virtbench.runner import execute, session
+    from virtbench.runner import execute
     from virtbench.store.db import Store
 
     def probe(*_a: Any, **_k: Any) -> Any:
@@ -317,7 +318,7 @@ def test_each_host_of_a_hosts_campaign_is_checked_with_its_own_figures(monkeypat
     from types import SimpleNamespace
 
     from virtbench.platforms.base import Paths
-    from virtbench.runner import hosts
+    from virtbench.runner import parts as hosts
 
     calls: list[object] = []
 

@@ -1,5 +1,5 @@
 """The verdict rate to expect at the host's noise (analysis.forecast), the noise check's rounds
-(runner.plan) and the comparisons the caps cannot decide (runner.adaptive)."""
+(experiments.benchmarks.plan) and the comparisons the caps cannot decide (experiments.benchmarks.adaptive)."""
 from __future__ import annotations
 
 import math
@@ -11,8 +11,8 @@ from virtbench.analysis import forecast
 from virtbench.analysis.forecast import note_lines as noise_lines
 from virtbench.analysis.verdict import decide
 from virtbench.config import parse_campaign
-from virtbench.runner.adaptive import OUT_OF_REACH, needs_decision
-from virtbench.runner.plan import schedule, unmeasured_rounds
+from virtbench.experiments.benchmarks.adaptive import OUT_OF_REACH, needs_decision
+from virtbench.experiments.benchmarks.plan import schedule, unmeasured_rounds
 
 
 def test_the_reach_matches_the_verdict_rule_it_forecasts():
@@ -88,7 +88,7 @@ def test_extra_rounds_go_only_to_comparisons_the_caps_can_decide(tmp_path):
     from datetime import timedelta
 
     from virtbench.analysis import synthetic
-    from virtbench.runner.adaptive import plan_next, progress_lines
+    from virtbench.experiments.benchmarks.adaptive import plan_next, progress_lines
     from virtbench.store.db import Store, now
 
     store = Store(f"sqlite:///{tmp_path}/s.db")
@@ -113,7 +113,7 @@ def test_a_run_stopped_by_out_of_reach_comparisons_says_so(tmp_path):
     from datetime import timedelta
 
     from virtbench.analysis import synthetic
-    from virtbench.runner.adaptive import log_of, plan_next
+    from virtbench.experiments.benchmarks.adaptive import log_of, plan_next
     from virtbench.store.db import Store, now
 
     store = Store(f"sqlite:///{tmp_path}/s.db")

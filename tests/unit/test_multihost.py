@@ -10,8 +10,8 @@ import pytest
 from virtbench.config import cross_host, parse_campaign
 from virtbench.errors import InputError
 from virtbench.report.hosts import cross_pairs
-from virtbench.runner import agent, crosspair
-from virtbench.runner.hosts import host_seed, instance_run_id
+from virtbench.runner import agent, crosspair, wire
+from virtbench.runner.parts import host_seed, instance_run_id
 
 BASE = {"name": "t", "hosts": ["local", {"name": "b", "address": "192.0.2.2"}],
         "platforms": ["native", {"name": "runc", "network": "host"}]}
@@ -51,7 +51,7 @@ def test_agent_wire_format_round_trips_datetimes_and_bytes(capsys):
     emit = agent.Emitter(out)
     t = datetime(2026, 1, 2, 3, 4, 5, 6)
     emit("record", record={"started_at": t, "attachments": [{"data": b"\x00\xff"}], "round": 1})
-    msg = agent.decode(json.loads(out.getvalue()))
+    msg = wire.decode(json.loads(out.getvalue()))
     assert msg["record"]["started_at"] == t and msg["record"]["attachments"][0]["data"] == b"\x00\xff"
 
 
@@ -95,7 +95,7 @@ def test_a_remote_host_without_the_memory_controller_is_refused_before_anything_
     a board refuses at the cheap checks, naming the board and the fix: nothing is built here,
     shipped there or started (before, the refusal came from the host's agent after shipping)."""
     from virtbench.platforms.base import Paths
-    from virtbench.runner import hosts
+    from virtbench.runner import parts as hosts
 
     calls: list[object] = []
 
@@ -130,7 +130,7 @@ def test_a_campaign_on_boards_only_builds_no_image_for_the_controllers_own_archi
     """#20: a campaign whose only host is an armhf board needs the armhf image; the controller
     (x86) took part in nothing, yet its own image was built first (109 s on a fresh machine)."""
     from virtbench.platforms.base import Paths
-    from virtbench.runner import hosts
+    from virtbench.runner import parts as hosts
 
     class Stop(Exception):
         pass

@@ -10,12 +10,12 @@ import pytest
 
 from virtbench.config import parse_campaign
 from virtbench.errors import InputError
+from virtbench.experiments.benchmarks import probing
 from virtbench.probes import rapl
 from virtbench.probes.base import Availability, Probe, ProbeData, Target
 from virtbench.probes.energy import Energy, EnergyOptions, integrate, parse_ipmi_dcmi, parse_watts
 from virtbench.probes.perf import Perf, PerfOptions, parse_interrupts, parse_perf_csv
 from virtbench.probes.pressure import Pressure
-from virtbench.runner import probing
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 METER = DATA / "meter"

@@ -152,7 +152,7 @@ def test_left_out_reasons_reach_the_report_json(tmp_path):
 
 def test_leaving_a_vm_out_takes_what_is_stacked_in_it_and_keeps_the_campaign_valid(tmp_paths):
     from virtbench.config import parse_campaign
-    from virtbench.runner.session import build_objects, leave_out
+    from virtbench.experiments.benchmarks.session import build_objects, leave_out
 
     campaign = parse_campaign({"name": "q", "platforms": ["native", "runc", {"name": "vm", "type": "qemu"},
                                                           {"name": "d", "type": "docker", "inside": "vm"}],

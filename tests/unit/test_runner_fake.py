@@ -13,12 +13,14 @@ import pytest
 
 from virtbench import proc
 from virtbench.config import parse_campaign
+from virtbench.experiments.base import ExperimentContext
+from virtbench.experiments.benchmarks.kind import Benchmarks
+from virtbench.experiments.benchmarks.plan import schedule
+from virtbench.experiments.benchmarks.session import build_objects, platform_rows
 from virtbench.images.image import Image
 from virtbench.platforms.base import Availability, Instance, Paths, Platform
 from virtbench.registry import PLATFORMS
 from virtbench.runner import execute
-from virtbench.runner.plan import schedule
-from virtbench.runner.session import build_objects, platform_rows
 from virtbench.store.db import Store
 
 OUTPUT = (Path(__file__).resolve().parent.parent / "data" / "sysbench" / "trixie_sysbench_cpu_time1.txt").read_text()
@@ -107,7 +109,8 @@ def _run(tmp_path: Path, events: list[tuple[str, ...]], *, failing: set[str] = f
         calls["n"] += 1
         return stop_after is not None and calls["n"] > stop_after
 
-    outcome = execute.execute(store, session, run_id, 7, execute.QuietReporter(), stop_requested=stop)
+    outcome = execute.measure(Benchmarks.of(session), ExperimentContext(sink=store, run_id=run_id, seed=7, paths=session.paths,
+                                                                      stop_requested=stop, runs=store))
     return store, (outcome, campaign)
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from virtbench.errors import InputError, UnavailableError
+from virtbench.experiments.benchmarks.oomwatch import describe_kills
 from virtbench.platforms import throttle
 from virtbench.platforms.oci import OCIOptions, oci_resources
-from virtbench.runner.oomwatch import describe_kills
 from virtbench.selftest import aa, cpu_quota, io_throttle, netem, oom, overhead, suite
 from virtbench.selftest.base import CHECKS, Check, CheckResult, Judgement, Skip
 

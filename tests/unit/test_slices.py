@@ -63,7 +63,7 @@ def test_leftover_parents_are_found_in_virtbench_slice_too(tmp_path, monkeypatch
 
 def test_a_v2_host_without_a_controller_the_limits_need_is_refused_naming_host_controller_and_fix():
     from virtbench.config import parse_campaign
-    from virtbench.runner import session as session_mod
+    from virtbench.experiments.benchmarks import session as session_mod
 
     campaign = parse_campaign({"name": "t", "platforms": [
         "native", {"name": "one", "type": "crun", "options": {"cpus": 1}},
@@ -90,15 +90,13 @@ def test_the_selftest_ledger_holds_a_slice_path_and_cleanup_removes_that_slice(t
 
 def test_an_experiment_other_than_benchmarks_with_hosts_is_refused_not_run_as_an_empty_benchmark_campaign():
     """It ran as a benchmarks campaign with no benchmarks (lifecycle only), silently: seen with a
-    density run pointed at the reference host."""
+    density run pointed at the reference host. Now refused when the campaign is parsed."""
     from virtbench.config import parse_campaign
-    from virtbench.runner import hosts
 
-    campaign = parse_campaign({"name": "d", "experiment": "density", "hosts": [{"name": "ref", "address": "192.0.2.1"}],
-                               "platforms": [{"name": "crun", "type": "crun", "options": {"memory": "64M"}}],
-                               "density": {"workload": {"name": "openssl"}, "counts": [1, 2]}})
-    with pytest.raises(InputError, match="experiment 'density' does not run with hosts: yet"):
-        hosts.prepare_parts(campaign, PATHS, 1, print)
+    with pytest.raises(InputError, match="hosts: experiment 'density' does not run across hosts"):
+        parse_campaign({"name": "d", "experiment": "density", "hosts": [{"name": "ref", "address": "192.0.2.1"}],
+                        "platforms": [{"name": "crun", "type": "crun", "options": {"memory": "64M"}}],
+                        "density": {"workload": {"name": "openssl"}, "counts": [1, 2]}})
 
 
 def test_the_host_kind_is_one_line_naming_cgroup_mode_systemd_and_dockers_driver(monkeypatch):

@@ -30,11 +30,11 @@ SPREAD = 0.10
 """Costs assumed spread evenly over 0 to 10 % for the expected share (containers' costs in the
 quick campaign measured on this project's machines lie between 0 and 10 %)."""
 DIFFERENCE_CONFIDENCE = 0.99
-"""The adaptive rule's stopping confidence for a difference (runner.adaptive.STOP_CONFIDENCE)."""
+"""The adaptive rule's stopping confidence for a difference (experiments.benchmarks.adaptive.STOP_CONFIDENCE)."""
 NOISY = 0.7
 """Below this expected share of decided comparisons the host is called too noisy for the caps."""
 SAME_CONFIDENCE = 0.95
-"""Its stopping interval for the same (runner.adaptive.STOP_EQUIVALENCE)."""
+"""Its stopping interval for the same (experiments.benchmarks.adaptive.STOP_EQUIVALENCE)."""
 
 
 @dataclass(frozen=True)

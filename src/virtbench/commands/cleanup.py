@@ -28,14 +28,14 @@ def cleanup(run_id: str | None, wait: bool, host: str | None, db_url: str | None
         raise InputError(f"--run {run_id!r} is not a run id", "give an id as `virtbench runs` lists it, "
                          "e.g. 20261127-125031-a656")
     console = Console(highlight=False)
-    if host is not None and host != "local":
-        from ..runner.hosts import cleanup_host
+    from ..runner.execute import cleanup as do_cleanup
+
+    remote = host is not None and host != "local"
+    if remote:
         from ..store.db import Store
 
-        removed = cleanup_host(Store(db_url), host, Paths.from_env(), run_id)
+        removed = do_cleanup(Paths.from_env(), run_id, host=host, store=Store(db_url))
     else:
-        from ..runner.execute import cleanup as do_cleanup
-
         removed = do_cleanup(Paths.from_env(), run_id, wait=wait, log=console.print)
         if run_id is None:  # the self-test's own cgroups and namespaces (after a crashed selftest)
             from ..selftest.context import cleanup as selftest_leftovers

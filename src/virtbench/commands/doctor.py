@@ -17,11 +17,11 @@ from .shared import console, db_option, state_paths
 def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
     """Which platforms run here (decided by trying), why not, and the host's facts."""
     from .. import host
+    from ..experiments.benchmarks.session import probe_types
     from ..images.arch import cross_build_report
     from ..images.build import DEFAULT_CACHE
     from ..platforms import sandboxes, slices
     from ..registry import PLATFORMS
-    from ..runner.session import probe_types
     from ..store.db import default_url, redact
     from .lastprobe import probe_or_last
 

@@ -29,9 +29,9 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
         db_url: str | None) -> None:
     """Run a campaign (YAML file), the quick campaign, or resume a run."""
     from ..config import check_host, parse_campaign, read_campaign
+    from ..experiments.benchmarks.probing import require_consent
     from ..report.progress import Cap, RichReporter
     from ..runner import execute, hostlock
-    from ..runner.probing import require_consent
     from ..runner.quick import quick_campaign
 
     if sum(bool(x) for x in (campaign_file, quick, resume_id)) != 1:

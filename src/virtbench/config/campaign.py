@@ -291,6 +291,9 @@ class Campaign(BaseModel):
                              "campaign's one image (the same binaries everywhere)",
                              "remove the platform's image: and set the campaign's image: {release: ...}, "
                              "or compare images with experiment: density")
+        if self.hosts and kind.hosts == "no":  # it ran as benchmarks with none, silently (#26)
+            raise InputError(f"hosts: experiment {self.experiment!r} does not run across hosts",
+                             "remove hosts: and run the campaign with `virtbench run` on the host to measure")
         kind.validate_campaign(self)
         for i, p in enumerate(self.platforms):
             if p.inside is None:

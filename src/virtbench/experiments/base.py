@@ -9,10 +9,14 @@ export and the web app's lists work unchanged. Its report part is a section buil
 """
 from __future__ import annotations
 
+import signal
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel
 
@@ -21,6 +25,93 @@ from ..platforms.base import Paths
 if TYPE_CHECKING:
     from ..config import Campaign
     from ..store.db import Store
+    from ..store.models import Run
+
+
+class Sink(Protocol):
+    """Where a run's executions go: the store itself, one host's share of it (a run across
+    hosts), or a remote agent's stream to its controller. Structural: each implements these."""
+
+    def done_units(self, run_id: str) -> set[tuple[int, str, str]]: ...
+
+    def record(self, *, run_id: str, round: int, warmup: bool, platform: str, benchmark: str,
+               status: str, started_at: datetime, finished_at: datetime, duration_s: float,
+               instance: str = "", argv: Sequence[str] = (), exit_code: int | None = None,
+               stdout: str = "", stderr: str = "", error: str = "",
+               samples: Iterable[dict[str, Any]] = (),
+               attachments: Iterable[dict[str, Any]] = ()) -> int: ...
+
+    def executions(self, run_id: str, *, status: str | None = None) -> list[Any]: ...
+
+    def samples(self, run_id: str, *, include_warmup: bool = False, per_instance: bool = False) -> list[Any]: ...
+
+    def set_status(self, run_id: str, status: str, error: str = "") -> None: ...
+
+
+class Forwarding:
+    """A sink that hands each execution on as one mapping (`put`): one host's share of the
+    store, a remote agent's stream to its controller."""
+
+    def record(self, *, run_id: str, round: int, warmup: bool, platform: str, benchmark: str,
+               status: str, started_at: datetime, finished_at: datetime, duration_s: float,
+               instance: str = "", argv: Sequence[str] = (), exit_code: int | None = None,
+               stdout: str = "", stderr: str = "", error: str = "",
+               samples: Iterable[dict[str, Any]] = (),
+               attachments: Iterable[dict[str, Any]] = ()) -> int:
+        return self.put({"run_id": run_id, "round": round, "warmup": warmup, "platform": platform,
+                         "benchmark": benchmark, "status": status, "started_at": started_at,
+                         "finished_at": finished_at, "duration_s": duration_s, "instance": instance,
+                         "argv": list(argv), "exit_code": exit_code, "stdout": stdout, "stderr": stderr,
+                         "error": error, "samples": list(samples), "attachments": list(attachments)})
+
+    def put(self, fields: dict[str, Any]) -> int:
+        raise NotImplementedError
+
+
+class Reporter(Protocol):
+    """How a run talks to whoever watches it (a progress bar, the web worker, an agent's stream)."""
+
+    def begin(self, total: int, done: int) -> None: ...
+    def step(self, description: str) -> None: ...
+    def advance(self, n: int = 1) -> None: ...
+    def log(self, message: str) -> None: ...
+    def end(self) -> None: ...
+
+
+class QuietReporter:
+    def begin(self, total: int, done: int) -> None: ...
+    def step(self, description: str) -> None: ...
+    def advance(self, n: int = 1) -> None: ...
+    def log(self, message: str) -> None: ...
+    def end(self) -> None: ...
+
+
+class Interrupted(BaseException):
+    """SIGTERM or a cancel: treated like Ctrl-C so the instances in use are removed first.
+
+    A BaseException, like KeyboardInterrupt, so no `except Exception` on the way (a retry
+    loop, a best-effort probe) can swallow it and let the run go on."""
+
+
+class Unfinished(Exception):  # noqa: N818 - an outcome, not a fault of the code
+    """A run that ended with part of it not measured (a host lost): it is marked failed with
+    this reason, what was measured stays, and `run --resume` measures the rest."""
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    def handler(signum: int, frame: Any) -> None:  # noqa: ARG001
+        raise Interrupted(f"signal {signum}")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not in the main thread (e.g. a web worker): leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _quiet(_message: str) -> None:
@@ -29,19 +120,28 @@ def _quiet(_message: str) -> None:
 
 @dataclass
 class ExperimentContext:
-    """What the runner hands a kind's run step: the store, the run, and how to talk back."""
+    """What the runner hands a kind's run step: where results go, the run, and how to talk back."""
 
-    store: Store
+    sink: Sink
     run_id: str
     seed: int
     paths: Paths
     log: Callable[[str], None] = _quiet
     step: Callable[[str], None] = _quiet
     stop_requested: Callable[[], bool] = field(default=lambda: False)
+    reporter: Reporter = field(default_factory=QuietReporter)
+    runs: Store | None = None
+    """The store itself when this process owns the run (adaptive repetition keeps its log in the
+    run's provenance); None for one host's share of a run or a remote agent's part."""
+
+    @property
+    def store(self) -> Sink:
+        """The sink, under the name the kinds have always written to."""
+        return self.sink
 
     def done(self) -> set[tuple[int, str, str]]:
         """(round, platform, benchmark key) already stored: a resumed run skips them."""
-        return self.store.done_units(self.run_id)
+        return self.sink.done_units(self.run_id)
 
 
 class Experiment(ABC):
@@ -53,9 +153,11 @@ class Experiment(ABC):
     """The campaign section named like the kind (`line:`); None: the kind takes none."""
     uses_benchmarks: ClassVar[bool] = False
     """Whether the campaign's `benchmarks:` list applies (only the `benchmarks` kind)."""
-    drives_hosts: ClassVar[bool] = False
-    """Whether the kind reaches the campaign's other `hosts:` itself from this host (migration's
-    destinations) instead of the multi-host runner starting an agent on each to measure there."""
+    hosts: ClassVar[Literal["agents", "drives", "no"]] = "no"
+    """How the kind runs with `hosts:`: "agents" (the runner starts an agent on each host, which
+    runs the same kind there and streams its executions back), "drives" (the kind reaches the
+    other hosts itself from this one, as migration reaches its destinations), "no" (refused when
+    the campaign is parsed)."""
     uses_probes: ClassVar[bool] = False
     """Whether the kind runs the campaign's `probes:` beside its executions; a kind that does
     not is refused a `probes:` list rather than silently measuring without them."""
@@ -69,6 +171,13 @@ class Experiment(ABC):
     """Whether the kind's executions are rows of the report's table relative to the baseline;
     False when its own report section is the result (density: per-count executions are points
     of a curve, not benchmarks to compare), so the main table shows no empty rows for them."""
+
+    cgroup_parent: str | None = None
+    """A cgroup the kind's confinable instances go under (the self-test's CPU priority parent)."""
+    left_out: list[dict[str, str]] | None = None
+    """Given for a generated campaign (the quick one): platforms it goes on without, with why."""
+    image_cache: Path | None = None
+    """Where the campaign's image is kept (a remote agent's own work directory); None: the default."""
 
     def __init__(self, campaign: Campaign, paths: Paths) -> None:
         self.campaign = campaign
@@ -97,6 +206,27 @@ class Experiment(ABC):
     def provenance(self) -> dict[str, Any]:
         """Extra provenance stored with the run (tool versions, limits measured up front)."""
         return {}
+
+    def details(self) -> dict[str, Any]:
+        """What the run records about the host that measures it (besides its host id)."""
+        from .. import __version__
+        from .. import host as hostfacts
+
+        return {"host_facts": hostfacts.facts(), "image": {},
+                "provenance": {"virtbench": __version__, "experiment": self.campaign.experiment,
+                               **self.provenance()},
+                "platforms": self.platform_rows(), "benchmarks": []}
+
+    def summary(self, run_id: str, seed: int) -> str:
+        """The line a started run begins with."""
+        return (f"run {run_id}: experiment {self.campaign.experiment} on {len(self.campaign.platforms)} "
+                f"platforms, seed {seed}")
+
+    def resuming(self, run: Run, log: Callable[[str], None]) -> None:  # noqa: B027 - optional hook
+        """Before a stored run is completed (after prepare): refuse what would not match it."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release what prepare opened (connections); the runner calls it however the run ends."""
 
     def platform_rows(self) -> list[dict[str, Any]]:
         """The run's platform rows (name, type, kind, label, config, versions)."""

@@ -34,7 +34,7 @@ def warnings(run: Run, rows: Sequence[Row]) -> list[dict[str, Any]]:
 
 
 def noise_warning(noise: dict[str, Any]) -> dict[str, Any]:
-    """The noise check measured before the first round (runner.adaptive.note_noise), as the run said it."""
+    """The noise check measured before the first round (experiments.benchmarks.adaptive.note_noise), as the run said it."""
     head, *per_metric = forecast.note_lines(noise)
     return {"scope": "run", "check": "noise",
             "severity": "info" if noise["expected_decided"] >= forecast.NOISY * noise["cells"] else "warn",

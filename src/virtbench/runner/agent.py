@@ -11,22 +11,27 @@ this run's id is cleaned up: nothing is left running on the host.
 """
 from __future__ import annotations
 
-import base64
 import json
 import signal
 import sys
 import threading
 from collections.abc import Callable
-from datetime import datetime
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..benchmarks.base import PairBenchmark
 from ..config import parse_campaign
 from ..errors import VirtbenchError
+from ..experiments.base import Experiment, ExperimentContext, Forwarding, Interrupted
+from ..experiments.benchmarks.kind import Benchmarks
+from ..experiments.benchmarks.plan import without
+from ..experiments.benchmarks.session import Session
+from ..experiments.registry import EXPERIMENTS
 from ..platforms.base import Paths
 from . import hostlock
-from .execute import Interrupted, cleanup, execute, session_details
-from .session import build_objects, prepare
+from .execute import cleanup, measure
+from .wire import encode
 
 
 class Emitter:
@@ -36,7 +41,7 @@ class Emitter:
         self.out, self.lock, self.broken = out, threading.Lock(), False
 
     def __call__(self, event: str, **data: Any) -> None:
-        line = json.dumps({"event": event, **data}, default=_json_default)
+        line = json.dumps({"event": event, **data}, default=encode)
         with self.lock:
             if self.broken:
                 return
@@ -47,29 +52,8 @@ class Emitter:
                 self.broken = True
 
 
-def _json_default(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return {"__datetime__": value.isoformat()}
-    if isinstance(value, bytes):
-        return {"__b64__": base64.b64encode(value).decode()}
-    raise TypeError(f"{type(value).__name__} is not JSON")
-
-
-def decode(obj: Any) -> Any:
-    """The controller's inverse of the agent's encoding (datetimes and bytes)."""
-    if isinstance(obj, dict):
-        if set(obj) == {"__datetime__"}:
-            return datetime.fromisoformat(obj["__datetime__"])
-        if set(obj) == {"__b64__"}:
-            return base64.b64decode(obj["__b64__"])
-        return {k: decode(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [decode(v) for v in obj]
-    return obj
-
-
-class StreamStore:
-    """The part of the store the runner writes to, sent to the controller instead."""
+class StreamStore(Forwarding):
+    """The sink of the host's part: each execution sent to the controller, which stores it."""
 
     def __init__(self, emit: Emitter, done: set[tuple[int, str, str]]) -> None:
         self.emit, self.done = emit, done
@@ -78,12 +62,15 @@ class StreamStore:
     def done_units(self, run_id: str) -> set[tuple[int, str, str]]:  # noqa: ARG002
         return set(self.done)
 
-    def record(self, **fields: Any) -> int:
+    def put(self, fields: dict[str, Any]) -> int:
         self.done.add((fields["round"], fields["platform"], fields["benchmark"]))
         self.emit("record", record=fields)
         return 0
 
     def executions(self, run_id: str, *, status: str | None = None) -> list[Any]:  # noqa: ARG002
+        return []  # the controller holds them
+
+    def samples(self, run_id: str, *, include_warmup: bool = False, per_instance: bool = False) -> list[Any]:  # noqa: ARG002
         return []
 
     def set_status(self, run_id: str, status: str, error: str = "") -> None:  # noqa: ARG002
@@ -125,15 +112,17 @@ def main(stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> int:
             emit("end", status="cleaned", removed=removed)
             return 0
         campaign = parse_campaign(job["campaign"], f"run {job['run_id']}")
-        session = build_objects(campaign, paths)
-        prepare(session, cache=Path(job["image_cache"]), log=lambda m: emit("log", message=m))
-        emit("hello", details=session_details(session))
+        kind = EXPERIMENTS.get(campaign.experiment)(campaign, paths)  # the controller's kind, run here
+        kind.image_cache = Path(job["image_cache"])
+        kind.prepare(lambda m: emit("log", message=m))
+        emit("hello", details=kind.details())
         if mode == "check":
             emit("end", status="checked")
             return 0
         if mode == "pair-server":
-            return _serve_pairs(job, session, paths, emit, stdin)
-        return _run(job, session, paths, emit, stdin)
+            assert isinstance(kind, Benchmarks)
+            return _serve_pairs(job, kind.built(), paths, emit, stdin)
+        return _run(job, kind, paths, emit, stdin)
     except VirtbenchError as exc:
         emit("error", message=exc.message, fix=exc.fix or "", exit_code=exc.exit_code)
         return exc.exit_code
@@ -142,10 +131,12 @@ def main(stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> int:
         return 1
 
 
-def _run(job: dict[str, Any], session: Any, paths: Paths, emit: Emitter, stdin: TextIO) -> int:
+def _run(job: dict[str, Any], kind: Experiment, paths: Paths, emit: Emitter, stdin: TextIO) -> int:
     run_id = job["instance_run_id"]
-    session.campaign = without(session.campaign, set(job.get("skip", [])))
-    store = StreamStore(emit, {tuple(k) for k in job.get("done", [])})
+    if job.get("skip") and isinstance(kind, Benchmarks):  # the pairs across hosts: the controller runs them
+        kind = Benchmarks.of(replace(kind.built(), campaign=without(kind.campaign, set(job["skip"]))))
+    sink = StreamStore(emit, {(int(r), str(p), str(b)) for r, p, b in job.get("done", [])})
+    reporter = EmitReporter(emit)
     gone = threading.Event()
     _watch_stdin(stdin, gone)
     previous = signal.signal(signal.SIGHUP, _raise_interrupted)
@@ -153,22 +144,15 @@ def _run(job: dict[str, Any], session: Any, paths: Paths, emit: Emitter, stdin: 
         with hostlock.hold(paths, f"a part of run {job['run_id']} for its controller", wait=True,
                            log=lambda m: emit("log", message=m)):
             hostlock.announce_run(paths, run_id)
-            outcome = execute(store, session, run_id, int(job["seed"]), EmitReporter(emit),  # type: ignore[arg-type]
-                              stop_requested=gone.is_set)
+            outcome = measure(kind, ExperimentContext(sink=sink, run_id=run_id, seed=int(job["seed"]), paths=paths,
+                                                      log=reporter.log, step=reporter.step,
+                                                      stop_requested=gone.is_set, reporter=reporter))
     finally:
         signal.signal(signal.SIGHUP, previous)
         for line in cleanup(paths, run_id):  # the backstop: nothing labelled with this run stays
             emit("log", message=f"removed leftover: {line}")
     emit("end", status="interrupted" if outcome.interrupted else "finished")
     return 1 if outcome.interrupted else 0
-
-
-def without(campaign: Any, keys: set[str]) -> Any:
-    """The campaign's own part for one host: without the pairs measured across hosts (the
-    controller runs those); the image stays the full campaign's, the same on every host."""
-    if not keys:
-        return campaign
-    return campaign.model_copy(update={"benchmarks": [b for b in campaign.benchmarks if b.key not in keys]})
 
 
 def _raise_interrupted(signum: int, frame: Any) -> None:  # noqa: ARG001
@@ -192,12 +176,12 @@ def _watch_stdin(stdin: TextIO, gone: threading.Event, kill: Callable[[], None] 
     threading.Thread(target=watch, name="agent-stdin", daemon=True).start()
 
 
-def _serve_pairs(job: dict[str, Any], session: Any, paths: Paths, emit: Emitter, stdin: TextIO) -> int:
+def _serve_pairs(job: dict[str, Any], session: Session, paths: Paths, emit: Emitter, stdin: TextIO) -> int:
     """Server ends of cross-host pairs, one at a time: `serve` brings an instance up and starts
     the server in it, answered by `listening` once it listens; `stop` ends it and answers with
     its output. EOF (the controller or the link gone) removes whatever is up."""
+    from ..experiments.benchmarks.pair import _wait_listening
     from ..platforms import naming
-    from .pair import _wait_listening
 
     run_id = job["instance_run_id"]
     up: list[Any] = []  # [platform, instance, background] of the pair being served
@@ -227,6 +211,7 @@ def _serve_pairs(job: dict[str, Any], session: Any, paths: Paths, emit: Emitter,
             try:
                 platform = session.platforms[req["platform"]]
                 bench = session.benchmarks[req["benchmark"]]
+                assert isinstance(bench, PairBenchmark) and session.image is not None
                 name = naming.derived(naming.unit_name(run_id, req["platform"], int(req["round"])), "-s")
                 workdir = f"/var/tmp/virtbench/{name}"
                 instance = platform.create(session.image, name, run_id)

@@ -18,11 +18,12 @@ from .. import proc
 from ..benchmarks.base import PairBenchmark
 from ..config import Campaign, cross_host
 from ..errors import CommandError, VirtbenchError
+from ..experiments.base import Reporter
+from ..experiments.benchmarks.plan import schedule
+from ..experiments.benchmarks.rounds import describe, parsed_samples
+from ..experiments.benchmarks.session import Session
 from ..platforms import naming
 from ..store.db import Store, now
-from .execute import Reporter, _describe, parsed_samples
-from .plan import schedule
-from .session import Session
 
 READY_TIMEOUT = 300.0
 
@@ -109,7 +110,7 @@ def _one(store: Store, run_id: str, session: Session, agent: ServerAgent, server
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as exc:  # noqa: BLE001 - a failed execution with its output, the run goes on
-        status, error = "failed", _describe(exc)
+        status, error = "failed", describe(exc)
         if isinstance(exc, CommandError):
             stdout, exit_code = stdout or exc.stdout, exit_code if exit_code is not None else exc.returncode
         if not server:

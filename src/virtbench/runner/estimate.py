@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Campaign
-from .plan import noise_rounds
+from ..experiments.benchmarks.plan import noise_rounds
 
 TIME_PARAMS = ("seconds", "runtime", "time", "duration", "ramp_time")
 """Benchmark parameters that are a duration in seconds of the tool's own run."""

@@ -1,5 +1,7 @@
-"""One campaign on several hosts: checked and supplied first, then each host measures its own
-randomized interleaved order (in parallel, or one after another), into one run.
+"""One campaign on several hosts, the way the runner's one lifecycle (execute.py) runs the
+benchmarks kind when the campaign has `hosts:`: each host checked and supplied first (parts.py),
+then each measures its own randomized interleaved order (in parallel, or one after another),
+into one run.
 
 The controller (the machine `virtbench run` starts on) measures `local` itself and starts
 `virtbench agent` on every other host over SSH (hosts/ssh.py); the agent streams one JSON line
@@ -11,291 +13,90 @@ with the reason (error starting with UNREACHED) and `run --resume` measures exac
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import random
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from .. import host as hostfacts
 from .. import proc
-from ..config import Campaign, check_host, cross_host
+from ..config import Campaign, cross_host
 from ..errors import InputError, VirtbenchError
-from ..experiments.registry import EXPERIMENTS
-from ..hosts import ship, ssh
-from ..hosts.inventory import HostSpec
-from ..hosts.ssh import SSHExecutor
-from ..images import build as images
-from ..images.arch import MACHINE_TO_DEB
+from ..experiments.base import (
+    Experiment,
+    ExperimentContext,
+    Forwarding,
+    Interrupted,
+    Reporter,
+    Unfinished,
+)
+from ..experiments.benchmarks.kind import Benchmarks
+from ..experiments.benchmarks.plan import schedule, without
+from ..experiments.benchmarks.session import Session, session_details
+from ..hosts import ssh
 from ..platforms.base import Paths
 from ..store.db import Store, now
 from ..store.models import Run
 from . import crosspair
-from .agent import decode, without
-from .execute import Outcome, Reporter, execute, session_details
-from .plan import schedule
-from .session import (
-    Session,
-    build_objects,
-    image_recipe,
-    memory_limited,
-    prepare,
-    refuse_undelegated,
-    refuse_unlimited_memory,
-    with_platform_packages,
-)
+from .parts import Part, close, for_agent, host_seed, instance_run_id, prepare_parts
+from .wire import decode, parse
 
 UNREACHED = "not reached:"
 """Error prefix of an execution a lost host never ran (resume measures these)."""
-PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
-@dataclass
-class Part:
-    """One host's share of the run."""
+class AcrossHosts(Experiment):
+    """The benchmarks kind on every host of the campaign: prepared by checking and supplying each
+    host, run by measuring `local` here and starting an agent on every other host."""
 
-    spec: HostSpec
-    seed: int
-    executor: SSHExecutor | None = None
-    agent: str = ""
-    details: dict[str, Any] = field(default_factory=dict)
-    shipped: ship.Shipment = field(default_factory=ship.Shipment)
-    clock: dict[str, Any] = field(default_factory=dict)
-    stream: proc.Stream | None = None
-    status: str = "pending"
-    reason: str = ""
+    def __init__(self, campaign: Campaign, paths: Paths, store: Store) -> None:
+        super().__init__(campaign, paths)
+        self.store = store
+        self.local: Session | None = None
+        self.parts: list[Part] = []
 
-    @property
-    def name(self) -> str:
-        return self.spec.name
+    def prepare(self, log: Callable[[str], None]) -> None:
+        if self.campaign.experiment != Benchmarks.name:  # the parts' schedule and provenance are the benchmarks kind's
+            raise InputError(f"experiment {self.campaign.experiment!r} declares hosts = 'agents', which only the "
+                             "benchmarks kind runs yet", "declare hosts = 'no' and run it on each host itself")
+        t0 = time.monotonic()
+        self.local, self.parts = prepare_parts(self.campaign, self.paths, 0, log)
+        log(f"hosts ready in {time.monotonic() - t0:.1f} s: " + "; ".join(_ready(p) for p in self.parts))
 
-    def remote_env(self) -> list[str]:
-        work = self.spec.work_dir
-        tag = hashlib.sha256(work.encode()).hexdigest()[:8]
-        return [f"VIRTBENCH_STATE_DIR={work}/state", f"VIRTBENCH_RUNTIME_DIR=/run/virtbench-remote/{tag}",
-                f"PATH={PATH}"]
+    def details(self) -> dict[str, Any]:
+        details = session_details(replace(self.local, campaign=self.campaign)) if self.local is not None \
+            else dict(self.parts[0].details)
+        details["provenance"] = {**details.get("provenance", {}), "hosts": _provenance(self.parts, self.local)}
+        return details
 
-    @property
-    def image_cache(self) -> str:
-        return f"{self.spec.work_dir}/images"
+    def summary(self, run_id: str, seed: int) -> str:
+        c = self.campaign
+        return (f"run {run_id}: {len(self.parts)} hosts x {len(c.platforms)} platforms x {len(c.benchmarks)} "
+                f"benchmarks, {'in parallel' if c.parallel else 'one after another'}")
 
-
-def host_seed(seed: int, name: str) -> int:
-    """Each host its own order, reproducible from the run's seed."""
-    return int.from_bytes(hashlib.sha256(f"{seed}:{name}".encode()).digest()[:4], "big") % 2**31
-
-
-def instance_run_id(run_id: str, name: str) -> str:
-    """The id a remote host labels its instances with: another host's cleanup never matches it."""
-    return f"{run_id}-{hashlib.sha256(name.encode()).hexdigest()[:4]}"
-
-
-# -- before anything starts ------------------------------------------------------------------
-def prepare_parts(campaign: Campaign, paths: Paths, seed: int, log: Any) -> tuple[Session | None, list[Part]]:
-    """Check and supply every host; raise InputError naming the first that cannot take part."""
-    if campaign.adaptive is not None:
-        raise InputError("adaptive: is not supported with hosts: yet", "give a fixed number of repetitions")
-    if not EXPERIMENTS.get(campaign.experiment).uses_benchmarks:  # it ran as benchmarks with none, silently
-        raise InputError(f"experiment {campaign.experiment!r} does not run with hosts: yet (benchmark "
-                         f"campaigns and migration to: {{host}} do)",
-                         "run it on that host itself: virtbench run there, without hosts:")
-    session = build_objects(campaign, paths)
-    parts = [Part(spec=h, seed=host_seed(seed, h.name)) for h in campaign.hosts]
-    try:
-        for part in parts:  # the cheap checks first: a host that cannot be reached refuses at once
-            if part.spec.is_local:
-                check_host(campaign, paths, source=f"host {part.name}", one_of_hosts=True)
-            else:
-                part.executor = SSHExecutor(part.spec, paths.runtime)
-                part.executor.open()  # host key, reachability, root or sudo: InputError naming the host
-                _check_remote(part, campaign, paths)
-                if limited := memory_limited(session):  # a board booted without it (Raspberry Pi OS): refused now
-                    cgroups = part.executor.run(["cat", "/proc/cgroups"], timeout=30, check=False).stdout
-                    refuse_unlimited_memory(part.name, limited, cgroups)
-                v2 = part.executor.run(["cat", "/sys/fs/cgroup/cgroup.controllers"], timeout=30, check=False)
-                refuse_undelegated(part.name, session, v2.stdout if v2.ok else "")
-        if any(p.spec.is_local for p in parts):
-            prepare(session, log=log)
-        else:  # no image for the controller's own architecture: only the hosts' (a board's) are built
-            image_recipe(campaign)  # a profile lacking the benchmarks' tools refuses now
-        for part in parts:
-            if not part.spec.is_local:
-                _prepare_remote(part, campaign, session, paths, log)
-    except BaseException:
-        close(parts)
-        raise
-    return (session if any(p.spec.is_local for p in parts) else None), parts
-
-
-def _check_remote(part: Part, campaign: Campaign, paths: Paths) -> None:
-    """The host's CPUs and memory against the campaign's limits (config.check_host), read over
-    SSH before anything is built or started there."""
-    assert part.executor is not None
-    out = part.executor.run(["sh", "-c", "nproc; cat /proc/meminfo"], timeout=30, check=False).stdout
-    first, _, meminfo = out.partition("\n")
-    if first.strip().isdigit():
-        check_host(campaign, paths, source=f"host {part.name}", cpus=int(first), free=-1, one_of_hosts=True,
-                   memory=hostfacts.meminfo(meminfo).get("MemTotal", 0))
-
-
-def _prepare_remote(part: Part, campaign: Campaign, session: Session, paths: Paths, log: Any) -> None:
-    ex = part.executor
-    assert ex is not None
-    machine = ex.run(["uname", "-m"], timeout=30).stdout.strip()
-    py = ex.run(["python3", "-c", "import sys, venv; print('%d.%d' % sys.version_info[:2])"], timeout=30,
-                check=False)
-    if not py.ok or tuple(map(int, py.stdout.strip().split("."))) < (3, 11):
-        raise InputError(f"host {part.name}: needs Python 3.11 or later with venv "
-                         f"({(py.stdout or py.stderr).strip()[-80:] or 'no python3'})",
-                         f"install python3 and python3-venv on {part.name}")
-    arch = MACHINE_TO_DEB.get(machine, machine)
-    image = session.image
-    if image is None or arch != image.arch:  # the same recipe for that host's architecture (qemu-user)
-        recipe = replace(with_platform_packages(image_recipe(campaign), session.platforms.values()), arch=arch)
-        try:
-            image = images.build(recipe, log=log)
-        except VirtbenchError as exc:
-            raise InputError(f"host {part.name} is {machine}: no {arch} guest image for it: {exc.message}",
-                             exc.fix or f"build it first: virtbench image build --arch {arch}") from None
-    part.agent = ship.ensure_virtbench(ex, machine, py.stdout.strip(), part.shipped, log)
-    ship.ensure_image(ex, image.root, part.image_cache, part.shipped, log)
-    part.clock = clock_offset(ex)
-    msgs = _talk(part, {"mode": "check", "campaign": _for_agent(campaign), "run_id": "check",
-                        "image_cache": part.image_cache})
-    end = msgs[-1] if msgs else {}
-    if end.get("event") == "error" or end.get("status") != "checked":
-        raise InputError(f"host {part.name}: {end.get('message') or 'the agent did not answer'}",
-                         end.get("fix") or f"see `virtbench doctor` on {part.name}")
-    part.details = next((m["details"] for m in msgs if m.get("event") == "hello"), {})
-
-
-def _for_agent(campaign: Campaign) -> dict[str, Any]:
-    """The campaign as a host's agent gets it (it measures only where it runs)."""
-    return campaign.model_dump(mode="json")
-
-
-def _talk(part: Part, job: dict[str, Any]) -> list[dict[str, Any]]:
-    """A short agent job (check, cleanup): every line it wrote, until it exits."""
-    assert part.executor is not None
-    stream = proc.stream(part.executor.ssh_argv(["env", *part.remote_env(), part.agent, "agent"]))
-    stream.send(json.dumps(job))
-    msgs = [m for m in map(_parse, stream.lines()) if m]
-    rc = stream.close()
-    if not msgs:
-        return [{"event": "error", "message": f"the agent exited with status {rc}: {stream.stderr().strip()[-300:]}"}]
-    return msgs
-
-
-def _parse(line: str) -> dict[str, Any] | None:
-    try:
-        msg = json.loads(line)
-    except json.JSONDecodeError:
-        return None
-    return msg if isinstance(msg, dict) else None
-
-
-def clock_offset(ex: SSHExecutor, tries: int = 20) -> dict[str, Any]:
-    """The host's clock minus ours, NTP-style: one remote shell answers each request with its
-    time, so every exchange is a symmetric round trip on an open session; the exchange with the
-    smallest round trip gives the offset, known to within half of it. Plus the host's chrony
-    state where chrony runs."""
-    stream = proc.stream(ex.ssh_argv(["sh", "-c", "while read -r _; do date +%s.%N; done"]))
-    best: tuple[float, float] | None = None
-    try:
-        replies = stream.lines()
-        for _ in range(tries):
-            t0 = time.time()
-            if not stream.send("t"):
-                break
-            reply = next(replies, "")
-            t1 = time.time()
-            try:
-                remote = float(reply.strip())
-            except ValueError:
-                break
-            if best is None or t1 - t0 < best[1]:
-                best = (remote - (t0 + t1) / 2, t1 - t0)
-    finally:
-        stream.close(grace=5)
-    out: dict[str, Any] = {"method": f"time requests over SSH, smallest round trip of {tries}"}
-    if best is not None:
-        out.update(offset_s=best[0], uncertainty_s=best[1] / 2)
-    chrony = ex.run(["chronyc", "-c", "tracking"], timeout=30, check=False)
-    if chrony.ok:
-        fields = chrony.stdout.strip().split(",")
-        if len(fields) > 4:
-            out["chrony"] = {"reference": fields[1], "system_time_offset_s": float(fields[4])}
-    return out
-
-
-def close(parts: list[Part]) -> None:
-    for part in parts:
-        if part.executor is not None:
-            part.executor.close()
-
-
-# -- the run ---------------------------------------------------------------------------------
-def start(store: Store, campaign: Campaign, paths: Paths, *, source: str, reporter: Reporter,
-          run_id: str) -> Outcome:
-    seed = campaign.seed if campaign.seed is not None else random.SystemRandom().randrange(2**31)
-
-    def record(details: dict[str, Any]) -> None:
-        store.create_run(run_id=run_id, name=campaign.name, campaign=campaign.model_dump(mode="json"),
-                         source=source, seed=seed, status="running", **details)
-
-    return _start(store, campaign, paths, run_id, seed, reporter, record)
-
-
-def run_queued(store: Store, run: Run, campaign: Campaign, paths: Paths, *, reporter: Reporter) -> Outcome:
-    """A run queued from the web app: this worker's host is the controller, as `virtbench run` would be."""
-    def record(details: dict[str, Any]) -> None:
-        store.fill_run(run.id, **details)
-        store.set_status(run.id, "running")
-
-    return _start(store, campaign, paths, run.id, run.seed, reporter, record)
-
-
-def _start(store: Store, campaign: Campaign, paths: Paths, run_id: str, seed: int, reporter: Reporter,
-           record: Any) -> Outcome:
-    t0 = time.monotonic()
-    session, parts = prepare_parts(campaign, paths, seed, reporter.log)
-    try:
-        reporter.log(f"hosts ready in {time.monotonic() - t0:.1f} s: " + "; ".join(_ready(p) for p in parts))
-        details = session_details(replace(session, campaign=campaign)) if session is not None \
-            else dict(parts[0].details)
-        details["provenance"] = {**details.get("provenance", {}), "hosts": _provenance(parts, session)}
-        record({**details, "host_id": store.upsert_host(hostfacts.stable_facts())})
-        reporter.log(f"run {run_id}: {len(parts)} hosts x {len(campaign.platforms)} platforms x "
-                     f"{len(campaign.benchmarks)} benchmarks, {'in parallel' if campaign.parallel else 'one after another'}")
-        return _run_parts(store, run_id, campaign, session, parts, reporter)
-    finally:
-        close(parts)
-
-
-def resume(store: Store, run: Run, campaign: Campaign, paths: Paths, *, reporter: Reporter) -> Outcome:
-    """Measure what is missing: executions never stored and those a lost host never reached."""
-    t0 = time.monotonic()
-    session, parts = prepare_parts(campaign, paths, run.seed, reporter.log)
-    try:
-        reporter.log(f"hosts ready in {time.monotonic() - t0:.1f} s: " + "; ".join(_ready(p) for p in parts))
-        for part in parts:
-            n = store.forget_unreached(run.id, part.name, UNREACHED)
+    def resuming(self, run: Run, log: Callable[[str], None]) -> None:
+        """Measure what is missing: executions never stored and those a lost host never reached."""
+        for part in self.parts:
+            n = self.store.forget_unreached(run.id, part.name, UNREACHED)
             if n:
-                reporter.log(f"{part.name}: {n} executions it never reached are measured now")
+                log(f"{part.name}: {n} executions it never reached are measured now")
         hosts = (run.provenance or {}).get("hosts", {})
-        now_ = _provenance(parts, session)
+        now_ = _provenance(self.parts, self.local)
         for name, entry in now_.items():  # every start's shipment is kept: the first, then each resume's
             before = hosts.get(name, {})
             if "shipped" in entry:
                 entry["shipments"] = [*before.get("shipments", [before["shipped"]] if "shipped" in before else []),
                                       entry["shipped"]]
-        store.update_run(run.id, provenance={**(run.provenance or {}), "hosts": {**hosts, **now_}})
-        store.set_status(run.id, "running")
-        return _run_parts(store, run.id, campaign, session, parts, reporter)
-    finally:
-        close(parts)
+        self.store.update_run(run.id, provenance={**(run.provenance or {}), "hosts": {**hosts, **now_}})
+
+    def run(self, ctx: ExperimentContext) -> None:
+        for part in self.parts:
+            part.seed = host_seed(ctx.seed, part.name)
+        _run_parts(self.store, ctx.run_id, self.campaign, self.local, self.parts, ctx.reporter)
+
+    def close(self) -> None:
+        close(self.parts)
 
 
 def _ready(part: Part) -> str:
@@ -324,7 +125,7 @@ def _provenance(parts: list[Part], session: Session | None) -> dict[str, Any]:
     return out
 
 
-class HostView:
+class HostView(Forwarding):
     """The store as the local part of a multi-host run writes to it: every execution carries
     the host's name, and only this host's executions count as done."""
 
@@ -334,21 +135,23 @@ class HostView:
     def done_units(self, run_id: str) -> set[tuple[int, str, str]]:
         return self.store.done_units(run_id, host=self.host)
 
-    def record(self, **fields: Any) -> int:
+    def put(self, fields: dict[str, Any]) -> int:
         return self.store.record(**fields, host=self.host)
 
     def executions(self, run_id: str, *, status: str | None = None) -> list[Any]:
         return [e for e in self.store.executions(run_id, status=status) if e.host == self.host]
 
-    def set_status(self, run_id: str, status: str, error: str = "") -> None:  # noqa: ARG002
-        self.status = status
+    def samples(self, run_id: str, *, include_warmup: bool = False, per_instance: bool = False) -> list[Any]:
+        mine = {e.id for e in self.executions(run_id)}
+        return [s for s in self.store.samples(run_id, include_warmup=include_warmup, per_instance=per_instance)
+                if s.execution_id in mine]
 
-    def run(self, ref: str) -> Run:
-        return self.store.run(ref)
+    def set_status(self, run_id: str, status: str, error: str = "") -> None:  # noqa: ARG002
+        self.status = status  # the run's status is the controller's (its lifecycle sets it)
 
 
 def _run_parts(store: Store, run_id: str, campaign: Campaign, session: Session | None, parts: list[Part],
-               reporter: Reporter) -> Outcome:
+               reporter: Reporter) -> None:
     stop = threading.Event()
     remote = [p for p in parts if not p.spec.is_local]
     threads = [threading.Thread(target=_remote_part, args=(store, run_id, campaign, p, reporter, stop),
@@ -361,11 +164,14 @@ def _run_parts(store: Store, run_id: str, campaign: Campaign, session: Session |
         for part in parts:
             if part.spec.is_local:
                 assert session is not None
-                view = HostView(store, part.name)
-                own = replace(session, campaign=without(campaign, set(cross_host(campaign))))
-                out = execute(view, own, run_id, part.seed, reporter, stop_requested=stop.is_set)  # type: ignore[arg-type]
-                part.status = "interrupted" if out.interrupted else "finished"
-                interrupted |= out.interrupted
+                own = Benchmarks.of(replace(session, campaign=without(campaign, set(cross_host(campaign)))))
+                try:
+                    own.run(ExperimentContext(sink=HostView(store, part.name), run_id=run_id, seed=part.seed,
+                                              paths=session.paths, log=reporter.log, step=reporter.step,
+                                              stop_requested=stop.is_set, reporter=reporter))
+                    part.status = "finished"
+                except (KeyboardInterrupt, Interrupted):
+                    part.status, interrupted = "interrupted", True
             elif not campaign.parallel and not stop.is_set():
                 t = threads[remote.index(part)]
                 t.start()
@@ -373,7 +179,7 @@ def _run_parts(store: Store, run_id: str, campaign: Campaign, session: Session |
         for t in threads:
             while t.is_alive():
                 t.join(0.5)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Interrupted):
         interrupted = True
     if interrupted:
         stop.set()
@@ -383,20 +189,13 @@ def _run_parts(store: Store, run_id: str, campaign: Campaign, session: Session |
         for t in threads:
             if t.is_alive():
                 t.join(90)
-        store.set_status(run_id, "interrupted", "interrupted by user or signal")
-        return Outcome(run_id, 0, 0, interrupted=True)
+        raise Interrupted("interrupted by user or signal")
     if cross_host(campaign) and session is not None:
         _cross_phase(store, run_id, campaign, session, parts, reporter)
     lost = [p for p in parts if p.status != "finished"]
-    failed = sum(1 for ex in store.executions(run_id, status="failed") if not ex.warmup)
-    total = len(store.executions(run_id))
     if lost:
-        store.set_status(run_id, "failed", "; ".join(f"{p.name}: {p.reason or p.status}" for p in lost)
+        raise Unfinished("; ".join(f"{p.name}: {p.reason or p.status}" for p in lost)
                          + f" (complete it with `virtbench run --resume {run_id}`)")
-    else:
-        store.set_status(run_id, "finished")
-    reporter.end()
-    return Outcome(run_id, total, failed)
 
 
 _SILENT = (f"connection closed: the host closed it, or did not answer SSH keepalives for "
@@ -407,15 +206,15 @@ def _remote_part(store: Store, run_id: str, campaign: Campaign, part: Part, repo
                  stop: threading.Event) -> None:
     assert part.executor is not None
     done = store.done_units(run_id, host=part.name)
-    job = {"mode": "run", "campaign": _for_agent(campaign), "run_id": run_id,
+    job = {"mode": "run", "campaign": for_agent(campaign), "run_id": run_id,
            "instance_run_id": instance_run_id(run_id, part.name), "seed": part.seed,
            "done": sorted(done), "image_cache": part.image_cache, "skip": sorted(cross_host(campaign))}
     end: dict[str, Any] = {}
     try:
-        part.stream = proc.stream(part.executor.ssh_argv(["env", *part.remote_env(), part.agent, "agent"]))
+        part.stream = proc.stream(part.agent_argv())
         part.stream.send(json.dumps(job))
         for line in part.stream.lines():
-            msg = _parse(line)
+            msg = parse(line)
             if msg is None:
                 continue
             event = msg.get("event")
@@ -482,8 +281,8 @@ def _cross_phase(store: Store, run_id: str, campaign: Campaign, session: Session
             _mark(store, run_id, "local", todo, part.reason or f"host {host} did not finish its part")
             continue
         reporter.log(f"pairs across hosts: client here, server on {host} ({part.spec.address})")
-        agent = crosspair.ServerAgent(part.executor.ssh_argv(["env", *part.remote_env(), part.agent, "agent"]),
-                                      {"mode": "pair-server", "campaign": _for_agent(campaign), "run_id": run_id,
+        agent = crosspair.ServerAgent(part.agent_argv(),
+                                      {"mode": "pair-server", "campaign": for_agent(campaign), "run_id": run_id,
                                        "instance_run_id": instance_run_id(run_id, host),
                                        "image_cache": part.image_cache})
         try:
@@ -501,32 +300,3 @@ def _cross_phase(store: Store, run_id: str, campaign: Campaign, session: Session
 def _tail(text: str) -> str:
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     return " | ".join(lines[-2:])
-
-
-def cleanup_host(store: Store, name: str, paths: Paths, run_id: str | None = None) -> list[str]:
-    """`cleanup --host NAME`: the agent there removes what virtbench left (of one run, or all),
-    under that host's own state; NAME is looked up in the newest run whose campaign lists it."""
-    spec = next((HostSpec(**h) for r in store.runs(limit=1000) for h in (r.campaign or {}).get("hosts", [])
-                 if isinstance(h, dict) and h.get("name") == name), None)
-    if spec is None:
-        raise InputError(f"no run in the store lists a host named {name!r}",
-                         "give a host of a multi-host campaign run from this store (see `virtbench runs`)")
-    part = Part(spec=spec, seed=0)
-    part.executor = SSHExecutor(spec, paths.runtime)
-    part.executor.open()
-    try:
-        res = part.executor.run(["find", spec.work_dir, "-maxdepth", "3", "-path", "*/venv-*/bin/virtbench",
-                                 "-printf", "%T@ %p\n"], timeout=30, check=False)
-        found = sorted((float(t), p) for t, p in (ln.split(" ", 1) for ln in res.stdout.splitlines() if " " in ln))
-        if not found:
-            return []  # virtbench never ran there: nothing of it to clean up
-        part.agent = found[-1][1]  # the newest environment shipped there
-        job: dict[str, Any] = {"mode": "cleanup",
-                               "run_id": instance_run_id(run_id, name) if run_id else None}
-        msgs = _talk(part, job)
-    finally:
-        part.executor.close()
-    end = msgs[-1] if msgs else {}
-    if end.get("event") == "error":
-        raise VirtbenchError(f"host {name}: cleanup failed: {end.get('message')}")
-    return [f"{name}: {line}" for line in end.get("removed", [])]

@@ -32,10 +32,10 @@ from typing import Any
 
 from ..config import Campaign, parse_campaign
 from ..errors import UnavailableError
+from ..experiments.benchmarks.session import probe_types
 from ..platforms import slices
 from ..platforms.base import Paths
 from ..registry import PLATFORMS
-from .session import probe_types
 
 KVM_GUEST: dict[str, Any] = {"name": "kvm", "type": "qemu", "accel": "kvm", "memory": "1G"}
 """The VM of the quick campaign, only where KVM runs a guest: under TCG a guest measures an
@@ -78,7 +78,7 @@ the run started (the declared rounds included; the round under way at the cap fi
 `make run` stays within 10 minutes on a new machine (on a quiet one, packages present: venv
 40 s, image 30 s, engine imports 50 s). Before the first measured round, three executions of
 the baseline spread through the warm-up round measure the host's noise (about 20 s) and the run says at once how many
-comparisons it expects to decide (runner.adaptive.note_noise); an undecided comparison the
+comparisons it expects to decide (experiments.benchmarks.adaptive.note_noise); an undecided comparison the
 caps cannot decide at its noise gets no more rounds, so the time goes where it decides."""
 
 

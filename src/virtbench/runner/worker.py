@@ -32,12 +32,12 @@ from typing import Any
 from .. import __version__
 from ..config import parse_campaign
 from ..errors import InputError, StoreError
+from ..experiments.benchmarks.probing import require_consent
 from ..platforms.base import Paths
 from ..store import queue
 from ..store.db import Store, now
 from ..store.queue import cancel_requested, claim_next, hostname, mark_cancelled, orphans, take_over
 from . import execute, hostlock
-from .probing import require_consent
 
 HEARTBEAT_S = 10.0
 """Heartbeat period while nothing changes; progress is written within PROGRESS_S of a change."""
@@ -259,8 +259,8 @@ class QueueWorker:
     def _probe_platforms(self) -> None:
         """Which platform types this host runs, for the schedule form (same probe as doctor)."""
         from .. import host as hostfacts
+        from ..experiments.benchmarks.session import probe_types
         from ..registry import PLATFORMS
-        from .session import probe_types
 
         self._set_state("probing")
         self._in_run_setup = True

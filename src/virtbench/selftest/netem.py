@@ -20,9 +20,9 @@ from typing import Any, ClassVar
 from .. import proc
 from ..benchmarks.base import PairBenchmark
 from ..config import parse_campaign
-from ..runner import session as sessions
+from ..experiments.benchmarks import session as sessions
+from ..experiments.benchmarks.pair import run_pair
 from ..runner.execute import new_run_id
-from ..runner.pair import run_pair
 from .base import Check, Judgement, Skip
 from .context import Context, record, remove
 

@@ -3,7 +3,7 @@
 A runc container limited to 64 MiB (and no swap, where the host swaps) runs sysbench memory
 with one 256 MiB block: sysbench allocates and writes the whole block, so the kernel's OOM
 killer must stop it. The runner must store a failed execution that names the OOM kill (from
-the cgroup's own counters, runner.oomwatch), and no sample: numbers from a killed tool are
+the cgroup's own counters, experiments.benchmarks.oomwatch), and no sample: numbers from a killed tool are
 not a measurement.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ ALLOCATION_MIB = 256
 BENCHMARK: dict[str, Any] = {"name": "sysbench-memory", "block_size": f"{ALLOCATION_MIB}M", "oper": "write",
                              "time": 1}
 MARK = "out of memory"
-"""What the runner's failure reason says for an OOM kill (runner.oomwatch)."""
+"""What the runner's failure reason says for an OOM kill (experiments.benchmarks.oomwatch)."""
 
 
 def judge(errors: list[str], values: int) -> Judgement:

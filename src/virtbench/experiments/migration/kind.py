@@ -142,7 +142,7 @@ class Migration(Experiment):
     description: ClassVar[str] = ("N instances at once moved offline (stop, move storage, start) or live "
                                   "(QEMU QMP, CRIU), or only started and stopped; every phase timed")
     Section = MigrationSection
-    drives_hosts = True  # the destination hosts are reached from here, over SSH
+    hosts = "drives"  # the destination hosts are reached from here, over SSH
 
     @classmethod
     def work_per_round(cls, section: Any) -> tuple[int, str]:

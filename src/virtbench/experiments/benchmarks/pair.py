@@ -13,14 +13,14 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass
 
-from .. import proc
-from ..benchmarks.base import PairBenchmark
-from ..errors import CommandError, VirtbenchError
-from ..images.image import Image
-from ..platforms import naming
-from ..platforms.background import InstanceProcess
-from ..platforms.base import Instance, Paths, Platform
-from ..registry import PLATFORMS
+from ... import proc
+from ...benchmarks.base import PairBenchmark
+from ...errors import CommandError, VirtbenchError
+from ...images.image import Image
+from ...platforms import naming
+from ...platforms.background import InstanceProcess
+from ...platforms.base import Instance, Paths, Platform
+from ...registry import PLATFORMS
 
 LISTEN_TIMEOUT = 30.0
 

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..config import Campaign
-from ..constants import LIFECYCLE
+from ...constants import LIFECYCLE
 
-__all__ = ["LIFECYCLE", "Unit", "extra_round", "noise_rounds", "schedule", "unmeasured_rounds"]
+if TYPE_CHECKING:
+    from ...config import Campaign
+
+__all__ = ["LIFECYCLE", "Unit", "extra_round", "noise_rounds", "schedule", "unmeasured_rounds", "without"]
 
 
 @dataclass(frozen=True)
@@ -87,3 +90,11 @@ def extra_round(campaign: Campaign, seed: int, entry: dict) -> list[Unit]:
         benches = [b for b in benchmarks if b in only[name]] if name in only else benchmarks[:]
         units.append(Unit(round=entry["round"], warmup=False, platform=name, benchmarks=tuple(benches)))
     return units
+
+
+def without(campaign: Campaign, keys: set[str]) -> Campaign:
+    """The campaign's own part for one host: without the pairs measured across hosts (the
+    controller runs those); the image stays the full campaign's, the same on every host."""
+    if not keys:
+        return campaign
+    return campaign.model_copy(update={"benchmarks": [b for b in campaign.benchmarks if b.key not in keys]})

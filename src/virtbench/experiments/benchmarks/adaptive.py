@@ -9,14 +9,16 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..analysis import forecast
-from ..analysis.stats import Need, needs_more
-from ..analysis.verdict import decide
-from ..config import Campaign
-from ..store.db import Store, now
+from ...analysis import forecast
+from ...analysis.stats import Need, needs_more
+from ...analysis.verdict import decide
+from ...store.db import Store, now
 from .plan import LIFECYCLE, unmeasured_rounds
+
+if TYPE_CHECKING:
+    from ...config import Campaign
 
 STOP_CONFIDENCE = 0.99
 """The interval that stops a comparison's extra rounds on a difference. Every extra round is one

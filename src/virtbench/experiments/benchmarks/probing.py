@@ -9,12 +9,14 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..config import Campaign
-from ..errors import InputError
-from ..probes.base import Probe, ProbeData, Target
-from ..registry import PROBES
+from ...errors import InputError
+from ...probes.base import Probe, ProbeData, Target
+from ...registry import PROBES
+
+if TYPE_CHECKING:
+    from ...config import Campaign
 
 
 def build_probes(campaign: Campaign) -> list[Probe]:

@@ -13,12 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .. import proc
-from ..benchmarks.base import Benchmark, Metric
-from ..errors import ParseError
-from ..images.image import Image
-from ..platforms import naming
-from ..platforms.base import Instance, Platform
+from ... import proc
+from ...benchmarks.base import Benchmark, Metric
+from ...errors import ParseError
+from ...images.image import Image
+from ...platforms import naming
+from ...platforms.base import Instance, Platform
 
 
 def run_instances(platform: Platform, first: Instance, image: Image, count: int, argv: list[str],

@@ -8,21 +8,23 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .. import host as hostfacts
-from ..benchmarks.base import Benchmark
-from ..config import Campaign, parse_campaign
-from ..errors import InputError, UnavailableError, VirtbenchError, disk_full
-from ..executor import Outside
-from ..images import build as images
-from ..images.image import Image
-from ..platforms.availability import probe_types  # noqa: F401 - re-exported for the runner's callers
-from ..platforms.base import Availability, Paths, Platform
-from ..probes.base import Probe
-from ..registry import BENCHMARKS, PLATFORMS
+from ... import host as hostfacts
+from ...benchmarks.base import Benchmark
+from ...errors import InputError, UnavailableError, VirtbenchError, disk_full
+from ...executor import Outside
+from ...images import build as images
+from ...images.image import Image
+from ...platforms.availability import probe_types  # noqa: F401 - re-exported for the runner's callers
+from ...platforms.base import Availability, Paths, Platform
+from ...probes.base import Probe
+from ...registry import BENCHMARKS, PLATFORMS
+
+if TYPE_CHECKING:
+    from ...config import Campaign
 
 
 @dataclass
@@ -136,7 +138,7 @@ def leave_out(session: Session, name: str, reason: str, fix: str, left_out: Left
     gone = {name} | {n for n in session.platforms if session.campaign.platform(n).inside == name}
     data = session.campaign.model_dump(mode="json")
     data["platforms"] = [p for p in data["platforms"] if p["name"] not in gone]
-    session.campaign = parse_campaign(data, f"campaign {session.campaign.name!r} without {name}")
+    session.campaign = type(session.campaign).model_validate(data)  # a subset of a valid campaign
     for n in sorted(gone):
         session.platforms.pop(n, None)
         left_out.append({"platform": n, "reason": reason if n == name else f"inside {name}: {reason}",
@@ -248,3 +250,25 @@ def _stacked_row(session: Session, name: str, platform: Platform) -> dict[str, A
     return {"name": name, "type": platform.type, "kind": "stack", "label": f"{outer.label()}/{platform.label()}",
             "config": {**platform.describe(), "inside": outer.name, "outer": outer.describe()},
             "versions": {"runtime": f"the {platform.type} package of {outer.name}'s VM image"}}
+
+
+def session_details(session: Session) -> dict[str, Any]:
+    """What a run records about the host that measures it (a remote agent sends its own)."""
+    from ... import __version__
+    from .probing import describe
+
+    assert session.image is not None
+    versions = tool_versions(session)
+    return {
+        "host_facts": hostfacts.facts(session.paths.state),
+        "image": session.image.provenance(),
+        "provenance": {"virtbench": __version__, "tools": versions,
+                       "availability": {k: v.reason for k, v in session.availability.items()},
+                       **({"probes": describe(session.probes)} if session.probes else {})},
+        "platforms": platform_rows(session),
+        "benchmarks": [{"key": b.key, "name": b.name,
+                        "params": session.benchmarks[b.key].params.model_dump(mode="json"),
+                        "tool_version": versions[b.name],
+                        "metrics": [asdict(m) for m in session.benchmarks[b.key].metrics()]}
+                       for b in session.campaign.benchmarks],
+    }

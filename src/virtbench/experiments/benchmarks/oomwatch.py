@@ -9,8 +9,8 @@ the limit, whatever the tool printed.
 """
 from __future__ import annotations
 
-from ..platforms import cgroups
-from ..platforms.base import Instance, Platform
+from ...platforms import cgroups
+from ...platforms.base import Instance, Platform
 
 
 class OomWatch:

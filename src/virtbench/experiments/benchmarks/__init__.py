@@ -1,0 +1,1 @@
+"""The built-in kind `benchmarks`: every benchmark on every platform, in interleaved rounds."""
