@@ -33,9 +33,11 @@ toy = vbtoy.platform:Toy
 [virtbench.probes]
 toy-stopwatch = vbtoy.probe:Stopwatch
 
+[virtbench.probe_reports]
+toy-stopwatch = vbtoy.report:stopwatch
+
 [virtbench.report_sections]
 toy-count = vbtoy.report:count
-toy-stopwatch = vbtoy.report:stopwatch
 """
 
 
@@ -98,7 +100,8 @@ def test_benchmark_platform_probe_and_its_report_part_run_through_the_cli(plugge
     report = vb(plugged, "report", run.id, "--json")
     assert report.returncode == 0, report.stderr
     doc = json.loads(report.stdout)
-    assert doc["toy-stopwatch"]["executions"] == len(atts) and doc["toy-stopwatch"]["mean_seconds"] > 0
+    watch = doc["probes"]["toy-stopwatch"]
+    assert watch["executions"] == len(atts) and watch["mean_seconds"] > 0
     words = [r for r in doc["results"] if r["benchmark"].startswith("toy-words") and r["platform"] == "toy"]
     assert words and words[0]["mean"] == pytest.approx(5.0) and words[0]["unit"] == "count", words
     text = vb(plugged, "report", run.id)

@@ -28,7 +28,7 @@ class Count(Experiment):
                 if (0, platform.name, key) in done:
                     continue
                 t = now()
-                ctx.store.record(run_id=ctx.run_id, round=0, warmup=False, platform=platform.name, benchmark=key,
+                ctx.sink.record(run_id=ctx.run_id, round=0, warmup=False, platform=platform.name, benchmark=key,
                                  status="ok", started_at=t, finished_at=t, duration_s=0.0,
                                  samples=[{"metric": "n", "value": float(n), "unit": "count",
                                            "higher_is_better": True, "category": "kernel"}])

@@ -1,8 +1,10 @@
-"""Report parts: the kind's section (its counts per platform) and the probe's (mean seconds)."""
+"""Report parts: the kind's section (its counts per platform, `virtbench.report_sections`) and
+the probe's share of the probes section (mean seconds, `virtbench.probe_reports`)."""
 from __future__ import annotations
 
 from statistics import fmean
 
+from virtbench.report.probes import ProbePart, ProbeRecords
 from virtbench.report.sections import ReportSection, SectionTable
 from virtbench.store.db import Store
 from virtbench.store.models import Run
@@ -17,11 +19,9 @@ def count(store: Store, run: Run) -> ReportSection | None:
                          tables=[SectionTable(title="counted", columns=["platform", "executions", "largest"], rows=rows)])
 
 
-def stopwatch(store: Store, run: Run) -> ReportSection | None:
-    seconds = [a.json()["seconds"] for a in store.attachments(run.id, kind="probe:toy-stopwatch") if a.status == "ok"]
-    if not seconds:
-        return None
-    return ReportSection(key="toy-stopwatch", title="Toy stopwatch",
-                         data={"executions": len(seconds), "mean_seconds": fmean(seconds)},
-                         tables=[SectionTable(title="Toy stopwatch", columns=["executions", "mean s"],
-                                              rows=[[len(seconds), fmean(seconds)]])])
+def stopwatch(rec: ProbeRecords) -> ProbePart:
+    seconds = [att.json()["seconds"] for _, att in rec.items if att.status == "ok"]
+    mean = fmean(seconds) if seconds else None
+    return ProbePart(data={"executions": len(seconds), "mean_seconds": mean},
+                     tables=[SectionTable(title="Toy stopwatch", columns=["executions", "mean s"],
+                                          rows=[[len(seconds), mean]])])
