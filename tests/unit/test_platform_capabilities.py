@@ -11,8 +11,8 @@ import pytest
 
 from virtbench.config import parse_campaign
 from virtbench.errors import InputError
-from virtbench.images.image import Image
 from virtbench.experiments.migration import live
+from virtbench.images.image import Image
 from virtbench.platforms.base import Availability, Instance, Paths, Platform
 from virtbench.platforms.qemu import stack as qemu_stack
 from virtbench.registry import PLATFORMS

@@ -75,7 +75,7 @@ def supports_live(platform: Platform) -> tuple[bool, str]:
     if platform.live_migration == "qmp":
         return True, "QEMU migrates a running guest through QMP (KVM or TCG)"
     if platform.live_migration != "criu":
-        from ..registry import PLATFORMS
+        from ...registry import PLATFORMS
 
         criu = sorted(name for name, cls in PLATFORMS.items() if cls.live_migration == "criu")
         return False, (f"{platform.type} has no live migration in virtbench (QEMU through QMP; "
