@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from virtbench import proc
-from virtbench.hosts.inventory import HostSpec
+from virtbench.remote.inventory import HostSpec
 
 SSHD = "/usr/sbin/sshd"
 

@@ -38,7 +38,7 @@ from virtbench.platforms.qemu.options import QemuOptions
 from virtbench.platforms.qemu.platform import QBOOT
 
 try:  # the hosts engineer's model (#15); the same fields until it is on main
-    from virtbench.hosts.inventory import HostSpec
+    from virtbench.remote.inventory import HostSpec
 except ImportError:  # pragma: no cover - only before #15 landed
     @dataclass(frozen=True)
     class HostSpec:  # type: ignore[no-redef]

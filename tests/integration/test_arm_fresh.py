@@ -31,10 +31,10 @@ import pytest
 
 from hostsupport.qemu_host import board_recipe, qemu_host
 from virtbench import proc
-from virtbench.hosts.ssh import SSHExecutor
 from virtbench.images.arch import emulation
 from virtbench.images.build import mounts_using
 from virtbench.registry import BENCHMARKS
+from virtbench.remote.ssh import SSHExecutor
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -3,7 +3,7 @@
 The guest is the test host of tests/hostsupport/qemu_host.py: an arm64 image cross-built by
 virtbench's own builder (qemu-user), Debian's arm64 kernel, `qemu-system-aarch64 -machine
 virt` under TCG, sshd behind a 127.0.0.1 port forward. What runs there goes through the
-SSH transport of the several-hosts feature (virtbench.hosts.ssh): the host-facts reader
+SSH transport of the several-hosts feature (virtbench.remote.ssh): the host-facts reader
 (the same module as locally) and the ARM builds of the benchmark tools, whose outputs the
 parsers must read. TCG on a loaded 2-core machine takes minutes to boot: integration + slow.
 """
@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from hostsupport.qemu_host import qemu_host, skip_unless_affordable
-from virtbench import host as hostfacts
+from virtbench import hostinfo as hostfacts
 from virtbench import proc
-from virtbench.hosts.ssh import SSHExecutor
 from virtbench.images.arch import emulation
 from virtbench.registry import BENCHMARKS
+from virtbench.remote.ssh import SSHExecutor
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -54,7 +54,7 @@ def ship_reader(ex: SSHExecutor, dest: str = "/var/lib/virtbench-remote/lib") ->
 def remote_facts(ex: SSHExecutor) -> dict:
     lib = ship_reader(ex)
     out = ex.run(["env", f"PYTHONPATH={lib}", "python3", "-c",
-                  "import json, virtbench.host as h; print(json.dumps(h.facts()))"], timeout=300)
+                  "import json, virtbench.hostinfo as h; print(json.dumps(h.facts()))"], timeout=300)
     return json.loads(out.stdout)
 
 

@@ -64,7 +64,7 @@ def running(engine, paths, image, run_id, request):
 
 
 def test_probe_available(engine, paths):
-    avail = engine.probe(paths)
+    avail = engine.availability(paths)
     assert avail.available, f"{avail.reason} (fix: {avail.fix})"
     assert "ran a container" in avail.reason
 

@@ -7,7 +7,7 @@ import pytest
 
 from hostsupport.netns_host import netns_host
 from virtbench.errors import InputError
-from virtbench.hosts.ssh import HostUnreachable, SSHExecutor
+from virtbench.remote.ssh import HostUnreachable, SSHExecutor
 
 pytestmark = pytest.mark.integration
 

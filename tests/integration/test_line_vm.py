@@ -60,7 +60,7 @@ def test_netem_delay_on_one_hop_shows_at_the_median_in_a_vm(paths, run_id):
     if Path("/lib/modules", os.uname().release, "kernel/net/sched/sch_netem.ko").exists() or \
             Path("/sys/module/sch_netem").exists():
         pytest.skip("the host kernel has netem: test_line.py checks the delay on the host")
-    verdict = Qemu.probe(paths)
+    verdict = Qemu.availability(paths)
     if not verdict.available:
         pytest.skip(f"qemu not available: {verdict.reason}")
     image = build(Recipe(release="bookworm", arch=host_arch(), profile="auto",

@@ -118,12 +118,12 @@ def tidy(paths):
 
 @pytest.mark.parametrize("kind", list(CLASSES))
 def test_probe_available(kind, paths):
-    result = CLASSES[kind].probe(paths)
+    result = CLASSES[kind].availability(paths)
     assert result.available, result
 
 
 def test_crun_probe(paths):
-    result = Crun.probe(paths)
+    result = Crun.availability(paths)
     if cgroups.cgroup_mode() == "hybrid":
         assert not result.available and HYBRID in result.reason
         assert "systemd.unified_cgroup_hierarchy=1" in result.fix and "runc" in result.fix

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def available(paths):
-    verdict = Qemu.probe(paths)
+    verdict = Qemu.availability(paths)
     if not verdict.available:
         pytest.skip(f"qemu not available: {verdict.reason}")
     return verdict
@@ -50,7 +50,7 @@ def assert_clean(paths, name):
 def test_probe_names_the_accelerator(paths, available):
     assert "kvm" in available.reason.lower()
     t0 = time.monotonic()
-    again = Qemu.probe(paths)  # the verdict is cached per host boot
+    again = Qemu.availability(paths)  # the verdict is cached per host boot
     assert again.reason == available.reason and time.monotonic() - t0 < 5
     cached = json.loads((paths.runtime / "qemu" / "accel.json").read_text())
     assert cached["verdicts"]

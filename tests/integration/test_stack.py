@@ -106,7 +106,7 @@ class GuestWatcher(threading.Thread):
 @pytest.mark.parametrize("engine", STACKED)
 def test_engine_inside_a_vm_runs_the_benchmark(env, tmp_path, engine):
     paths = Paths.from_env(env)
-    verdict = Qemu.probe(paths)
+    verdict = Qemu.availability(paths)
     if not verdict.available:
         pytest.skip(f"qemu not available: {verdict.reason}")
     packages, look, driver = ENGINES[engine]

@@ -13,8 +13,8 @@ import zipfile
 import pytest
 
 from hostsupport.qemu_host import OPT_IN
-from virtbench.hosts import wheelbuild
 from virtbench.images.arch import emulation
+from virtbench.remote import wheelbuild
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

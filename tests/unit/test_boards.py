@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from virtbench import boards, host
+from virtbench import boards, hostinfo
 from virtbench.analysis.summary import Row
 from virtbench.report import boards as report_boards
 
@@ -15,7 +15,7 @@ DATA = Path(__file__).parent.parent / "data" / "hostfacts"
 
 
 def cpuinfo(name: str) -> dict:
-    return host.cpuinfo((DATA / name).read_text())
+    return hostinfo.cpuinfo((DATA / name).read_text())
 
 
 def test_raspberry_pi_4_on_a_64_bit_kernel_is_four_cortex_a72_without_aes() -> None:
@@ -143,7 +143,7 @@ def test_board_model_from_the_device_tree(tmp_path: Path) -> None:
 
 
 def test_host_facts_carry_board_crypto_storage_and_throttle() -> None:
-    facts = host.facts()
+    facts = hostinfo.facts()
     assert {"board", "crypto", "storage", "throttle"} <= set(facts)
     assert facts["crypto"]["aes"] == facts["aes"]
 
@@ -171,15 +171,15 @@ def test_hardware_section_says_an_emulated_host_is_emulated() -> None:
 
 
 def test_memory_controller_enabled_here_and_disabled_as_raspberry_pi_os_boots() -> None:
-    assert host.memory_controller_problem((DATA / "debian12-amd64.cgroups").read_text()) == ""
+    assert hostinfo.memory_controller_problem((DATA / "debian12-amd64.cgroups").read_text()) == ""
     # recorded in the arm64 test guest booted with cgroup_disable=memory, as Raspberry Pi OS boots
     disabled = DATA / "bookworm-arm64-guest-cgroup_disable_memory.cgroups"
-    assert "disabled" in host.memory_controller_problem(disabled.read_text())
+    assert "disabled" in hostinfo.memory_controller_problem(disabled.read_text())
     text = "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpu\t0\t1\t1\nmemory\t0\t1\t0\n"
-    assert "Raspberry Pi OS" in host.memory_controller_problem(text)
-    assert "no cgroup memory" in host.memory_controller_problem("#subsys_name\thierarchy\tnum_cgroups\tenabled\n"
+    assert "Raspberry Pi OS" in hostinfo.memory_controller_problem(text)
+    assert "no cgroup memory" in hostinfo.memory_controller_problem("#subsys_name\thierarchy\tnum_cgroups\tenabled\n"
                                                                  "cpu\t0\t1\t1\n")
-    assert "cgroup_enable=memory" in host.MEMORY_CGROUP_FIX
+    assert "cgroup_enable=memory" in hostinfo.MEMORY_CGROUP_FIX
 
 
 def test_a_memory_limit_on_a_host_without_the_controller_is_refused_before_any_probe(monkeypatch) -> None:
@@ -192,9 +192,9 @@ def test_a_memory_limit_on_a_host_without_the_controller_is_refused_before_any_p
                                                           {"name": "r", "type": "runc", "options": {"memory": "256M"}}],
                                "benchmarks": [{"name": "openssl"}]})
     s = session_mod.build_objects(campaign, Paths(Path("/nonexistent-state"), Path("/nonexistent-run")))
-    monkeypatch.setattr(host, "_read", lambda path, default="": "#h\nmemory\t0\t1\t0\n" if "cgroups" in str(path) else "")
+    monkeypatch.setattr(hostinfo, "_read", lambda path, default="": "#h\nmemory\t0\t1\t0\n" if "cgroups" in str(path) else "")
     probed = []
-    monkeypatch.setattr(session_mod, "probe_types", lambda *a, **k: probed.append(a))
+    monkeypatch.setattr(session_mod, "availability_of", lambda *a, **k: probed.append(a))
     with pytest.raises(InputError) as err:
         session_mod.check_available(s)
     assert "cannot limit memory" in err.value.message and "r" in err.value.message
@@ -218,7 +218,7 @@ def test_qemu_virt_has_no_model_and_is_named_by_its_compatible_string(tmp_path: 
 def test_a_run_on_one_remote_board_is_described_by_the_board_not_the_controller() -> None:
     """The headline's and the intro's host facts: a campaign whose only host is a Pi measured
     the Pi; with several hosts each is described apart and the controller stays the 'host'."""
-    from virtbench.report import summary
+    from virtbench.report import builder
     from virtbench.store.models import Run
 
     laptop = {"hostname": "laptop", "arch": "x86_64", "crypto": {"aes": True}, "cpus": 8}
@@ -226,9 +226,9 @@ def test_a_run_on_one_remote_board_is_described_by_the_board_not_the_controller(
           "virtualization": {"vm": "none"}}
     one = Run(campaign={}, host_facts=laptop, provenance={"hosts": {"pi": {"facts": pi}}})
     assert report_boards.measured_on(one)["hostname"] == "pi"
-    assert summary.headline_json(one, [])["host"][0] == "aarch64, AES no"
+    assert builder.headline_json(one, [])["host"][0] == "aarch64, AES no"
     two = Run(campaign={}, host_facts=laptop, provenance={"hosts": {"local": {"facts": {}}, "pi": {"facts": pi}}})
     assert report_boards.measured_on(two)["hostname"] == "laptop"
-    doc = summary.headline_json(two, [])
+    doc = builder.headline_json(two, [])
     assert doc["host"][0] == "x86_64, AES yes" and doc["hosts"]["pi"][0] == "aarch64, AES no"
     assert report_boards.measured_on(Run(host_facts=laptop, provenance={}))["hostname"] == "laptop"

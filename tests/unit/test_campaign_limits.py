@@ -281,7 +281,7 @@ def test_a_queued_run_is_refused_before_any_probe(tmp_path: Path, monkeypatch: p
     def probe(*_a: Any, **_k: Any) -> Any:
         raise AssertionError("a platform was probed")
 
-    monkeypatch.setattr(session, "probe_types", probe)
+    monkeypatch.setattr(session, "availability_of", probe)
     store = Store(f"sqlite:///{tmp_path / 'store.db'}")
     too_many = (os.cpu_count() or 1) + 1
     run_id = execute.enqueue(store, parse_campaign(_docker(cpus=too_many)))
@@ -358,7 +358,7 @@ def test_each_host_of_a_hosts_campaign_is_checked_with_its_own_figures(monkeypat
 def test_a_study_part_beyond_this_host_is_skipped_with_the_reason(monkeypatch: pytest.MonkeyPatch):
     """The paper's 8 GiB confined host on a 4 GiB machine: skipped with the figure (or refused,
     exit 2, when asked for by name), never a run that fails after the parts before it."""
-    from virtbench import host
+    from virtbench import hostinfo
     from virtbench.platforms.base import Availability, Paths
     from virtbench.studies import run as srun
     from virtbench.studies.capabilities import Capabilities
@@ -374,7 +374,7 @@ def test_a_study_part_beyond_this_host_is_skipped_with_the_reason(monkeypatch: p
         def platforms(self, types: Any) -> dict[str, Availability]:
             return {t: Availability(True, "", "") for t in types}
 
-    monkeypatch.setattr(host, "meminfo", lambda text=None: {"MemTotal": 4 << 30})
+    monkeypatch.setattr(hostinfo, "meminfo", lambda text=None: {"MemTotal": 4 << 30})
     by = {p.stem: p for p in srun.plan(study("000"), "paper", Everything())}
     ram = by["study000-density-ram-paper"]
     assert ram.campaign is None and "host_memory: 8.0 GiB is more than this host's 4.0 GiB" in ram.skipped

@@ -324,13 +324,13 @@ def _stored(count: int, rnd: int, ok: bool, total: float | None = None, eid: int
 
 
 def _prober(calls: list[list[int]], fail_from: int):
-    from virtbench.experiments.density.ramp import Prober, Stop
+    from virtbench.experiments.density.ramp import Ramp, Stop
 
-    prober = Prober(ctx=None, platform=None, image=None, section=None, guard=None, parent=None, bench=None)
+    ramp = Ramp(ctx=None, platform=None, image=None, section=None, guard=None, parent=None, bench=None)
 
     def probe(counts, probes):
         calls.append(list(counts))
-        prober.probe_no += 1
+        ramp.probe_no += 1
         good = 0
         for c in counts:
             if c >= fail_from:
@@ -338,8 +338,8 @@ def _prober(calls: list[list[int]], fail_from: int):
             good = c
         return good, None
 
-    prober.probe = probe
-    return prober
+    ramp.step = probe
+    return ramp
 
 
 def test_a_resumed_ramp_goes_on_after_the_last_good_count():
@@ -350,12 +350,12 @@ def test_a_resumed_ramp_goes_on_after_the_last_good_count():
     assert (state.probe_no, state.good, state.failing, state.stop) == (1, 4, None, None)
     assert state.totals == {1: 10.0, 2: 19.0, 4: 30.0} and state.points[4]["memory_per_instance"] == 5e6
     calls: list[list[int]] = []
-    prober = _prober(calls, fail_from=11)
-    result = prober.search([1, 2, 4, 8, 16, 32], bisect=True, resume=state)
+    ramp = _prober(calls, fail_from=11)
+    result = ramp.search([1, 2, 4, 8, 16, 32], bisect=True, resume=state)
     assert calls[0] == [8, 16, 32]                 # not 1, 2, 4 again
     assert calls[1:] == [[12], [10], [11]]       # then the bisection between 8 and 16
     assert result.max_count == 10 and result.stop.count == 11
-    assert prober.best_total[4] == 30.0 and prober.probe_no == 1 + len(calls)   # rounds go on, never reused
+    assert ramp.best_total[4] == 30.0 and ramp.probe_no == 1 + len(calls)   # rounds go on, never reused
 
 
 def test_a_resumed_bisection_goes_on_between_good_and_failing():

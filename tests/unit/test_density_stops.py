@@ -16,7 +16,7 @@ from virtbench.errors import disk_full as disk_full_error
 from virtbench.experiments.density import fleet as density_fleet
 from virtbench.experiments.density.fleet import Fleet, Member, Outcome, disk_full
 from virtbench.experiments.density.kind import DensitySection
-from virtbench.experiments.density.ramp import Prober, Stop
+from virtbench.experiments.density.ramp import Ramp, Stop
 from virtbench.platforms import cgroups
 from virtbench.platforms.base import Instance, Paths
 
@@ -42,17 +42,17 @@ STARVED = (_read("des-ede3_multi2_starved_nan.txt"), _read("des-ede3_multi2_star
 BROKEN = (_read("fail_des-cbc_nolegacy_single.txt"), _read("fail_des-cbc_nolegacy_single.stderr.txt"))
 
 
-def _prober(tmp_path: Path, points: dict | None = None) -> tuple[Prober, list[dict]]:
+def _prober(tmp_path: Path, points: dict | None = None) -> tuple[Ramp, list[dict]]:
     section = DensitySection(workload=WORKLOAD, counts=[1, 2])
     stored: list[dict] = []
     ctx = SimpleNamespace(store=SimpleNamespace(record=lambda **kw: stored.append(kw)), run_id="r", log=lambda m: None)
     platform = SimpleNamespace(name="lxc", paths=Paths(state=tmp_path), kind="container")
-    prober = Prober(ctx=ctx, platform=platform, image=None, section=section, guard=None, parent=PARENT,
+    ramp = Ramp(ctx=ctx, platform=platform, image=None, section=section, guard=None, parent=PARENT,
                     bench=section.benchmark())
     for count, per in (points or {}).items():
-        prober.points[count] = {"per_instance": per, "memory_per_instance": 1e6, "available_drop_per_instance": 0}
-        prober.best_total[count] = sum(per)
-    return prober, stored
+        ramp.points[count] = {"per_instance": per, "memory_per_instance": 1e6, "available_drop_per_instance": 0}
+        ramp.best_total[count] = sum(per)
+    return ramp, stored
 
 
 def _outcome(outputs: list[tuple[str, str]], *, log_kills: list[str] | None = None,
@@ -69,8 +69,8 @@ def _outcome(outputs: list[tuple[str, str]], *, log_kills: list[str] | None = No
 def test_a_starved_child_s_nan_at_a_high_count_is_cpu_starvation(tmp_path: Path):
     """Session 4's LXC run stopped at 120 on 'workload failure': 3 of 120 openssl children never
     got the CPU and printed -nan. That is CPU starvation, with the curve and the output."""
-    prober, stored = _prober(tmp_path, {1: [1.4e7], 64: [2.2e5] * 64})
-    stop = prober._judge(_outcome([GOOD] * 117 + [STARVED] * 3), 1 << 34)
+    ramp, stored = _prober(tmp_path, {1: [1.4e7], 64: [2.2e5] * 64})
+    stop = ramp._judge(_outcome([GOOD] * 117 + [STARVED] * 3), 1 << 34)
     assert stop is not None and stop.reason == "cpu_starvation", stop
     assert "3 of 120" in stop.detail and "240 workload processes" in stop.detail
     assert "memory was not the limit (the confining parent peaked at 260 MiB of 1024 MiB)" in stop.detail
@@ -85,30 +85,30 @@ def test_a_starved_child_s_nan_at_a_high_count_is_cpu_starvation(tmp_path: Path)
 def test_starvation_with_the_parent_at_its_limit_says_memory_stalled_too(tmp_path: Path):
     """Session 5 at 480 instances: 27 starved children and the 1 GiB parent's peak at its limit
     (no OOM kill): the detail must not claim memory was not the limit."""
-    prober, _ = _prober(tmp_path, {1: [1.4e7]})
+    ramp, _ = _prober(tmp_path, {1: [1.4e7]})
     outcome = _outcome([GOOD] * 3 + [STARVED])
     outcome.parent_memory = {**outcome.parent_memory, "peak": 1 << 30}
-    stop = prober._judge(outcome, 1 << 34)
+    stop = ramp._judge(outcome, 1 << 34)
     assert stop.reason == "cpu_starvation" and "not the limit" not in stop.detail
     assert "at its memory limit too (peak 1024 MiB of 1024 MiB)" in stop.detail
 
 
 def test_nan_without_a_healthy_lower_count_is_a_broken_workload(tmp_path: Path):
-    prober, _ = _prober(tmp_path)
-    assert prober._judge(_outcome([STARVED]), 1 << 34).reason == "workload_failure"
+    ramp, _ = _prober(tmp_path)
+    assert ramp._judge(_outcome([STARVED]), 1 << 34).reason == "workload_failure"
 
 
 def test_a_tool_error_at_a_high_count_stays_a_workload_failure(tmp_path: Path):
-    prober, _ = _prober(tmp_path, {1: [1.4e7]})
-    stop = prober._judge(_outcome([GOOD] * 3 + [BROKEN], returncode=0), 1 << 34)
+    ramp, _ = _prober(tmp_path, {1: [1.4e7]})
+    stop = ramp._judge(_outcome([GOOD] * 3 + [BROKEN], returncode=0), 1 << 34)
     assert stop.reason == "workload_failure"
 
 
 def test_a_parent_oom_seen_only_in_the_kernel_log_is_an_oom(tmp_path: Path):
     """The victim's cgroup can be gone with its container: the kernel log still names the
     parent (oom_memcg) and the victim (task_memcg)."""
-    prober, _ = _prober(tmp_path, {1: [1.4e7]})
-    stop = prober._judge(_outcome([GOOD, STARVED], log_kills=[OOM_LINE]), 1 << 34)
+    ramp, _ = _prober(tmp_path, {1: [1.4e7]})
+    stop = ramp._judge(_outcome([GOOD, STARVED], log_kills=[OOM_LINE]), 1 << 34)
     assert stop.reason == "oom" and stop.evidence["oom_kills"] == {"kernel log": 1}
     assert stop.evidence["kernel_log"] == [OOM_LINE] and stop.evidence["parent_memory"]["limit"] == 1 << 30
 
@@ -142,17 +142,17 @@ def test_v1_parent_oom_kills_are_summed_over_its_subtree(tmp_path: Path, monkeyp
 
 # -- bisection after a failure: the host's leftovers are not the count's -----------------------
 def _search_prober(fail: dict[int, list[int | None]], waits: list[str],
-                   limit: int = 12) -> tuple[Prober, list[list[int]]]:
+                   limit: int = 12) -> tuple[Ramp, list[list[int]]]:
     """probe([n]) fails at the instance `fail[n].pop(0)` (None: healthy), else every count from
     `limit` on fails; await_recovery is recorded instead of waiting."""
     calls: list[list[int]] = []
-    prober = Prober(ctx=SimpleNamespace(log=lambda m: None), platform=SimpleNamespace(name="lxc"), image=None,
+    ramp = Ramp(ctx=SimpleNamespace(log=lambda m: None), platform=SimpleNamespace(name="lxc"), image=None,
                     section=None, guard=None, parent=None, bench=None)
 
     def probe(counts, probes):
         calls.append(list(counts))
-        prober.probe_no += 1
-        probes.append({"probe": prober.probe_no})
+        ramp.probe_no += 1
+        probes.append({"probe": ramp.probe_no})
         good = 0
         for c in counts:
             at = fail[c].pop(0) if fail.get(c) else (c if c >= limit else None)
@@ -161,32 +161,32 @@ def _search_prober(fail: dict[int, list[int | None]], waits: list[str],
             good = c
         return good, None
 
-    prober.probe = probe
-    prober.await_recovery = lambda: waits.append("wait") or {"waited_s": 0.0, "recovered": True}
-    return prober, calls
+    ramp.step = probe
+    ramp.await_recovery = lambda: waits.append("wait") or {"waited_s": 0.0, "recovered": True}
+    return ramp, calls
 
 
 def test_a_failure_below_the_known_good_count_waits_and_probes_again():
     """After 16 failed, the probe of 12 fails at instance 3 (memory of the failed probe not yet
     back): the maximum must not drop to 2; wait, probe 12 again, go on bisecting."""
     waits: list[str] = []
-    prober, calls = _search_prober({12: [3, None]}, waits, limit=13)
-    result = prober.search([1, 2, 4, 8, 16], bisect=True)
+    ramp, calls = _search_prober({12: [3, None]}, waits, limit=13)
+    result = ramp.search([1, 2, 4, 8, 16], bisect=True)
     assert calls == [[1, 2, 4, 8, 16], [12], [12], [14], [13]]
     assert waits == ["wait"] and result.max_count == 12 and result.stop.count == 13
 
 
 def test_a_host_that_never_recovers_stops_the_bisection_without_lowering_the_maximum():
     waits: list[str] = []
-    prober, calls = _search_prober({12: [3, 3, 3, 3]}, waits)
-    result = prober.search([1, 2, 4, 8, 16], bisect=True)
+    ramp, calls = _search_prober({12: [3, 3, 3, 3]}, waits)
+    result = ramp.search([1, 2, 4, 8, 16], bisect=True)
     assert result.max_count == 8 and len(waits) == 2 and calls[1:] == [[12], [12], [12]]
     assert "did not recover" in result.stop.evidence["bisection_stopped"] and result.stop.count == 16
 
 
 def test_a_start_failure_between_good_and_mid_narrows_to_that_instance():
-    prober, calls = _search_prober({24: [20]}, [], limit=30)
-    result = prober.search([1, 2, 4, 8, 16, 32], bisect=True)
+    ramp, calls = _search_prober({24: [20]}, [], limit=30)
+    result = ramp.search([1, 2, 4, 8, 16, 32], bisect=True)
     assert calls[1] == [24] and calls[2] == [18]  # failing is 20 now, not 24
     assert result.max_count == 19
 
@@ -223,10 +223,10 @@ def test_a_start_whose_oom_only_the_kernel_log_shows_is_an_oom(monkeypatch):
     monkeypatch.setattr(cgroups, "kernel_log_since", lambda mark: [OTHER_OOM, OOM_LINE])
     fleet = Fleet(platform=None, image=None, run_id="r", prefix="p", guard=None, parent=PARENT)
     monkeypatch.setattr(fleet, "oom_counters", lambda: {PARENT: {"oom_kill": 0}})
-    kills, log = Prober._new_kills(fleet, {PARENT: {"oom_kill": 0}}, 0)
+    kills, log = Ramp._new_kills(fleet, {PARENT: {"oom_kill": 0}}, 0)
     assert kills == {"kernel log": 1} and log == [OOM_LINE]
     monkeypatch.setattr(cgroups, "kernel_log_since", lambda mark: [OTHER_OOM])
-    assert Prober._new_kills(fleet, {PARENT: {"oom_kill": 0}}, 0)[0] == {}
+    assert Ramp._new_kills(fleet, {PARENT: {"oom_kill": 0}}, 0)[0] == {}
 
 
 # -- a signal mid-create -------------------------------------------------------------------------

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from virtbench import host
+from virtbench import hostinfo
 from virtbench.benchmarks.fio import Fio, FioParams
 
 DATA = Path(__file__).parents[1] / "data"
@@ -11,21 +11,21 @@ DATA = Path(__file__).parents[1] / "data"
 
 def test_one_cpu_serving_a_virtio_disk_is_found_on_the_recorded_table():
     text = (DATA / "interrupts" / "after.txt").read_text()
-    assert host.irq_cpus("virtio1", text) == {1}  # virtio1-req.0: every completion on CPU1
-    assert host.irq_cpus("virtio9", text) is None  # no such device: nothing to keep off
-    assert host.cpus_off(host.irq_cpus("virtio1", text), [0, 1]) == "0"
+    assert hostinfo.irq_cpus("virtio1", text) == {1}  # virtio1-req.0: every completion on CPU1
+    assert hostinfo.irq_cpus("virtio9", text) is None  # no such device: nothing to keep off
+    assert hostinfo.cpus_off(hostinfo.irq_cpus("virtio1", text), [0, 1]) == "0"
 
 
 def test_interrupts_spread_over_the_cpus_keep_fio_free():
     text = (DATA / "hostfacts" / "nvme-4cpu.interrupts").read_text()
-    assert host.irq_cpus("nvme0", text) == {0, 1, 2, 3}  # one queue per CPU: nobody is charged alone
-    assert host.cpus_off({0, 1, 2, 3}, [0, 1, 2, 3]) is None
-    assert host.cpus_off({1}, [0, 1, 2, 3]) == "0,2,3"
-    assert host.cpus_off({0}, [0]) is None  # one CPU: nowhere else to go
+    assert hostinfo.irq_cpus("nvme0", text) == {0, 1, 2, 3}  # one queue per CPU: nobody is charged alone
+    assert hostinfo.cpus_off({0, 1, 2, 3}, [0, 1, 2, 3]) is None
+    assert hostinfo.cpus_off({1}, [0, 1, 2, 3]) == "0,2,3"
+    assert hostinfo.cpus_off({0}, [0]) is None  # one CPU: nowhere else to go
 
 
 def test_this_machines_disk_is_resolved_from_a_path():
-    cpus = host.disk_irq_cpus("/")
+    cpus = hostinfo.disk_irq_cpus("/")
     assert cpus is None or cpus <= set(range(len(Path("/proc/interrupts").read_text().splitlines()[0].split())))
 
 
@@ -39,7 +39,7 @@ def test_quick_campaign_pins_fio_off_the_disk_interrupt_cpu(monkeypatch, tmp_pat
     from virtbench.platforms.base import Paths
     from virtbench.runner import quick
 
-    monkeypatch.setattr(host, "disk_irq_cpus", lambda _p: {1})
+    monkeypatch.setattr(hostinfo, "disk_irq_cpus", lambda _p: {1})
     monkeypatch.setattr(quick.os, "sched_getaffinity", lambda _pid: {0, 1})
     said: list[str] = []
     assert quick._fio_cpus(Paths(state=tmp_path / "not-yet"), said.append) == "0"

@@ -162,7 +162,7 @@ def test_oci_archive_is_consistent(fake_image, tmp_path):
 @pytest.mark.parametrize("cls", [Docker, Podman, Containerd])
 def test_missing_runtime_probe_and_cleanup_do_not_raise(cls, monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))  # no engine binaries at all
-    avail = cls.probe(PATHS)
+    avail = cls.availability(PATHS)
     assert not avail.available and "not installed" in avail.reason and "apt-get install" in avail.fix
     assert cls.cleanup(PATHS) == [] and cls.cleanup(PATHS, "r1") == []
 

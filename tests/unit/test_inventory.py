@@ -8,7 +8,7 @@ import pytest
 
 from virtbench import proc
 from virtbench.errors import InputError
-from virtbench.hosts.inventory import HostSpec, hosts_of_listing, parse_hosts, read_inventory
+from virtbench.remote.inventory import HostSpec, hosts_of_listing, parse_hosts, read_inventory
 
 DATA = Path(__file__).parent.parent / "data" / "inventory"
 needs_ansible = pytest.mark.skipif(proc.which("ansible-inventory") is None,
@@ -188,7 +188,7 @@ def test_an_inventory_address_that_is_an_ssh_option_is_refused(tmp_path):
 
 
 def test_host_patterns_expand_as_ansible_expands_them():
-    from virtbench.hosts.inventory_patterns import expand_pattern
+    from virtbench.remote.inventory_patterns import expand_pattern
 
     assert expand_pattern("web[01:03].lab") == (["web01.lab", "web02.lab", "web03.lab"], None)
     assert expand_pattern("n[a:c]-[1:2]:2200") == (["na-1", "na-2", "nb-1", "nb-2", "nc-1", "nc-2"], 2200)
@@ -212,7 +212,7 @@ def _ansible_listing(path: Path, home: Path) -> dict:
 @needs_ansible
 @pytest.mark.parametrize("name", ["lab/hosts.ini", "lab/hosts.yml", "bench.ini", "bench.yml"])
 def test_the_data_reader_agrees_with_ansible_inventory(tmp_path, name):
-    from virtbench.hosts.inventory_files import read_listing
+    from virtbench.remote.inventory_files import read_listing
 
     ours, theirs = read_listing(DATA / name), _ansible_listing(DATA / name, tmp_path)
     groups = [g for g in theirs if g != "_meta" and hosts_of_listing_or_none(theirs, g)]
@@ -240,7 +240,7 @@ def test_the_lab_inventory_maps_precedence_ranges_and_ports():
 
 
 def test_alias_bombs_and_loops_are_refused_not_walked(tmp_path):
-    from virtbench.hosts.inventory_files import Unreadable, read_listing
+    from virtbench.remote.inventory_files import Unreadable, read_listing
 
     lines = ["l0: &l0 {hosts: {h1: null}}"]
     lines += [f"l{n}: &l{n} {{children: {{g{n}a: *l{n - 1}, g{n}b: *l{n - 1}}}}}" for n in range(1, 45)]

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from virtbench.analysis import synthetic
 from virtbench.cli import cli
-from virtbench.report import summary
+from virtbench.report import builder
 from virtbench.store.db import Store
 
 pytest.importorskip("matplotlib")
@@ -99,7 +99,7 @@ def test_figure_files_pass_a_papers_checks(quick_store, fixture_store, tmp_path,
 
 def test_story_figure_every_verdict_with_its_interval(quick_store, tmp_path):
     _figures(quick_store, "quick", tmp_path, "page")
-    run, rows, _ = summary.build(quick_store, "quick")
+    run, rows, _ = builder.build(quick_store, "quick")
     cells = [r for r in rows if r.benchmark != "lifecycle" and r.platform != run.baseline and r.relative is not None]
     story = list(csv.DictReader((tmp_path / "story.csv").open()))
     assert len(story) == len(cells)
@@ -113,7 +113,7 @@ def test_ratio_figures_are_points_on_a_tight_axis_with_legends_outside(fixture_s
     from virtbench.report import static
     from virtbench.report.figures import RATIO, for_files
 
-    specs, platforms = for_files([summary.build(fixture_store, "fixture-0003")])
+    specs, platforms = for_files([builder.build(fixture_store, "fixture-0003")])
     palette = static.palette_of(specs, platforms)
     assert specs[0].id == "story"
     cat = next(s for s in specs if s.id.startswith("categories"))

@@ -28,7 +28,7 @@ class Plain(Platform):
     description = "throwaway test platform"
 
     @classmethod
-    def probe(cls, paths: Paths) -> Availability:
+    def availability(cls, paths: Paths) -> Availability:
         return Availability(False, "a test platform", None)
 
     def versions(self) -> dict[str, str]:

@@ -21,7 +21,7 @@ def only_native(monkeypatch):
     def probe(types, paths, log=lambda _m: None):
         return {t: Availability(t == "native", "ok" if t == "native" else f"{t} missing", f"install {t}")
                 for t in types}
-    monkeypatch.setattr(quick, "probe_types", probe)
+    monkeypatch.setattr(quick, "availability_of", probe)
 
 
 def _verdict(monkeypatch, kvm: bool, reason: str, tested: str = "Linux /boot/vmlinuz-6.1.0-28-cloud-amd64") -> None:
@@ -84,7 +84,7 @@ def test_fresh_machine_kvm_check_finds_no_kernel_and_leaves_the_vm_out(monkeypat
 def test_without_native_the_quick_campaign_says_so_in_one_line(monkeypatch, tmp_paths):
     from virtbench.errors import UnavailableError
 
-    monkeypatch.setattr(quick, "probe_types", lambda types, paths, log=None: {
+    monkeypatch.setattr(quick, "availability_of", lambda types, paths, log=None: {
         t: Availability(False, f"{t}: chroot test failed", "run as root") for t in types})
     monkeypatch.setattr(quick, "_which", lambda _b: False)
     with pytest.raises(UnavailableError, match="compares every platform with native.*chroot test failed") as exc:
@@ -136,7 +136,7 @@ def test_left_out_reasons_reach_the_report_json(tmp_path):
     import json
 
     from virtbench.analysis import synthetic
-    from virtbench.report import summary
+    from virtbench.report import builder
     from virtbench.store.db import Store
 
     store = Store(f"sqlite:///{tmp_path / 's.db'}")
@@ -145,7 +145,7 @@ def test_left_out_reasons_reach_the_report_json(tmp_path):
     why = {"platform": "kvm (qemu)", "reason": "no VM: KVM does not work here (MSR 0x10a); a TCG guest "
            "would measure an emulator", "fix": "run on bare metal"}
     store.update_run("sim", provenance={**store.run("sim").provenance, "left_out": [why]})
-    doc = json.loads(json.dumps(summary.report_json(summary.build(store, "sim"))))
+    doc = json.loads(json.dumps(builder.report_json(builder.build(store, "sim"))))
     [note] = [w for w in doc["warnings"] if w.get("check") == "left_out"]
     assert note["platform"] == "kvm (qemu)" and "emulator" in note["message"] and note["fix"] == "run on bare metal"
 

@@ -3,7 +3,7 @@ round's per-instance mean, and the statistics count rounds, never instances as r
 from datetime import timedelta
 
 from virtbench.analysis import synthetic
-from virtbench.report import summary
+from virtbench.report import builder
 from virtbench.store.db import Store, now
 
 
@@ -21,7 +21,7 @@ def test_instances_are_not_counted_as_repetitions(tmp_path):
                             "higher_is_better": True, "category": "cpu", "instance": 0})
             store.record(run_id="m", round=rnd, warmup=False, platform=platform, benchmark="multi", status="ok",
                          started_at=t, finished_at=t + timedelta(seconds=1), duration_s=1.0, samples=samples)
-    rows = {r.platform: r for r in summary.build(store, "m").rows if r.benchmark == "multi"}
+    rows = {r.platform: r for r in builder.build(store, "m").rows if r.benchmark == "multi"}
     assert rows["docker"].n == 3 and rows["native"].n == 3, "one value per round, not 5 instances x 3 rounds"
     assert rows["docker"].values == [90.0, 90.1, 90.2]
     assert rows["docker"].verdict == "slower"

@@ -51,7 +51,7 @@ class Fake(Platform):
     events: ClassVar[list[tuple[str, ...]]] = []
 
     @classmethod
-    def probe(cls, paths: Paths) -> Availability:
+    def availability(cls, paths: Paths) -> Availability:
         return Availability(True, "fake")
 
     def versions(self) -> dict[str, str]:

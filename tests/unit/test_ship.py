@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from virtbench.errors import InputError
-from virtbench.hosts import ship, wheelbuild
+from virtbench.remote import ship, wheelbuild
 from virtbench.report.hosts import _shipped
 
 
@@ -62,8 +62,8 @@ def test_scp_takes_every_file_after_a_double_dash(monkeypatch, tmp_path: Path):
     import shlex
 
     from virtbench import proc
-    from virtbench.hosts.inventory import HostSpec
-    from virtbench.hosts.ssh import SSHExecutor
+    from virtbench.remote.inventory import HostSpec
+    from virtbench.remote.ssh import SSHExecutor
 
     calls: list[list[str]] = []
     monkeypatch.setattr(proc, "run", lambda argv, **_kw: calls.append(list(argv)) or proc.Result(list(argv), 0, "", "", 0))

@@ -11,8 +11,8 @@ from pydantic import ValidationError
 from virtbench import proc
 from virtbench.errors import InputError
 from virtbench.executor import Executor
-from virtbench.hosts.inventory import HostSpec
-from virtbench.hosts.ssh import SSHExecutor, connect_error
+from virtbench.remote.inventory import HostSpec
+from virtbench.remote.ssh import SSHExecutor, connect_error
 
 SPEC = HostSpec(name="b", address="192.0.2.5", port=2222, key="/k/id", known_hosts="/k/known")
 
@@ -102,7 +102,7 @@ def test_the_short_control_path_is_not_in_a_shared_temporary_directory(monkeypat
 
     ex = SSHExecutor(SPEC, Path("/run/" + "x" * 120))
     assert not str(ex.control).startswith(tempfile.gettempdir() + "/")
-    monkeypatch.setattr("virtbench.hosts.ssh.SHORT_RUNTIME", tmp_path)
+    monkeypatch.setattr("virtbench.remote.ssh.SHORT_RUNTIME", tmp_path)
     squatted = tmp_path / f"vbssh-{os.geteuid()}"
     squatted.mkdir(mode=0o777)
     squatted.chmod(0o777)

@@ -8,7 +8,7 @@ import pytest
 from virtbench.analysis import stats as st
 from virtbench.analysis import synthetic
 from virtbench.analysis.summary import SampleView, summarize
-from virtbench.report import summary
+from virtbench.report import builder
 from virtbench.store.db import Store
 
 CORE_RESULT_FIELDS = {"benchmark", "metric", "unit", "higher_is_better", "platform", "n", "failed", "mean", "median",
@@ -96,8 +96,8 @@ def test_json_keeps_the_core_contract_and_adds(tmp_path):
     store = Store(f"sqlite:///{tmp_path / 's.db'}")
     synthetic.fill(store, "r1", repetitions=4, fail={("docker", "sim-mbw"): [1]},
                    facts=synthetic.host_facts("h", governor="powersave", loadavg=[3.0, 1, 1]))
-    run, rows, failures = summary.build(store, "r1")
-    doc = summary.to_json(run, rows, failures)
+    run, rows, failures = builder.build(store, "r1")
+    doc = builder.to_json(run, rows, failures)
     assert CORE_TOP_FIELDS <= set(doc)
     for result in doc["results"]:
         assert CORE_RESULT_FIELDS <= set(result)
@@ -119,7 +119,7 @@ def test_three_repetitions_reach_verdicts_and_the_rest_say_what_would_decide(tmp
     """With 3 against 3 (where no rank test can be significant) clear differences are decided."""
     store = Store(f"sqlite:///{tmp_path / 's.db'}")
     synthetic.fill(store, "r1", repetitions=3, warmups=0)
-    doc = summary.to_json(*summary.build(store, "r1"))
+    doc = builder.to_json(*builder.build(store, "r1"))
     verdicts = {r["verdict"] for r in doc["results"]}
     assert verdicts <= {None, "baseline", "slower", "faster", "same", "inconclusive"}
     qemu = next(r for r in doc["results"] if r["platform"] == "qemu" and r["metric"] == "randread_iops")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from virtbench.report import summary
+from virtbench.report import builder
 from virtbench.store.db import Store
 
 DATA = Path(__file__).parents[1] / "data" / "report"
@@ -49,7 +49,7 @@ def shape(v):
 
 def test_old_run_reports_the_same_numbers(old_store):
     before = json.loads((DATA / "store-0003-report.json").read_text())
-    after = json.loads(json.dumps(summary.report_json(summary.build(old_store, "fixture-0003")), default=str))
+    after = json.loads(json.dumps(builder.report_json(builder.build(old_store, "fixture-0003")), default=str))
     for key in ("run", "name", "status", "baseline", "host", "image", "platforms", "benchmarks", "failures",
                 "campaign", "adaptive", "tables"):
         if key == "tables":  # best/worst were named from raw ratios then; from the verdicts since (#17)
@@ -93,7 +93,7 @@ def test_old_run_is_backfilled_and_reported_without_any_plugin(old_store, monkey
         raise AssertionError(f"the report asked today's plugin {name!r}")
 
     monkeypatch.setattr(BENCHMARKS, "get", gone)
-    report = summary.build(old_store, "fixture-0003")
+    report = builder.build(old_store, "fixture-0003")
     openssl = next(b for b in report.run.benchmarks if b.key == "openssl")
     assert openssl.metrics and {m["name"] for m in openssl.metrics} == {"throughput"}
     assert openssl.metrics[0]["unit"] == "B/s" and openssl.metrics[0]["higher_is_better"] is True
@@ -115,6 +115,6 @@ def test_declarations_come_from_the_run_not_the_plugin(tmp_path):
         rb.metrics = [{"name": "ops", "unit": "op/s", "higher_is_better": True, "category": "cpu", "description": ""},
                       {"name": "lost", "unit": "%", "higher_is_better": False, "category": "network",
                        "description": "declared then, never measured"}]
-    rows = {(r.metric, r.platform): r for r in summary.build(store, "r").rows}
+    rows = {(r.metric, r.platform): r for r in builder.build(store, "r").rows}
     assert rows[("lost", "docker")].unit == "%" and rows[("lost", "docker")].category == "network"
     assert ("throughput", "docker") not in rows, "today's openssl plugin declares 'throughput': not used"

@@ -21,10 +21,10 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "virtbench"
 
 LAYERS: list[tuple[str, ...]] = [
     # neutral: imported by everyone, import nothing of virtbench above them
-    ("errors", "proc", "constants", "executor", "extras", "host", "boards", "services", "filemodes"),
+    ("errors", "proc", "constants", "executor", "extras", "hostinfo", "boards", "services", "filemodes"),
     ("store",),
     # plugins and what they share; analysis is pure statistics over stored samples
-    ("registry", "benchmarks", "platforms", "images", "probes", "analysis", "hosts"),
+    ("registry", "benchmarks", "platforms", "images", "probes", "analysis", "remote"),
     ("experiments", "config"),
     ("runner",),
     ("report", "selftest"),
@@ -196,7 +196,7 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_no_import_circle_among_modules():
-    """A circle among modules (report.summary <-> report.figures, say) works only because one
+    """A circle among modules (report.builder <-> report.figures, say) works only because one
     side imports late, in a function: the modules cannot be understood, tested or moved apart."""
     circles = _circles(_module_graph(MODULES))
     assert not circles, f"{sum(map(len, circles))} modules in {len(circles)} import circles:\n" + \
@@ -232,7 +232,7 @@ def test_a_kind_or_probe_report_part_is_the_report_layer():
     below may import them, while report/ itself stays what it is."""
     assert _top("virtbench.experiments.density.report") == "report"
     assert _top("virtbench.probes.x.report.figures") == "report"
-    assert _top("virtbench.report.summary") == "report"
+    assert _top("virtbench.report.builder") == "report"
     assert _top("virtbench.experiments.density.kind") == "experiments"
     assert _top("virtbench.commands.report") == "commands" and _top("virtbench.studies.report") == "studies"
     assert _top("virtbench.reporting") == "reporting"

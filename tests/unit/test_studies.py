@@ -235,13 +235,13 @@ def test_report_of_a_stored_run(tmp_path):
     import shutil
     from pathlib import Path
 
-    from virtbench.report import summary
+    from virtbench.report import builder
     from virtbench.store.db import Store
     from virtbench.studies import report as sreport
 
     db = tmp_path / "old.sqlite"
     shutil.copy(Path(__file__).parents[1] / "data" / "report" / "store-0003.sqlite", db)
-    rep = summary.build(Store(f"sqlite:///{db}"), "fixture-0003")
+    rep = builder.build(Store(f"sqlite:///{db}"), "fixture-0003")
     with pytest.raises(InputError) as err:
         sreport.part_runs(study("001"), [rep])
     assert "not a part of study 001" in err.value.message

@@ -140,7 +140,7 @@ def test_power_through_the_study_run_path_with_a_meter(tmp_path, monkeypatch):
     needed) with a meter of exactly known watts: the study report's matcher finds the probe's
     power_W rows of the point the paper value names."""
     from virtbench.platforms.base import Paths
-    from virtbench.report import summary
+    from virtbench.report import builder
     from virtbench.store.db import Store
 
     (tmp_path / "study001-power-quick.yaml").write_text(
@@ -154,7 +154,7 @@ def test_power_through_the_study_run_path_with_a_meter(tmp_path, monkeypatch):
     store = Store(f"sqlite:///{tmp_path / 'r.db'}")
     done = srun.run(store, planned, paths, None, log=lambda m: None)
     assert done[0].run_id and done[0].failed == 0 and done[0].executions >= 4, done
-    rep = summary.build(store, done[0].run_id)
+    rep = builder.build(store, done[0].run_id)
     value = next(v for v in P.load("001").values if v.id == "power-cpu")
     assert value.yours is not None
     value = value.model_copy(update={"yours": value.yours.model_copy(update={"platform": "other"})})

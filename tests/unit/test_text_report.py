@@ -6,7 +6,7 @@ from rich.console import Console
 
 from virtbench.analysis import synthetic
 from virtbench.cli import cli
-from virtbench.report import summary, text
+from virtbench.report import builder, text
 from virtbench.store.db import Store
 
 
@@ -21,7 +21,7 @@ def _many_platforms() -> list[synthetic.SimPlatform]:
 def test_text_report_has_category_best_and_stack_tables(tmp_path):
     store = Store(f"sqlite:///{tmp_path / 's.db'}")
     synthetic.fill(store, "sim", repetitions=4)
-    run, rows, failures = summary.build(store, "sim")
+    run, rows, failures = builder.build(store, "sim")
     console = Console(record=True, width=220)
     text.render(run, rows, failures, console)
     out = console.export_text()
@@ -34,7 +34,7 @@ def test_text_report_has_category_best_and_stack_tables(tmp_path):
 def test_headline_first_and_nothing_wider_than_100_columns(tmp_path):
     store = Store(f"sqlite:///{tmp_path / 's.db'}")
     synthetic.fill(store, "sim", repetitions=3, platforms=_many_platforms())
-    report = summary.build(store, "sim")
+    report = builder.build(store, "sim")
     console = Console(record=True, width=250)
     text.render(*report, console, detail=True)
     out = console.export_text()
@@ -104,7 +104,7 @@ def test_the_text_report_lists_warnings_undecided_results_rounds_and_human_units
         rb = s.query(RunBenchmark).filter_by(run_id="r", key="openssl").one()
         rb.metrics = [{"name": "throughput_cpu", "unit": "B/s", "higher_is_better": True, "category": "cpu",
                        "description": "per CPU second", "label": "{unit} of CPU time"}]
-    report = summary.build(store, "r")
+    report = builder.build(store, "r")
     console = Console(record=True, width=400)
     text.render(*report, console, wide=True)  # no cell wrapped: each sentence on one line
     out = " ".join(console.export_text().split())

@@ -137,9 +137,9 @@ def test_every_path_field_of_the_schema_is_found():
 
     from virtbench.config import Campaign
     from virtbench.experiments.registry import EXPERIMENTS
-    from virtbench.hosts.inventory import HostSpec, InventoryRef
     from virtbench.images.guest import PlatformImage
     from virtbench.registry import BENCHMARKS, PLATFORMS, PROBES
+    from virtbench.remote.inventory import HostSpec, InventoryRef
     from virtbench.web import hostpaths
 
     models: list[type[BaseModel]] = [Campaign, HostSpec, InventoryRef, PlatformImage]

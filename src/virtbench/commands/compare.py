@@ -20,17 +20,17 @@ def compare(run_a: str, run_b: str, as_json: bool, min_effect: float, db_url: st
     """The same platforms in two runs (before/after an upgrade): B against A by the verdict rule of
     `report` (unpaired: two runs' rounds share nothing to pair on)."""
     from ..analysis.compare import compare as do_compare
-    from ..report import summary, text
+    from ..report import builder, text
 
     store = read_store(db_url)
     ra, rb = store.run(run_a), store.run(run_b)
     if ra.id == rb.id:
         raise InputError(f"A and B are the same run {ra.id}: a run compared with itself tells nothing; "
                          "give the run before and the run after the change")
-    _, rows_a, _ = summary.build(store, ra.id, min_effect=min_effect, sections=False)
-    _, rows_b, _ = summary.build(store, rb.id, min_effect=min_effect, sections=False)
+    _, rows_a, _ = builder.build(store, ra.id, min_effect=min_effect, sections=False)
+    _, rows_b, _ = builder.build(store, rb.id, min_effect=min_effect, sections=False)
     rows = do_compare(rows_a, rows_b, min_effect=min_effect)
-    doc = summary.compare_json(ra, rb, rows, min_effect=min_effect)
+    doc = builder.compare_json(ra, rb, rows, min_effect=min_effect)
     if as_json:
         click.echo(json.dumps(doc, indent=2, default=str))
     else:

@@ -16,8 +16,8 @@ from .shared import console, db_option, state_paths
 @db_option
 def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
     """Which platforms run here (decided by trying), why not, and the host's facts."""
-    from .. import host
-    from ..experiments.benchmarks.session import probe_types
+    from .. import hostinfo
+    from ..experiments.benchmarks.session import availability_of
     from ..images.arch import cross_build_report
     from ..images.build import DEFAULT_CACHE
     from ..platforms import sandboxes, slices
@@ -28,8 +28,8 @@ def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
     paths = state_paths()
 
     def probe() -> dict[str, Any]:
-        verdicts = probe_types(PLATFORMS.names(), paths)
-        return {"host": host.facts(), "store": redact(db_url or default_url()), "image_cache": str(DEFAULT_CACHE),
+        verdicts = availability_of(PLATFORMS.names(), paths)
+        return {"host": hostinfo.facts(), "store": redact(db_url or default_url()), "image_cache": str(DEFAULT_CACHE),
                 "platforms": [{"name": n, "kind": PLATFORMS.get(n).kind, "available": v.available,
                                "reason": v.reason, "fix": v.fix} for n, v in verdicts.items()],
                 "sandboxes": sandboxes.report(paths), "cross_build": cross_build_report(),

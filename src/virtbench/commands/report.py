@@ -44,14 +44,14 @@ def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, h
 def _report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, html_file: Path | None,
             figures_dir: Path | None, min_effect: float, db_url: str | None, *, figure_width: str = "page",
             interactive: bool = False) -> None:
-    from ..report import summary, text
+    from ..report import builder, text
 
     store = read_store(db_url)
     refs = run_refs or ("latest",)
     if len(refs) == 1 and not (html_file or figures_dir):
         print_report(store, refs[0], as_json=as_json, detail=detail, min_effect=min_effect, wide=wide)
         return
-    reports = [summary.build(store, ref, min_effect=min_effect) for ref in refs]
+    reports = [builder.build(store, ref, min_effect=min_effect) for ref in refs]
     secs = [r.sections for r in reports]
     triples = [(r.run, r.rows, r.failures) for r in reports]  # what the renderers below take
     if html_file:
@@ -66,8 +66,8 @@ def _report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, 
         written = write_figures(reports, figures_dir, size=figure_width)
         errconsole.print(f"wrote {len(written)} figure and table files to {figures_dir}")
     if as_json:
-        doc = (summary.report_json(reports[0], min_effect=min_effect) if len(reports) == 1
-               else summary.merged_json(triples, min_effect=min_effect))
+        doc = (builder.report_json(reports[0], min_effect=min_effect) if len(reports) == 1
+               else builder.merged_json(triples, min_effect=min_effect))
         click.echo(json.dumps(doc, indent=2, default=str))
     elif len(reports) > 1 and not (html_file or figures_dir):
-        text.render_merged(summary.merged_json(triples, min_effect=min_effect), console)
+        text.render_merged(builder.merged_json(triples, min_effect=min_effect), console)

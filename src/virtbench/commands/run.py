@@ -91,9 +91,9 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
     if show_report:
         print_report(store, outcome.run_id, as_json=False, detail=False)
     else:  # computed and stored now, as the web worker does, so the first `report` reads it
-        from ..report import summary
+        from ..report import builder
 
-        summary.build(store, outcome.run_id, sections=False)
+        builder.build(store, outcome.run_id, sections=False)
     if outcome.failed:
         errconsole.print(f"[red]{outcome.failed} executions failed[/red]; raw output: "
                          f"`virtbench show {outcome.run_id} --failed`")

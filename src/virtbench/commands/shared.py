@@ -91,11 +91,11 @@ def state_paths() -> Any:
 def print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool, min_effect: float = 0.02,
                  wide: bool = False) -> None:
     """One run's report, as text or the JSON contract: what `report` prints, and `run` when done."""
-    from ..report import runinfo, summary, text
+    from ..report import builder, runinfo, text
 
-    report = summary.build(store, run_ref, min_effect=min_effect)
+    report = builder.build(store, run_ref, min_effect=min_effect)
     if as_json:
-        click.echo(json.dumps(summary.report_json(report, min_effect=min_effect), indent=2, default=str))
+        click.echo(json.dumps(builder.report_json(report, min_effect=min_effect), indent=2, default=str))
     elif runinfo.run_hosts(report.run):  # one host at a time, then the hosts side by side
         for host, rows, failures in runinfo.per_host(report):
             console.rule(f"host {host}")

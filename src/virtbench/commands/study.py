@@ -148,14 +148,14 @@ def study_run(study_id: str, scale: str, parts: tuple[str, ...], hosts: tuple[st
 def study_report(study_id: str, run_refs: tuple[str, ...], as_json: bool, html_file: Path | None,
                  figures_dir: Path | None, db_url: str | None) -> None:
     """The study's tables and figures from its runs, with the paper's published values beside them."""
-    from ..report import sections, summary
+    from ..report import builder, sections
     from ..studies import report as sreport
     from ..studies.registry import study as find
     from .shared import read_store
 
     s = find(study_id)
     store = read_store(db_url)  # a mistyped path is refused, not created
-    reports = [summary.build(store, ref) for ref in run_refs]
+    reports = [builder.build(store, ref) for ref in run_refs]
     section = sreport.build(s, sreport.part_runs(s, reports))
     if html_file:
         sreport.write_html(html_file, section, reports)

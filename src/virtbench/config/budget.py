@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import host as hostfacts
+from .. import hostinfo as hostfacts
 from ..errors import InputError
 from ..experiments.registry import EXPERIMENTS
 from ..platforms.cgroups import online_cpus, parse_cpulist, whole_board

@@ -23,10 +23,10 @@ from ..benchmarks.base import OnHost, PairBenchmark
 from ..errors import InputError
 from ..experiments.registry import DEFAULT as DEFAULT_EXPERIMENT
 from ..experiments.registry import EXPERIMENTS
-from ..hosts.inventory import HostSpec, parse_hosts
 from ..images.build import RELEASES, Mirror
 from ..images.profiles import PROFILES
 from ..registry import BENCHMARKS, PLATFORMS, PROBES, hint
+from ..remote.inventory import HostSpec, parse_hosts
 from .budget import check_budget
 from .entries import MAX_POINTS, PlatformEntry, _benchmark_points, _platform_entry, check_name
 from .messages import first_error, locate, one_line, unknown_key

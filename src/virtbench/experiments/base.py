@@ -210,7 +210,7 @@ class Experiment(ABC):
     def details(self) -> dict[str, Any]:
         """What the run records about the host that measures it (besides its host id)."""
         from .. import __version__
-        from .. import host as hostfacts
+        from .. import hostinfo as hostfacts
 
         return {"host_facts": hostfacts.facts(), "image": {},
                 "provenance": {"virtbench": __version__, "experiment": self.campaign.experiment,

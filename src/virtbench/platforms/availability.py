@@ -10,7 +10,7 @@ from ..registry import PLATFORMS
 from .base import Availability, Paths
 
 
-def probe_types(types: list[str], paths: Paths, log: Callable[[str], None] = lambda _m: None
+def availability_of(types: list[str], paths: Paths, log: Callable[[str], None] = lambda _m: None
                 ) -> dict[str, Availability]:
     """Start engines where needed, then probe each platform type by really trying it."""
     result: dict[str, Availability] = {}
@@ -20,5 +20,5 @@ def probe_types(types: list[str], paths: Paths, log: Callable[[str], None] = lam
             cls.ensure_engine(paths)
         except Exception as exc:  # noqa: BLE001 - reported through probe's verdict below
             log(f"{ptype}: could not start its engine: {exc}")
-        result[ptype] = cls.probe(paths)
+        result[ptype] = cls.availability(paths)
     return result

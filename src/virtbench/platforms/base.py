@@ -191,7 +191,7 @@ class Instance:
 
 
 @contextmanager
-def probe_dir(paths: Paths, name: str) -> Iterator[Path]:
+def trial_dir(paths: Paths, name: str) -> Iterator[Path]:
     """A scratch directory for a probe's tiny instance, torn down after it (mounts included)
     whatever happened; a failure to clean up never changes the probe's answer."""
     from . import mounts
@@ -278,14 +278,14 @@ class Platform(ABC):
 
     # -- discovery -------------------------------------------------------------------
     needs_root: ClassVar[bool] = False
-    """Whether the platform's probe (and runs) need root here."""
+    """Whether the platform's availability check (and runs) need root here."""
 
     @classmethod
-    def probe(cls, paths: Paths) -> Availability:
+    def availability(cls, paths: Paths) -> Availability:
         """Decide by trying (run a tiny instance), not by the presence of a binary.
 
         The checks every platform shares come first (root where needed, its binaries), then
-        its own try_instance; what that raises is the reason with its fix: a probe reports,
+        its own try_instance; what that raises is the reason with its fix: the check reports,
         never raises."""
         fix = "apt-get install " + " ".join(cls.packages or cls.binaries)
         if cls.needs_root and os.geteuid() != 0:
@@ -295,8 +295,8 @@ class Platform(ABC):
                 return Availability(False, f"{b} is not installed", fix)
         try:
             return cls.try_instance(paths)
-        except Exception as exc:  # noqa: BLE001 - probe reports, never raises
-            return cls.probe_failed(exc, fix)
+        except Exception as exc:  # noqa: BLE001 - the check reports, never raises
+            return cls.unavailable(exc, fix)
 
     @classmethod
     def try_instance(cls, paths: Paths) -> Availability:
@@ -305,7 +305,7 @@ class Platform(ABC):
         raise NotImplementedError(f"{cls.__name__} says neither how to try an instance nor how to probe")
 
     @classmethod
-    def probe_failed(cls, exc: Exception, fix: str) -> Availability:
+    def unavailable(cls, exc: Exception, fix: str) -> Availability:
         """The reason try_instance raised: an error of ours says it with its fix."""
         if isinstance(exc, VirtbenchError):
             return Availability(False, exc.message, exc.fix or fix)

@@ -27,7 +27,7 @@ from .. import proc
 from ..errors import CommandError, InputError, VirtbenchError
 from ..images.image import Image
 from . import bridge, cgroups, iptables, mounts, slices
-from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions, Size, probe_dir
+from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions, Size, trial_dir
 
 LOCKS = Path("/run/lxc/lock")
 """LXC (as root) keeps a lock file per container here, under the lxcpath's own path."""
@@ -187,7 +187,7 @@ class LXC(Platform):
     def try_instance(cls, paths: Paths) -> Availability:
         name = "vb-probe"
         systemd = slices.systemd_managed()  # started where the platform's own containers are
-        with probe_dir(paths, "lxc") as lxcpath:
+        with trial_dir(paths, "lxc") as lxcpath:
             try:
                 if systemd:
                     mounts.write_meta(lxcpath / name, {"platform": cls.type, "run_id": "probe", "name": name,
@@ -206,7 +206,7 @@ class LXC(Platform):
                     _teardown(paths, lxcpath / name, name, lxcpath)
 
     @classmethod
-    def probe_failed(cls, exc: Exception, fix: str) -> Availability:
+    def unavailable(cls, exc: Exception, fix: str) -> Availability:
         return Availability(False, f"lxc could not start a container: {exc}",
                             "see the LXC log above; `lxc-checkconfig` lists missing kernel features")
 

@@ -19,7 +19,7 @@ from .. import proc
 from ..errors import InputError, VirtbenchError
 from ..images.image import Image
 from . import mounts
-from .base import EXEC_ENV, Availability, Executor, Instance, Paths, Platform, PlatformOptions, probe_dir
+from .base import EXEC_ENV, Availability, Executor, Instance, Paths, Platform, PlatformOptions, trial_dir
 
 SCRATCH = Path("var/tmp/virtbench")
 """Inside the rootfs: where the runner puts scratch files. For native it is a bind mount of a
@@ -81,7 +81,7 @@ class Native(Platform):
 
     @classmethod
     def try_instance(cls, paths: Paths) -> Availability:
-        with probe_dir(paths, "native") as d:
+        with trial_dir(paths, "native") as d:
             root = d / "root"
             for b in mounts.skeleton_rootfs(root):
                 mounts.bind(b, root / b.lstrip("/"), readonly=True)
@@ -90,7 +90,7 @@ class Native(Platform):
             return Availability(True, "chroot with bind mounts works")
 
     @classmethod
-    def probe_failed(cls, exc: Exception, fix: str) -> Availability:
+    def unavailable(cls, exc: Exception, fix: str) -> Availability:
         return Availability(False, f"chroot test failed: {exc}", "run as root on a host that allows bind mounts")
 
     def versions(self) -> dict[str, str]:

@@ -21,7 +21,7 @@ from .. import proc
 from ..errors import CommandError, InputError, UnavailableError, VirtbenchError
 from ..images.image import Image
 from . import bridge, cgroups, iptables, mounts, slices, throttle
-from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions, Size, probe_dir
+from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions, Size, trial_dir
 
 CFS_PERIOD = 100_000
 CAPABILITIES = ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD",
@@ -143,7 +143,7 @@ class _OCIRuntime(Platform):
     def try_instance(cls, paths: Paths) -> Availability:
         name = f"vb-probe-{uuid.uuid4().hex[:8]}"
         rt = _rt(cls.runtime, paths)
-        with probe_dir(paths, cls.runtime) as bundle:
+        with trial_dir(paths, cls.runtime) as bundle:
             try:
                 binds = mounts.skeleton_rootfs(bundle / "rootfs")
                 spec_path, _ = cgroup_paths(cls.runtime, None, name)
@@ -159,7 +159,7 @@ class _OCIRuntime(Platform):
                 forget_probe(name)
 
     @classmethod
-    def probe_failed(cls, exc: Exception, fix: str) -> Availability:
+    def unavailable(cls, exc: Exception, fix: str) -> Availability:
         said = (getattr(exc, "stderr", "") or str(exc)).strip().splitlines() or [str(exc)]
         if HYBRID in said[-1]:
             return Availability(False, f"{cls.runtime}: {said[-1].strip()} (hybrid host: cgroup v1 "

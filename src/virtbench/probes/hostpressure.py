@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..host import meminfo
+from ..hostinfo import meminfo
 
 PSI_RESOURCES = ("cpu", "memory", "io")
 

@@ -23,8 +23,8 @@ from ..extras import require
 from ..store import results
 from ..store.db import Store
 from ..store.models import Run
+from . import builder as S
 from . import runinfo
-from . import summary as S
 from .model import FORMAT_VERSION
 
 FORMATS = ("csv", "json", "parquet")

@@ -22,11 +22,11 @@ from ..analysis import stats, tables
 from ..analysis.summary import Row
 from ..extras import require
 from ..store.models import Run
+from . import builder as S
 from . import figures as F
 from . import html_parts as H
 from . import interactive as I
 from . import layout, runinfo
-from . import summary as S
 from .model import Report as Model
 from .sections import ReportSection
 

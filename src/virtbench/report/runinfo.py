@@ -1,7 +1,7 @@
 """What a stored run says about itself, as every part of the report reads it: its host's
 facts, the hosts of a run over several, its platforms and a label per run.
 
-These sit below the report's builder (summary.py), its parts (layout, figures, boards,
+These sit below the report's builder (builder.py), its parts (layout, figures, boards,
 hosts) and its renderers, which all read them; they import nothing of the report.
 """
 from __future__ import annotations

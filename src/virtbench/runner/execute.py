@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from .. import host as hostfacts
+from .. import hostinfo as hostfacts
 from ..config import Campaign, check_host, parse_campaign
 from ..errors import InputError, StoreError
 from ..experiments.base import (

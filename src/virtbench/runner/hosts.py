@@ -34,8 +34,8 @@ from ..experiments.base import (
 from ..experiments.benchmarks.kind import Benchmarks
 from ..experiments.benchmarks.plan import schedule, without
 from ..experiments.benchmarks.session import Session, session_details
-from ..hosts import ssh
 from ..platforms.base import Paths
+from ..remote import ssh
 from ..store.db import Store, now
 from ..store.models import Run
 from . import crosspair

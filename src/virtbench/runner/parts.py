@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .. import host as hostfacts
+from .. import hostinfo as hostfacts
 from .. import proc
 from ..config import Campaign, check_host
 from ..errors import InputError, VirtbenchError
@@ -26,12 +26,12 @@ from ..experiments.benchmarks.session import (
     refuse_unlimited_memory,
     with_platform_packages,
 )
-from ..hosts import ship
-from ..hosts.inventory import HostSpec
-from ..hosts.ssh import SSHExecutor
 from ..images import build as images
 from ..images.arch import MACHINE_TO_DEB
 from ..platforms.base import Paths
+from ..remote import ship
+from ..remote.inventory import HostSpec
+from ..remote.ssh import SSHExecutor
 from ..store.db import Store
 from .wire import parse
 

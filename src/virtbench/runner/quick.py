@@ -32,7 +32,7 @@ from typing import Any
 
 from ..config import Campaign, parse_campaign
 from ..errors import UnavailableError
-from ..experiments.benchmarks.session import probe_types
+from ..experiments.benchmarks.session import availability_of
 from ..platforms import slices
 from ..platforms.base import Paths
 from ..registry import PLATFORMS
@@ -58,7 +58,7 @@ best of 7 passes and +-3.3 % with the best of 20; fio's best of 20 100 ms interv
 quick runs decided 14, 9 (fresh) and 6 of 15 that day (before: 6-9 of 15).
 
 fio runs on the CPUs that do not serve the disk's interrupts where one CPU serves them all
-(`cpus_allowed`, from host.disk_irq_cpus; every platform alike): without IRQ time accounting a
+(`cpus_allowed`, from hostinfo.disk_irq_cpus; every platform alike): without IRQ time accounting a
 completion's work is charged to whatever runs on that CPU, so fio's CPU time per I/O depended
 on where the scheduler put it and on what else ran there (one core of stress-ng: +-20 % a
 round). Pinned (2026-11-27/28, same VM): quick runs decided 6, 15 and 11 of 15 quiet with
@@ -140,7 +140,7 @@ def quick_campaign(paths: Paths, log: Callable[[str], None] = lambda _m: None,
                    probes: list[str] | None = None) -> QuickPlan:
     log(f"host: {slices.host_kind()}")
     tried = quick_platforms()
-    verdicts = probe_types(tried, paths, log)
+    verdicts = availability_of(tried, paths, log)
     platforms: list[Any] = []
     left_out: list[dict[str, str]] = []
     for name in tried:
@@ -172,12 +172,12 @@ def _has_vm(platforms: list[Any]) -> bool:
 
 def _fio_cpus(paths: Paths, log: Callable[[str], None]) -> str | None:
     """fio's CPUs off the one serving the disk's interrupts, if one serves them all (host.py)."""
-    from .. import host
+    from .. import hostinfo
 
     where = paths.state
     while not where.exists() and where != where.parent:
         where = where.parent
-    cpus = host.cpus_off(host.disk_irq_cpus(where), sorted(os.sched_getaffinity(0)))
+    cpus = hostinfo.cpus_off(hostinfo.disk_irq_cpus(where), sorted(os.sched_getaffinity(0)))
     if cpus is not None:
         log(f"fio runs on CPU {cpus}: the disk's interrupts are all served by another CPU, and their "
             "work is charged to whatever runs there")

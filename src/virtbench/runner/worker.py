@@ -258,8 +258,8 @@ class QueueWorker:
 
     def _probe_platforms(self) -> None:
         """Which platform types this host runs, for the schedule form (same probe as doctor)."""
-        from .. import host as hostfacts
-        from ..experiments.benchmarks.session import probe_types
+        from .. import hostinfo as hostfacts
+        from ..experiments.benchmarks.session import availability_of
         from ..registry import PLATFORMS
 
         self._set_state("probing")
@@ -269,7 +269,7 @@ class QueueWorker:
             # the same lock as a run: a probe's instances must not disturb a `virtbench run`
             with hostlock.hold(self.paths, f"worker {self.id} probing platforms", wait=True, poll_s=self.poll_s,
                                stop=self.stop.is_set, log=self.echo):
-                verdicts = probe_types(PLATFORMS.names(), self.paths)
+                verdicts = availability_of(PLATFORMS.names(), self.paths)
         except (KeyboardInterrupt, hostlock.Stopped):
             return
         except Exception as exc:  # noqa: BLE001 - availability is a hint for the form, not a must

@@ -23,7 +23,7 @@ from ..analysis.summary import Row, summarize
 from ..config import parse_campaign
 from ..errors import VirtbenchError
 from ..platforms import cgroups, slices
-from ..platforms.availability import probe_types
+from ..platforms.availability import availability_of
 from ..platforms.base import Paths
 from ..runner import execute
 from ..store import results
@@ -100,7 +100,7 @@ class Context:
 
     def require_platform(self, platform_type: str) -> None:
         """Skip the check, with doctor's reason and fix, when the platform cannot run here."""
-        verdict = probe_types([platform_type], self.paths)[platform_type]
+        verdict = availability_of([platform_type], self.paths)[platform_type]
         if not verdict.available:
             raise Skip(f"platform {platform_type} is not available here: {verdict.reason}", verdict.fix or None)
 

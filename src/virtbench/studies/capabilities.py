@@ -6,7 +6,7 @@ probes use, asked once per capability and cached for one command.
 - pmu: perf reads hardware counters (the perf probe's own check);
 - meter: an energy source works here: the meter given with `study run --meter` (tried once, as
   the energy probe tries it), else the energy probe's own check (RAPL or IPMI);
-- platform types: each plugin's probe (platforms.availability.probe_types).
+- platform types: each plugin's probe (platforms.availability.availability_of).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..platforms.availability import probe_types
+from ..platforms.availability import availability_of
 from ..platforms.base import Availability, Paths
 from ..registry import PLATFORMS, PROBES
 
@@ -26,8 +26,8 @@ MULTI_HOST_FIX = "several hosts arrive with `virtbench` multi-host support (issu
 
 
 def hosts_supported() -> bool:
-    """Whether this version has the several-hosts support (`virtbench.hosts`) at all."""
-    return importlib.util.find_spec("virtbench.hosts") is not None
+    """Whether this version has the several-hosts support (`virtbench.remote`) at all."""
+    return importlib.util.find_spec("virtbench.remote") is not None
 
 
 def parse_host_names(values: Sequence[str]) -> list[str]:
@@ -36,7 +36,7 @@ def parse_host_names(values: Sequence[str]) -> list[str]:
         return []
     if not hosts_supported():
         raise InputError("--hosts: this version of virtbench runs on one host only", MULTI_HOST_FIX)
-    from ..hosts.inventory import parse_hosts
+    from ..remote.inventory import parse_hosts
 
     try:
         return [h.name for h in parse_hosts(list(values))]
@@ -52,7 +52,7 @@ def inventory_specs(names: Sequence[str], inventory: str | None) -> dict[str, di
         return {}
     if not names:
         raise InputError("--inventory: no host named", "name the inventory's host with --hosts NAME")
-    from ..hosts.inventory import read_inventory
+    from ..remote.inventory import read_inventory
 
     specs = {h.name: h for h in read_inventory(Path(inventory).expanduser(), "all")}
     for name in names:
@@ -103,7 +103,7 @@ class Capabilities:
     def platforms(self, types: Sequence[str]) -> dict[str, Availability]:
         """Each platform type's verdict, probing only types not asked yet."""
         todo = [t for t in dict.fromkeys(types) if f"platform:{t}" not in self._cache and t in PLATFORMS.names()]
-        for t, verdict in probe_types(todo, self.paths, self.log).items():
+        for t, verdict in availability_of(todo, self.paths, self.log).items():
             self._cache[f"platform:{t}"] = verdict
         return {t: self._cache[f"platform:{t}"] for t in types if f"platform:{t}" in self._cache}
 

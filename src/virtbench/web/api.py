@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from .. import __version__
 from ..errors import InputError
-from ..report import runinfo, summary
+from ..report import builder, runinfo
 from ..store import queue
 from . import cache, campaigns, downloads, forms, hostpaths, queries, results
 from .security import require_api_write, require_read
@@ -243,7 +243,7 @@ def delete_run(request: Request, run_id: str) -> dict[str, Any]:
 
 @router.get("/runs/{run_id}/report", summary="The report (the `virtbench report --json` document)")
 def report(request: Request, run_id: str = RUN_ID) -> dict[str, Any]:
-    return downloads.clean(summary.report_json(results.full_report(store_of(request), cache_of(request), run_id)))
+    return downloads.clean(builder.report_json(results.full_report(store_of(request), cache_of(request), run_id)))
 
 
 @router.get("/runs/{run_id}/verify", summary="Every repetition of one metric per platform, drift and outlier flags")

@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..analysis.summary import Row
+from ..report import builder
 from ..report import cache as report_cache
-from ..report import summary
 from ..store import browse, reports
 from ..store.db import Store
 from ..store.models import Run
@@ -69,7 +69,7 @@ class ReportCache:
         got = report_cache.load(store, run_id, key)
         if got is not None:
             return got
-        built = summary.build(store, run_id, sections=False)  # stored there when the run has stopped
+        built = builder.build(store, run_id, sections=False)  # stored there when the run has stopped
         return built.rows, built.failures
 
     @staticmethod
@@ -93,7 +93,7 @@ class ReportCache:
 def precompute(store: Store, run_id: str) -> None:
     """Compute and store a stopped run's report now (the worker calls it when a run ends)."""
     if report_cache.key(store, run_id)[0] in PERSISTED:
-        summary.build(store, run_id, sections=False)
+        builder.build(store, run_id, sections=False)
 
 
 class Warmer(threading.Thread):

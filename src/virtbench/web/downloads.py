@@ -16,7 +16,7 @@ from fastapi import HTTPException
 from fastapi.responses import Response
 
 from ..errors import InputError
-from ..report import runinfo, summary
+from ..report import builder, runinfo
 from ..store.db import Store
 from . import cache
 
@@ -78,7 +78,7 @@ def response(store: Store, reports: cache.ReportCache, run_id: str, fmt: str, ta
         elif table == "report":
             if fmt != "json":
                 raise HTTPException(400, "the report document is JSON; use table=samples|executions|summary")
-            body = json.dumps(clean(summary.report_json(report)), indent=1, default=str).encode()
+            body = json.dumps(clean(builder.report_json(report)), indent=1, default=str).encode()
             filename = f"{name}-report.json"
         else:
             body, filename = _table(store, run, rows, table, fmt), f"{name}-{table}.{fmt}"

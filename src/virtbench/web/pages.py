@@ -17,7 +17,7 @@ from markupsafe import Markup
 
 from .. import __version__
 from ..errors import InputError
-from ..report import layout, summary
+from ..report import builder, layout
 from ..report.model import Report, Section
 from . import api, campaigns, downloads, forms, hostpaths, queries, results, svg
 from .security import (
@@ -224,7 +224,7 @@ def compare_page(request: Request, run: list[str] = Query([], max_length=100),
     return render(request, "compare.html", title="Platforms across runs", doc=doc, charts=charts, choices=choices,
                   hostnames=hostnames, chosen=set(ids), chosen_hosts=set(host), by_host=by_host,
                   baseline=baseline or "", export_query=urlencode([("run", i) for i in ids]),
-                  verdict_rule=summary.VERDICT_RULE)
+                  verdict_rule=builder.VERDICT_RULE)
 
 
 @router.get("/compare/before-after", response_class=HTMLResponse)

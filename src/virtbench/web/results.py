@@ -1,7 +1,7 @@
 """Verify and compare: the analysis package's rows, shaped for the pages and the API.
 
 Statistics, tests, quality flags and category tables all come from virtbench.analysis
-(through report.summary), so the web shows exactly what `virtbench report` computes; the
+(through report.builder), so the web shows exactly what `virtbench report` computes; the
 reports come through cache.ReportCache, so a page over a large finished run is a lookup.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 from ..analysis import quality, tables
 from ..analysis import summary as summary_mod
 from ..analysis.summary import Row
-from ..report import figures, headline, run_warnings, runinfo, summary
+from ..report import builder, figures, headline, run_warnings, runinfo
 from ..report.model import Report
 from ..report.progress import Cap, eta_words, remaining
 from ..report.result_rows import declared_metrics
@@ -326,7 +326,7 @@ def before_after(store: Store, cache: ReportCache, run_a: str, run_b: str) -> di
     ra, rows_a, _ = cache.report(store, run_a)
     rb, rows_b, _ = cache.report(store, run_b)
     rows = compare_runs(rows_a, rows_b)
-    doc = summary.compare_json(ra, rb, rows)
+    doc = builder.compare_json(ra, rb, rows)
     common = {p.name for p in ra.platforms} & {p.name for p in rb.platforms}
     doc["only_one_run"] = sorted(({p.name for p in ra.platforms} | {p.name for p in rb.platforms}) - common)
     doc["names"] = {"a": ra.name, "b": rb.name}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from virtbench.analysis import synthetic
 from virtbench.registry import BENCHMARKS
-from virtbench.report import summary
+from virtbench.report import builder
 from virtbench.store.db import Store
 
 HERE = Path(__file__).parent
@@ -35,8 +35,8 @@ def main() -> None:
     benches = [*synthetic.default_benchmarks()[:5], real]
     synthetic.fill(store, "fixture-0003", repetitions=3, warmups=1, platforms=plats, benchmarks=benches,
                    fail={("qemu", "openssl"): range(0, 4), ("docker", "sim-fio"): (2,)})
-    run, rows, failures = summary.build(store, "fixture-0003")
-    doc = summary.to_json(run, rows, failures)
+    run, rows, failures = builder.build(store, "fixture-0003")
+    doc = builder.to_json(run, rows, failures)
     JSON_OUT.write_text(json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")
     store.engine.dispose()
 

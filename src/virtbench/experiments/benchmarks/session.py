@@ -12,13 +12,13 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ... import host as hostfacts
+from ... import hostinfo as hostfacts
 from ...benchmarks.base import Benchmark
 from ...errors import InputError, UnavailableError, VirtbenchError, disk_full
 from ...executor import Outside
 from ...images import build as images
 from ...images.image import Image
-from ...platforms.availability import probe_types  # noqa: F401 - re-exported for the runner's callers
+from ...platforms.availability import availability_of  # noqa: F401 - re-exported for the runner's callers
 from ...platforms.base import Availability, Paths, Platform
 from ...probes.base import Probe
 from ...registry import BENCHMARKS, PLATFORMS
@@ -119,7 +119,7 @@ def check_available(session: Session, log: Callable[[str], None] = lambda _m: No
     types = sorted({p.type for p in on_host.values()})
     refuse_unlimited_memory(socket.gethostname(), memory_limited(session))
     refuse_undelegated(socket.gethostname(), session)
-    session.availability = probe_types(types, session.paths, log)
+    session.availability = availability_of(types, session.paths, log)
     for name, platform in on_host.items():
         verdict = session.availability[platform.type]
         if verdict.available:

@@ -42,7 +42,7 @@ from ...store.db import now
 from ..base import Experiment, ExperimentContext
 from .fleet import signals_held
 from .guard import Guard, GuardSettings, ParentPressure, read_parent
-from .ramp import Prober, Stop, resumed
+from .ramp import Ramp, Stop, resumed
 
 PARENT_PREFIX = "virtbench-density-"
 
@@ -214,7 +214,7 @@ class Density(Experiment):
             if memory is not None and not plat.confinable and name != self.baseline:
                 raise InputError(f"platform {name!r} ({plat.type}) cannot place its instances under host_memory's "
                                  "parent cgroup", "use lxc, docker, podman or qemu, or drop host_memory")
-            verdict = type(plat).probe(self.paths)
+            verdict = type(plat).availability(self.paths)
             if not verdict.available:
                 raise InputError(f"platform {name!r} ({plat.type}) is not available here: {verdict.reason}",
                                  verdict.fix or "remove it from the campaign")
@@ -278,21 +278,21 @@ class Density(Experiment):
                     continue
                 plat.cgroup_parent = parent.relative if parent else None
                 guard = Guard(section.guard, parent=self._parent_reader(parent) if plat.confinable else None)
-                prober = Prober(ctx=ctx, platform=plat, image=self.images[name], section=section, guard=guard,
+                ramp = Ramp(ctx=ctx, platform=plat, image=self.images[name], section=section, guard=guard,
                                 parent=parent.relative if parent else None, bench=section.benchmark(),
                                 baseline=name == self.baseline)
                 started = time.time()
-                state = resumed(executions, samples, name, prober.metric.name) if executions else None
+                state = resumed(executions, samples, name, ramp.metric.name) if executions else None
                 if state is not None and (state.probe_no or state.stop):
                     ctx.log(f"{name}: resuming the search after probe {state.probe_no}: last good count "
                             f"{state.good}" + (f", {state.failing} failed" if state.failing else ""))
                 if name == self.baseline:
-                    result = prober.search([1], bisect=False, resume=state)
+                    result = ramp.search([1], bisect=False, resume=state)
                 else:
                     bisect = isinstance(section.counts, Until)
                     counts = section.counts.ramp() if isinstance(section.counts, Until) else section.counts
-                    result = prober.search(counts, bisect=bisect, resume=state)
-                self._record_stop(ctx, name, plat, result, prober, guard, parent, time.time() - started)
+                    result = ramp.search(counts, bisect=bisect, resume=state)
+                self._record_stop(ctx, name, plat, result, ramp, guard, parent, time.time() - started)
         finally:
             with signals_held():  # a second signal must not cut the removal short
                 for plat in self.platforms.values():  # what a signal mid-create or a failed stop left
@@ -311,14 +311,14 @@ class Density(Experiment):
             return None
         return lambda: read_parent(parent.relative, parent.memory)
 
-    def _record_stop(self, ctx: ExperimentContext, name: str, plat: Platform, result: Any, prober: Prober,
+    def _record_stop(self, ctx: ExperimentContext, name: str, plat: Platform, result: Any, ramp: Ramp,
                      guard: Guard, parent: cgroups.Confinement | None, seconds: float) -> None:
         summary = {
             "platform": name, "label": plat.label(), "type": plat.type,
             "max_count": result.max_count, "stop_reason": result.stop.reason, "stop_detail": result.stop.detail,
             "stop_count": result.stop.count, "stop_evidence": result.stop.evidence,
-            "memory_per_instance_bytes": prober.memory_per_instance(result.max_count),
-            "mem_available_drop_per_instance_bytes": prober.available_drop_per_instance(result.max_count),
+            "memory_per_instance_bytes": ramp.memory_per_instance(result.max_count),
+            "mem_available_drop_per_instance_bytes": ramp.available_drop_per_instance(result.max_count),
             "confined": parent is not None and plat.confinable, "host_memory": parent.memory if parent else None,
             "mem_total": cgroups.host_memory_total(), "guard_thresholds": guard.thresholds(
                 cgroups.host_memory_total(), parent.memory if parent is not None and plat.confinable else None),

@@ -123,7 +123,7 @@ def fleet_prefix(run_id: str, platform: str, probe_no: int) -> str:
 
 
 @dataclass
-class Prober:
+class Ramp:
     ctx: ExperimentContext
     platform: Platform
     image: Image
@@ -162,7 +162,7 @@ class Prober:
         if stop is None:
             todo = [c for c in counts if c > good]
             if todo:
-                ok, stop = self.probe(todo, probes)
+                ok, stop = self.step(todo, probes)
                 good = max(good, ok)
         if stop is None:
             reason = "max_reached" if bisect else "counts_done"
@@ -171,7 +171,7 @@ class Prober:
         retries = 0
         while bisect and failing - good > 1:
             mid = (good + failing) // 2
-            ok, s = self.probe([mid], probes)
+            ok, s = self.step([mid], probes)
             if s is None:
                 good = max(good, ok)
             elif s.reason != "interrupted" and s.count is not None and s.count <= good:
@@ -222,7 +222,7 @@ class Prober:
                 return reading
             time.sleep(sleep)
 
-    def probe(self, counts: list[int], probes: list[dict]) -> tuple[int, Stop | None]:
+    def step(self, counts: list[int], probes: list[dict]) -> tuple[int, Stop | None]:
         """Fresh instances up to each count in turn; returns (last good count, stop or None)."""
         self.probe_no += 1
         prefix = fleet_prefix(self.ctx.run_id, self.platform.name, self.probe_no)

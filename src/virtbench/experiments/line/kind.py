@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from ... import proc
 from ...errors import InputError, UnavailableError
-from ...host import meminfo
+from ...hostinfo import meminfo
 from ...images import build as images
 from ...images.image import Image
 from ...platforms.base import Paths, Platform
@@ -111,7 +111,7 @@ class Line(Experiment):
             cls.ensure_engine(self.paths)
         except Exception as exc:  # noqa: BLE001 - the probe below says what is wrong
             log(f"{entry.type}: could not start its engine: {exc}")
-        verdict = cls.probe(self.paths)
+        verdict = cls.availability(self.paths)
         if not verdict.available:
             raise UnavailableError(f"platform {entry.name!r} ({entry.type}) is not available here: {verdict.reason}",
                                    verdict.fix or "remove it from the campaign (see `virtbench doctor`)")

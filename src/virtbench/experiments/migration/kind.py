@@ -26,12 +26,12 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ... import host as hostfacts
+from ... import hostinfo as hostfacts
 from ...errors import InputError, UnavailableError
 from ...images import build as images
 from ...images.image import Image
 from ...platforms import naming
-from ...platforms.availability import probe_types
+from ...platforms.availability import availability_of
 from ...platforms.base import INSTANCE_PREFIX, Instance, Platform, Size
 from ...registry import PLATFORMS
 from ...store.db import now
@@ -238,7 +238,7 @@ class Migration(Experiment):
                                  f"instances need about {need / 2**20:.0f} MiB",
                                  "free space there, lower payload or counts, or pick another destination")
         self.check_memory(platforms, max(section.counts))
-        verdicts = probe_types(sorted({p.type for p in platforms.values()}), self.paths, log)
+        verdicts = availability_of(sorted({p.type for p in platforms.values()}), self.paths, log)
         for name, p in platforms.items():
             if not verdicts[p.type].available:
                 raise UnavailableError(f"platform {name!r} ({p.type}) is not available here: {verdicts[p.type].reason}",

@@ -31,12 +31,12 @@ from typing import Any, cast
 from ... import proc
 from ...benchmarks.dd import Dd, DdParams
 from ...errors import VirtbenchError
-from ...hosts import ship
-from ...hosts.inventory import HostSpec
-from ...hosts.ssh import SSHExecutor
 from ...images.image import Image
 from ...platforms import naming
 from ...platforms.base import Instance, Paths, Platform
+from ...remote import ship
+from ...remote.inventory import HostSpec
+from ...remote.ssh import SSHExecutor
 from . import fleet, storage, transport
 from .offline import Migration
 

@@ -17,7 +17,7 @@ from typing import Any
 from ... import proc
 from ...benchmarks.dd import Dd, DdParams
 from ...errors import InputError
-from ...host import free_bytes
+from ...hostinfo import free_bytes
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from ...errors import CommandError, InputError, UnavailableError, VirtbenchError
 from ...images import vmdisk
 from ...images.image import Image
 from .. import bridge, cgroups, mounts
-from ..base import EXEC_ENV, Availability, Executor, Instance, Paths, Platform, PlatformOptions, probe_dir
+from ..base import EXEC_ENV, Availability, Executor, Instance, Paths, Platform, PlatformOptions, trial_dir
 from . import guest
 from . import stack as qemu_stack
 from .accel import AccelVerdict, accel_verdict, probe_kernel, try_stub
@@ -113,7 +113,7 @@ class Qemu(Platform):
         verdict = accel_verdict(paths, probe_kernel())
         if verdict.kvm:
             return Availability(True, verdict.reason)
-        with probe_dir(paths, "qemu") as work:
+        with trial_dir(paths, "qemu") as work:
             why = try_stub(HOST_ARCH, "tcg", work)
         if why is not None:
             return Availability(False, f"{verdict.reason}; and TCG emulation failed too: {why}",
