@@ -2,7 +2,7 @@
 
 Fills an SQLite store with synthetic samples through Store.record (the runner's own write
 path: one transaction per execution), then times each stage of the report: loading and
-statistics (summary.build, computed and from the report cache), the JSON document, the
+statistics (builder.build, computed and from the report cache), the JSON document, the
 terminal report and the self-contained HTML file; then `virtbench report` end to end in a
 fresh process, as a user waits for it (interpreter start, imports, store, report, output):
 for a stopped run whose report is stored (the runner stores it when the run ends, or the
@@ -32,7 +32,7 @@ from rich.console import Console
 from sqlalchemy import event, func, select
 
 from virtbench.analysis import synthetic
-from virtbench.report import html, static, summary, text
+from virtbench.report import builder, html, static, text
 from virtbench.store.db import Store
 from virtbench.store.models import ReportCache, Sample
 
@@ -94,11 +94,11 @@ def main() -> int:
 
     print(f"host load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
     print("stages, in process (imports done):")
-    report, _ = timed("load + statistics (summary.build)", lambda: summary.build(store, RUN_ID, cached=False))
-    timed("load from the report cache", lambda: summary.build(store, RUN_ID))
+    report, _ = timed("load + statistics (builder.build)", lambda: builder.build(store, RUN_ID, cached=False))
+    timed("load from the report cache", lambda: builder.build(store, RUN_ID))
     run, rows, failures = report
     doc, _ = timed("JSON document (report --json)",
-                   lambda: json.dumps(summary.to_json(run, rows, failures), default=str))
+                   lambda: json.dumps(builder.to_json(run, rows, failures), default=str))
     timed("terminal report", lambda: text.render(run, rows, failures, Console(file=io.StringIO(), width=200)))
     out = Path(tempfile.gettempdir()) / f"vb-report-speed-{store.engine.dialect.name}.html"
     timed("HTML file (report --html)", lambda: html.write(out, [report]))

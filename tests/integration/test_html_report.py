@@ -114,7 +114,7 @@ def test_dump_dom(reports, tmp_path):
 
 def test_every_execution_failed_still_renders(tmp_path):
     """A run with no sample at all: the page says so, shows the failures, and has no broken chart."""
-    from virtbench.report import html, summary
+    from virtbench.report import builder, html
 
     store = Store(f"sqlite:///{tmp_path / 'dead.db'}")
     store.create_run(run_id="dead", name="t", campaign={"baseline": "native"}, source="", seed=1, host_id=None,
@@ -123,7 +123,7 @@ def test_every_execution_failed_still_renders(tmp_path):
     for platform in ("native", "runc"):
         store.record(run_id="dead", round=0, warmup=False, platform=platform, benchmark="lifecycle",
                      status="failed", started_at=now(), finished_at=now(), duration_s=0.0, error="runtime missing")
-    page = html.write(tmp_path / "dead.html", [summary.build(store, "dead")]).read_text()
+    page = html.write(tmp_path / "dead.html", [builder.build(store, "dead")]).read_text()
     assert page.count("runtime missing") == 2 and "No stacked platforms" in page
     if _node_ok() is None:
         proc = subprocess.run(["node", str(BROWSER_DIR / "check_report.mjs"), str(tmp_path / "dead.html"), CHROMIUM],

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from virtbench.analysis import synthetic
 from virtbench.cli import cli
-from virtbench.report import layout, summary
+from virtbench.report import builder, layout
 from virtbench.report.layout import base_key
 from virtbench.store.db import Store, now
 
@@ -101,7 +101,7 @@ def _parts(store, run_id):
     """The parts a report of this run must show: (section key, what it is known by: its first table's
     title with rows, else its first note, else its own title) of every section with something to
     show, and the biggest-cost notes of its headline."""
-    report = summary.build(store, run_id)
+    report = builder.build(store, run_id)
     parts = [(base_key(s.key), next((t.title for t in s.tables if t.rows), s.notes[0] if s.notes else s.title))
              for s in layout.of(report) if not s.detail and (any(t.rows for t in s.tables) or s.figures or s.notes)]
     costs = [n for s in layout.of(report) if s.key == "headline" for n in s.notes if ": biggest cost " in n]

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from virtbench.analysis import synthetic
 from virtbench.cli import cli
-from virtbench.report import export, summary
+from virtbench.report import builder, export
 from virtbench.report.model import FORMAT_VERSION
 from virtbench.store.db import Store, now
 
@@ -43,7 +43,7 @@ def test_round_trip_through_pandas(store, tmp_path, fmt):
     failed = executions[executions.status == "failed"]
     assert len(failed) == 1 and failed.iloc[0]["platform"] == "qemu" and "device busy" in failed.iloc[0]["error"]
 
-    _, rows, _ = summary.build(store, "r1")
+    _, rows, _ = builder.build(store, "r1")
     assert len(summ) == len(rows)
     docker = summ[(summ.platform == "docker") & (summ.metric == "HPL_Gflops")].iloc[0]
     row = next(r for r in rows if r.platform == "docker" and r.metric == "HPL_Gflops")
@@ -87,7 +87,7 @@ def test_json_export_is_valid_json(store, tmp_path):
 def test_static_figures_in_three_formats(store, tmp_path):
     from virtbench.report import figures, static
 
-    specs, _ = figures.for_reports([summary.build(store, "r1")])
+    specs, _ = figures.for_reports([builder.build(store, "r1")])
     chosen = {s.kind: s for s in specs}  # one of each kind
     files = static.export(list(chosen.values()), tmp_path / "a")
     assert len(files) == 4 * len(chosen)  # and each figure's data as CSV beside it

@@ -1,10 +1,10 @@
-"""The report model: sections registered by kind reach JSON, text and HTML through summary.build."""
+"""The report model: sections registered by kind reach JSON, text and HTML through builder.build."""
 import json
 
 from rich.console import Console
 
 from virtbench.analysis import synthetic
-from virtbench.report import html, model, sections, summary, text
+from virtbench.report import builder, html, model, sections, text
 from virtbench.store.db import Store
 
 
@@ -30,12 +30,12 @@ def test_sections_in_every_rendering(tmp_path, monkeypatch):
     sections.SECTIONS.register("energy", _energy)
     sections.SECTIONS.register("zz-kind", _other_kind)
     try:
-        report = summary.build(store, "sim")
+        report = builder.build(store, "sim")
     finally:
         sections.SECTIONS._load().pop("energy")
         sections.SECTIONS._load().pop("zz-kind")
         EXPERIMENTS._load().pop("zz-kind")
-    doc = json.loads(json.dumps(summary.report_json(report)))
+    doc = json.loads(json.dumps(builder.report_json(report)))
     assert doc["format_version"] == model.FORMAT_VERSION
     assert doc["energy"] == {"joules": [1.5, None]}
     console = Console(record=True, width=100)
@@ -50,5 +50,5 @@ def test_report_unpacks_as_before(tmp_path):
     store = Store(f"sqlite:///{tmp_path / 's.db'}")
     synthetic.fill(store, "sim", repetitions=2, platforms=synthetic.default_platforms()[:2],
                    benchmarks=synthetic.default_benchmarks()[:1])
-    run, rows, failures = report = summary.build(store, "sim")
+    run, rows, failures = report = builder.build(store, "sim")
     assert run.id == "sim" and rows and failures == [] and report[0] is run

@@ -162,11 +162,11 @@ def test_percentile_names():
 
 
 def test_figure_specs_of_a_synthetic_run(tmp_path):
-    from virtbench.report import runinfo, summary
+    from virtbench.report import builder, runinfo
 
     store = Store(f"sqlite:///{tmp_path / 'f.db'}")
     synthetic.fill(store, "r", repetitions=6, drift={"runc": 0.05})
-    run, rows, _ = summary.build(store, "r")
+    run, rows, _ = builder.build(store, "r")
     cat = tables.category_table(rows)
     stacks = tables.stack_predictions(rows, runinfo.platform_infos(run))
     specs = figures.all_figures(rows, "native", run.benchmarks, cat, stacks)

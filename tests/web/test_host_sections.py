@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from virtbench.analysis import synthetic
-from virtbench.report import figures, html, layout, summary
+from virtbench.report import builder, figures, html, layout
 
 HOSTS = ["pi-a", "pi-b"]
 
@@ -19,7 +19,7 @@ def _tables_by_heading(page: str) -> dict[str, str]:
 
 def test_every_part_of_a_multi_host_run_is_per_host(filled, client, tmp_path):
     synthetic.fill(filled, "mh1", repetitions=4, hosts=HOSTS)
-    report = summary.build(filled, "mh1")
+    report = builder.build(filled, "mh1")
     keys = [s.key for s in layout.of(report)]
     for h in HOSTS:
         assert f"results@{h}" in keys and f"statistics@{h}" in keys and f"failures@{h}" in keys
@@ -53,5 +53,5 @@ def test_every_part_of_a_multi_host_run_is_per_host(filled, client, tmp_path):
 
 
 def test_a_one_host_run_keeps_its_layout(filled):
-    keys = [s.key for s in layout.of(summary.build(filled, "r1"))]
+    keys = [s.key for s in layout.of(builder.build(filled, "r1"))]
     assert "results" in keys and not any("@" in k for k in keys)

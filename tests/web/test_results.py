@@ -21,8 +21,8 @@ def test_report_is_stored_reused_and_invalidated(filled, monkeypatch):
     first = client.get("/api/runs/r1/report").json()
     assert list(cached(filled)) == ["r1"]
     calls = []
-    real_build = results.summary.build
-    monkeypatch.setattr(results.summary, "build", lambda *a, **k: calls.append(a) or real_build(*a, **k))
+    real_build = results.builder.build
+    monkeypatch.setattr(results.builder, "build", lambda *a, **k: calls.append(a) or real_build(*a, **k))
     again = make_client(filled).get("/api/runs/r1/report").json()  # a new app: memory cache empty
     assert calls == [] and again["results"] == first["results"]
     monkeypatch.setattr(report_cache, "fingerprint", lambda: "other-analysis-code")
