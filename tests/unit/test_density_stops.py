@@ -45,7 +45,7 @@ BROKEN = (_read("fail_des-cbc_nolegacy_single.txt"), _read("fail_des-cbc_nolegac
 def _prober(tmp_path: Path, points: dict | None = None) -> tuple[Ramp, list[dict]]:
     section = DensitySection(workload=WORKLOAD, counts=[1, 2])
     stored: list[dict] = []
-    ctx = SimpleNamespace(store=SimpleNamespace(record=lambda **kw: stored.append(kw)), run_id="r", log=lambda m: None)
+    ctx = SimpleNamespace(sink=SimpleNamespace(record=lambda **kw: stored.append(kw)), run_id="r", log=lambda m: None)
     platform = SimpleNamespace(name="lxc", paths=Paths(state=tmp_path), kind="container")
     ramp = Ramp(ctx=ctx, platform=platform, image=None, section=section, guard=None, parent=PARENT,
                     bench=section.benchmark())

@@ -49,7 +49,7 @@ class Toy(Experiment):
                     continue
                 if n == self.section.fail_at:
                     raise KeyboardInterrupt
-                ctx.store.record(run_id=ctx.run_id, round=0, warmup=False, platform=p.name, benchmark=key,
+                ctx.sink.record(run_id=ctx.run_id, round=0, warmup=False, platform=p.name, benchmark=key,
                                  status="ok", started_at=now(), finished_at=now(), duration_s=0.0,
                                  samples=[{"metric": "rate", "value": float(n), "unit": "pkt/s",
                                            "higher_is_better": True, "category": "network"}])

@@ -111,7 +111,7 @@ class Dots(Experiment):
     def run(self, ctx: ExperimentContext) -> None:
         for p in self.campaign.platforms:
             for n in self.section.points:
-                ctx.store.record(run_id=ctx.run_id, round=0, warmup=False, platform=p.name, benchmark=f"dots[n={n}]",
+                ctx.sink.record(run_id=ctx.run_id, round=0, warmup=False, platform=p.name, benchmark=f"dots[n={n}]",
                                  status="ok", started_at=now(), finished_at=now(), duration_s=0.0,
                                  samples=[{"metric": "rate", "value": float(n), "unit": "pkt/s",
                                            "higher_is_better": True, "category": "network"}])

@@ -4,8 +4,9 @@ A kind declares its campaign section (a pydantic model, unknown keys rejected), 
 depends on the host before anything starts, then measures, writing each result as an
 execution with samples in the same store as benchmark runs (the point it measured is in the
 benchmark key and its params, e.g. `line[length=4,pinning=none]`), so statistics, resume,
-export and the web app's lists work unchanged. Its report part is a section builder in
-`report/` registered under the kind's name (report sits above the runner and plugins).
+export and the web app's lists work unchanged. A kind is a package: this class in `kind.py`,
+its report part in `report.py`, registered under the kind's name in `virtbench.report_sections`
+(it ranks with report/, above the runner and the plugins, so nothing else of the kind imports it).
 """
 from __future__ import annotations
 
@@ -134,10 +135,6 @@ class ExperimentContext:
     """The store itself when this process owns the run (adaptive repetition keeps its log in the
     run's provenance); None for one host's share of a run or a remote agent's part."""
 
-    @property
-    def store(self) -> Sink:
-        """The sink, under the name the kinds have always written to."""
-        return self.sink
 
     def done(self) -> set[tuple[int, str, str]]:
         """(round, platform, benchmark key) already stored: a resumed run skips them."""

@@ -269,8 +269,8 @@ class Density(Experiment):
                     f"({memory >> 20} MiB memory, no swap)")
         try:
             done = {platform for _, platform, key in ctx.done() if key == STOP_KEY}
-            executions = ctx.store.executions(ctx.run_id)  # a resumed run: what was measured before
-            samples = ctx.store.samples(ctx.run_id, per_instance=True) if executions else []
+            executions = ctx.sink.executions(ctx.run_id)  # a resumed run: what was measured before
+            samples = ctx.sink.samples(ctx.run_id, per_instance=True) if executions else []
             for name, plat in self.platforms.items():
                 if ctx.stop_requested():
                     raise KeyboardInterrupt
@@ -328,7 +328,7 @@ class Density(Experiment):
                       "short": self.images[name].short, "tool_version": self.tool_versions.get(name)},
         }
         stamp = now()
-        ctx.store.record(run_id=ctx.run_id, round=0, warmup=False, platform=name, benchmark=STOP_KEY,
+        ctx.sink.record(run_id=ctx.run_id, round=0, warmup=False, platform=name, benchmark=STOP_KEY,
                          status="ok", started_at=stamp, finished_at=stamp, duration_s=seconds,
                          stdout=json.dumps(summary, indent=1, default=str),
                          error=f"{result.stop.reason}: {result.stop.detail}")

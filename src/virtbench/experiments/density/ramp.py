@@ -465,7 +465,7 @@ class Ramp:
                          for i, (m, r) in enumerate(outcome.results, 1))
         stderr = "".join(f"### instance {i}\n{r.stderr}\n" for i, (m, r) in enumerate(outcome.results, 1) if r.stderr)
         started = datetime.fromtimestamp(outcome.started_at, UTC).replace(tzinfo=None)
-        self.ctx.store.record(
+        self.ctx.sink.record(
             run_id=self.ctx.run_id, round=self.probe_no, warmup=False, platform=self.platform.name,
             benchmark=f"density[count={outcome.count}]",
             status="ok" if stop is None or stop.reason in ("throughput_collapse", "cpu_starvation") else "failed",

@@ -189,7 +189,7 @@ class Line(Experiment):
         """Measure once more each point whose rate is physically implausible (plausible.py),
         under `line-recheck[...]` in the last round: the report puts both side by side."""
         search = self.section.search
-        found = plausible.suspects(plausible.rates(ctx.store.samples(ctx.run_id)), self.campaign.baseline,
+        found = plausible.suspects(plausible.rates(ctx.sink.samples(ctx.run_id)), self.campaign.baseline,
                                    plausible.noise_floor(search), search.step if search.method == "steps" else 0.0)
         for s in found:
             ctx.log(f"implausible: {s.why}")
@@ -220,14 +220,14 @@ class Line(Experiment):
                 ctx.step(f"{what}: pinning {mode}")
                 where = pinning.placement(mode, length)
                 pinning.apply(line, where)
-                measure.measure(ctx.store, ctx.run_id, Point(rnd, warm, name, mode, line, where), self.section,
+                measure.measure(ctx.sink, ctx.run_id, Point(rnd, warm, name, mode, line, where), self.section,
                                 self.max_rate, ctx.log, benchmark=keyof(length, mode) if recheck else None)
         except Exception as exc:  # noqa: BLE001 - the points of this line fail, the run goes on
             error = f"{type(exc).__name__}: {exc}"
             ctx.log(f"{what}: {error}")
             for mode in modes:
                 if (rnd, name, keyof(length, mode)) not in ctx.done():
-                    ctx.store.record(run_id=ctx.run_id, round=rnd, warmup=warm, platform=name,
+                    ctx.sink.record(run_id=ctx.run_id, round=rnd, warmup=warm, platform=name,
                                      benchmark=keyof(length, mode), status="failed", started_at=started,
                                      finished_at=now(), duration_s=0.0, instance=line.tag, error=error)
         except BaseException:  # Ctrl-C, SIGTERM, a cancel: remove the line, then stop
@@ -242,7 +242,7 @@ class Line(Experiment):
         teardown_s = teardown_s if teardown_s is not None else time.perf_counter() - t0
         if length and not recheck:
             ok = build_s is not None and not error
-            ctx.store.record(run_id=ctx.run_id, round=rnd, warmup=warm, platform=name,
+            ctx.sink.record(run_id=ctx.run_id, round=rnd, warmup=warm, platform=name,
                              benchmark=f"line-build[length={length}]", status="ok" if ok else "failed",
                              started_at=started, finished_at=now(), duration_s=(build_s or 0) + teardown_s,
                              instance=line.tag, error=error,

@@ -434,7 +434,7 @@ class Migration(Experiment):
             log += [f"cleanup: {p}" for p in problems] + [f"removed {r}" for r in removed]
             if problems:
                 PLATFORMS.get(platform.type).cleanup(ctx.paths, ctx.run_id)
-        ctx.store.record(run_id=ctx.run_id, round=rnd, warmup=warmup, platform=platform.name, benchmark=key,
+        ctx.sink.record(run_id=ctx.run_id, round=rnd, warmup=warmup, platform=platform.name, benchmark=key,
                          status=status, started_at=started, finished_at=now(), duration_s=time.perf_counter() - t0,
                          instance=names[0], stdout="\n".join(log), error=error, samples=samples)
 
