@@ -169,21 +169,18 @@ def test_ctrl_c_mid_move_leaves_nothing_on_either_host(env, tmp_path):
         path = tmp_path / "campaign.yaml"
         path.write_text(yaml.safe_dump(campaign))
         record = Path(env["VIRTBENCH_STATE_DIR"]) / "migration-remote"
-        # Known, not yet explained: about 1 run in 7 here ignored this SIGINT and finished every round
-        # (exit 0, nothing left behind). A second try must be interrupted; both must leave nothing.
-        for attempt in range(2):
-            run = subprocess.Popen([sys.executable, "-m", "virtbench", "run", str(path), "--no-report"], env=env,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            deadline = time.monotonic() + 300
-            while time.monotonic() < deadline and run.poll() is None and not any(record.glob("*.json")):
-                time.sleep(0.05)
-            assert run.poll() is None, run.communicate()
-            run.send_signal(signal.SIGINT)  # the containers are on their way to the second host
-            out, err = run.communicate(timeout=300)
-            if run.returncode == 130:
-                break
-            assert attempt == 0 and run.returncode == 0, out + err
-            print(f"SIGINT not seen by the run (exit 0); trying once more:\n{out}{err}")
+        # SIGINT as a terminal's Ctrl-C delivers it: a shell starts background jobs (CI launched with
+        # `&`) with SIGINT ignored, and a Python started so keeps ignoring it; that, not virtbench,
+        # was why some runs here finished every round after the signal.
+        run = subprocess.Popen([sys.executable, "-m", "virtbench", "run", str(path), "--no-report"], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and run.poll() is None and not any(record.glob("*.json")):
+            time.sleep(0.05)
+        assert run.poll() is None, run.communicate()
+        run.send_signal(signal.SIGINT)  # the containers are on their way to the second host
+        out, err = run.communicate(timeout=300)
         assert run.returncode == 130, out + err
         assert not any(record.glob("*.json")) if record.exists() else True
         work = Path(second.spec.work_dir) / "state" / "lxc"
