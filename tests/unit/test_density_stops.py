@@ -333,9 +333,9 @@ def test_a_memory_benchmark_s_throughput_is_shown_beside_density_s_own_memory_sa
     def smp(eid, metric, inst, value, cat):
         return SimpleNamespace(execution_id=eid, metric=metric, instance=inst, value=value, category=cat, unit="MiB/s")
 
-    execs = [SimpleNamespace(id=1, platform="lxc", benchmark="density[count=2]", round=1, status="ok", error="",
+    execs = [SimpleNamespace(id=1, host="", platform="lxc", benchmark="density[count=2]", round=1, status="ok", error="",
                              duration_s=12.0),
-             SimpleNamespace(id=2, platform="lxc", benchmark=STOP_KEY, round=1, status="ok", error="",
+             SimpleNamespace(id=2, host="", platform="lxc", benchmark=STOP_KEY, round=1, status="ok", error="",
                              stdout=_json.dumps({"platform": "lxc", "max_count": 2, "stop_reason": "guard"}))]
     samples = [smp(1, "memcpy", 1, 14931.6, "memory"), smp(1, "memcpy", 2, 14670.7, "memory"),
                smp(1, "memcpy", 0, 14801.2, "memory"), smp(1, "memcpy_total", 0, 29602.3, "memory"),
@@ -346,3 +346,26 @@ def test_a_memory_benchmark_s_throughput_is_shown_beside_density_s_own_memory_sa
     point = entry["points"][0]
     assert point["per_instance_mean"] == 14801.2 and point["aggregate"] == 29602.3, point
     assert point["memory_per_instance_bytes"] == 352256.0
+
+
+def test_a_parents_v2_counters_are_quoted_under_their_file_names(tmp_path: Path, monkeypatch):
+    """A guard stop's evidence on cgroup v2: memory.events, memory.pressure and memory.peak as the
+    kernel wrote them (text recorded on the systemd + cgroup v2 reference guest, kernel 6.1)."""
+    monkeypatch.setattr(cgroups, "CGROUP_ROOT", tmp_path)
+    monkeypatch.setattr(cgroups, "cgroup_mode", lambda entries=None: "v2")
+    parent = tmp_path / "virtbench.slice" / "p.slice"
+    parent.mkdir(parents=True)
+    (parent / "memory.events").write_text("low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n")
+    (parent / "memory.pressure").write_text("some avg10=1.25 avg60=0.30 avg300=0.06 total=412\n"
+                                            "full avg10=0.50 avg60=0.10 avg300=0.02 total=201\n")
+    (parent / "memory.peak").write_text("136470528\n")
+    (parent / "memory.current").write_text("139264\n")
+    (parent / "memory.max").write_text("536870912\n")
+    counters = cgroups.memory_files("virtbench.slice/p.slice")
+    assert counters == {"memory.events": {"low": 0, "high": 0, "max": 0, "oom": 0, "oom_kill": 0, "oom_group_kill": 0},
+                        "memory.pressure": {"some": {"avg10": 1.25, "avg60": 0.30, "avg300": 0.06, "total": 412.0},
+                                            "full": {"avg10": 0.50, "avg60": 0.10, "avg300": 0.02, "total": 201.0}},
+                        "memory.peak": 136470528, "memory.current": 139264, "memory.max": 536870912}
+    (parent / "memory.max").write_text("max\n")
+    assert cgroups.memory_files("virtbench.slice/p.slice")["memory.max"] == "max"
+    assert cgroups.memory_files("virtbench.slice/gone") == {}

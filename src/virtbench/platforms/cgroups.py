@@ -217,6 +217,32 @@ def memory_evidence(relative: str) -> dict[str, int | None]:
             "limit_hits": limit_hits(relative), "oom_kills": subtree_oom_kills(relative)}
 
 
+MEMORY_FILES = {True: ("memory.events", "memory.pressure", "memory.peak", "memory.current", "memory.max"),
+                False: ("memory.failcnt", "memory.max_usage_in_bytes", "memory.usage_in_bytes",
+                        "memory.limit_in_bytes", "memory.oom_control")}
+"""The memory cgroup's own files a stop's evidence quotes, by hierarchy (v2: True)."""
+
+
+def memory_files(relative: str) -> dict[str, Any]:
+    """A memory cgroup's counters under their file names, as the kernel wrote them (key/value
+    files as mappings, PSI as {some: {avg10...}, full: {...}}): evidence a reader can check
+    against the kernel's documentation without knowing virtbench. Missing files are left out."""
+    d = memory_dir(relative)
+    out: dict[str, Any] = {}
+    for name in MEMORY_FILES[is_v2()]:
+        text = _read(d / name)
+        if text is None:
+            continue
+        lines = [line.split() for line in text.strip().splitlines() if line.strip()]
+        if name.endswith(".pressure"):
+            out[name] = {f[0]: {k: float(v) for k, v in (x.split("=", 1) for x in f[1:])} for f in lines}
+        elif len(lines) == 1 and len(lines[0]) == 1:
+            out[name] = int(lines[0][0]) if lines[0][0].isdigit() else lines[0][0]
+        else:
+            out[name] = {f[0]: int(f[1]) for f in lines if len(f) == 2 and f[1].isdigit()}
+    return out
+
+
 _OOM_KILL_LINE = re.compile(r"oom-kill:.*?oom_memcg=(\S*?),task_memcg=(\S*?),")
 
 

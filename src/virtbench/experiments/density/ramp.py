@@ -22,11 +22,12 @@ from ...benchmarks.base import Benchmark
 from ...errors import VirtbenchError
 from ...images.image import Image
 from ...platforms import cgroups
-from ...platforms.base import INSTANCE_PREFIX, Platform
+from ...platforms.base import Platform
+from ...platforms.naming import INSTANCE_PREFIX
 from ...store.db import now
 from ..base import ExperimentContext
 from .fleet import Fleet, Outcome, StartFailure, classify_failure, disk_full, kernel_usage, next_instance_blocked
-from .guard import NEAR_LIMIT, Guard, read_host
+from .guard import NEAR_LIMIT, Guard, Trip, read_host
 
 STOP_REASONS = ("start_failure", "oom", "workload_failure", "cpu_starvation", "throughput_collapse",
                 "kernel_limit", "disk_full", "guard", "max_reached", "counts_done", "interrupted")
@@ -275,7 +276,7 @@ class Ramp:
                 raise KeyboardInterrupt
             trip = self.guard.check(f"before instance {n}") or self.guard.next_fits(f"before instance {n}")
             if trip is not None:
-                return Stop("guard", trip.reason, n, {"reading": trip.reading, "thresholds": trip.threshold})
+                return Stop("guard", trip.reason, n, self._guard_evidence(trip))
             usage = kernel_usage(getattr(self.platform.options, "network", "none"))
             limit = next_instance_blocked(self._usage_before_last, usage)
             if limit is not None:
@@ -310,6 +311,14 @@ class Ramp:
                             {"oom_counters": kills, "kernel_log": log[-10:],
                              "parent_memory": cgroups.memory_evidence(self.parent) if self.parent else None})
         return None
+
+    def _guard_evidence(self, trip: Trip) -> dict[str, Any]:
+        """The reading that tripped, its thresholds, and the confining parent's own counters
+        as the kernel keeps them (v2: memory.events, memory.pressure, memory.peak)."""
+        evidence: dict[str, Any] = {"reading": trip.reading, "thresholds": trip.threshold}
+        if self.parent:
+            evidence["parent_counters"] = cgroups.memory_files(self.parent)
+        return evidence
 
     @staticmethod
     def _new_kills(fleet: Fleet, before: dict[str, dict[str, int]], mark: int) -> tuple[dict, list[str]]:
@@ -351,8 +360,7 @@ class Ramp:
         drop = (available_at_start - outcome.mem_available_before) / count
         stop: Stop | None = None
         if outcome.trip is not None:
-            stop = Stop("guard", outcome.trip.reason, count,
-                        {"reading": outcome.trip.reading, "thresholds": outcome.trip.threshold})
+            stop = Stop("guard", outcome.trip.reason, count, self._guard_evidence(outcome.trip))
         elif kills:
             stop = Stop("oom", f"OOM kill during the workload at {count} instances", count,
                         {"oom_kills": kills, "counters_after": {k: outcome.oom_after.get(k) for k in kills},
