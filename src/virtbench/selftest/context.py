@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import proc
+from .. import hostinfo, proc
 from ..analysis.summary import Row, summarize
+from ..boards import emulated
 from ..config import parse_campaign
 from ..errors import VirtbenchError
 from ..platforms import cgroups, slices
@@ -103,6 +104,16 @@ class Context:
         verdict = availability_of([platform_type], self.paths)[platform_type]
         if not verdict.available:
             raise Skip(f"platform {platform_type} is not available here: {verdict.reason}", verdict.fix or None)
+
+    @staticmethod
+    def require_real_cpu(why: str) -> None:
+        """Skip a check whose known answer is work per CPU-second on an emulated CPU (QEMU TCG):
+        there a guest CPU-second does not do a fixed amount of work (the emulator's threads are
+        descheduled while the guest's clock runs on), so the answer is not known there."""
+        vm = hostinfo.virtualization()["vm"]
+        if emulated(vm):
+            raise Skip(f"this host's CPU is emulated ({vm}, no KVM): {why}",
+                       "run it on the hardware, or in a KVM guest")
 
     @staticmethod
     def require_values(m: Measured, allowed: tuple[str, ...] = ()) -> None:
