@@ -82,6 +82,30 @@ def cgroup_version() -> str:
     return "v1"
 
 
+READ_ONLY_CGROUP_FIX = ("run virtbench on the host itself, or give its container the host's cgroups read-write "
+                        "(docker run --privileged --cgroupns=host -v /sys/fs/cgroup:/sys/fs/cgroup:rw)")
+
+
+def read_only_cgroups(mountinfo: str | None = None) -> list[str]:
+    """Mount points of the cgroup hierarchies limits are written in that are mounted read-only,
+    as a container gets them by default: cgroup2 at /sys/fs/cgroup, or v1's controllers (the
+    named systemd hierarchy and a hybrid host's unified one are not written). mountinfo: that
+    host's /proc/self/mountinfo (None: this host's)."""
+    text = mountinfo if mountinfo is not None else _read("/proc/self/mountinfo")
+    out = []
+    for line in text.splitlines():
+        mine, sep, theirs = line.partition(" - ")
+        fields = mine.split()
+        if not sep or len(fields) < 6 or not theirs.split():
+            continue
+        point, options = fields[4], fields[5].split(",")
+        if theirs.split()[0] not in ("cgroup", "cgroup2") or not point.startswith("/sys/fs/cgroup"):
+            continue
+        if point.rsplit("/", 1)[-1] not in ("systemd", "unified") and "ro" in options:
+            out.append(point)
+    return out
+
+
 MEMORY_CGROUP_FIX = ("add `cgroup_enable=memory cgroup_memory=1` to the kernel command line "
                      "(/boot/firmware/cmdline.txt on Raspberry Pi OS, one line) and reboot")
 

@@ -77,6 +77,41 @@ def test_a_v2_host_without_a_controller_the_limits_need_is_refused_naming_host_c
     session_mod.refuse_undelegated("box", s, "")  # not a v2 host: nothing to check here
 
 
+DOCKER_MOUNTINFO = (Path(__file__).parents[1] / "data" / "hostfacts" / "docker-bookworm-systemd-v2.mountinfo").read_text()
+"""/proc/self/mountinfo in a default `docker run` (Debian bookworm's docker.io, systemd driver) on the
+systemd + cgroup v2 reference guest, recorded there (the cgroup lines and their neighbours)."""
+HYBRID_MOUNTINFO = """\
+30 23 0:26 / /sys/fs/cgroup ro,nosuid,nodev,noexec shared:9 - tmpfs tmpfs ro,mode=755
+31 30 0:27 / /sys/fs/cgroup/unified rw,nosuid,nodev,noexec,relatime shared:10 - cgroup2 cgroup2 rw
+32 30 0:28 / /sys/fs/cgroup/systemd rw,nosuid,nodev,noexec,relatime shared:11 - cgroup cgroup rw,name=systemd
+35 30 0:31 / /sys/fs/cgroup/memory rw,nosuid,nodev,noexec,relatime shared:14 - cgroup cgroup rw,memory
+"""
+"""A systemd hybrid host: its tmpfs at /sys/fs/cgroup is read-only, the controllers are not."""
+
+
+def test_limits_into_a_read_only_cgroup_hierarchy_are_refused_naming_host_mount_and_fix():
+    from virtbench import hostinfo
+    from virtbench.config import parse_campaign
+    from virtbench.experiments.benchmarks import session as session_mod
+
+    assert hostinfo.read_only_cgroups(DOCKER_MOUNTINFO) == ["/sys/fs/cgroup"]
+    assert hostinfo.read_only_cgroups(HYBRID_MOUNTINFO) == []
+    assert hostinfo.read_only_cgroups(HYBRID_MOUNTINFO.replace("relatime shared:14", "relatime,ro shared:14")) == [
+        "/sys/fs/cgroup/memory"]
+    limited = parse_campaign({"name": "t", "platforms": ["native", {"name": "small", "type": "runc",
+                                                                     "options": {"memory": "64M"}}],
+                              "benchmarks": ["openssl"]})
+    s = session_mod.build_objects(limited, PATHS)
+    with pytest.raises(InputError) as err:
+        session_mod.refuse_read_only_cgroups("box", s, DOCKER_MOUNTINFO)
+    assert err.value.message == "host box: the cgroup hierarchy is mounted read-only (/sys/fs/cgroup), so small " \
+                                "cannot be limited"
+    assert "--cgroupns=host" in err.value.fix and "\n" not in str(err.value)
+    session_mod.refuse_read_only_cgroups("box", s, HYBRID_MOUNTINFO)  # writable controllers
+    free = parse_campaign({"name": "t", "platforms": ["native", "runc"], "benchmarks": ["openssl"]})
+    session_mod.refuse_read_only_cgroups("box", session_mod.build_objects(free, PATHS), DOCKER_MOUNTINFO)  # no limits
+
+
 def test_the_selftest_ledger_holds_a_slice_path_and_cleanup_removes_that_slice(tmp_path, monkeypatch):
     from virtbench.selftest import context
 
@@ -88,15 +123,15 @@ def test_the_selftest_ledger_holds_a_slice_path_and_cleanup_removes_that_slice(t
     assert removed == ["virtbench.slice/virtbench-vbst_abc.slice"] and not list(context.ledger_dir(paths).iterdir())
 
 
-def test_an_experiment_other_than_benchmarks_with_hosts_is_refused_not_run_as_an_empty_benchmark_campaign():
+def test_density_with_hosts_parses_to_run_through_an_agent_on_each_host():
     """It ran as a benchmarks campaign with no benchmarks (lifecycle only), silently: seen with a
-    density run pointed at the reference host. Now refused when the campaign is parsed."""
+    density run pointed at the reference host. Now each host's agent runs the density search."""
     from virtbench.config import parse_campaign
 
-    with pytest.raises(InputError, match="hosts: experiment 'density' does not run across hosts"):
-        parse_campaign({"name": "d", "experiment": "density", "hosts": [{"name": "ref", "address": "192.0.2.1"}],
-                        "platforms": [{"name": "crun", "type": "crun", "options": {"memory": "64M"}}],
-                        "density": {"workload": {"name": "openssl"}, "counts": [1, 2]}})
+    campaign = parse_campaign({"name": "d", "experiment": "density", "hosts": [{"name": "ref", "address": "192.0.2.1"}],
+                               "platforms": [{"name": "crun", "type": "crun", "options": {"memory": "64M"}}],
+                               "density": {"workload": {"name": "openssl"}, "counts": [1, 2]}})
+    assert [h.name for h in campaign.hosts] == ["ref"] and campaign.experiment == "density"
 
 
 def test_the_host_kind_is_one_line_naming_cgroup_mode_systemd_and_dockers_driver(monkeypatch):

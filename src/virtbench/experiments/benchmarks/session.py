@@ -96,15 +96,29 @@ def refuse_undelegated(host: str, session: Session, controllers: str | None = No
     if not controllers.strip():
         return
     have = set(controllers.split())
-    on_host = {n: p for n, p in session.platforms.items() if outer_of(session, n) is None and p.kind != "vm"}
-    need = {"memory": memory_limited(session),
-            "cpu": [n for n, p in on_host.items() if getattr(p.options, "cpus", None) is not None],
-            "cpuset": [n for n, p in on_host.items() if getattr(p.options, "cpuset", None) is not None]}
-    for controller, names in need.items():
+    for controller, names in _limited_by_controller(session).items():
         if names and controller not in have:
             raise InputError(f"host {host}: cgroup v2 without the {controller} controller delegated "
                              f"(cgroup.controllers has: {' '.join(sorted(have))}), so {', '.join(names)} "
                              f"cannot be limited", UNDELEGATED_FIX)
+
+
+def _limited_by_controller(session: Session) -> dict[str, list[str]]:
+    """The platforms on the host whose instances get a limit, by the controller it needs."""
+    on_host = {n: p for n, p in session.platforms.items() if outer_of(session, n) is None and p.kind != "vm"}
+    return {"memory": memory_limited(session),
+            "cpu": [n for n, p in on_host.items() if getattr(p.options, "cpus", None) is not None],
+            "cpuset": [n for n, p in on_host.items() if getattr(p.options, "cpuset", None) is not None]}
+
+
+def refuse_read_only_cgroups(host: str, session: Session, mountinfo: str | None = None) -> None:
+    """One line naming the host, the read-only hierarchy and the fix when the campaign's limits
+    would be written into a cgroup hierarchy mounted read-only (virtbench in a container).
+    mountinfo: that host's /proc/self/mountinfo (None: this host's)."""
+    limited = sorted({n for names in _limited_by_controller(session).values() for n in names})
+    if limited and (read_only := hostfacts.read_only_cgroups(mountinfo)):
+        raise InputError(f"host {host}: the cgroup hierarchy is mounted read-only ({read_only[0]}), so "
+                         f"{', '.join(limited)} cannot be limited", hostfacts.READ_ONLY_CGROUP_FIX)
 
 
 LeftOut = list[dict[str, str]]
@@ -119,6 +133,7 @@ def check_available(session: Session, log: Callable[[str], None] = lambda _m: No
     types = sorted({p.type for p in on_host.values()})
     refuse_unlimited_memory(socket.gethostname(), memory_limited(session))
     refuse_undelegated(socket.gethostname(), session)
+    refuse_read_only_cgroups(socket.gethostname(), session)
     session.availability = availability_of(types, session.paths, log)
     for name, platform in on_host.items():
         verdict = session.availability[platform.type]
