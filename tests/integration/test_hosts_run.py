@@ -29,6 +29,26 @@ def _rows(db, sql, *args):
         con.close()
 
 
+def _second_dies_after_its_first_result(env, tmp_path, campaign: dict, second) -> tuple[str, str, subprocess.Popen]:
+    """Run the campaign; the second host dies (its sshd killed) once it has delivered one result."""
+    db = env["VIRTBENCH_DB"].removeprefix("sqlite:///")
+    path = tmp_path / "campaign.yaml"
+    path.write_text(yaml.safe_dump(campaign))
+    run = subprocess.Popen([sys.executable, "-m", "virtbench", "run", str(path), "--no-report"], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and run.poll() is None:
+        try:
+            if _rows(db, "SELECT count(*) FROM executions WHERE host = ?", second.spec.name)[0][0] >= 1:
+                break
+        except sqlite3.OperationalError:  # not created yet
+            pass
+        time.sleep(0.2)
+    second.kill_sshd()
+    out, err = run.communicate(timeout=900)
+    return out, err, run
+
+
 def test_two_hosts_one_killed_mid_run_then_resumed(env, tmp_path):
     db = env["VIRTBENCH_DB"].removeprefix("sqlite:///")
     with netns_host() as second:
@@ -39,21 +59,7 @@ def test_two_hosts_one_killed_mid_run_then_resumed(env, tmp_path):
                     "benchmarks": [{"name": "openssl", "seconds": 1},
                                    {"name": "iperf3", "time": 1, "server": {"host": name}},
                                    {"name": "sockperf", "time": 1, "server": {"host": name}}]}
-        path = tmp_path / "campaign.yaml"
-        path.write_text(yaml.safe_dump(campaign))
-        run = subprocess.Popen([sys.executable, "-m", "virtbench", "run", str(path), "--no-report"], env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        # the second host dies once it has delivered its first result
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline and run.poll() is None:
-            try:
-                if _rows(db, "SELECT count(*) FROM executions WHERE host = ?", name)[0][0] >= 1:
-                    break
-            except sqlite3.OperationalError:  # not created yet
-                pass
-            time.sleep(0.2)
-        second.kill_sshd()
-        out, err = run.communicate(timeout=900)
+        out, err, run = _second_dies_after_its_first_result(env, tmp_path, campaign, second)
         assert run.returncode == 1, out + err
         run_id = _rows(db, "SELECT id FROM runs")[0][0]
         status = dict(_rows(db, "SELECT host, status FROM executions WHERE run_id = ? AND status = 'ok'", run_id))
@@ -98,3 +104,36 @@ def test_two_hosts_one_killed_mid_run_then_resumed(env, tmp_path):
         # the host's own cleanup, over SSH, under its own state: nothing of the run is left there
         res = _cli(env, "cleanup", "--host", name, "--run", run_id)
         assert res.returncode == 0 and "nothing to clean up" in res.stdout, res.stdout + res.stderr
+
+
+def test_density_on_two_hosts_each_its_own_search_resumed_after_a_host_is_lost(env, tmp_path):
+    """Another agents kind across hosts: `local` runs the density search here, the second host's
+    agent there, each into the one run under its host's name. The second host dies after its
+    first count; the resume gives its agent back what it measured, so its search goes on
+    from there (no count measured twice), and the report keeps the hosts apart."""
+    db = env["VIRTBENCH_DB"].removeprefix("sqlite:///")
+    with netns_host() as second:
+        name = second.spec.name
+        campaign = {"name": "two-hosts-density", "experiment": "density", "parallel": False,
+                    "hosts": ["local", second.spec.model_dump(exclude_none=True)], "platforms": ["runc"],
+                    "density": {"workload": {"name": "openssl", "seconds": 1}, "counts": [1, 2, 3], "settle": 0,
+                                "collapse": 0, "starved": 0}}
+        out, err, run = _second_dies_after_its_first_result(env, tmp_path, campaign, second)
+        assert run.returncode == 1 and "2 hosts x 1 platforms x experiment density" in out + err, out + err
+        run_id = _rows(db, "SELECT id FROM runs")[0][0]
+        before = _rows(db, "SELECT benchmark FROM executions WHERE host = ?", name)
+        assert ("density[count=1]",) in before and ("density-stop",) not in before, before
+        second.start_sshd()
+        res = _cli(env, "run", "--resume", run_id, "--no-report")
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+        counts = _rows(db, "SELECT benchmark, count(*) FROM executions WHERE host = ? GROUP BY benchmark", name)
+        assert dict(counts) == {"density[count=1]": 1, "density[count=2]": 1, "density[count=3]": 1,
+                                "density-stop": 1}, counts
+        doc = json.loads(_cli(env, "report", run_id, "--json").stdout)
+        entries = {e["host"]: e for e in doc["density"]}
+        assert sorted(entries) == sorted(["local", name]), doc["density"]
+        for entry in entries.values():
+            assert (entry["platform"], entry["max_count"], entry["stop_reason"]) == ("runc", 3, "counts_done"), entry
+            assert [p["count"] for p in entry["points"]] == [1, 2, 3] and len(entry["points"][2]["per_instance"]) == 3
+        text = _cli(env, "report", run_id).stdout
+        assert "runc on local" in text and f"runc on {name}" in text, text

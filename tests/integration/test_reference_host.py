@@ -10,9 +10,16 @@ driver, crun's scope in virtbench.slice with an OOM kill read from its memory.ev
 the execution, and neither a run nor `virtbench cleanup --host` leaving a unit, scope, slice,
 cgroup or container behind. integration + slow.
 
-Not here: density (`experiment: density` does not run with `hosts:`; refused since this test
-found it ran as an empty benchmarks campaign) and the self-test checks (`virtbench selftest`
-runs on the host itself, not through `hosts:`).
+A density run through `hosts:` (the agent runs the search there) confines docker's containers
+under a parent slice of virtbench.slice (`--cgroup-parent` as the systemd driver takes it) and
+is stopped by the guard judging that confined host, with the parent's own v2 counters
+(memory.events, memory.pressure, memory.peak) as the evidence. The self-test runs on the guest
+itself, as a user runs it on a new host: the shipped virtbench's `selftest` over SSH, with
+the checks whose known answers hold on an emulated CPU: io-throttle (io.max) and oom (read
+from memory.events). cpu-quota and netem skip themselves under TCG, which is checked (a guest
+CPU-second's work varies there, and a 1 ms netem delay read as +2.2 ms: late timers);
+harness-overhead (about 4 min under TCG) and the A/A check (17 % noise there) are left to
+hosts with real CPUs.
 """
 from __future__ import annotations
 
@@ -25,6 +32,13 @@ import yaml
 
 from hostsupport.qemu_host import cli
 from hostsupport.reference_host import reference_host, skip_unless_affordable
+from virtbench.config import parse_campaign
+from virtbench.experiments.benchmarks.session import build_objects, image_recipe, with_platform_packages
+from virtbench.images import build as images
+from virtbench.platforms.base import Paths
+from virtbench.remote import ship
+from virtbench.remote.ssh import SSHExecutor
+from virtbench.selftest import netem
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -87,7 +101,8 @@ def test_the_guest_is_a_systemd_cgroup_v2_host_as_users_have(ref):
 
 def test_every_platform_measured_with_limits_taking_effect_and_cleanup_leaving_nothing(ref, env, tmp_path):
     platforms = PLATFORMS + [{"name": f"{p}-1cpu", "type": p, "options": {"cpus": 1}} for p in HALVED]
-    campaign = _campaign(ref, "refhost", platforms, [{"name": "openssl", "seconds": 2, "multi": 2}],
+    campaign = _campaign(ref, "refhost", platforms, [{"name": "openssl", "seconds": 2, "multi": 2},
+                                                     {"name": "fork-exec", "runs": 100, "warmup": 5}],
                          probes=[{"name": "pressure", "interval": 0.5}])
     res, seconds = _run(env, tmp_path, campaign, "refhost")
     print(f"campaign on the reference host: {seconds:.0f} s")
@@ -98,6 +113,9 @@ def test_every_platform_measured_with_limits_taking_effect_and_cleanup_leaving_n
     names = PLATFORMS + [f"{p}-1cpu" for p in HALVED]
     assert sorted(rows) == sorted(names), sorted(rows)
     assert all(rows[p]["n"] == 1 and rows[p]["mean"] > 0 for p in names), rows
+    kernel = {r["platform"]: r for r in report["results"] if r["benchmark"] == "fork-exec"}
+    assert sorted(kernel) == sorted(names) and all(kernel[p]["n"] == 1 and kernel[p]["mean"] > 0 for p in names), kernel
+    print("fork-exec spawns/s on the reference host:", {p: round(kernel[p]["mean"]) for p in names})
     cores = {e["platform"]: e["instance CPU (mean, cores)"] for e in report["probes"]["pressure"]["executions"]
              if e["benchmark"] == "openssl"}
     rates = {p: rows[p]["mean"] for p in names}
@@ -139,4 +157,79 @@ def test_an_oom_kill_is_read_from_memory_events_and_fails_its_execution(ref, env
     shown = cli(env, "show", "latest", "--failed").stdout
     assert re.search(r"out of memory: the kernel's OOM killer killed \d+ process", shown), shown
     assert "virtbench.slice/vb-" in shown and "limit 96 MiB" in shown, shown
+    assert not _leftovers(ref, after_run=True)
+
+
+def test_density_confined_host_is_stopped_by_the_guard_with_the_v2_counters(ref, env, tmp_path):
+    """docker under a 512 MiB parent, each instance's workload holding about 64 MiB (mbw, two
+    32 MiB arrays): one fits the confined host's 400 MiB floor, two do not. The agent's guard
+    must stop the search at 2, before the kernel has to OOM-kill anything, with the parent's
+    own counters as the kernel keeps them on cgroup v2."""
+    campaign = {"name": "refhost-density", "experiment": "density", "hosts": [ref.spec.model_dump(exclude_none=True)],
+                "platforms": [{"name": "docker", "type": "docker"}],
+                "density": {"workload": {"name": "mbw", "size_mib": 32, "runs": 10}, "counts": [1, 2],
+                            "host_memory": "512M", "guard": {"confined_min_available": "400M"}, "settle": 0,
+                            "collapse": 0, "starved": 0}}
+    res, seconds = _run(env, tmp_path, campaign, "density")
+    out = res.stdout + res.stderr
+    print(f"density campaign on the reference host: {seconds:.0f} s", out[-4000:], sep="\n")
+    assert res.returncode == 1 and "1 executions failed" in out, out[-3000:]  # count 2, stopped by the guard
+    assert "[refhost] cgroup-confined host: every instance under virtbench.slice/" in " ".join(out.split()), out
+    entry = json.loads(cli(env, "report", "latest", "--json").stdout)["density"][0]
+    assert (entry["platform"], entry["host"], entry["confined"], entry["host_memory"]) == ("docker", "refhost", True,
+                                                                                          512 << 20), entry
+    assert (entry["stop_reason"], entry["max_count"], entry["stop_count"]) == ("guard", 1, 2), entry
+    assert entry["stop_detail"].startswith("confined host of 512 MiB: available memory"), entry["stop_detail"]
+    evidence = entry["stop_evidence"]
+    parent = evidence["reading"]["parent"]
+    assert parent["psi_some_avg10"] is not None and parent["psi_full_avg10"] is not None, parent  # its memory.pressure
+    counters = evidence["parent_counters"]
+    print("the confined parent's counters at the stop:", json.dumps(counters))
+    assert counters["memory.max"] == 512 << 20, counters
+    assert counters["memory.events"]["oom_kill"] == 0 and counters["memory.events"]["max"] == 0, counters
+    assert {"some", "full"} <= set(counters["memory.pressure"]), counters
+    assert (512 - 400) << 20 <= counters["memory.peak"] < 512 << 20, counters  # two instances' workloads at once
+    assert counters["memory.peak"] >= parent["usage"] - (1 << 20), (counters, parent)
+    assert not _leftovers(ref, after_run=True)
+
+
+def _selftest_images(tmp_path, accel: str) -> list:
+    """The images the checks run from: the quick profile's, and netem's own (ping) where netem
+    runs (not under TCG)."""
+    paths = Paths(state=tmp_path / "state", runtime=tmp_path / "run")
+    campaign = parse_campaign(netem.CAMPAIGN, "netem")
+    ping = with_platform_packages(image_recipe(campaign), build_objects(campaign, paths).platforms.values())
+    return [images.build(images.recipe_for("quick"))] + ([images.build(ping)] if accel != "tcg" else [])
+
+
+def test_selftest_on_the_reference_host(ref, tmp_path):
+    """`virtbench selftest` on the host itself, as a user runs it on a new host: virtbench
+    shipped as a run across hosts ships it, the images put where that host's own virtbench
+    looks (it cannot build them: no mmdebstrap, and TCG would take an hour)."""
+    executor = SSHExecutor(ref.spec, tmp_path)
+    executor.open()
+    try:
+        python = executor.run(["python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], timeout=60)
+        virtbench = ship.ensure_virtbench(executor, "x86_64", python.stdout.strip(), ship.Shipment())
+        for image in _selftest_images(tmp_path, ref.accel):
+            ship.ensure_image(executor, image.root, str(images.DEFAULT_CACHE), ship.Shipment())
+        t0 = time.monotonic()
+        res = executor.run(["env", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", virtbench,
+                            "selftest", "--json", "cpu-quota", "io-throttle", "netem", "oom"], timeout=3600, check=False)
+    finally:
+        executor.close()
+    print(f"selftest on the reference host: {time.monotonic() - t0:.0f} s, exit {res.returncode}", res.stderr[-3000:])
+    outcome = json.loads(res.stdout)
+    checks = {c["name"]: c for c in outcome["checks"]}
+    for c in checks.values():
+        print(f"{c['name']}: passed {c['passed']}, skipped {c['skipped']}: {c['measured']} {c['reason']}")
+    assert [checks[n]["passed"] for n in ("io-throttle", "oom")] == [True, True], checks
+    oom = json.dumps(checks["oom"]["details"])  # the kill read from the scope's memory.events, in virtbench.slice
+    assert "OOM killer killed 1 process (memory cgroup virtbench.slice/" in oom, oom
+    for timed in ("cpu-quota", "netem"):  # answers in work per CPU-second and in timer precision
+        if ref.accel == "tcg":
+            assert checks[timed]["skipped"] and "emulated" in checks[timed]["reason"], checks[timed]
+        else:
+            assert checks[timed]["passed"], checks[timed]
+    assert res.returncode == 0 and outcome["passed"], res.stdout[-3000:]
     assert not _leftovers(ref, after_run=True)

@@ -278,9 +278,10 @@ CAMPAIGNS: list[tuple[str, Any, str]] = [
                                    "probes: [{name: energy, interval: .inf}]\n", "interval"),
     ("probes-no-name", camp(probes=[{"scope": "system"}]), "probes[0]"),
     # density
-    # #26: they ran as an empty benchmarks campaign on the hosts, silently
-    ("density-with-hosts", {**DENSITY, "hosts": [{"name": "ref", "address": "192.0.2.1"}]},
-     "hosts: experiment 'density' does not run across hosts"),
+    # #26: they ran as an empty benchmarks campaign on the hosts, silently; density now runs through agents
+    ("density-with-hosts-own-image", {**DENSITY, "hosts": [{"name": "ref", "address": "192.0.2.1"}],
+                                      "platforms": [{"name": "old", "type": "lxc", "image": {"release": "bullseye"}}]},
+     "a per-platform image: is not shipped to hosts: yet"),
     ("line-with-hosts", {**LINE, "hosts": [{"name": "ref", "address": "192.0.2.1"}]},
      "hosts: experiment 'line' does not run across hosts"),
     ("density-counts-huge", section(DENSITY, counts=[1, 10**8]), "more than 4096"),

@@ -1,6 +1,7 @@
 """#26: one front door for every run. A kind declares how it runs with `hosts:`; the runner's one
 lifecycle (runner.execute) runs it that way: the benchmarks kind through an agent on each host,
-migration reaching its destination hosts itself, density and line refused when parsed.
+migration reaching its destination hosts itself, density through an agent on each host too,
+line refused when parsed.
 
 Before: a migration campaign with `hosts: [h2]` and `to: {host: h2}` went to the several-hosts
 *benchmarks* loop ("1 hosts x 1 platforms x 0 benchmarks"), measured LXC's lifecycle on h2 and
@@ -29,11 +30,10 @@ class Reached(Exception):
 
 def test_each_builtin_kind_declares_how_it_runs_across_hosts():
     assert {n: EXPERIMENTS.get(n).hosts for n in ("benchmarks", "density", "line", "migration")} == {
-        "benchmarks": "agents", "density": "no", "line": "no", "migration": "drives"}
+        "benchmarks": "agents", "density": "agents", "line": "no", "migration": "drives"}
 
 
 @pytest.mark.parametrize("kind, section", [
-    ("density", {"workload": {"name": "openssl"}, "counts": [1, 2]}),
     ("line", {"lengths": [1, 2]}),
 ])
 def test_a_kind_that_does_not_run_across_hosts_is_refused_in_one_line_at_parse(kind, section):
@@ -68,10 +68,22 @@ def test_start_prepares_the_kind_that_runs_the_campaign(tmp_path: Path, monkeypa
     assert seen == [prepared] and store.runs() == []
 
 
-def test_only_the_benchmarks_kind_is_run_through_agents_yet(tmp_path: Path):
-    """A kind declaring hosts = 'agents' is refused, not run as the benchmarks kind across hosts."""
-    density = parse_campaign({"name": "d", "experiment": "density", "platforms": ["crun"],
+def test_density_with_hosts_is_prepared_as_its_own_kind_on_each_host(tmp_path: Path, monkeypatch):
+    """Another agents kind goes through the same run across hosts, prepared as itself (its own
+    image recipe shipped, its own checks answered there), not as the benchmarks kind."""
+    density = parse_campaign({"name": "d", "experiment": "density", "platforms": ["crun"], "hosts": [H2],
                               "density": {"workload": {"name": "openssl"}, "counts": [1, 2]}})
+    seen: list[Experiment] = []
+
+    def prepare_kind_parts(kind: Experiment, paths, seed, log):  # noqa: ARG001
+        seen.append(kind)
+        raise Reached
+
+    monkeypatch.setattr(hosts, "prepare_kind_parts", prepare_kind_parts)
     store = Store(f"sqlite:///{tmp_path}/db.sqlite")
-    with pytest.raises(InputError, match="only the benchmarks kind runs yet"):
-        hosts.AcrossHosts(density, Paths(state=tmp_path / "s", runtime=tmp_path / "r"), store).prepare(print)
+    across = hosts.AcrossHosts(density, Paths(state=tmp_path / "s", runtime=tmp_path / "r"), store)
+    with pytest.raises(Reached):
+        across.prepare(print)
+    assert [type(k).name for k in seen] == ["density"] and not across.benchmarks
+    recipe = seen[0].host_recipe()
+    assert recipe.profile == "density" and "openssl" in recipe.packages

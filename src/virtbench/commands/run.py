@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 
 import click
+from rich.markup import escape
 
 from ..errors import InputError
 from .shared import console, db_option, errconsole, open_store, print_report, state_paths
@@ -97,4 +98,7 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
     if outcome.failed:
         errconsole.print(f"[red]{outcome.failed} executions failed[/red]; raw output: "
                          f"`virtbench show {outcome.run_id} --failed`")
+    if outcome.unfinished:  # a host lost before its part was done (a density part leaves no placeholders)
+        errconsole.print(f"[red]run {outcome.run_id} unfinished[/red]: {escape(outcome.unfinished)}")
+    if outcome.failed or outcome.unfinished:
         sys.exit(1)

@@ -25,6 +25,7 @@ from ..platforms.base import Paths
 
 if TYPE_CHECKING:
     from ..config import Campaign
+    from ..images.build import Recipe
     from ..store.db import Store
     from ..store.models import Run
 
@@ -199,6 +200,12 @@ class Experiment(ABC):
     def prepare(self, log: Callable[[str], None]) -> None:  # noqa: B027 - optional hook
         """Host checks and preparation before the run is recorded: bad input raises
         InputError (exit 2) here, with nothing started."""
+
+    def host_recipe(self) -> Recipe:
+        """The image an agent of this kind measures with on another host (`hosts = "agents"`):
+        built here for that host's architecture and shipped, since a board or a guest cannot
+        be trusted to build the same binaries itself."""
+        raise NotImplementedError(f"experiment {self.name!r} declares hosts = 'agents' but gives no host_recipe")
 
     def provenance(self) -> dict[str, Any]:
         """Extra provenance stored with the run (tool versions, limits measured up front)."""

@@ -31,7 +31,7 @@ from ..experiments.registry import EXPERIMENTS
 from ..platforms.base import Paths
 from . import hostlock
 from .execute import cleanup, measure
-from .wire import encode
+from .wire import PastExecution, PastSample, encode
 
 
 class Emitter:
@@ -55,9 +55,13 @@ class Emitter:
 class StreamStore(Forwarding):
     """The sink of the host's part: each execution sent to the controller, which stores it."""
 
-    def __init__(self, emit: Emitter, done: set[tuple[int, str, str]]) -> None:
+    def __init__(self, emit: Emitter, done: set[tuple[int, str, str]],
+                 history: dict[str, list[dict[str, Any]]] | None = None) -> None:
         self.emit, self.done = emit, done
         self.status = ""
+        self.past = [PastExecution(**e) for e in (history or {}).get("executions", [])]
+        """What this host measured before an interruption (resume), for a kind that reads it back."""
+        self.past_samples = [PastSample(**s) for s in (history or {}).get("samples", [])]
 
     def done_units(self, run_id: str) -> set[tuple[int, str, str]]:  # noqa: ARG002
         return set(self.done)
@@ -68,10 +72,11 @@ class StreamStore(Forwarding):
         return 0
 
     def executions(self, run_id: str, *, status: str | None = None) -> list[Any]:  # noqa: ARG002
-        return []  # the controller holds them
+        """The controller holds them; a resumed part gets back the columns a kind resumes from."""
+        return [e for e in self.past if status is None or e.status == status]
 
     def samples(self, run_id: str, *, include_warmup: bool = False, per_instance: bool = False) -> list[Any]:  # noqa: ARG002
-        return []
+        return [s for s in self.past_samples if per_instance or s.instance == 0]
 
     def set_status(self, run_id: str, status: str, error: str = "") -> None:  # noqa: ARG002
         self.status = status
@@ -135,7 +140,7 @@ def _run(job: dict[str, Any], kind: Experiment, paths: Paths, emit: Emitter, std
     run_id = job["instance_run_id"]
     if job.get("skip") and isinstance(kind, Benchmarks):  # the pairs across hosts: the controller runs them
         kind = Benchmarks.of(replace(kind.built(), campaign=without(kind.campaign, set(job["skip"]))))
-    sink = StreamStore(emit, {(int(r), str(p), str(b)) for r, p, b in job.get("done", [])})
+    sink = StreamStore(emit, {(int(r), str(p), str(b)) for r, p, b in job.get("done", [])}, job.get("history"))
     reporter = EmitReporter(emit)
     gone = threading.Event()
     _watch_stdin(stdin, gone)

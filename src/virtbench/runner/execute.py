@@ -58,6 +58,8 @@ class Outcome:
     executions: int
     failed: int
     interrupted: bool = False
+    unfinished: str = ""
+    """Why part of the run was not measured (a host lost), when it was not: `run --resume` completes it."""
 
 
 def new_run_id() -> str:
@@ -188,6 +190,7 @@ def measure(kind: Experiment, ctx: ExperimentContext) -> Outcome:
     SIGTERM, a cancel), failed (with the reason). The kind's cleanup runs whatever happens."""
     sink, run_id, reporter = ctx.sink, ctx.run_id, ctx.reporter
     before = len(sink.executions(run_id))
+    unfinished = ""
     reporter.begin(0, 0)
     try:
         with sigterm_as_interrupt():
@@ -197,6 +200,7 @@ def measure(kind: Experiment, ctx: ExperimentContext) -> Outcome:
         return Outcome(run_id, len(sink.executions(run_id)) - before, 0, interrupted=True)
     except Unfinished as exc:  # part of it not measured (a host lost): what was measured stays
         sink.set_status(run_id, "failed", str(exc))
+        unfinished = str(exc)
     except StoreError as exc:  # the kind's instances are gone already, or go in the finally below
         raise stopped_by_store(sink, run_id, exc) from None
     except BaseException as exc:
@@ -209,7 +213,7 @@ def measure(kind: Experiment, ctx: ExperimentContext) -> Outcome:
             reporter.log(f"removed {line}")
         reporter.end()
     failed = sum(1 for ex in sink.executions(run_id, status="failed") if not ex.warmup)
-    return Outcome(run_id, len(sink.executions(run_id)) - before, failed)
+    return Outcome(run_id, len(sink.executions(run_id)) - before, failed, unfinished=unfinished)
 
 
 def stopped_by_store(sink: Sink, run_id: str, exc: StoreError) -> StoreError:

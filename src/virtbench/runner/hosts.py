@@ -22,7 +22,7 @@ from typing import Any
 
 from .. import proc
 from ..config import Campaign, cross_host
-from ..errors import InputError, VirtbenchError
+from ..errors import VirtbenchError
 from ..experiments.base import (
     Experiment,
     ExperimentContext,
@@ -34,13 +34,14 @@ from ..experiments.base import (
 from ..experiments.benchmarks.kind import Benchmarks
 from ..experiments.benchmarks.plan import schedule, without
 from ..experiments.benchmarks.session import Session, session_details
+from ..experiments.registry import EXPERIMENTS
 from ..platforms.base import Paths
 from ..remote import ssh
 from ..store.db import Store, now
 from ..store.models import Run
 from . import crosspair
-from .parts import Part, close, for_agent, host_seed, instance_run_id, prepare_parts
-from .wire import decode, parse
+from .parts import Part, close, for_agent, host_seed, instance_run_id, prepare_kind_parts, prepare_parts
+from .wire import decode, history, parse
 
 UNREACHED = "not reached:"
 """Error prefix of an execution a lost host never ran (resume measures these)."""
@@ -54,26 +55,43 @@ class AcrossHosts(Experiment):
         super().__init__(campaign, paths)
         self.store = store
         self.local: Session | None = None
+        """The benchmarks kind's session on `local`, when it is one of the hosts."""
+        self.kind: Experiment | None = None
+        """Another agents kind (density), prepared here: `local`'s part runs it."""
         self.parts: list[Part] = []
 
+    @property
+    def benchmarks(self) -> bool:
+        """The benchmarks kind: a schedule (unreached executions are marked) and cross-host pairs."""
+        return self.campaign.experiment == Benchmarks.name
+
     def prepare(self, log: Callable[[str], None]) -> None:
-        if self.campaign.experiment != Benchmarks.name:  # the parts' schedule and provenance are the benchmarks kind's
-            raise InputError(f"experiment {self.campaign.experiment!r} declares hosts = 'agents', which only the "
-                             "benchmarks kind runs yet", "declare hosts = 'no' and run it on each host itself")
         t0 = time.monotonic()
-        self.local, self.parts = prepare_parts(self.campaign, self.paths, 0, log)
+        if self.benchmarks:
+            self.local, self.parts = prepare_parts(self.campaign, self.paths, 0, log)
+        else:
+            self.kind = EXPERIMENTS.get(self.campaign.experiment)(self.campaign, self.paths)
+            self.parts = prepare_kind_parts(self.kind, self.paths, 0, log)
         log(f"hosts ready in {time.monotonic() - t0:.1f} s: " + "; ".join(_ready(p) for p in self.parts))
 
+    def _local_details(self) -> dict[str, Any] | None:
+        if self.local is not None:
+            return session_details(replace(self.local, campaign=self.campaign))
+        if self.kind is not None and any(p.spec.is_local for p in self.parts):
+            return self.kind.details()
+        return None
+
     def details(self) -> dict[str, Any]:
-        details = session_details(replace(self.local, campaign=self.campaign)) if self.local is not None \
-            else dict(self.parts[0].details)
-        details["provenance"] = {**details.get("provenance", {}), "hosts": _provenance(self.parts, self.local)}
+        local = self._local_details()
+        details = dict(local) if local is not None else dict(self.parts[0].details)
+        details["provenance"] = {**details.get("provenance", {}), "hosts": _provenance(self.parts, local)}
         return details
 
     def summary(self, run_id: str, seed: int) -> str:
         c = self.campaign
-        return (f"run {run_id}: {len(self.parts)} hosts x {len(c.platforms)} platforms x {len(c.benchmarks)} "
-                f"benchmarks, {'in parallel' if c.parallel else 'one after another'}")
+        what = f"{len(c.benchmarks)} benchmarks" if self.benchmarks else f"experiment {c.experiment}"
+        return (f"run {run_id}: {len(self.parts)} hosts x {len(c.platforms)} platforms x {what}, "
+                f"{'in parallel' if c.parallel else 'one after another'}")
 
     def resuming(self, run: Run, log: Callable[[str], None]) -> None:
         """Measure what is missing: executions never stored and those a lost host never reached."""
@@ -82,7 +100,7 @@ class AcrossHosts(Experiment):
             if n:
                 log(f"{part.name}: {n} executions it never reached are measured now")
         hosts = (run.provenance or {}).get("hosts", {})
-        now_ = _provenance(self.parts, self.local)
+        now_ = _provenance(self.parts, self._local_details())
         for name, entry in now_.items():  # every start's shipment is kept: the first, then each resume's
             before = hosts.get(name, {})
             if "shipped" in entry:
@@ -93,7 +111,10 @@ class AcrossHosts(Experiment):
     def run(self, ctx: ExperimentContext) -> None:
         for part in self.parts:
             part.seed = host_seed(ctx.seed, part.name)
-        _run_parts(self.store, ctx.run_id, self.campaign, self.local, self.parts, ctx.reporter)
+        own: Experiment | None = self.kind
+        if self.local is not None:  # the pairs across hosts are the cross phase's, not local's part
+            own = Benchmarks.of(replace(self.local, campaign=without(self.campaign, set(cross_host(self.campaign)))))
+        _run_parts(self.store, ctx.run_id, self.campaign, self.local, own, self.parts, ctx.reporter)
 
     def close(self) -> None:
         close(self.parts)
@@ -107,12 +128,14 @@ def _ready(part: Part) -> str:
             f"{len(sent.skipped)} already there; clock offset {part.clock.get('offset_s', float('nan')) * 1e3:+.2f} ms")
 
 
-def _provenance(parts: list[Part], session: Session | None) -> dict[str, Any]:
+def _provenance(parts: list[Part], local: dict[str, Any] | None) -> dict[str, Any]:
+    """Each host's facts, image, platforms, tools and clock; `local`: the details of the part
+    measured here."""
     out: dict[str, Any] = {}
     for part in parts:
         if part.spec.is_local:
-            assert session is not None
-            d = session_details(session)
+            assert local is not None
+            d = local
             out[part.name] = {"facts": d["host_facts"], "image": d["image"], "platforms": d["platforms"],
                               "tools": d["provenance"].get("tools", {}), "clock": {"offset_s": 0.0,
                                                                                    "method": "the controller"}}
@@ -150,8 +173,9 @@ class HostView(Forwarding):
         self.status = status  # the run's status is the controller's (its lifecycle sets it)
 
 
-def _run_parts(store: Store, run_id: str, campaign: Campaign, session: Session | None, parts: list[Part],
-               reporter: Reporter) -> None:
+def _run_parts(store: Store, run_id: str, campaign: Campaign, session: Session | None, own: Experiment | None,
+               parts: list[Part], reporter: Reporter) -> None:
+    """Every part: `own` (the kind) measures `local` here, an agent each other host."""
     stop = threading.Event()
     remote = [p for p in parts if not p.spec.is_local]
     threads = [threading.Thread(target=_remote_part, args=(store, run_id, campaign, p, reporter, stop),
@@ -163,11 +187,10 @@ def _run_parts(store: Store, run_id: str, campaign: Campaign, session: Session |
                 t.start()
         for part in parts:
             if part.spec.is_local:
-                assert session is not None
-                own = Benchmarks.of(replace(session, campaign=without(campaign, set(cross_host(campaign)))))
+                assert own is not None
                 try:
                     own.run(ExperimentContext(sink=HostView(store, part.name), run_id=run_id, seed=part.seed,
-                                              paths=session.paths, log=reporter.log, step=reporter.step,
+                                              paths=own.paths, log=reporter.log, step=reporter.step,
                                               stop_requested=stop.is_set, reporter=reporter))
                     part.status = "finished"
                 except (KeyboardInterrupt, Interrupted):
@@ -209,6 +232,9 @@ def _remote_part(store: Store, run_id: str, campaign: Campaign, part: Part, repo
     job = {"mode": "run", "campaign": for_agent(campaign), "run_id": run_id,
            "instance_run_id": instance_run_id(run_id, part.name), "seed": part.seed,
            "done": sorted(done), "image_cache": part.image_cache, "skip": sorted(cross_host(campaign))}
+    if done and campaign.experiment != Benchmarks.name:  # a kind that resumes from what it measured (density)
+        view = HostView(store, part.name)
+        job["history"] = history(view.executions(run_id), view.samples(run_id, per_instance=True))
     end: dict[str, Any] = {}
     try:
         part.stream = proc.stream(part.agent_argv())
@@ -240,9 +266,11 @@ def _remote_part(store: Store, run_id: str, campaign: Campaign, part: Part, repo
     except Exception as exc:  # noqa: BLE001 - a broken host must not stop the others
         part.reason = f"host {part.name}: {type(exc).__name__}: {exc}"
     part.status = "lost" if not stop.is_set() else "interrupted"
-    if not stop.is_set():
+    if not stop.is_set() and campaign.experiment == Benchmarks.name:
         reporter.log(f"[{part.name}] {part.reason}; its remaining executions are marked failed")
         mark_unreached(store, run_id, campaign, part)
+    elif not stop.is_set():  # a kind without a schedule: nothing to mark; resume runs its part again
+        reporter.log(f"[{part.name}] {part.reason}")
 
 
 def mark_unreached(store: Store, run_id: str, campaign: Campaign, part: Part) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -16,18 +17,21 @@ from .. import hostinfo as hostfacts
 from .. import proc
 from ..config import Campaign, check_host
 from ..errors import InputError, VirtbenchError
+from ..experiments.base import Experiment
 from ..experiments.benchmarks.session import (
     Session,
     build_objects,
     image_recipe,
     memory_limited,
     prepare,
+    refuse_read_only_cgroups,
     refuse_undelegated,
     refuse_unlimited_memory,
     with_platform_packages,
 )
 from ..images import build as images
 from ..images.arch import MACHINE_TO_DEB
+from ..images.image import Image
 from ..platforms.base import Paths
 from ..remote import ship
 from ..remote.inventory import HostSpec
@@ -84,35 +88,73 @@ def instance_run_id(run_id: str, name: str) -> str:
 
 
 def prepare_parts(campaign: Campaign, paths: Paths, seed: int, log: Any) -> tuple[Session | None, list[Part]]:
-    """Check and supply every host; raise InputError naming the first that cannot take part."""
+    """Check and supply every host of a benchmarks campaign; raise InputError naming the first
+    that cannot take part."""
     if campaign.adaptive is not None:
         raise InputError("adaptive: is not supported with hosts: yet", "give a fixed number of repetitions")
     session = build_objects(campaign, paths)
+
+    def cheap(part: Part) -> None:
+        assert part.executor is not None
+        if limited := memory_limited(session):  # a board booted without it (Raspberry Pi OS): refused now
+            cgroups = part.executor.run(["cat", "/proc/cgroups"], timeout=30, check=False).stdout
+            refuse_unlimited_memory(part.name, limited, cgroups)
+        v2 = part.executor.run(["cat", "/sys/fs/cgroup/cgroup.controllers"], timeout=30, check=False)
+        refuse_undelegated(part.name, session, v2.stdout if v2.ok else "")
+        mounts = part.executor.run(["cat", "/proc/self/mountinfo"], timeout=30, check=False)
+        refuse_read_only_cgroups(part.name, session, mounts.stdout if mounts.ok else "")
+
+    parts = _reach(campaign, paths, seed, cheap)
+    try:
+        if any(p.spec.is_local for p in parts):
+            prepare(session, log=log)
+        else:  # no image for the controller's own architecture: only the hosts' (a board's) are built
+            image_recipe(campaign)  # a profile lacking the benchmarks' tools refuses now
+        recipe = with_platform_packages(image_recipe(campaign), session.platforms.values())
+        for part in parts:
+            if not part.spec.is_local:
+                _prepare_remote(part, campaign, recipe, session.image, log)
+    except BaseException:
+        close(parts)
+        raise
+    return (session if any(p.spec.is_local for p in parts) else None), parts
+
+
+def prepare_kind_parts(kind: Experiment, paths: Paths, seed: int, log: Any) -> list[Part]:
+    """Check and supply every host of another agents kind (density): the cheap checks, the
+    kind prepared here when `local` is a host, then virtbench and the kind's image shipped to
+    each other host, whose agent answers the kind's own checks (its prepare there)."""
+    parts = _reach(kind.campaign, paths, seed, lambda _part: None)
+    try:
+        if any(p.spec.is_local for p in parts):
+            kind.prepare(log)
+        recipe = kind.host_recipe()
+        for part in parts:
+            if not part.spec.is_local:
+                _prepare_remote(part, kind.campaign, recipe, None, log)
+    except BaseException:
+        close(parts)
+        raise
+    return parts
+
+
+def _reach(campaign: Campaign, paths: Paths, seed: int, cheap: Callable[[Part], None]) -> list[Part]:
+    """Every host reached and given the cheap checks (`cheap`: the kind's own, over SSH) before
+    anything is built or shipped: a host that cannot be reached refuses at once."""
     parts = [Part(spec=h, seed=host_seed(seed, h.name)) for h in campaign.hosts]
     try:
-        for part in parts:  # the cheap checks first: a host that cannot be reached refuses at once
+        for part in parts:
             if part.spec.is_local:
                 check_host(campaign, paths, source=f"host {part.name}", one_of_hosts=True)
             else:
                 part.executor = SSHExecutor(part.spec, paths.runtime)
                 part.executor.open()  # host key, reachability, root or sudo: InputError naming the host
                 _check_remote(part, campaign, paths)
-                if limited := memory_limited(session):  # a board booted without it (Raspberry Pi OS): refused now
-                    cgroups = part.executor.run(["cat", "/proc/cgroups"], timeout=30, check=False).stdout
-                    refuse_unlimited_memory(part.name, limited, cgroups)
-                v2 = part.executor.run(["cat", "/sys/fs/cgroup/cgroup.controllers"], timeout=30, check=False)
-                refuse_undelegated(part.name, session, v2.stdout if v2.ok else "")
-        if any(p.spec.is_local for p in parts):
-            prepare(session, log=log)
-        else:  # no image for the controller's own architecture: only the hosts' (a board's) are built
-            image_recipe(campaign)  # a profile lacking the benchmarks' tools refuses now
-        for part in parts:
-            if not part.spec.is_local:
-                _prepare_remote(part, campaign, session, paths, log)
+                cheap(part)
     except BaseException:
         close(parts)
         raise
-    return (session if any(p.spec.is_local for p in parts) else None), parts
+    return parts
 
 
 def _check_remote(part: Part, campaign: Campaign, paths: Paths) -> None:
@@ -126,7 +168,9 @@ def _check_remote(part: Part, campaign: Campaign, paths: Paths) -> None:
                    memory=hostfacts.meminfo(meminfo).get("MemTotal", 0))
 
 
-def _prepare_remote(part: Part, campaign: Campaign, session: Session, paths: Paths, log: Any) -> None:
+def _prepare_remote(part: Part, campaign: Campaign, recipe: images.Recipe, image: Image | None, log: Any) -> None:
+    """virtbench and the image (`image` if it is for the host's architecture, else `recipe`
+    built for it) shipped, the agent's check answered, the clock offset read."""
     ex = part.executor
     assert ex is not None
     machine = ex.run(["uname", "-m"], timeout=30).stdout.strip()
@@ -137,11 +181,9 @@ def _prepare_remote(part: Part, campaign: Campaign, session: Session, paths: Pat
                          f"({(py.stdout or py.stderr).strip()[-80:] or 'no python3'})",
                          f"install python3 and python3-venv on {part.name}")
     arch = MACHINE_TO_DEB.get(machine, machine)
-    image = session.image
     if image is None or arch != image.arch:  # the same recipe for that host's architecture (qemu-user)
-        recipe = replace(with_platform_packages(image_recipe(campaign), session.platforms.values()), arch=arch)
         try:
-            image = images.build(recipe, log=log)
+            image = images.build(replace(recipe, arch=arch), log=log)
         except VirtbenchError as exc:
             raise InputError(f"host {part.name} is {machine}: no {arch} guest image for it: {exc.message}",
                              exc.fix or f"build it first: virtbench image build --arch {arch}") from None

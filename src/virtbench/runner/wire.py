@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -37,3 +38,33 @@ def parse(line: str) -> dict[str, Any] | None:
     except json.JSONDecodeError:
         return None
     return msg if isinstance(msg, dict) else None
+
+
+@dataclass(frozen=True)
+class PastExecution:
+    """An execution a host measured before the run was interrupted, as its agent gets it back
+    on resume: the columns a kind resumes from (density's search), not the raw output."""
+
+    id: int
+    round: int
+    platform: str
+    benchmark: str
+    status: str
+    error: str
+
+
+@dataclass(frozen=True)
+class PastSample:
+    execution_id: int
+    instance: int
+    metric: str
+    value: float
+
+
+def history(executions: list[Any], samples: list[Any]) -> dict[str, list[dict[str, Any]]]:
+    """A host's earlier executions and their samples for its agent (the controller's side)."""
+    ids = {e.id for e in executions}
+    return {"executions": [{"id": e.id, "round": e.round, "platform": e.platform, "benchmark": e.benchmark,
+                            "status": e.status, "error": e.error or ""} for e in executions],
+            "samples": [{"execution_id": s.execution_id, "instance": s.instance, "metric": s.metric,
+                         "value": s.value} for s in samples if s.execution_id in ids]}

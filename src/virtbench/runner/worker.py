@@ -226,7 +226,8 @@ class QueueWorker:
                 self.stop.set()  # a signal: the next worker start resumes it
                 say(f"run {run_id}: interrupted; it resumes when a worker starts again")
             else:
-                say(f"run {run_id}: finished, {outcome.executions} executions, {outcome.failed} failed")
+                say(f"run {run_id}: {'unfinished (' + outcome.unfinished + ')' if outcome.unfinished else 'finished'}, "
+                    f"{outcome.executions} executions, {outcome.failed} failed")
                 self._precompute(run_id)
         except KeyboardInterrupt:
             self.stop.set()

@@ -162,6 +162,17 @@ class Density(Experiment):
     main_table: ClassVar[bool] = False
     uses_platform_images: ClassVar[bool] = True
     """None by default: a native platform, when listed and named as baseline, runs once at count 1."""
+    hosts = "agents"
+    """With `hosts:` each host's agent runs the search on that host (its memory, its guard, its
+    cgroups), from the image built here and shipped."""
+
+    @classmethod
+    def validate_campaign(cls, campaign: Any) -> None:
+        own = next((p.name for p in campaign.platforms if p.image is not None), None)
+        if campaign.hosts and own is not None:
+            raise InputError(f"platform {own!r}: a per-platform image: is not shipped to hosts: yet",
+                             "drop the platform's image: (the campaign's image is built and shipped to every "
+                             "host), or run the campaign with `virtbench run` on the host itself")
 
     def __init__(self, campaign: Any, paths: Paths) -> None:
         super().__init__(campaign, paths)
@@ -196,6 +207,9 @@ class Density(Experiment):
         return images.Recipe(release=base.release, arch=base.arch, profile="density",
                              packages=tuple(sorted(set(images.BASE_PACKAGES) | set(bench.packages) | extra)))
 
+    def host_recipe(self) -> images.Recipe:
+        return self.recipe()
+
     def confining(self) -> int | None:
         """The confining parent's size: host_memory, unless it names this host's own nominal size
         (a paper's 8G board preset on an "8 GB" board): then the whole host, unconfined."""
@@ -219,7 +233,7 @@ class Density(Experiment):
                 raise InputError(f"platform {name!r} ({plat.type}) is not available here: {verdict.reason}",
                                  verdict.fix or "remove it from the campaign")
         recipe = self.recipe()
-        self.image = images.build(recipe, log=log)
+        self.image = images.build(recipe, self.image_cache or images.DEFAULT_CACHE, log=log)  # an agent: the shipped one
         bench = self.section.benchmark()
         version = bench.version_command() or [bench.tool, "--version"]
         tools = tuple(dict.fromkeys([bench.command("/tmp")[0], version[0]]))

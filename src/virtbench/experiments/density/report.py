@@ -45,15 +45,17 @@ def _mib(v: float | None) -> str:
 
 
 def density_data(store: Store, run: Run) -> list[dict[str, Any]]:
-    """One entry per platform: maximum, stop reason and evidence, memory, per-count points."""
+    """One entry per platform (per host and platform in a run across hosts: each host its own
+    search): maximum, stop reason and evidence, memory, per-count points."""
     executions = store.executions(run.id)
-    summaries = {e.platform: json.loads(e.stdout) for e in executions if e.benchmark == STOP_KEY and e.stdout}
+    summaries = {(e.host, e.platform): json.loads(e.stdout) for e in executions
+                 if e.benchmark == STOP_KEY and e.stdout}
     if not summaries:
         return []
     by_exec = defaultdict(list)
     for s in store.samples(run.id, per_instance=True):
         by_exec[s.execution_id].append(s)
-    points: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
+    points: dict[tuple[str | None, str], dict[int, dict[str, Any]]] = defaultdict(dict)
     for e in executions:
         m = _COUNT.match(e.benchmark)
         if not m:
@@ -71,22 +73,22 @@ def density_data(store: Store, run: Run) -> list[dict[str, Any]]:
         drop = next((s.value for s in samples if s.metric == "mem_available_drop_per_instance"), None)
         peak = next((s.value for s in samples if s.metric == "parent_memory_peak"), None)
         healthy = e.status == "ok" and not e.error
-        point = points[e.platform].get(count)
+        point = points[e.host, e.platform].get(count)
         if point is not None and point["ok"] and not healthy:
             continue  # a count measured twice (bisection): keep the healthy one
-        points[e.platform][count] = {
+        points[e.host, e.platform][count] = {
             "count": count, "ok": healthy, "probe": e.round, "per_instance_mean": mean, "aggregate": total,
             "unit": unit, "per_instance": [v for _, v in per], "memory_per_instance_bytes": memory,
             "mem_available_drop_per_instance_bytes": drop, "error": e.error or None,
             "start_spread_s": spread, "overlap": overlap, "parent_memory_peak_bytes": peak,
             "duration_s": round(e.duration_s, 2)}
     out = []
-    for name, summary in summaries.items():
-        pts = [points[name][c] for c in sorted(points[name])]
+    for (host, name), summary in summaries.items():
+        pts = [points[host, name][c] for c in sorted(points[host, name])]
         good = {p["count"]: p for p in pts if p["ok"]}
         top = good.get(summary["max_count"])
         out.append({
-            "platform": name, "label": summary.get("label", name), "type": summary.get("type"),
+            "platform": name, "host": host, "label": summary.get("label", name), "type": summary.get("type"),
             "image": summary.get("image", {}), "max_count": summary["max_count"],
             "stop_reason": summary["stop_reason"], "stop_detail": summary.get("stop_detail", ""),
             "stop_count": summary.get("stop_count"), "stop_evidence": summary.get("stop_evidence", {}),
@@ -126,7 +128,7 @@ def figures(entries: list[dict[str, Any]]) -> list[FigureSpec]:
         for e in entries:
             pts = [p for p in e["points"] if p["ok"] and p[field] is not None]
             if pts:
-                series.append(Series(e["platform"], [p["count"] for p in pts], [p[field] for p in pts]))
+                series.append(Series(_named(e), [p["count"] for p in pts], [p[field] for p in pts]))
         if series:
             out.append(FigureSpec(slug("density", what), "count", f"density: throughput {label} against the count",
                                   "instances running at once", f"throughput {label} [{unit}] (higher is better)",
@@ -134,11 +136,16 @@ def figures(entries: list[dict[str, Any]]) -> list[FigureSpec]:
     return out
 
 
+def _named(entry: dict[str, Any]) -> str:
+    """A platform as the tables and figures name it: with its host in a run across hosts."""
+    return entry["platform"] + (f" on {entry['host']}" if entry.get("host") else "")
+
+
 def table(entries: list[dict[str, Any]]) -> Table:
     rows = []
     for e in entries:
         one, top = e["throughput_at_1"], e["throughput_at_max"]
-        rows.append([e["platform"], e["image"].get("release", "-") if e["image"] else "-", e["max_count"],
+        rows.append([_named(e), e["image"].get("release", "-") if e["image"] else "-", e["max_count"],
                      REASONS.get(e["stop_reason"], e["stop_reason"]) + (f" at {e['stop_count']}" if e["stop_count"]
                                                                          else ""),
                      _mib(e["memory_per_instance_bytes"]), _mib(e["mem_available_drop_per_instance_bytes"]),
@@ -154,7 +161,7 @@ def _num(v: float | None, fmt: str = ".4g") -> str:
 
 
 def points_table(entries: list[dict[str, Any]]) -> Table:
-    rows = [[e["platform"], p["count"], "ok" if p["ok"] else (p["error"] or "failed").partition(":")[0],
+    rows = [[_named(e), p["count"], "ok" if p["ok"] else (p["error"] or "failed").partition(":")[0],
              _num(p["per_instance_mean"]), _num(p["aggregate"]), _mib(p["memory_per_instance_bytes"]),
              _mib(p.get("parent_memory_peak_bytes")), _num(p.get("start_spread_s"), ".3g"),
              _num(p.get("overlap"), ".2f") + (" !" if _unsynchronized(e, p) else "")]
