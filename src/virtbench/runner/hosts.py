@@ -232,7 +232,8 @@ def _remote_part(store: Store, run_id: str, campaign: Campaign, part: Part, repo
     job = {"mode": "run", "campaign": for_agent(campaign), "run_id": run_id,
            "instance_run_id": instance_run_id(run_id, part.name), "seed": part.seed,
            "done": sorted(done), "image_cache": part.image_cache, "skip": sorted(cross_host(campaign))}
-    if done and campaign.experiment != Benchmarks.name:  # a kind that resumes from what it measured (density)
+    scheduled = campaign.experiment == Benchmarks.name  # what a lost host never ran is known, and marked
+    if done and not scheduled:  # a kind that resumes from what it measured (density)
         view = HostView(store, part.name)
         job["history"] = history(view.executions(run_id), view.samples(run_id, per_instance=True))
     end: dict[str, Any] = {}
@@ -266,10 +267,10 @@ def _remote_part(store: Store, run_id: str, campaign: Campaign, part: Part, repo
     except Exception as exc:  # noqa: BLE001 - a broken host must not stop the others
         part.reason = f"host {part.name}: {type(exc).__name__}: {exc}"
     part.status = "lost" if not stop.is_set() else "interrupted"
-    if not stop.is_set() and campaign.experiment == Benchmarks.name:
+    if not stop.is_set() and scheduled:
         reporter.log(f"[{part.name}] {part.reason}; its remaining executions are marked failed")
         mark_unreached(store, run_id, campaign, part)
-    elif not stop.is_set():  # a kind without a schedule: nothing to mark; resume runs its part again
+    elif not stop.is_set():  # nothing to mark: resume goes on from what the part measured
         reporter.log(f"[{part.name}] {part.reason}")
 
 

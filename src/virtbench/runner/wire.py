@@ -51,6 +51,7 @@ class PastExecution:
     benchmark: str
     status: str
     error: str
+    warmup: bool = False
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,6 @@ def history(executions: list[Any], samples: list[Any]) -> dict[str, list[dict[st
     """A host's earlier executions and their samples for its agent (the controller's side)."""
     ids = {e.id for e in executions}
     return {"executions": [{"id": e.id, "round": e.round, "platform": e.platform, "benchmark": e.benchmark,
-                            "status": e.status, "error": e.error or ""} for e in executions],
+                            "status": e.status, "error": e.error or "", "warmup": e.warmup} for e in executions],
             "samples": [{"execution_id": s.execution_id, "instance": s.instance, "metric": s.metric,
                          "value": s.value} for s in samples if s.execution_id in ids]}
