@@ -350,7 +350,9 @@ def test_a_memory_benchmark_s_throughput_is_shown_beside_density_s_own_memory_sa
 
 def test_a_parents_v2_counters_are_quoted_under_their_file_names(tmp_path: Path, monkeypatch):
     """A guard stop's evidence on cgroup v2: memory.events, memory.pressure and memory.peak as the
-    kernel wrote them (text recorded on the systemd + cgroup v2 reference guest, kernel 6.1)."""
+    kernel wrote them. memory.events, .peak, .current and .max are the values read on the systemd +
+    cgroup v2 reference guest (kernel 6.1) at a guard stop; memory.pressure is in the kernel's
+    format with non-zero averages (the guest's read all zeros), so the floats are parsed."""
     monkeypatch.setattr(cgroups, "CGROUP_ROOT", tmp_path)
     monkeypatch.setattr(cgroups, "cgroup_mode", lambda entries=None: "v2")
     parent = tmp_path / "virtbench.slice" / "p.slice"
