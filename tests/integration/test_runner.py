@@ -102,18 +102,29 @@ def test_killed_run_resumes_without_loss_or_duplicates(env, tmp_path):
 def test_crash_leaves_nothing_after_cleanup(env, tmp_path):
     camp = tmp_path / "c.yaml"
     camp.write_text(CAMPAIGN.replace("time: 1", "time: 30"))
-    p = subprocess.Popen([sys.executable, "-m", "virtbench", "run", str(camp), "--no-report"], env=env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and not leftovers(env):
-        time.sleep(0.2)
-    assert leftovers(env), "an instance should be up while the run is in progress"
+    log = tmp_path / "run.log"
+    with log.open("w") as out:
+        p = subprocess.Popen([sys.executable, "-m", "virtbench", "run", str(camp), "--no-report"], env=env,
+                             stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    _wait_for_instance(env, p, log)
     os.killpg(p.pid, signal.SIGKILL)
     p.wait()
     assert leftovers(env), "SIGKILL gives no chance to clean up"
     res = vb(env, "cleanup")
     assert res.returncode == 0, res.stderr
     assert leftovers(env) == []
+
+
+def _wait_for_instance(env, p: subprocess.Popen, log: Path, seconds: float = 600) -> None:
+    """Until the run has an instance up; fails with the run's own output if it ended first or
+    never got there (the image may be built first on a fresh machine)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and p.poll() is None and not leftovers(env):
+        time.sleep(0.2)
+    if not leftovers(env):
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        pytest.fail(f"no instance up after {seconds:.0f} s (run exit {p.returncode}):\n{log.read_text()[-4000:]}")
 
 
 def _native_run(env, tmp_path, *, repetitions: int, seconds: int, **popen) -> tuple[subprocess.Popen, str]:

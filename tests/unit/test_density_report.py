@@ -32,3 +32,14 @@ def test_the_notes_say_why_the_maximum_is_where_it_is():
 def test_an_unconfined_run_says_nothing_of_a_parent():
     text = "\n".join(density.notes([_entry(confined=False)]))
     assert "why the maximum" not in text
+
+
+def test_the_header_of_a_density_run_speaks_of_its_steps_not_of_repetitions():
+    from types import SimpleNamespace
+
+    from virtbench.report import units
+
+    density_run = SimpleNamespace(campaign={"experiment": "density", "repetitions": 5})
+    assert units.rounds_measured(density_run, []) == "a density run, in steps of its own (its section below)"
+    benchmarks_run = SimpleNamespace(campaign={"repetitions": 5})
+    assert units.rounds_measured(benchmarks_run, []) == "5 repetitions asked, none measured"

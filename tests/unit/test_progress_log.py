@@ -36,3 +36,25 @@ def test_run_messages_wrap_at_100_columns():
     lines = out.getvalue().splitlines()
     assert len(lines) > 1 and all(len(line) <= 100 for line in lines)
     assert " ".join(lines).split() == message.split()
+
+
+def test_a_resumed_run_counts_from_what_it_had_done():
+    """measure's placeholder begin(0, 0) came first, and the kind's begin(12, 8) then kept 0 done."""
+    out = io.StringIO()
+    reporter = RichReporter(Console(file=out, width=80, force_terminal=True))
+    reporter.begin(0, 0)  # measure, before the kind plans
+    reporter.begin(12, 8)  # the rounds of a resumed run: 8 of 12 done
+    reporter.advance()
+    reporter.begin(18, 0)  # an adaptive round grew the plan: done stays
+    reporter.end()
+    assert "9/18" in out.getvalue()
+
+
+def test_a_kind_without_a_count_shows_no_fraction():
+    """Density plans no number of executions: '0/0' said nothing."""
+    out = io.StringIO()
+    reporter = RichReporter(Console(file=out, width=80, force_terminal=True))
+    reporter.begin(0, 0)
+    reporter.step("density: 40 instances")
+    reporter.end()
+    assert "density: 40 instances" in out.getvalue() and "0/0" not in out.getvalue()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from virtbench.errors import InputError
-from virtbench.platforms import oci, slices
+from virtbench.platforms import oci, slices, units
 from virtbench.platforms.base import Paths
 
 PATHS = Paths(state=Path("/nonexistent/state"), runtime=Path("/nonexistent/run"))
@@ -24,9 +24,9 @@ def test_a_confining_parent_is_a_slice_in_virtbench_slice_only_where_systemd_man
     path = slices.parent_path("vb-density-1a2b3c4d-run7")
     if systemd:  # dashes in a slice name nest: the name's own become underscores
         assert path == "virtbench.slice/virtbench-vb_density_1a2b3c4d_run7.slice"
-        assert slices.unit_of(path) == "virtbench-vb_density_1a2b3c4d_run7.slice"
+        assert units.unit_of(path) == "virtbench-vb_density_1a2b3c4d_run7.slice"
     else:
-        assert path == "vb-density-1a2b3c4d-run7" and slices.unit_of(path) is None
+        assert path == "vb-density-1a2b3c4d-run7" and units.unit_of(path) is None
 
 
 def test_a_cgroupfs_path_given_to_the_systemd_driver_is_refused_in_one_line():

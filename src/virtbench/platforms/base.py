@@ -30,7 +30,6 @@ from .. import proc
 from ..errors import InputError, UnavailableError, VirtbenchError
 from ..executor import Executor, HostExecutor
 from ..images.image import Image
-from .naming import INSTANCE_PREFIX as INSTANCE_PREFIX
 
 if TYPE_CHECKING:
     from .background import InstanceProcess

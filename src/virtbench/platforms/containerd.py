@@ -32,9 +32,10 @@ from .. import proc, services
 from ..errors import CommandError, InputError
 from ..images.image import Image
 from ..images.oci import oci_archive
-from . import sandboxes, slices
-from .base import EXEC_ENV, INSTANCE_PREFIX, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions
+from . import sandboxes, slices, units
+from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions
 from .docker import STATE_LABEL, TAR_LABEL
+from .naming import INSTANCE_PREFIX
 
 NAMESPACE = "virtbench"
 CTR = ["ctr", "-n", NAMESPACE]
@@ -266,7 +267,7 @@ class Containerd(Platform):
                          "rlimit_nofile": "1024 (ctr default spec)", "exec_env": "container env = EXEC_ENV",
                          "cpuset_via": "runc update after task start" if self.options.cpuset else None}
         if slices.systemd_managed():
-            doc["engine"] |= {"cgroup": f"systemd scope in {slices.SLICE} (runc SystemdCgroup)",
+            doc["engine"] |= {"cgroup": f"systemd scope in {units.SLICE} (runc SystemdCgroup)",
                               "lifecycle": "created and started by one `ctr run --detach` at start "
                                            "(ctr's containers create cannot set a cgroup): create measures nothing"}
         else:

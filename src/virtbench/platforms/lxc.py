@@ -26,7 +26,7 @@ from pydantic import Field, model_validator
 from .. import proc
 from ..errors import CommandError, InputError, VirtbenchError
 from ..images.image import Image
-from . import bridge, cgroups, iptables, mounts, slices
+from . import bridge, cgroups, iptables, mounts, slices, units
 from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions, Size, trial_dir
 
 LOCKS = Path("/run/lxc/lock")
@@ -218,7 +218,7 @@ class LXC(Platform):
         mode = cgroups.cgroup_mode()
         rootfs = (f"ext4 image of {self.options.disk} bytes, loop-mounted by LXC (loop: backend)"
                   if self.options.disk is not None else "overlay (LXC backend)")
-        where = (f"delegated service vb-NAME.service in {slices.SLICE} (lxc.cgroup.relative)"
+        where = (f"delegated service vb-NAME.service in {units.SLICE} (lxc.cgroup.relative)"
                  if slices.systemd_managed() else "lxc.payload.NAME from the cgroup root")
         return {**super().describe(), "rootfs": rootfs, "init": INITS[self.options.init], "cgroup": mode,
                 "cgroup_config": lxc_cgroup_lines(self.options, mode), "cgroup_placement": where,
@@ -411,7 +411,7 @@ def _start_service(lxcpath: Path, name: str, meta: dict[str, Any], timeout: floa
     while (state := _state(lxcpath, name)) != "RUNNING":
         active = proc.run(["systemctl", "is-active", unit], timeout=30, check=False).stdout.strip()
         if active not in ("active", "activating") or time.monotonic() > deadline:
-            slices.stop_unit(unit)
+            units.stop_unit(unit)
             log = lxcpath / name / "lxc.log"
             text = log.read_text(errors="replace") if log.exists() else ""
             errors = [ln for ln in text.splitlines() if " ERROR " in ln] or text.splitlines()[-10:]
@@ -446,7 +446,7 @@ def _teardown(paths: Paths, d: Path, name: str, lxcpath: Path) -> list[str]:
     done += [f"lease {a}" for a in bridge.release_addresses(paths.runtime, name)]
     meta = (mounts.read_meta(d) or {}) if d.is_dir() else {}
     if meta.get("service"):  # systemd removes the service's cgroup, LXC's inside it included
-        if slices.stop_unit(meta["service"]):
+        if units.stop_unit(meta["service"]):
             done.append(f"unit {meta['service']}")
     else:
         parent = meta.get("cgroup_parent")

@@ -17,7 +17,7 @@ from typing import Any
 
 from .. import proc
 from ..errors import InputError, VirtbenchError
-from .naming import INSTANCE_PREFIX as INSTANCE_PREFIX
+from .naming import INSTANCE_PREFIX
 
 META = "virtbench.json"
 """Per-instance file naming platform and run, so cleanup finds exactly its own leftovers."""

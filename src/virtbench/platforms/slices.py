@@ -20,12 +20,7 @@ from __future__ import annotations
 from .. import proc, services
 from ..errors import InputError, VirtbenchError
 from . import cgroups
-from .units import SLICE as SLICE
-from .units import create as create
-from .units import remove as remove
-from .units import slice_unit as slice_unit
-from .units import stop_unit as stop_unit
-from .units import unit_of as unit_of
+from .units import SLICE, remove, slice_unit, unit_of
 
 UNIT_PREFIX = "vb"
 """runc/crun scopes in systemd mode are `vb-NAME.scope` (cgroupsPath `SLICE:vb:NAME`)."""

@@ -86,6 +86,8 @@ class EtaColumn(ProgressColumn):
         self.reporter = reporter
 
     def render(self, task: Task) -> Text:
+        if task.total is None:  # a kind that plans no count of executions (density): no "0/0", no ETA
+            return Text("")
         return Text(eta_text(int(task.completed), int(task.total or 0), int(task.fields.get("start_done", 0)),
                              task.elapsed or 0.0, self.reporter.cap), style="progress.remaining")
 
@@ -99,14 +101,22 @@ class RichReporter:
         """Set by the caller once the campaign is known (Cap.of): the ETA's upper bound."""
 
     def begin(self, total: int, done: int) -> None:
-        if self.progress is not None:  # adaptive repetition grew the plan
-            self.progress.update(self.task, total=total)
+        if self.progress is not None:
+            if self._task().total is None:  # the kind's plan after measure's placeholder: a resume starts at done
+                self.progress.update(self.task, total=total or None, completed=done, start_done=done)
+            else:  # adaptive repetition grew the plan
+                self.progress.update(self.task, total=total or None)
             return
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), EtaColumn(self),
                                  TimeElapsedColumn(), console=self.console, refresh_per_second=1,
                                  transient=False)
         self.progress.start()
-        self.task = self.progress.add_task("starting", total=total, completed=done, start_done=done)
+        # total 0 (measure's begin before the kind plans): unknown, a pulsing bar until it says
+        self.task = self.progress.add_task("starting", total=total or None, completed=done, start_done=done)
+
+    def _task(self) -> Task:
+        assert self.progress is not None
+        return next(t for t in self.progress.tasks if t.id == self.task)
 
     def step(self, description: str) -> None:
         if self.progress is not None:

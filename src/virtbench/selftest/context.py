@@ -23,7 +23,7 @@ from ..analysis.summary import Row, summarize
 from ..boards import emulated
 from ..config import parse_campaign
 from ..errors import VirtbenchError
-from ..platforms import cgroups, slices
+from ..platforms import cgroups, slices, units
 from ..platforms.availability import availability_of
 from ..platforms.base import Paths
 from ..runner import execute
@@ -165,8 +165,8 @@ class Priority:
 
     def __enter__(self) -> Priority:
         record(self.paths, "cgroup", self.relative)
-        if slices.unit_of(self.relative):  # systemd's tree: a slice with the weight, this process in a scope of it
-            slices.create(self.relative, {"CPUWeight": str(min(10000, 100 * CPU_WEIGHT_FACTOR))})
+        if units.unit_of(self.relative):  # systemd's tree: a slice with the weight, this process in a scope of it
+            units.create(self.relative, {"CPUWeight": str(min(10000, 100 * CPU_WEIGHT_FACTOR))})
             self.home = _own_cpu_cgroup()
             if not slices.attach(os.getpid(), self.relative, f"{slices.UNIT_PREFIX}-harness-{os.getpid()}.scope"):
                 self.home = None
@@ -202,7 +202,7 @@ class Priority:
         if self.home is not None:
             _write(self.home / "cgroup.procs", str(os.getpid()))
         here = _own_cpu_cgroup()
-        if slices.unit_of(self.relative) and here is not None and \
+        if units.unit_of(self.relative) and here is not None and \
                 str(here).startswith(str(cgroups.root() / self.relative.strip("/"))):
             return  # still in the slice (home refused us): stopping it would kill this process; cleanup removes it
         remove(self.paths, "cgroup", self.relative)

@@ -28,7 +28,8 @@ from ... import proc
 from ...errors import VirtbenchError
 from ...images.image import Image
 from ...platforms import naming
-from ...platforms.base import INSTANCE_PREFIX, Instance, Paths, Platform
+from ...platforms.base import Instance, Paths, Platform
+from ...platforms.naming import INSTANCE_PREFIX
 
 NETWORK = ipaddress.ip_network("10.223.0.0/16")
 TTL = 255

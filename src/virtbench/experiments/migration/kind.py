@@ -32,7 +32,8 @@ from ...images import build as images
 from ...images.image import Image
 from ...platforms import naming
 from ...platforms.availability import availability_of
-from ...platforms.base import INSTANCE_PREFIX, Instance, Platform, Size
+from ...platforms.base import Instance, Platform, Size
+from ...platforms.naming import INSTANCE_PREFIX
 from ...registry import PLATFORMS
 from ...store.db import now
 from ..base import Experiment, ExperimentContext

@@ -35,7 +35,7 @@ from ... import proc
 from ...errors import CommandError, InputError, UnavailableError, VirtbenchError
 from ...images import vmdisk
 from ...images.image import Image
-from .. import bridge, cgroups, mounts
+from .. import bridge, cgroups, mounts, naming
 from ..base import EXEC_ENV, Availability, Executor, Instance, Paths, Platform, PlatformOptions, trial_dir
 from . import guest
 from . import stack as qemu_stack
@@ -402,7 +402,7 @@ class Qemu(Platform):
             except Exception as exc:  # noqa: BLE001 - try every leftover, then report
                 failed.append(f"{d}: {exc}")
         # QEMUs whose instance dir is gone: found by their label and paths.
-        marker = f"{paths.instances}/{mounts.INSTANCE_PREFIX}"
+        marker = f"{paths.instances}/{naming.INSTANCE_PREFIX}"
         label = f"name={FW_CFG_LABEL},string="
         orphans = []
         for pid in qemu_processes([marker]):
