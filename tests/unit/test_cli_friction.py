@@ -185,7 +185,7 @@ def test_progress_bar_shows_eta(monkeypatch):
     reporter = RichReporter(Console(file=out, width=120, force_terminal=True))
     reporter.begin(4, 0)
     reporter.advance()
-    reporter.begin(6, 0)  # adaptive rounds grew the plan
+    reporter.begin(6, 1)  # adaptive rounds grew the plan (begin is told the plan whole: 1 of 6 done)
     reporter.end()
     assert "1/6" in out.getvalue() and "ETA" in out.getvalue()
 

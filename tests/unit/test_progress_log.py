@@ -39,13 +39,14 @@ def test_run_messages_wrap_at_100_columns():
 
 
 def test_a_resumed_run_counts_from_what_it_had_done():
-    """measure's placeholder begin(0, 0) came first, and the kind's begin(12, 8) then kept 0 done."""
+    """measure's placeholder begin(0, 0) came first, and the kind's begin(12, 8) then kept 0 done;
+    an adaptive round's begin said 0 done, which the web worker showed as such."""
     out = io.StringIO()
     reporter = RichReporter(Console(file=out, width=80, force_terminal=True))
     reporter.begin(0, 0)  # measure, before the kind plans
     reporter.begin(12, 8)  # the rounds of a resumed run: 8 of 12 done
     reporter.advance()
-    reporter.begin(18, 0)  # an adaptive round grew the plan: done stays
+    reporter.begin(18, 9)  # an adaptive round grew the plan, said whole
     reporter.end()
     assert "9/18" in out.getvalue()
 

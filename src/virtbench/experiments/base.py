@@ -71,7 +71,10 @@ class Forwarding:
 
 
 class Reporter(Protocol):
-    """How a run talks to whoever watches it (a progress bar, the web worker, an agent's stream)."""
+    """How a run talks to whoever watches it (a progress bar, the web worker, an agent's stream).
+
+    begin(total, done): the plan is `total` executions, `done` of them done already (a resume);
+    said again, whole, when the plan grows. total 0: no count planned (yet)."""
 
     def begin(self, total: int, done: int) -> None: ...
     def step(self, description: str) -> None: ...

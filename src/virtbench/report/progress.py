@@ -101,11 +101,10 @@ class RichReporter:
         """Set by the caller once the campaign is known (Cap.of): the ETA's upper bound."""
 
     def begin(self, total: int, done: int) -> None:
-        if self.progress is not None:
-            if self._task().total is None:  # the kind's plan after measure's placeholder: a resume starts at done
-                self.progress.update(self.task, total=total or None, completed=done, start_done=done)
-            else:  # adaptive repetition grew the plan
-                self.progress.update(self.task, total=total or None)
+        if self.progress is not None:  # the kind's plan after measure's placeholder, or an adaptive round grew it
+            if self._task().total is None:  # the ETA's rate counts from the plan's first done
+                self.progress.update(self.task, start_done=done)
+            self.progress.update(self.task, total=total or None, completed=done)
             return
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), EtaColumn(self),
                                  TimeElapsedColumn(), console=self.console, refresh_per_second=1,

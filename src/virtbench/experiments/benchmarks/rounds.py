@@ -42,8 +42,7 @@ def run(ctx: ExperimentContext, session: Session) -> None:
     extra = adaptive.log_of(_runs(ctx), run_id) if campaign.adaptive else []
     units += [u for entry in extra if "round" in entry for u in extra_round(campaign, seed, entry)]
     done = store.done_units(run_id)
-    total = sum(len(u.keys()) for u in units)
-    reporter.begin(total, sum(1 for u in units for k in u.keys() if k in done))
+    reporter.begin(*_planned(units, done))
     noise_due = noise_rounds(campaign) > 0 and "noise" not in _runs(ctx).run(run_id).provenance
     pending = list(units)
     while pending:
@@ -69,7 +68,13 @@ def run(ctx: ExperimentContext, session: Session) -> None:
                     reporter.log(line)
                 pending = extra_round(campaign, seed, entry)
                 units += pending
-                reporter.begin(sum(len(u.keys()) for u in units), 0)
+                reporter.begin(*_planned(units, store.done_units(run_id)))
+
+
+def _planned(units: list[Unit], done: set[tuple[int, str, str]]) -> tuple[int, int]:
+    """(executions planned, of which done): what a reporter's begin is told, at the start and
+    whenever an adaptive round grows the plan."""
+    return sum(len(u.keys()) for u in units), sum(1 for u in units for k in u.keys() if k in done)
 
 
 def _runs(ctx: ExperimentContext) -> Store:
