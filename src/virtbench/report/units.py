@@ -55,8 +55,8 @@ def rounds_measured(run: Any, rows: Iterable[Any]) -> str:
     measured = {r_ for row in rows for r_ in row.rounds}
     asked = run.campaign.get("repetitions")
     if not measured:
-        kind = (run.campaign or {}).get("experiment") or "benchmarks"
-        if kind != "benchmarks":  # a kind with steps of its own (density's counts): no rounds to count
+        # the kind as report/sections.py's experiment_of reads it (importing it here would close a circle)
+        if (kind := run.campaign.get("experiment") or "benchmarks") != "benchmarks":  # density: counts, no rounds
             return f"a {kind} run, in steps of its own (its section below)"
         return f"{asked} repetitions asked, none measured"
     n = len(measured)
