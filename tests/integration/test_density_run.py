@@ -21,7 +21,7 @@ from hostsupport.density import _campaign, leftovers, vb  # noqa: F401 - shared 
 from virtbench.errors import InputError
 from virtbench.images import guest
 from virtbench.images.build import Recipe, build, host_arch
-from virtbench.platforms import cgroups
+from virtbench.platforms import cgroups, kernellog
 from virtbench.platforms.lxc import LXC
 
 pytestmark = pytest.mark.integration
@@ -55,12 +55,12 @@ def test_memory_plus_swap_exceeded_is_oom_killed_and_read_from_the_cgroup(lxc_of
     assert cg and cg.endswith(f"lxc.payload.{inst.name}")
     before = cgroups.oom_counters(cg)
     assert before.get("oom_kill") == 0
-    mark = cgroups.kernel_log_mark()
+    mark = kernellog.mark()
     r = plat.exec(inst, ["timeout", "60", "tail", "/dev/zero"], timeout=120, check=False)
     assert r.returncode == 137  # SIGKILL by the OOM killer, not the timeout (124)
     after = cgroups.oom_counters(cg)
     assert after["oom_kill"] == 1
-    assert any("tail" in line for line in cgroups.kernel_log_since(mark))
+    assert any("tail" in line for line in kernellog.oom_lines_since(mark))
 
 
 def test_write_beyond_disk_fails_with_enospc_inside_only(lxc_of, paths):

@@ -17,7 +17,7 @@ from virtbench.experiments.density import fleet as density_fleet
 from virtbench.experiments.density.fleet import Fleet, Member, Outcome, disk_full
 from virtbench.experiments.density.kind import DensitySection
 from virtbench.experiments.density.ramp import Ramp, Stop
-from virtbench.platforms import cgroups
+from virtbench.platforms import cgroups, kernellog
 from virtbench.platforms.base import Instance, Paths
 
 DATA = Path(__file__).parent.parent / "data"
@@ -220,12 +220,12 @@ def test_a_full_disk_in_the_cli_is_one_line():
 def test_a_start_whose_oom_only_the_kernel_log_shows_is_an_oom(monkeypatch):
     """A start the parent's OOM killed: LXC removes the failed instance's cgroup with its
     counter, so the kernel log's line naming the parent is the evidence."""
-    monkeypatch.setattr(cgroups, "kernel_log_since", lambda mark: [OTHER_OOM, OOM_LINE])
+    monkeypatch.setattr(kernellog, "oom_lines_since", lambda mark: [OTHER_OOM, OOM_LINE])
     fleet = Fleet(platform=None, image=None, run_id="r", prefix="p", guard=None, parent=PARENT)
     monkeypatch.setattr(fleet, "oom_counters", lambda: {PARENT: {"oom_kill": 0}})
     kills, log = Ramp._new_kills(fleet, {PARENT: {"oom_kill": 0}}, 0)
     assert kills == {"kernel log": 1} and log == [OOM_LINE]
-    monkeypatch.setattr(cgroups, "kernel_log_since", lambda mark: [OTHER_OOM])
+    monkeypatch.setattr(kernellog, "oom_lines_since", lambda mark: [OTHER_OOM])
     assert Ramp._new_kills(fleet, {PARENT: {"oom_kill": 0}}, 0)[0] == {}
 
 

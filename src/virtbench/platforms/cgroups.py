@@ -288,22 +288,6 @@ def swap_accounting() -> bool:
     return (root() / "memory" / "memory.memsw.limit_in_bytes").exists()
 
 
-def kernel_log_mark() -> int:
-    """Number of kernel log lines now: lines after it are new (see `kernel_log_since`)."""
-    from .. import proc
-
-    return len(proc.run(["dmesg", "--kernel"], timeout=30, check=False).stdout.splitlines())
-
-
-def kernel_log_since(mark: int) -> list[str]:
-    """OOM lines the kernel logged after `kernel_log_mark()` returned `mark`."""
-    from .. import proc
-
-    lines = proc.run(["dmesg", "--kernel"], timeout=30, check=False).stdout.splitlines()[mark:]
-    pattern = re.compile(r"(out of memory|oom-kill|Killed process|oom_reaper)", re.IGNORECASE)
-    return [ln for ln in lines if pattern.search(ln)][-20:]
-
-
 BOARD_RESERVED = 0.15
 """The share of a board's nominal RAM its kernel may not see: firmware, GPU and kernel reserve it
 (an "8 GB" Raspberry Pi 5 reports about 7.8 GiB MemTotal, a 1 GB Pi 2 about 0.9 GiB)."""

@@ -25,7 +25,7 @@ from pathlib import Path
 from ... import proc
 from ...benchmarks.base import Benchmark
 from ...images.image import Image
-from ...platforms import cgroups, naming
+from ...platforms import cgroups, kernellog, naming
 from ...platforms.base import Instance, Platform
 from . import sync as density_sync
 from .guard import Guard, Trip, read_host
@@ -235,7 +235,7 @@ class Fleet:
         oom_before = self.oom_counters()
         if self.parent:
             cgroups.reset_peak(self.parent)
-        mark = cgroups.kernel_log_mark()
+        mark = kernellog.mark()
         argv = bench.command(workdir)
         tripped: list[Trip] = []
         t0 = time.time()
@@ -256,7 +256,7 @@ class Fleet:
                 f"the {count} instances did not run together: {sync.reported} reported, start spread "
                 f"{sync.spread_s} s, all running for {sync.overlap} of the window (wanted >= {min_overlap:g}), "
                 f"{sync.late} arrived after the start time; the aggregate is not a concurrent measurement")
-        log = cgroups.kernel_log_since(mark)
+        log = kernellog.oom_lines_since(mark)
         return Outcome(count=count, results=results, started_at=t0, duration_s=time.time() - t0,
                        oom_before=oom_before, oom_after=self.oom_counters(),
                        kernel_log=log, trip=tripped[0] if tripped else None,

@@ -21,7 +21,7 @@ from typing import Any
 from ...benchmarks.base import Benchmark
 from ...errors import VirtbenchError
 from ...images.image import Image
-from ...platforms import cgroups
+from ...platforms import cgroups, kernellog
 from ...platforms.base import Platform
 from ...platforms.naming import INSTANCE_PREFIX
 from ...store.db import now
@@ -285,7 +285,7 @@ class Ramp:
             self._usage_before_last = usage
             self.ctx.step(f"{self.platform.name}: probe {self.probe_no}, starting instance {n}")
             before = fleet.oom_counters()
-            mark = cgroups.kernel_log_mark()
+            mark = kernellog.mark()
             held = self.guard.held()
             try:
                 fleet.add()
@@ -324,7 +324,7 @@ class Ramp:
     def _new_kills(fleet: Fleet, before: dict[str, dict[str, int]], mark: int) -> tuple[dict, list[str]]:
         """OOM kills since `before`/`mark`: the counters that rose, else the kernel log's lines
         naming the fleet's cgroups (a failed start's cgroup is removed with its counter)."""
-        log = cgroups.kernel_log_since(mark)
+        log = kernellog.oom_lines_since(mark)
         kills: dict[str, Any] = {cg: c for cg, c in fleet.oom_counters().items()
                                  if c.get("oom_kill", 0) > before.get(cg, {}).get("oom_kill", 0)}
         ours = fleet.log_kills(log)
