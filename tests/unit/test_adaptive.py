@@ -60,3 +60,21 @@ def test_progress_shows_one_short_line_per_undecided_comparison():
     assert len(lines) == 3 and all(len(line) <= 130 for line in lines)
     old = progress_lines({k: v for k, v in entry.items() if k != "cells"})  # stored before cells existed
     assert old[0] == "extra round 7: 2 platforms undecided" and old[2] == "  docker: x"
+
+
+def test_progress_names_the_comparisons_left_out_of_reach_and_why_the_rounds_stopped():
+    """The fresh quick run of 2026-11-28 said "extra round 14: 1 comparison undecided", then its
+    table showed 3: the two given no more rounds (out of reach) were never named."""
+    from virtbench.experiments.benchmarks.adaptive import progress_lines, stop_line
+
+    reason = "noise +-3.4 % (-3.0 % [-6.2 to +0.3 %, 9 rounds paired]): needs about 11 repetitions"
+    far = ("out of reach: noise +-2.9 % (-0.8 % [-3.6 to +2.0 %, 8 rounds paired]): needs about 19 "
+           "repetitions; the caps allow about 4 rounds")
+    entry = {"round": 13, "platforms": ["podman", "native"], "reasons": {"podman": "sqlite total_cpu_s: " + reason},
+             "cells": {"podman sqlite total_cpu_s": reason}, "out_of_reach": {"containerd sqlite total_cpu_s": far}}
+    lines = progress_lines(entry)
+    assert lines[0] == "extra round 14: 1 comparison undecided (1 more left undecided: out of reach at their noise)"
+    assert lines[2] == "  containerd sqlite total_cpu_s: left, " + far
+    assert stop_line([{"round": 13}]) is None
+    stop = "out of reach at their noise within the time left: containerd sqlite"
+    assert stop_line([{"round": 13}, {"stop": stop}]) == "no more extra rounds: " + stop

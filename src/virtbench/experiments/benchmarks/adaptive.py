@@ -69,6 +69,7 @@ def plan_next(store: Store, campaign: Campaign, run_id: str, next_round: int,
     undecided: dict[str, set[str]] = defaultdict(set)
     capped: list[str] = []
     unreachable: list[str] = []
+    left: dict[str, str] = {}  # comparisons out of reach: undecided, but given no more rounds
     needs: dict[tuple[str, str, str], Need] = {}
     for (platform, bench, metric), vals in sorted(values.items()):
         if platform == campaign.baseline:
@@ -106,6 +107,7 @@ def plan_next(store: Store, campaign: Campaign, run_id: str, next_round: int,
                 reasons[platform] = f"{bench} {metric}: {need.reason}"
         elif need.reason.startswith(OUT_OF_REACH):  # its reason also names the caps: test it first
             unreachable.append(f"{platform} {bench}")
+            left[f"{platform} {bench} {metric}"] = need.reason
         elif "cap" in need.reason:
             capped.append(platform)
     if not reasons:
@@ -120,6 +122,8 @@ def plan_next(store: Store, campaign: Campaign, run_id: str, next_round: int,
         return None
     entry: dict[str, Any] = {"round": next_round, "platforms": sorted(reasons) + [campaign.baseline],
                              "reasons": reasons, "cells": cells}
+    if left:
+        entry["out_of_reach"] = left
     if rule.until == "decided" and not any("round" in e for e in log):  # after the declared rounds
         entry["forecast"] = (f"after {next_round - unmeasured_rounds(campaign)} rounds {tally['decided']} of "
                              f"{sum(tally.values())} comparisons decided; {tally['expected']} more expected in the "
@@ -176,9 +180,18 @@ def progress_lines(entry: dict[str, Any]) -> list[str]:
     comparison (an entry stored before cells were recorded: one per platform)."""
     cells = entry.get("cells") or entry.get("reasons", {})
     what = "comparison" if "cells" in entry else "platform"
+    left = entry.get("out_of_reach") or {}
+    also = f" ({len(left)} more left undecided: out of reach at their noise)" if left else ""
     return [*([entry["forecast"]] if "forecast" in entry else []),
-            f"extra round {entry['round'] + 1}: {len(cells)} {what}{'s' if len(cells) != 1 else ''} undecided",
-            *[f"  {cell}: {reason}" for cell, reason in cells.items()]]
+            f"extra round {entry['round'] + 1}: {len(cells)} {what}{'s' if len(cells) != 1 else ''} undecided{also}",
+            *[f"  {cell}: {reason}" for cell, reason in cells.items()],
+            *[f"  {cell}: left, {reason}" for cell, reason in left.items()]]
+
+
+def stop_line(log: list[dict[str, Any]]) -> str | None:
+    """Why extra rounds ended, for the terminal (the report's adaptive section keeps it too)."""
+    stops = [e["stop"] for e in log if "stop" in e]
+    return f"no more extra rounds: {stops[-1]}" if stops else None
 
 
 def needs_decision(values: list[float], base: list[float], higher_is_better: bool, *, target: float,

@@ -69,6 +69,8 @@ def run(ctx: ExperimentContext, session: Session) -> None:
                 pending = extra_round(campaign, seed, entry)
                 units += pending
                 reporter.begin(*_planned(units, store.done_units(run_id)))
+            elif (stopped := adaptive.stop_line(adaptive.log_of(runs, run_id))) is not None:
+                reporter.log(stopped)
 
 
 def _planned(units: list[Unit], done: set[tuple[int, str, str]]) -> tuple[int, int]:
