@@ -68,8 +68,7 @@ def plan_next(store: Store, campaign: Campaign, run_id: str, next_round: int,
     worst: dict[str, float] = {}
     undecided: dict[str, set[str]] = defaultdict(set)
     capped: list[str] = []
-    unreachable: list[str] = []
-    left: dict[str, str] = {}  # comparisons out of reach: undecided, but given no more rounds
+    left: dict[tuple[str, str, str], str] = {}  # out of reach: undecided, but given no more rounds
     needs: dict[tuple[str, str, str], Need] = {}
     for (platform, bench, metric), vals in sorted(values.items()):
         if platform == campaign.baseline:
@@ -106,8 +105,7 @@ def plan_next(store: Store, campaign: Campaign, run_id: str, next_round: int,
                 worst[platform] = need.precision or 1.0
                 reasons[platform] = f"{bench} {metric}: {need.reason}"
         elif need.reason.startswith(OUT_OF_REACH):  # its reason also names the caps: test it first
-            unreachable.append(f"{platform} {bench}")
-            left[f"{platform} {bench} {metric}"] = need.reason
+            left[(platform, bench, metric)] = need.reason
         elif "cap" in need.reason:
             capped.append(platform)
     if not reasons:
@@ -115,15 +113,16 @@ def plan_next(store: Store, campaign: Campaign, run_id: str, next_round: int,
         parts = []
         if capped:
             parts.append(f"repetition cap reached for {', '.join(sorted(set(capped)))}")
-        if unreachable:
-            parts.append(f"out of reach at their noise within the time left: {', '.join(sorted(set(unreachable)))}")
+        if left:
+            parts.append(f"out of reach at their noise within the time left: "
+                         f"{', '.join(sorted({f'{p} {b}' for p, b, _ in left}))}")
         stop = "; ".join(parts) or done
         _append(store, run_id, log, {"stop": stop})
         return None
     entry: dict[str, Any] = {"round": next_round, "platforms": sorted(reasons) + [campaign.baseline],
                              "reasons": reasons, "cells": cells}
     if left:
-        entry["out_of_reach"] = left
+        entry["out_of_reach"] = {" ".join(cell): reason for cell, reason in left.items()}
     if rule.until == "decided" and not any("round" in e for e in log):  # after the declared rounds
         entry["forecast"] = (f"after {next_round - unmeasured_rounds(campaign)} rounds {tally['decided']} of "
                              f"{sum(tally.values())} comparisons decided; {tally['expected']} more expected in the "
