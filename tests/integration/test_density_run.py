@@ -156,6 +156,12 @@ def test_releases_busybox_and_brought_archives(tmp_path):
 
 
 # -- the experiment through the CLI ------------------------------------------------------------------
+def _why(entry: dict) -> str:
+    """What a density entry says of its stop: enough to tell a failure's cause from CI's log."""
+    keys = ("max_count", "stop_reason", "stop_count", "stop_message", "stop_evidence")
+    return json.dumps({k: entry.get(k) for k in keys} | {"points": entry.get("points", [])[:2]}, default=str)[:6000]
+
+
 def test_until_failure_campaign_report_and_nothing_left(env, tmp_path):
     camp = _campaign(tmp_path, f"""
 name: density-it
@@ -179,7 +185,7 @@ density:
     doc = json.loads(report.stdout)
     entries = {e["platform"]: e for e in doc["density"]}
     lxc = entries["lxc-64m"]
-    assert lxc["max_count"] == 3 and lxc["stop_reason"] == "max_reached"
+    assert lxc["max_count"] == 3 and lxc["stop_reason"] == "max_reached", _why(lxc)
     assert [p["count"] for p in lxc["points"]] == [1, 2, 3] and all(p["ok"] for p in lxc["points"])
     assert len(lxc["points"][2]["per_instance"]) == 3
     # the workload started at one time inside the instances, and the overlap was measured
@@ -240,12 +246,13 @@ density:
   workload: {WORKLOAD}
   counts: [1, 2]
   host_memory: 256M
-  guard: {{min_available: 100000G}}
+  guard: {{min_available: 100000G, calm_wait: 0}}   # stop at once: waiting would not raise the floor
 """)
     res = vb(env, "run", str(camp), "--no-report")
     assert res.returncode == 0, res.stderr
     entry = json.loads(vb(env, "report", "--json").stdout)["density"][0]
     assert entry["stop_reason"] == "guard" and entry["max_count"] == 0
+    assert "before instance 1 started and stayed so for 0 s" in entry["stop_detail"], entry["stop_detail"]
     assert "MemAvailable" in entry["stop_detail"] and entry["stop_evidence"]["reading"]["mem_available"] > 0
     assert leftovers(env) == []
 

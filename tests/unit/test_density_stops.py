@@ -371,3 +371,33 @@ def test_a_parents_v2_counters_are_quoted_under_their_file_names(tmp_path: Path,
     (parent / "memory.max").write_text("max\n")
     assert cgroups.memory_files("virtbench.slice/p.slice")["memory.max"] == "max"
     assert cgroups.memory_files("virtbench.slice/gone") == {}
+
+
+def test_a_host_pressed_before_the_first_instance_is_waited_for_then_named(tmp_path: Path, monkeypatch):
+    """CI of 58a49fa: a density run that began right after a test thrashing memory stopped at
+    'PSI memory full avg10 10.6% above 10% (before instance 1)' and reported a maximum of 0 for
+    every platform. A probe waits for the host to be calm before its first instance; a host
+    still pressed after the wait stops the probe saying it was so before anything started."""
+    from virtbench.experiments.density import guard as density_guard
+    from virtbench.experiments.density.guard import Guard, GuardSettings, Pressure
+
+    def pressed(full: float) -> Pressure:
+        return Pressure(time=0.0, mem_total=24 << 30, mem_available=23 << 30, psi_some_avg10=full,
+                        psi_full_avg10=full)
+
+    clock = [0.0]
+    monkeypatch.setattr(density_guard.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(density_guard.time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
+    readings = iter([pressed(10.6), pressed(10.3), pressed(0.5)])
+    ramp, _ = _prober(tmp_path)
+    ramp.guard = Guard(GuardSettings(), read=lambda: next(readings))
+    assert ramp._pressed_before() is None and clock[0] == 4.0  # 10.6, 10.3, then calm: waited for
+
+    ramp.guard = Guard(GuardSettings(), read=lambda: pressed(10.6))
+    stop = ramp._pressed_before()
+    assert clock[0] >= 4.0 + 120  # the whole wait (calm_wait's default)
+    assert stop is not None and stop.reason == "guard" and stop.count == 1
+    assert stop.detail.startswith("the host was under memory pressure before instance 1 started and stayed so "
+                                  "for 120 s")
+    assert "PSI memory full avg10 10.6% above 10%" in stop.detail
+    assert stop.evidence["reading"]["psi_full_avg10"] == 10.6

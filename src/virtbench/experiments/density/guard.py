@@ -162,6 +162,9 @@ class GuardSettings(BaseModel):
         None, description="with host_memory: trip when the confined host's available memory (limit minus "
         "unreclaimable usage) falls below this (default 10% of host_memory)")
     interval: float = Field(0.5, gt=0.05, le=10, description="seconds between readings while the workload runs")
+    calm_wait: float = Field(120.0, ge=0, le=3600, description="seconds a probe waits, before its first instance, "
+                             "for a host pressed by what ran before to calm down (PSI's 10 s average decays over "
+                             "tens of seconds); still pressed then, the probe stops saying so")
 
 
 @dataclass
@@ -365,10 +368,11 @@ class Guard:
         recent_hits = self._parent_hits is not None and now - self._parent_hits[1] <= RECENT
         return self._at_limit(p) or recent_hits
 
-    def wait_calm(self, seconds: float = 120.0, sleep: float = 2.0) -> bool:
+    def wait_calm(self, seconds: float | None = None, sleep: float = 2.0) -> bool:
         """Before a fresh probe: wait until no threshold is crossed (PSI averages decay over
-        tens of seconds after a trip), at most `seconds`; False if the host stays pressed."""
-        deadline = time.monotonic() + seconds
+        tens of seconds after a trip), at most `seconds` (default `calm_wait`); False if the
+        host stays pressed."""
+        deadline = time.monotonic() + (self.settings.calm_wait if seconds is None else seconds)
         while self.check("settling before a probe") is not None:
             if time.monotonic() > deadline:
                 return False

@@ -231,16 +231,15 @@ class Ramp:
         self._usage_before_last = None
         record: dict[str, Any] = {"probe": self.probe_no, "counts": counts, "started": time.time()}
         probes.append(record)
-        good, stop = 0, None
-        if self.probe_no > 1:
-            if self.parent:
-                cgroups.reclaim(self.parent)
-            self.guard.wait_calm()  # the previous probe may have left PSI high: let it decay first
+        good = 0
+        if self.probe_no > 1 and self.parent:
+            cgroups.reclaim(self.parent)
+        stop = self._pressed_before()
         available_at_start = read_host().mem_available
         if self._start_state is None:
             self._start_state = (cgroups.memory_usage(self.parent) if self.parent else None, available_at_start)
         try:
-            for count in counts:
+            for count in counts if stop is None else []:
                 stop = self._grow(fleet, count)
                 if stop is not None:
                     break
@@ -267,6 +266,15 @@ class Ramp:
             if errors:
                 self.ctx.log(f"{self.platform.name}: cleanup errors: {'; '.join(errors)}")
         return good, stop
+
+    def _pressed_before(self) -> Stop | None:
+        """Before a probe's first instance, wait for a calm host: what ran before (a probe, another
+        platform, other work) can keep PSI's 10 s average high, and a trip then is not this platform's."""
+        if self.guard.wait_calm() or (trip := self.guard.trip) is None:
+            return None
+        return Stop("guard", f"the host was under memory pressure before instance 1 started and stayed so for "
+                    f"{self.guard.settings.calm_wait:g} s, not from this platform's instances: {trip.reason}", 1,
+                    self._guard_evidence(trip))
 
     # -- growing -------------------------------------------------------------------------
     def _grow(self, fleet: Fleet, count: int) -> Stop | None:
