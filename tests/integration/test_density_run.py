@@ -289,13 +289,18 @@ density:
   counts: [1, 2, 3]
   host_memory: 256M
 """)
-    p = subprocess.Popen([sys.executable, "-m", "virtbench", "run", str(camp), "--no-report"], env=env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and not any(x.startswith("lxc:") for x in leftovers(env)):
+    log = tmp_path / "run.log"
+    with log.open("w") as out:
+        p = subprocess.Popen([sys.executable, "-m", "virtbench", "run", str(camp), "--no-report"], env=env,
+                             stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 300  # the guard may first wait for a host pressed by the tests before
+    while time.monotonic() < deadline and p.poll() is None and not any(x.startswith("lxc:") for x in leftovers(env)):
         time.sleep(0.2)
     time.sleep(2)
-    assert leftovers(env), "an instance and the confining parent should exist mid-run"
+    if not leftovers(env):  # the run ended first, or never got there: its own output says why
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        pytest.fail(f"no instance and confining parent mid-run (run exit {p.returncode}):\n{log.read_text()[-4000:]}")
     os.killpg(p.pid, signal.SIGKILL)
     p.wait()
     assert leftovers(env), "SIGKILL gives no chance to clean up"
