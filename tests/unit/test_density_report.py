@@ -43,3 +43,6 @@ def test_the_header_of_a_density_run_speaks_of_its_steps_not_of_repetitions():
     assert units.rounds_measured(density_run, []) == "a density run, in steps of its own (its section below)"
     benchmarks_run = SimpleNamespace(campaign={"repetitions": 5})
     assert units.rounds_measured(benchmarks_run, []) == "5 repetitions asked, none measured"
+    # nor of warm-up rounds, which density does not run (its header said "after 1 warm-up")
+    assert units.warmups(SimpleNamespace(campaign={**density_run.campaign, "warmups": 1}), []) is None
+    assert units.warmups(SimpleNamespace(campaign={"repetitions": 5, "warmups": 1}), []) == 1

@@ -71,9 +71,11 @@ def provenance(run: Any, facts: Mapping[str, Any], label: str, rows: Sequence[An
                ("CPU flags", " ".join(facts.get("cpu_flags") or []) or "?")])
     img = run.image or {}
     camp = run.campaign or {}
+    warm = units.warmups(run, rows)
     design = kv([("run", run.id), ("name", run.name), ("status", run.status),
                  ("started", units.when(run.started_at)), ("finished", units.when(run.finished_at)),
-                 ("rounds", units.rounds_measured(run, rows)), ("warm-up rounds", camp.get("warmups")),
+                 ("rounds", units.rounds_measured(run, rows)),
+                 ("warm-up rounds", "none (steps of its own)" if warm is None else warm),
                  ("randomized order", f"{camp.get('shuffle', True)} (seed {run.seed})"),
                  ("baseline", run.baseline),
                  ("image", f"{str(img.get('recipe_hash', '?'))[:12]} {img.get('release', '')}/{img.get('arch', '')} "

@@ -101,8 +101,9 @@ def _intro(run: Run, rows: list[Row], console: Console) -> None:
     image = (f"image {run.image['recipe_hash'][:12]} ({run.image.get('release')}/{run.image.get('arch')}), "
              "same binaries on every platform" if run.image.get("recipe_hash")
              else "images named per platform in the sections below")
-    console.print(f"{image}; {units.rounds_measured(run, rows)} after {run.campaign.get('warmups')} warm-up, "
-                  f"randomized order (seed {run.seed}); started {units.when(run.started_at or run.created_at)}")
+    warm = units.warmups(run, rows)
+    console.print(f"{image}; {units.rounds_measured(run, rows)}" + (f" after {warm} warm-up" if warm is not None else "")
+                  + f", randomized order (seed {run.seed}); started {units.when(run.started_at or run.created_at)}")
     console.print(f"[dim]{escape(LEGEND)}[/dim]")
 
 

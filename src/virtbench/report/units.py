@@ -49,14 +49,21 @@ def labels_of(run: Any) -> dict[tuple[str, str], str]:
             if isinstance(m, Mapping)}
 
 
+def _own_steps(run: Any, rows: Iterable[Any]) -> str | None:
+    """The kind of a run that measured in steps of its own, not rounds (density: counts); None otherwise."""
+    # the kind as report/sections.py's experiment_of reads it (importing it here would close a circle)
+    kind = run.campaign.get("experiment") or "benchmarks"
+    return kind if kind != "benchmarks" and not any(row.rounds for row in rows) else None
+
+
 def rounds_measured(run: Any, rows: Iterable[Any]) -> str:
     """What the header says of the repetitions: the rounds actually measured (adaptive rounds
     included), beside what the campaign asked for when that differs."""
+    rows = list(rows)
     measured = {r_ for row in rows for r_ in row.rounds}
     asked = run.campaign.get("repetitions")
     if not measured:
-        # the kind as report/sections.py's experiment_of reads it (importing it here would close a circle)
-        if (kind := run.campaign.get("experiment") or "benchmarks") != "benchmarks":  # density: counts, no rounds
+        if (kind := _own_steps(run, rows)) is not None:
             return f"a {kind} run, in steps of its own (its section below)"
         return f"{asked} repetitions asked, none measured"
     n = len(measured)
@@ -64,6 +71,12 @@ def rounds_measured(run: Any, rows: Iterable[Any]) -> str:
         return f"{n} rounds measured"
     return f"{n} rounds measured ({asked} asked, {n - asked} added to decide)" if n > asked else \
         f"{n} rounds measured (of {asked} asked)"
+
+
+def warmups(run: Any, rows: Iterable[Any]) -> int | None:
+    """The campaign's warm-up rounds, where the run measured in rounds; None for a kind in steps
+    of its own (density ignores `warmups`, so its header must not claim one)."""
+    return None if _own_steps(run, rows) is not None else run.campaign.get("warmups")
 
 
 def when(t: Any) -> str:
