@@ -45,7 +45,8 @@ BROKEN = (_read("fail_des-cbc_nolegacy_single.txt"), _read("fail_des-cbc_nolegac
 def _prober(tmp_path: Path, points: dict | None = None) -> tuple[Ramp, list[dict]]:
     section = DensitySection(workload=WORKLOAD, counts=[1, 2])
     stored: list[dict] = []
-    ctx = SimpleNamespace(sink=SimpleNamespace(record=lambda **kw: stored.append(kw)), run_id="r", log=lambda m: None)
+    ctx = SimpleNamespace(sink=SimpleNamespace(record=lambda **kw: stored.append(kw)), run_id="r", log=lambda m: None,
+                          stop_requested=lambda: False)
     platform = SimpleNamespace(name="lxc", paths=Paths(state=tmp_path), kind="container")
     ramp = Ramp(ctx=ctx, platform=platform, image=None, section=section, guard=None, parent=PARENT,
                     bench=section.benchmark())
@@ -401,3 +402,9 @@ def test_a_host_pressed_before_the_first_instance_is_waited_for_then_named(tmp_p
                                   "for 120 s")
     assert "PSI memory full avg10 10.6% above 10%" in stop.detail
     assert stop.evidence["reading"]["psi_full_avg10"] == 10.6
+
+    # a cancel (`virtbench cancel`, the web app) during the wait ends it at its next reading
+    ramp.ctx.stop_requested = lambda: clock[0] >= 130.0
+    with pytest.raises(KeyboardInterrupt):
+        ramp._pressed_before()
+    assert clock[0] == 130.0

@@ -368,12 +368,15 @@ class Guard:
         recent_hits = self._parent_hits is not None and now - self._parent_hits[1] <= RECENT
         return self._at_limit(p) or recent_hits
 
-    def wait_calm(self, seconds: float | None = None, sleep: float = 2.0) -> bool:
+    def wait_calm(self, seconds: float | None = None, sleep: float = 2.0,
+                  stop: Callable[[], bool] = lambda: False) -> bool:
         """Before a fresh probe: wait until no threshold is crossed (PSI averages decay over
         tens of seconds after a trip), at most `seconds` (default `calm_wait`); False if the
-        host stays pressed."""
+        host stays pressed. A cancel (`stop`) ends the wait at once, as Ctrl-C does."""
         deadline = time.monotonic() + (self.settings.calm_wait if seconds is None else seconds)
         while self.check("settling before a probe") is not None:
+            if stop():
+                raise KeyboardInterrupt
             if time.monotonic() > deadline:
                 return False
             time.sleep(sleep)

@@ -270,7 +270,7 @@ class Ramp:
     def _pressed_before(self) -> Stop | None:
         """Before a probe's first instance, wait for a calm host: what ran before (a probe, another
         platform, other work) can keep PSI's 10 s average high, and a trip then is not this platform's."""
-        if self.guard.wait_calm() or (trip := self.guard.trip) is None:
+        if self.guard.wait_calm(stop=self.ctx.stop_requested) or (trip := self.guard.trip) is None:
             return None
         return Stop("guard", f"the host was under memory pressure before instance 1 started and stayed so for "
                     f"{self.guard.settings.calm_wait:g} s, not from this platform's instances: {trip.reason}", 1,
