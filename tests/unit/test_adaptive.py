@@ -78,7 +78,7 @@ def test_progress_names_the_comparisons_left_out_of_reach_and_why_the_rounds_sto
     # the next round counts it, naming only what it newly left (the fresh run of 2026-11-28 18:17
     # repeated the same two wrapped lines for every comparison left, at every later round)
     later = {**entry, "round": 14, "out_of_reach": {**entry["out_of_reach"], "runc sqlite total_cpu_s": far}}
-    lines = progress_lines(later, entry)
+    lines = progress_lines(later, [{"round": 12}, entry, later])  # the run's log, this round stored last
     assert lines[0] == "extra round 15: 1 comparison undecided (2 more left undecided: out of reach at their noise)"
     assert lines[1:] == ["  podman sqlite total_cpu_s: " + reason, "  runc sqlite total_cpu_s: left, " + far]
     assert stop_line([{"round": 13}]) is None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -174,15 +175,17 @@ def note_noise(store: Store, campaign: Campaign, run_id: str, started_at: dateti
     return forecast.note_lines(note)
 
 
-def progress_lines(entry: dict[str, Any], before: dict[str, Any] | None = None) -> list[str]:
+def progress_lines(entry: dict[str, Any], log: Sequence[dict[str, Any]] = ()) -> list[str]:
     """What an extra round is for, for the terminal: a header, then one line per undecided
     comparison (an entry stored before cells were recorded: one per platform). A comparison
-    left out of reach is named with its reason at the round it was left (`before`: the previous
-    extra round's entry), then only counted: it gets no more rounds, so its reason stands."""
+    left out of reach is named with its reason at the round it was left (the run's adaptive
+    `log`, which may already end with `entry`), then only counted: it gets no more rounds, so
+    its reason stands."""
     cells = entry.get("cells") or entry.get("reasons", {})
     what = "comparison" if "cells" in entry else "platform"
     left = entry.get("out_of_reach") or {}
-    named = (before or {}).get("out_of_reach") or {}
+    earlier = [e for e in log if "round" in e and e["round"] < entry["round"]]
+    named = earlier[-1].get("out_of_reach") or {} if earlier else {}
     also = f" ({len(left)} more left undecided: out of reach at their noise)" if left else ""
     return [*([entry["forecast"]] if "forecast" in entry else []),
             f"extra round {entry['round'] + 1}: {len(cells)} {what}{'s' if len(cells) != 1 else ''} undecided{also}",

@@ -64,8 +64,7 @@ def run(ctx: ExperimentContext, session: Session) -> None:
             entry = adaptive.plan_next(runs, campaign, run_id, max(u.round for u in units) + 1,
                                        runs.run(run_id).started_at or now())
             if entry is not None:
-                earlier = [e for e in adaptive.log_of(runs, run_id)[:-1] if "round" in e]
-                for line in adaptive.progress_lines(entry, earlier[-1] if earlier else None):
+                for line in adaptive.progress_lines(entry, adaptive.log_of(runs, run_id)):
                     reporter.log(line)
                 pending = extra_round(campaign, seed, entry)
                 units += pending
