@@ -19,3 +19,17 @@ def env(tmp_path):
              VIRTBENCH_STATE_DIR=base, VIRTBENCH_RUNTIME_DIR=f"/run/virtbench-test/{Path(base).name}")
     yield e
     subprocess.run([sys.executable, "-m", "virtbench", "cleanup"], env=e, capture_output=True, timeout=300)
+    for top in (e["VIRTBENCH_STATE_DIR"], e["VIRTBENCH_RUNTIME_DIR"]):
+        _remove_empty(Path(top))
+
+
+def _remove_empty(top: Path) -> None:
+    """The test's directories, once cleanup emptied them (257 empty state directories had piled
+    up here). rmdir only: a directory still holding a file or a mount stays, to be seen."""
+    if not top.is_dir():
+        return
+    for d, _, _ in os.walk(top, topdown=False):  # deepest first
+        try:
+            os.rmdir(d)
+        except OSError:
+            pass
