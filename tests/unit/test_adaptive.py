@@ -5,7 +5,7 @@ import numpy as np
 
 from virtbench.config import parse_campaign
 from virtbench.experiments.benchmarks.adaptive import needs_decision
-from virtbench.experiments.benchmarks.plan import extra_round
+from virtbench.experiments.benchmarks.schedule import extra_round
 
 
 def _sample(mean: float, cv: float, n: int, seed: int) -> list[float]:

@@ -196,6 +196,8 @@ def test_cap_of_a_campaign():
 
     c = parse_campaign({"name": "c", "platforms": ["native", "runc"], "benchmarks": ["openssl"],
                         "repetitions": 3, "warmups": 1, "adaptive": {"max_repetitions": 8, "max_minutes": 1}})
-    cap = Cap.of(c, started=0.0)
+    from virtbench.experiments.planning import plan_of
+
+    cap = Cap.of(plan_of(c), started=0.0)
     assert cap is not None and cap.executions == 2 * 2 * 9 and cap.per_round == 4 and cap.deadline == 60
-    assert Cap.of(parse_campaign({"name": "c", "platforms": ["native"], "benchmarks": ["openssl"]})) is None
+    assert Cap.of(plan_of(parse_campaign({"name": "c", "platforms": ["native"], "benchmarks": ["openssl"]}))) is None

@@ -1,5 +1,5 @@
 """The verdict rate to expect at the host's noise (analysis.forecast), the noise check's rounds
-(experiments.benchmarks.plan) and the comparisons the caps cannot decide (experiments.benchmarks.adaptive)."""
+(experiments.benchmarks.schedule) and the comparisons the caps cannot decide (experiments.benchmarks.adaptive)."""
 from __future__ import annotations
 
 import math
@@ -12,7 +12,7 @@ from virtbench.analysis.forecast import note_lines as noise_lines
 from virtbench.analysis.verdict import decide
 from virtbench.config import parse_campaign
 from virtbench.experiments.benchmarks.adaptive import OUT_OF_REACH, needs_decision
-from virtbench.experiments.benchmarks.plan import schedule, unmeasured_rounds
+from virtbench.experiments.benchmarks.schedule import schedule, unmeasured_rounds
 
 
 def test_the_reach_matches_the_verdict_rule_it_forecasts():

@@ -1,7 +1,7 @@
 from collections import Counter
 
 from virtbench.config import parse_campaign
-from virtbench.experiments.benchmarks.plan import LIFECYCLE, schedule
+from virtbench.experiments.benchmarks.schedule import LIFECYCLE, schedule
 
 CAMPAIGN = parse_campaign({"name": "p", "repetitions": 4, "warmups": 2,
                            "platforms": ["native", "docker", "podman", "runc"],
@@ -43,7 +43,7 @@ def test_benchmark_order_is_shared_by_the_platforms_of_a_round_and_changes_betwe
 
 
 def test_extra_round_shares_one_benchmark_order():
-    from virtbench.experiments.benchmarks.plan import extra_round
+    from virtbench.experiments.benchmarks.schedule import extra_round
 
     entry = {"round": 9, "platforms": ["native", "docker", "podman"],
              "benchmarks": {"docker": ["fio", "sqlite"], "native": ["fio", "sqlite", "sysbench-cpu"],

@@ -15,7 +15,7 @@ from virtbench import proc
 from virtbench.config import parse_campaign
 from virtbench.experiments.base import ExperimentContext
 from virtbench.experiments.benchmarks.kind import Benchmarks
-from virtbench.experiments.benchmarks.plan import schedule
+from virtbench.experiments.benchmarks.schedule import schedule
 from virtbench.experiments.benchmarks.session import build_objects, platform_rows
 from virtbench.images.image import Image
 from virtbench.platforms.base import Availability, Instance, Paths, Platform

@@ -8,10 +8,10 @@ from .shared import console
 
 
 def print_plan(campaign: Any, store: Any | None, *, quick: bool = False) -> None:
-    from ..runner.estimate import duration, plan
+    from ..runner.estimate import duration, estimate
 
-    p = plan(campaign, store)
-    c = p.campaign
+    est = estimate(campaign, store)
+    p, c = est.plan, campaign
     say = lambda text: console.print(text, markup=False)  # noqa: E731 - names from campaigns are no markup
     say(f"campaign {c.name}: valid; dry run, nothing started")
     say(f"platforms ({len(p.platforms)}), baseline {c.baseline}:")
@@ -19,24 +19,30 @@ def print_plan(campaign: Any, store: Any | None, *, quick: bool = False) -> None
         say(f"  {name:<16} {typ:<11} {kind}")
     if quick:
         say("  (each stays only if its probe passes at the start; kvm only where KVM boots a guest)")
-    say(f"benchmarks ({len(p.benchmarks)}), seconds per execution estimated from:")
-    for key, seconds, source in p.benchmarks:
-        say(f"  {key[:40]:<40} {seconds:>6.1f} s  {source}")
+    shown = p.benchmarks()
+    if shown:
+        say(f"{'benchmarks' if p.kind == 'benchmarks' else 'executions'} ({len(shown)}), "
+            "seconds per execution estimated from:")
+    for work in shown:
+        say(f"  {work.benchmark[:40]:<40} {work.expected_s:>6.1f} s  {work.source}")
     for name, keys in p.sweeps.items():
         say(f"sweep {name}: {len(keys)} points")
-    say(f"rounds: {c.warmups} warm-up + {c.repetitions} measured, platforms in a random order each round")
+    say(f"rounds: {p.rounds.warmups} warm-up + {p.rounds.repetitions} measured, {p.order}" if p.in_rounds
+        else f"order: {p.order}")
     if c.adaptive is not None:
         a = c.adaptive
         say(f"adaptive: extra rounds until {a.until} (target +-{a.target:.0%}), at most {a.max_repetitions} "
             f"measured rounds and {a.max_minutes:g} minutes")
     if c.probes:
         say("probes: " + ", ".join(pr.name for pr in c.probes))
-    for note in p.notes:
+    for note in est.notes:
         say(note)
-    est = f"about {duration(p.declared_s)}"
-    if p.max_s > p.declared_s * 1.05:
-        est += f", at most about {duration(p.max_s)} with adaptive rounds"
-    say(f"estimated duration: {est} (one round: {duration(p.round_s)})")
+    if not p.round:
+        return
+    text = f"about {duration(est.declared_s)}"
+    if est.max_s > est.declared_s * 1.05:
+        text += f", at most about {duration(est.max_s)} with adaptive rounds"
+    say(f"estimated duration: {text} (one round: {duration(p.round_s())})")
 
 
 def dry_run(campaign: Any | None, quick: bool, probes: list[str], resume_id: str | None, db_url: str | None) -> None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import hostinfo as hostfacts
 from ..errors import InputError
-from ..experiments.registry import EXPERIMENTS
+from ..experiments.planning import plan_of
 from ..platforms.cgroups import online_cpus, parse_cpulist, whole_board
 from ..registry import BENCHMARKS, PLATFORMS
 from .messages import one_line
@@ -35,16 +35,13 @@ def _gib(n: float) -> str:
 
 def check_budget(campaign: Campaign) -> None:
     """Refuse a campaign whose work exceeds MAX_EXECUTIONS: rounds x platforms x what one round
-    asks of a platform (benchmark points with their instances; an experiment kind's count)."""
-    if campaign.benchmarks:
-        per_round, what = sum(b.instances or 1 for b in campaign.benchmarks), "benchmark executions"
-    else:
-        per_round, what = EXPERIMENTS.get(campaign.experiment).work_per_round(campaign.section)
-    most = max(campaign.repetitions, campaign.adaptive.max_repetitions if campaign.adaptive else 0)
-    rounds = campaign.warmups + most
+    asks of a platform (the kind's plan: benchmark points with their instances, nodes, moves)."""
+    plan = plan_of(campaign)
+    per_round, what = plan.budget
+    rounds = plan.rounds.at_cap
     total = rounds * len(campaign.platforms) * per_round
     if total > MAX_EXECUTIONS:
-        reps = "adaptive.max_repetitions" if most > campaign.repetitions else "repetitions"
+        reps = "adaptive.max_repetitions" if plan.rounds.most > campaign.repetitions else "repetitions"
         raise InputError(f"{rounds} rounds x {len(campaign.platforms)} platforms x {per_round} {what} "
                          f"per round = {total}, more than {MAX_EXECUTIONS}",
                          f"lower {reps}, platforms or the section's counts, or split the campaign")

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 from pydantic import BaseModel
 
 from ..platforms.base import Paths
+from .planning import Done, Past, Plan, platform_kinds, rounds_of
 
 if TYPE_CHECKING:
     from ..config import Campaign
@@ -193,8 +194,19 @@ class Experiment(ABC):
     def work_per_round(cls, section: Any) -> tuple[int, str]:
         """What one round asks of each platform, counted from the section alone (e.g. instances
         migrated, line nodes built): the campaign's budget multiplies it by rounds and platforms
-        before anything is built. (0, "") when the kind has no rounds."""
+        before anything is built. (0, "") when the kind has no rounds. Read through `plan`."""
         return 0, ""
+
+    @classmethod
+    def plan(cls, campaign: Campaign, seed: int = 0, done: Done = frozenset(), past: Past | None = None) -> Plan:
+        """What a run of the campaign will measure (planning.py), from the campaign alone: nothing
+        is built or probed. seed: the run's (the order); done: what is stored already (a resume);
+        past: durations of earlier executions, for the expected seconds. This default knows only
+        the rounds and the budget: a kind that plans no executions says so."""
+        return Plan(kind=cls.name, rounds=rounds_of(campaign), platforms=platform_kinds(campaign, cls.node_types),
+                    round=[], budget=cls.work_per_round(campaign.section), open_ended=True, done=frozenset(done),
+                    notes=[f"experiment {cls.name} plans its work as it runs: no estimate of its duration"],
+                    order="its own order", in_rounds=False)
 
     @classmethod  # noqa: B027 - optional hook
     def validate_campaign(cls, campaign: Campaign) -> None:

@@ -9,11 +9,14 @@ and with a cap also the most the run may take (its caps: rounds and minutes)."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, ProgressColumn, Task, TaskID, TextColumn, TimeElapsedColumn
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from ..experiments.planning import Plan
 
 LOG_WIDTH = 100
 """Nothing virtbench prints is wider than this (issue #17), a run's messages included."""
@@ -33,15 +36,12 @@ class Cap:
         self.executions, self.per_round, self.deadline = executions, per_round, deadline
 
     @classmethod
-    def of(cls, campaign: Any, started: float | None = None) -> Cap | None:
-        a = getattr(campaign, "adaptive", None)
-        if a is None:
+    def of(cls, plan: Plan, started: float | None = None) -> Cap | None:
+        """The cap of a run's plan (experiments/planning.py), None without an adaptive rule."""
+        if plan.rounds.cap is None or plan.rounds.max_minutes is None:
             return None
-        per_round = len(campaign.platforms) * (len(campaign.benchmarks) + 1)  # + the lifecycle of each instance
-        rounds = campaign.warmups + max(a.max_repetitions, campaign.repetitions)
-        noise = a.noise_check * (len(campaign.benchmarks) + 1)  # the baseline alone
         start = started if started is not None else time.monotonic()
-        return cls(per_round * rounds + noise, per_round, start + a.max_minutes * 60)
+        return cls(plan.at_cap(), plan.per_round(), start + plan.rounds.max_minutes * 60)
 
 
 def remaining(done: int, total: int, start_done: int, elapsed: float, cap: Cap | None = None,

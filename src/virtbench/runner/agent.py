@@ -25,7 +25,7 @@ from ..config import parse_campaign
 from ..errors import VirtbenchError
 from ..experiments.base import Experiment, ExperimentContext, Forwarding, Interrupted
 from ..experiments.benchmarks.kind import Benchmarks
-from ..experiments.benchmarks.plan import without
+from ..experiments.benchmarks.schedule import without
 from ..experiments.benchmarks.session import Session
 from ..experiments.registry import EXPERIMENTS
 from ..platforms.base import Paths

@@ -19,7 +19,7 @@ from ..benchmarks.base import PairBenchmark
 from ..config import Campaign, cross_host
 from ..errors import CommandError, VirtbenchError
 from ..experiments.base import Reporter
-from ..experiments.benchmarks.plan import schedule
+from ..experiments.benchmarks.schedule import schedule
 from ..experiments.benchmarks.rounds import describe, parsed_samples
 from ..experiments.benchmarks.session import Session
 from ..platforms import naming

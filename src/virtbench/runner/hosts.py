@@ -32,7 +32,7 @@ from ..experiments.base import (
     Unfinished,
 )
 from ..experiments.benchmarks.kind import Benchmarks
-from ..experiments.benchmarks.plan import schedule, without
+from ..experiments.benchmarks.schedule import schedule, without
 from ..experiments.benchmarks.session import Session, session_details
 from ..experiments.registry import EXPERIMENTS
 from ..platforms.base import Paths

@@ -16,7 +16,7 @@ from ...analysis import forecast
 from ...analysis.stats import Need, needs_more
 from ...analysis.verdict import decide
 from ...store.db import Store, now
-from .plan import LIFECYCLE, unmeasured_rounds
+from .schedule import LIFECYCLE, unmeasured_rounds
 
 if TYPE_CHECKING:
     from ...config import Campaign

@@ -6,16 +6,20 @@ It is the default when a campaign has no `experiment:` key. Its run is the round
 """
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ...constants import LIFECYCLE
 from ...errors import InputError
 from ..base import Experiment, ExperimentContext
+from ..planning import Done, Past, Plan, Work, execution_s, instance_s, platform_kinds, rounds_of
 from . import rounds
-from .plan import noise_rounds
+from .schedule import noise_rounds, schedule
 from .session import Session, build_objects, prepare, session_details
 
 if TYPE_CHECKING:
+    from ...config import Campaign
     from ...store.models import Run
 
 
@@ -34,6 +38,34 @@ class Benchmarks(Experiment):
         kind = cls(session.campaign, session.paths)
         kind.prepared = session
         return kind
+
+    @classmethod
+    def plan(cls, campaign: Campaign, seed: int = 0, done: Done = frozenset(), past: Past | None = None) -> Plan:
+        """Every benchmark in an instance of every platform, each round; each instance's life is
+        an execution of its own (`lifecycle`). Extra adaptive rounds grow it up to the cap."""
+        platforms = platform_kinds(campaign)
+        seconds = {b.key: execution_s(b.name, b.params, past) for b in campaign.benchmarks}
+        work = [Work(name, b.key, instances=b.instances or 1, expected_s=seconds[b.key][0], source=seconds[b.key][1])
+                for name, _, _ in platforms for b in campaign.benchmarks]
+        life = {name: Work(name, LIFECYCLE, expected_s=instance_s(kind), source="an instance's life", lifecycle=True)
+                for name, _, kind in platforms}
+        round_ = [w for name, _, _ in platforms for w in (*(x for x in work if x.platform == name), life[name])]
+        noise = [w for w in round_ if w.platform == campaign.baseline]
+        sweeps: dict[str, list[str]] = defaultdict(list)
+        for b in campaign.benchmarks:
+            if b.sweep:
+                sweeps[b.name].append(b.key)
+        tcg = [p.name for p in campaign.platforms if p.options.get("accel") == "tcg"]
+        notes = [f"{', '.join(tcg)}: a TCG guest emulates the CPU (10-50x slower): its executions take longer than "
+                 "estimated"] if tcg else []
+
+        def scheduled() -> list[Work]:
+            return [Work(u.platform, k[2], round=u.round, warmup=u.warmup) for u in schedule(campaign, seed)
+                    for k in u.keys()]
+
+        return Plan(kind=cls.name, rounds=rounds_of(campaign), platforms=platforms, round=round_, noise=noise,
+                    budget=(sum(b.instances or 1 for b in campaign.benchmarks), "benchmark executions"),
+                    schedule=scheduled, notes=notes, sweeps=dict(sweeps), done=frozenset(done))
 
     def prepare(self, log: Callable[[str], None]) -> None:
         """Probe, build the image, and drop the platforms a generated campaign goes on without."""

@@ -26,7 +26,7 @@ from . import adaptive, probing
 from .multi import combine, run_instances
 from .oomwatch import OomWatch
 from .pair import run_pair
-from .plan import Unit, extra_round, noise_rounds, schedule
+from .schedule import Unit, extra_round, noise_rounds, schedule
 from .session import Session, outer_of
 
 SCRATCH = "/var/tmp/virtbench"

@@ -40,6 +40,7 @@ from ...platforms.base import Paths, Platform, Size
 from ...registry import BENCHMARKS, PLATFORMS
 from ...store.db import now
 from ..base import Experiment, ExperimentContext
+from ..planning import Done, Past, Plan, Work, execution_s, instance_s, platform_kinds, rounds_of
 from .fleet import signals_held
 from .guard import Guard, GuardSettings, ParentPressure, read_parent
 from .ramp import Ramp, Stop, resumed
@@ -165,6 +166,28 @@ class Density(Experiment):
     hosts = "agents"
     """With `hosts:` each host's agent runs the search on that host (its memory, its guard, its
     cgroups), from the image built here and shipped."""
+
+    @classmethod
+    def plan(cls, campaign: Any, seed: int = 0, done: Done = frozenset(), past: Past | None = None) -> Plan:
+        """One search per platform, in its own order (no rounds): each count an execution of that
+        many instances at once, then the platform's stop record. Ramped until a count fails, the
+        counts are what it may reach (open-ended: the search bisects and stops where it fails)."""
+        section: DensitySection = campaign.section
+        platforms = platform_kinds(campaign)
+        bench = section.workload
+        seconds, source = execution_s(str(bench["name"]), bench, past)
+        counts = section.counts.ramp() if isinstance(section.counts, Until) else list(section.counts)
+        work = []
+        for name, _, kind in platforms:
+            for n in [1] if name == campaign.baseline else counts:
+                work.append(Work(name, f"density[count={n}]", instances=n, source=source,
+                                 expected_s=seconds + section.settle + n * instance_s(kind)))
+            work.append(Work(name, STOP_KEY, expected_s=0.0, source="the search's summary", lifecycle=True))
+        ramped = isinstance(section.counts, Until)
+        return Plan(kind=cls.name, rounds=rounds_of(campaign), platforms=platforms, round=work, open_ended=ramped,
+                    in_rounds=False, done=frozenset(done),
+                    order=("per platform, counts ramped until one fails, then bisected (estimated: the whole "
+                           "ramp)" if ramped else "per platform, the counts in turn"))
 
     @classmethod
     def validate_campaign(cls, campaign: Any) -> None:

@@ -23,6 +23,7 @@ from ...platforms.base import Paths, Platform
 from ...registry import PLATFORMS
 from ...store.db import now
 from ..base import Experiment, ExperimentContext
+from ..planning import Done, Past, Plan, Work, instance_s, platform_kinds, rounds_of
 from . import measure, pinning, plausible, topology, traffic
 from .measure import Point, sample
 from .section import LineSection, fixed_rates
@@ -56,6 +57,36 @@ class Line(Experiment):
     @classmethod
     def work_per_round(cls, section: Any) -> tuple[int, str]:
         return sum(section.lengths) * len(section.pinning), "line nodes"
+
+    @classmethod
+    def plan(cls, campaign: Any, seed: int = 0, done: Done = frozenset(), past: Past | None = None) -> Plan:
+        """Each round: the generator's own limit (length 0, the baseline's nodes), then every
+        platform's line of each length built once and searched at each pinning, its build and
+        teardown an execution of its own. Implausible points are measured again at the end
+        (not planned: how many depends on what the rounds find)."""
+        section: LineSection = campaign.section
+        platforms = platform_kinds(campaign, cls.node_types)
+        search = section.search
+        trials = search.max_trials if search.method == "ndr-pdr" else 10
+        trial_s = search.trial_seconds if search.method == "ndr-pdr" else search.seconds
+        point_s = trials * trial_s + len(section.latency_rates) * section.latency_seconds
+        source = "its search's trials (at most) and latency trials"
+        work = [Work(campaign.baseline, measure.key(0, m), expected_s=point_s, source=source) for m in section.pinning]
+        for name, _, kind in platforms:
+            for n in section.lengths:
+                work += [Work(name, measure.key(n, m), instances=n, expected_s=point_s, source=source)
+                         for m in section.pinning]
+                work.append(Work(name, f"line-build[length={n}]", instances=n, expected_s=n * instance_s(kind),
+                                 source="building and removing its nodes", lifecycle=True))
+        rounds = rounds_of(campaign)
+
+        def scheduled() -> list[Work]:
+            return [Work(w.platform, w.benchmark, round=r, warmup=r < rounds.warmups, instances=w.instances)
+                    for r in range(rounds.declared) for w in work]
+
+        return Plan(kind=cls.name, rounds=rounds, platforms=platforms, round=work, schedule=scheduled,
+                    budget=cls.work_per_round(section), done=frozenset(done),
+                    notes=["points whose rate is implausible are measured once more at the end (not counted)"])
 
     @classmethod
     def validate_campaign(cls, campaign: Any) -> None:
@@ -158,7 +189,7 @@ class Line(Experiment):
     def run(self, ctx: ExperimentContext) -> None:
         section: LineSection = self.section
         modes = [m for m in section.pinning if m not in self.skipped]
-        rounds = self.campaign.warmups + self.campaign.repetitions
+        rounds = rounds_of(self.campaign).declared
         try:
             self._rounds(ctx, modes, rounds)
             self._recheck(ctx, modes, rounds - 1)

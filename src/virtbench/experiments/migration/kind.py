@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +38,7 @@ from ...platforms.naming import INSTANCE_PREFIX
 from ...registry import PLATFORMS
 from ...store.db import now
 from ..base import Experiment, ExperimentContext
+from ..planning import Done, Past, Plan, Work, instance_s, platform_kinds, rounds_of
 from . import fleet, live, offline, remote, storage
 from .transport import Leftovers, LocalTransport, Transport
 from .transport import cleanup as cleanup_copies
@@ -148,6 +150,31 @@ class Migration(Experiment):
     @classmethod
     def work_per_round(cls, section: Any) -> tuple[int, str]:
         return sum(section.counts) * max(1, len(section.to)), "instances moved"
+
+    @classmethod
+    def plan(cls, campaign: Any, seed: int = 0, done: Done = frozenset(), past: Past | None = None) -> Plan:
+        """Each round, every platform moves each count of instances to each destination: one
+        execution per (count, destination), its instances created, moved and removed."""
+        section: MigrationSection = campaign.section
+        platforms = platform_kinds(campaign)
+        dests: list[str | None] = [d.label for d in section.to] or [None]
+        took = [s for k, v in (past or {}).items() if k == "migration" for s in v]
+        work = []
+        for name, _, kind in platforms:
+            for dest in dests:
+                for n in section.counts:
+                    seconds = statistics.median(took) if took else n * (4 * instance_s(kind) + section.payload / 100e6)
+                    work.append(Work(name, key_of(n, dest), instances=n, expected_s=seconds,
+                                     source=f"median of {len(took)} past executions" if took
+                                     else "instance lives + the payload at 100 MB/s (assumed)"))
+        rounds = rounds_of(campaign)
+
+        def scheduled() -> list[Work]:
+            return [Work(w.platform, w.benchmark, round=r, warmup=r < rounds.warmups, instances=w.instances)
+                    for r in range(rounds.declared) for w in work]
+
+        return Plan(kind=cls.name, rounds=rounds, platforms=platforms, round=work, schedule=scheduled,
+                    budget=cls.work_per_round(section), done=frozenset(done))
 
     @classmethod
     def validate_campaign(cls, campaign: Any) -> None:
@@ -346,7 +373,7 @@ class Migration(Experiment):
                 p.prepare(image)
             dests: list[Destination | None] = list(section.to) or [None]
             rng = random.Random(ctx.seed)
-            self.rounds(ctx, platforms, image, dests, rng, self.campaign.warmups + self.campaign.repetitions)
+            self.rounds(ctx, platforms, image, dests, rng, rounds_of(self.campaign).declared)
         finally:
             self.close_hosts()
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ...constants import LIFECYCLE
+from ..planning import rounds_of
 
 if TYPE_CHECKING:
     from ...config import Campaign
@@ -38,12 +39,12 @@ class Unit:
 
 def noise_rounds(campaign: Campaign) -> int:
     """Rounds of the baseline alone after the warm-up (the adaptive rule's noise check)."""
-    return campaign.adaptive.noise_check if campaign.adaptive is not None else 0
+    return rounds_of(campaign).noise
 
 
 def unmeasured_rounds(campaign: Campaign) -> int:
     """Rounds before the first measured one: the warm-up, then the noise check."""
-    return campaign.warmups + noise_rounds(campaign)
+    return rounds_of(campaign).unmeasured
 
 
 def schedule(campaign: Campaign, seed: int) -> list[Unit]:
@@ -55,9 +56,10 @@ def schedule(campaign: Campaign, seed: int) -> list[Unit]:
     rng = random.Random(seed)
     platforms = [p.name for p in campaign.platforms]
     benchmarks = [b.key for b in campaign.benchmarks]
-    first = unmeasured_rounds(campaign)
+    counted = rounds_of(campaign)
+    first = counted.unmeasured
     units: list[Unit] = []
-    for rnd in range(first + campaign.repetitions):
+    for rnd in range(counted.declared):
         order, benches = platforms[:], benchmarks[:]
         if campaign.shuffle:
             rng.shuffle(order)
