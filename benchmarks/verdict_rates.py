@@ -27,7 +27,7 @@ import numpy as np
 
 from virtbench.analysis.verdict import decide
 from virtbench.experiments.benchmarks.adaptive import STOP_CONFIDENCE, STOP_EQUIVALENCE
-from virtbench.runner.quick import ADAPTIVE, REPETITIONS
+from virtbench.experiments.benchmarks.quick import ADAPTIVE, REPETITIONS
 
 VERDICTS = ("slower", "faster", "same", "inconclusive")
 

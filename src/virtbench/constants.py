@@ -9,3 +9,6 @@ LIFECYCLE = "lifecycle"
 """The pseudo-benchmark under which an instance's create/start/stop/remove times are stored."""
 LIFECYCLE_STEPS = ("create", "start", "stop", "remove")
 """Its metrics, in order: `<step>_s` seconds."""
+
+UNREACHED = "not reached:"
+"""Error prefix of an execution a lost host never ran: `run --resume` measures these again."""

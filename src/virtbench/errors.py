@@ -102,3 +102,9 @@ class StoreError(VirtbenchError):
     one line without the database's password; exit 2 like bad input, nothing more was done."""
 
     exit_code = 2
+
+
+def reason_of(exc: BaseException) -> str:
+    """A failure as it is recorded (an execution's error, a run's): a virtbench error's own
+    message, anything else with its type."""
+    return str(exc) if isinstance(exc, VirtbenchError) else f"{type(exc).__name__}: {exc}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .errors import InputError
 
@@ -89,3 +89,12 @@ def hint(name: str, known: Iterable[str]) -> str:
 BENCHMARKS: Registry[Benchmark] = Registry("virtbench.benchmarks", "benchmark")
 PLATFORMS: Registry[Platform] = Registry("virtbench.platforms", "platform type")
 PROBES: Registry[Probe] = Registry("virtbench.probes", "probe")
+
+DEFAULT_EXPERIMENT = "benchmarks"
+"""The kind of a campaign without `experiment:` (every benchmark on every platform)."""
+
+EXPERIMENTS: Registry[Any] = Registry("virtbench.experiments", "experiment kind")
+"""Experiment kinds: what a campaign does with its platforms (experiments/base.py for the
+interface; experiments/registry.py gives it that type). Here with the other plugin registries, so
+the campaign's validation (config/) finds a kind, its section and its plan without importing the
+experiments package."""

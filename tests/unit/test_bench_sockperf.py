@@ -169,5 +169,5 @@ def test_runner_polls_ss_with_the_params_protocol() -> None:
             return True
 
     for protocol, flag in (("udp", "-u"), ("tcp", "-t")):
-        pair._wait_listening(Platform(), None, bench(protocol=protocol, port=12345), Background())  # type: ignore[arg-type]
+        pair.wait_listening(Platform(), None, bench(protocol=protocol, port=12345), Background())  # type: ignore[arg-type]
         assert Platform.argv == ["ss", "-H", "-l", "-n", flag, "sport", "=", ":12345"]

@@ -134,7 +134,7 @@ def test_dry_run_prints_the_plan_and_starts_nothing(tmp_path, env, monkeypatch):
 
     def never(*_a, **_k):
         raise AssertionError("a dry run started something")
-    monkeypatch.setattr("virtbench.runner.quick.availability_of", never)
+    monkeypatch.setattr("virtbench.experiments.benchmarks.quick.availability_of", never)
     monkeypatch.setattr("virtbench.runner.execute.start", never)
     monkeypatch.setattr("virtbench.runner.hostlock.hold", never)
     monkeypatch.setattr("virtbench.images.build.build", never)

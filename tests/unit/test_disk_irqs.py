@@ -36,8 +36,8 @@ def test_fio_passes_cpus_allowed_on_every_platform_alike():
 
 
 def test_quick_campaign_pins_fio_off_the_disk_interrupt_cpu(monkeypatch, tmp_path):
+    from virtbench.experiments.benchmarks import quick
     from virtbench.platforms.base import Paths
-    from virtbench.runner import quick
 
     monkeypatch.setattr(hostinfo, "disk_irq_cpus", lambda _p: {1})
     monkeypatch.setattr(quick.os, "sched_getaffinity", lambda _pid: {0, 1})

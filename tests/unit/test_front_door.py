@@ -29,7 +29,7 @@ class Reached(Exception):
 
 
 def test_each_builtin_kind_declares_how_it_runs_across_hosts():
-    assert {n: EXPERIMENTS.get(n).hosts for n in ("benchmarks", "density", "line", "migration")} == {
+    assert {n: EXPERIMENTS.get(n).across_hosts for n in ("benchmarks", "density", "line", "migration")} == {
         "benchmarks": "agents", "density": "agents", "line": "no", "migration": "drives"}
 
 
@@ -75,15 +75,16 @@ def test_density_with_hosts_is_prepared_as_its_own_kind_on_each_host(tmp_path: P
                               "density": {"workload": {"name": "openssl"}, "counts": [1, 2]}})
     seen: list[Experiment] = []
 
-    def prepare_kind_parts(kind: Experiment, paths, seed, log):  # noqa: ARG001
+    def prepare_parts(kind: Experiment, paths, seed, log):  # noqa: ARG001
         seen.append(kind)
         raise Reached
 
-    monkeypatch.setattr(hosts, "prepare_kind_parts", prepare_kind_parts)
+    monkeypatch.setattr(hosts, "prepare_parts", prepare_parts)
     store = Store(f"sqlite:///{tmp_path}/db.sqlite")
-    across = hosts.AcrossHosts(density, Paths(state=tmp_path / "s", runtime=tmp_path / "r"), store)
+    kind = EXPERIMENTS.get("density")(density, Paths(state=tmp_path / "s", runtime=tmp_path / "r"))
+    across = hosts.AcrossHosts(kind, store)
     with pytest.raises(Reached):
         across.prepare(print)
-    assert [type(k).name for k in seen] == ["density"] and not across.benchmarks
+    assert [type(k).name for k in seen] == ["density"]
     recipe = seen[0].host_recipe()
     assert recipe.profile == "density" and "openssl" in recipe.packages

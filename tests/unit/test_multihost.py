@@ -10,7 +10,8 @@ import pytest
 from virtbench.config import cross_host, parse_campaign
 from virtbench.errors import InputError
 from virtbench.report.hosts import cross_pairs
-from virtbench.runner import agent, crosspair, wire
+from virtbench.experiments.benchmarks import crosspair
+from virtbench.runner import agent, wire
 from virtbench.runner.parts import host_seed, instance_run_id
 
 BASE = {"name": "t", "hosts": ["local", {"name": "b", "address": "192.0.2.2"}],
@@ -115,12 +116,15 @@ def test_a_remote_host_without_the_memory_controller_is_refused_before_anything_
         def close(self):
             pass
 
+    from virtbench.experiments.benchmarks.kind import Benchmarks
+
     monkeypatch.setattr(hosts, "SSHExecutor", Board)
-    monkeypatch.setattr(hosts, "prepare", lambda *a, **k: calls.append("prepare"))
+    monkeypatch.setattr(Benchmarks, "prepare", lambda *a, **k: calls.append("prepare"))
     monkeypatch.setattr(hosts, "_prepare_remote", lambda *a, **k: calls.append("ship"))
     c = campaign(platforms=["native", {"name": "small", "type": "runc", "options": {"memory": "256M"}}])
+    paths = Paths(Path("/nonexistent-state"), Path("/nonexistent-run"))
     with pytest.raises(InputError) as exc:
-        hosts.prepare_parts(c, Paths(Path("/nonexistent-state"), Path("/nonexistent-run")), 1, lambda m: None)
+        hosts.prepare_parts(Benchmarks(c, paths), paths, 1, lambda m: None)
     assert exc.value.message.startswith("host b: ") and "small cannot limit memory" in exc.value.message
     assert "disabled" in exc.value.message and "cgroup_enable=memory" in exc.value.fix
     assert "prepare" not in calls and "ship" not in calls and len(exc.value.message.splitlines()) == 1
@@ -154,8 +158,11 @@ def test_a_campaign_on_boards_only_builds_no_image_for_the_controllers_own_archi
     monkeypatch.setattr(hosts.images, "build", lambda recipe, **kw: built.append(recipe.arch) or
                         SimpleNamespace(arch=recipe.arch, root=Path("/nonexistent")))
     monkeypatch.setattr(hosts.ship, "ensure_virtbench", lambda *a, **k: (_ for _ in ()).throw(Stop()))
+    from virtbench.experiments.benchmarks.kind import Benchmarks
+
     c = parse_campaign({"name": "t", "hosts": [{"name": "pi2", "address": "192.0.2.2"}], "platforms": ["native"],
                         "benchmarks": [{"name": "openssl"}]})
+    paths = Paths(Path("/nonexistent-state"), Path("/nonexistent-run"))
     with pytest.raises(Stop):
-        hosts.prepare_parts(c, Paths(Path("/nonexistent-state"), Path("/nonexistent-run")), 1, lambda m: None)
+        hosts.prepare_parts(Benchmarks(c, paths), paths, 1, lambda m: None)
     assert built == ["armhf"]

@@ -11,12 +11,12 @@ import pytest
 
 from virtbench.config import parse_campaign
 from virtbench.errors import InputError
+from virtbench.experiments.benchmarks.quick import quick_platforms
 from virtbench.experiments.migration import live
 from virtbench.images.image import Image
 from virtbench.platforms.base import Availability, Instance, Paths, Platform
 from virtbench.platforms.qemu import stack as qemu_stack
 from virtbench.registry import PLATFORMS
-from virtbench.runner.quick import quick_platforms
 
 PATHS = Paths(state=Path("/nonexistent/state"), runtime=Path("/nonexistent/run"))
 

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
+from virtbench.experiments.benchmarks import quick
 from virtbench.platforms.base import Availability, Paths
 from virtbench.platforms.qemu.accel import AccelVerdict
 from virtbench.registry import PLATFORMS
-from virtbench.runner import quick
 
 
 @pytest.fixture

@@ -110,7 +110,7 @@ def _run(tmp_path: Path, events: list[tuple[str, ...]], *, failing: set[str] = f
         return stop_after is not None and calls["n"] > stop_after
 
     outcome = execute.measure(Benchmarks.of(session), ExperimentContext(sink=store, run_id=run_id, seed=7, paths=session.paths,
-                                                                      stop_requested=stop, runs=store))
+                                                                      stop_requested=stop))
     return store, (outcome, campaign)
 
 

@@ -10,7 +10,7 @@ from virtbench.analysis.verdict import decide, log_ratio_interval, repetitions_n
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
 from verdict_rates import rates  # noqa: E402
-from virtbench.runner.quick import ADAPTIVE, REPETITIONS  # noqa: E402
+from virtbench.experiments.benchmarks.quick import ADAPTIVE, REPETITIONS  # noqa: E402
 
 TRIALS = 2000
 

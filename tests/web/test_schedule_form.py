@@ -4,7 +4,7 @@ Before: no fields for adaptive rounds, probes, the benchmark profile or the imag
 quick comparison could not be scheduled from the form; sizes showed in bytes (`1073741824`)."""
 from __future__ import annotations
 
-from virtbench.runner import quick
+from virtbench.experiments.benchmarks import quick
 from virtbench.store.models import Run
 from virtbench.web import forms
 

@@ -17,10 +17,10 @@ from .shared import console, db_option, state_paths
 def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
     """Which platforms run here (decided by trying), why not, and the host's facts."""
     from .. import hostinfo
-    from ..experiments.benchmarks.session import availability_of
     from ..images.arch import cross_build_report
     from ..images.build import DEFAULT_CACHE
     from ..platforms import sandboxes, slices
+    from ..platforms.availability import availability_of
     from ..registry import PLATFORMS
     from ..store.db import default_url, redact
     from .lastprobe import probe_or_last

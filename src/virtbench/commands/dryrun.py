@@ -49,7 +49,7 @@ def dry_run(campaign: Any | None, quick: bool, probes: list[str], resume_id: str
     """`run --dry-run`: the campaign file's or the quick campaign's plan; the store, when it
     exists, only read for past durations."""
     from ..errors import InputError, VirtbenchError
-    from ..runner.quick import unprobed_campaign
+    from ..experiments.benchmarks.quick import unprobed_campaign
     from .shared import read_store
 
     if resume_id:

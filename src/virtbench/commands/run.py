@@ -30,10 +30,11 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
         db_url: str | None) -> None:
     """Run a campaign (YAML file), the quick campaign, or resume a run."""
     from ..config import check_host, parse_campaign, read_campaign
-    from ..experiments.benchmarks.probing import require_consent
+    from ..experiments.planning import plan_of
+    from ..experiments.benchmarks.quick import quick_campaign
+    from ..config.consent import require_consent
     from ..report.progress import Cap, RichReporter
     from ..runner import execute, hostlock
-    from ..runner.quick import quick_campaign
 
     if sum(bool(x) for x in (campaign_file, quick, resume_id)) != 1:
         raise InputError("give exactly one of CAMPAIGN_FILE, --quick or --resume RUN_ID",
@@ -78,7 +79,7 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
             if quick:
                 plan = quick_campaign(paths, reporter.log, probes=list(probes))
                 campaign, left_out = plan.campaign, plan.left_out
-            reporter.cap = Cap.of(campaign)  # the ETA's bound while adaptive rounds may grow the plan
+            reporter.cap = Cap.of(plan_of(campaign))  # the ETA's bound while adaptive rounds may grow the plan
             outcome = execute.start(store, campaign, paths, source=source, reporter=reporter, left_out=left_out,
                                     run_id=run_id, stop_requested=stop_requested)
     if outcome.interrupted and cancel_requested(store, outcome.run_id):

@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from .. import hostinfo as hostfacts
 from ..errors import InputError
-from ..experiments.planning import plan_of
 from ..platforms.cgroups import online_cpus, parse_cpulist, whole_board
-from ..registry import BENCHMARKS, PLATFORMS
+from ..registry import BENCHMARKS, EXPERIMENTS, PLATFORMS
 from .messages import one_line
 
 if TYPE_CHECKING:
@@ -36,7 +35,7 @@ def _gib(n: float) -> str:
 def check_budget(campaign: Campaign) -> None:
     """Refuse a campaign whose work exceeds MAX_EXECUTIONS: rounds x platforms x what one round
     asks of a platform (the kind's plan: benchmark points with their instances, nodes, moves)."""
-    plan = plan_of(campaign)
+    plan = EXPERIMENTS.get(campaign.experiment).plan(campaign)
     per_round, what = plan.budget
     rounds = plan.rounds.at_cap
     total = rounds * len(campaign.platforms) * per_round

@@ -21,11 +21,9 @@ from pydantic import (
 
 from ..benchmarks.base import OnHost, PairBenchmark
 from ..errors import InputError
-from ..experiments.registry import DEFAULT as DEFAULT_EXPERIMENT
-from ..experiments.registry import EXPERIMENTS
 from ..images.build import RELEASES, Mirror
 from ..images.profiles import PROFILES
-from ..registry import BENCHMARKS, PLATFORMS, PROBES, hint
+from ..registry import BENCHMARKS, DEFAULT_EXPERIMENT, EXPERIMENTS, PLATFORMS, PROBES, hint
 from ..remote.inventory import HostSpec, parse_hosts
 from .budget import check_budget
 from .entries import MAX_POINTS, PlatformEntry, _benchmark_points, _platform_entry, check_name
@@ -291,7 +289,7 @@ class Campaign(BaseModel):
                              "campaign's one image (the same binaries everywhere)",
                              "remove the platform's image: and set the campaign's image: {release: ...}, "
                              "or compare images with experiment: density")
-        if self.hosts and kind.hosts == "no":  # it ran as benchmarks with none, silently (#26)
+        if self.hosts and kind.across_hosts == "no":  # it ran as benchmarks with none, silently (#26)
             raise InputError(f"hosts: experiment {self.experiment!r} does not run across hosts",
                              "remove hosts: and run the campaign with `virtbench run` on the host to measure")
         kind.validate_campaign(self)

@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
@@ -27,8 +27,31 @@ from .planning import Done, Past, Plan, platform_kinds, rounds_of
 if TYPE_CHECKING:
     from ..config import Campaign
     from ..images.build import Recipe
-    from ..store.db import Store
+    from ..images.image import Image
     from ..store.models import Run
+
+
+@dataclass
+class HostLink:
+    """Another host of a run across hosts, as a kind's after_parts sees it (runner/parts.py
+    reaches it): where it is, how its part ended, and how to start a job of the kind's agent there."""
+
+    name: str
+    address: str
+    seed: int
+    status: str
+    """finished, lost, interrupted: how its own part ended."""
+    reason: str
+    clock: dict[str, Any]
+    """Its clock minus the controller's (offset_s, uncertainty_s), measured before the run."""
+    agent: list[str] | None
+    """The argv of `virtbench agent` there (over SSH); None for the controller itself."""
+    job: dict[str, Any]
+    """What every job for that agent carries (the campaign, the run's ids, its image cache)."""
+
+    @property
+    def local(self) -> bool:
+        return self.agent is None
 
 
 class Sink(Protocol):
@@ -49,6 +72,12 @@ class Sink(Protocol):
     def samples(self, run_id: str, *, include_warmup: bool = False, per_instance: bool = False) -> list[Any]: ...
 
     def set_status(self, run_id: str, status: str, error: str = "") -> None: ...
+
+    def state(self, run_id: str) -> dict[str, Any]:
+        """What the kind keeps of the run to find again on resume (adaptive rounds' log)."""
+        ...
+
+    def set_state(self, run_id: str, key: str, value: Any) -> None: ...
 
 
 class Forwarding:
@@ -136,10 +165,8 @@ class ExperimentContext:
     step: Callable[[str], None] = _quiet
     stop_requested: Callable[[], bool] = field(default=lambda: False)
     reporter: Reporter = field(default_factory=QuietReporter)
-    runs: Store | None = None
-    """The store itself when this process owns the run (adaptive repetition keeps its log in the
-    run's provenance); None for one host's share of a run or a remote agent's part."""
-
+    started: datetime = field(default_factory=lambda: datetime.now(UTC).replace(tzinfo=None))
+    """When this process started measuring the run (the adaptive rule's time cap counts from it)."""
 
     def done(self) -> set[tuple[int, str, str]]:
         """(round, platform, benchmark key) already stored: a resumed run skips them."""
@@ -155,11 +182,12 @@ class Experiment(ABC):
     """The campaign section named like the kind (`line:`); None: the kind takes none."""
     uses_benchmarks: ClassVar[bool] = False
     """Whether the campaign's `benchmarks:` list applies (only the `benchmarks` kind)."""
-    hosts: ClassVar[Literal["agents", "drives", "no"]] = "no"
+    across_hosts: ClassVar[Literal["agents", "drives", "no"]] = "no"
     """How the kind runs with `hosts:`: "agents" (the runner starts an agent on each host, which
-    runs the same kind there and streams its executions back), "drives" (the kind reaches the
-    other hosts itself from this one, as migration reaches its destinations), "no" (refused when
-    the campaign is parsed)."""
+    runs the same kind there and streams its executions back; the host hooks below), "drives"
+    (the kind reaches the other hosts itself from this one, as migration reaches its
+    destinations), "no" (refused when the campaign is parsed). A kind written before it had this
+    name declares `hosts = "agents"`, still read."""
     uses_probes: ClassVar[bool] = False
     """Whether the kind runs the campaign's `probes:` beside its executions; a kind that does
     not is refused a `probes:` list rather than silently measuring without them."""
@@ -180,6 +208,12 @@ class Experiment(ABC):
     """Given for a generated campaign (the quick one): platforms it goes on without, with why."""
     image_cache: Path | None = None
     """Where the campaign's image is kept (a remote agent's own work directory); None: the default."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        old = cls.__dict__.get("hosts")
+        if isinstance(old, str):  # the attribute's name before #40 (a plugin's kind)
+            cls.across_hosts = old  # type: ignore[assignment]
 
     def __init__(self, campaign: Campaign, paths: Paths) -> None:
         self.campaign = campaign
@@ -216,11 +250,46 @@ class Experiment(ABC):
         """Host checks and preparation before the run is recorded: bad input raises
         InputError (exit 2) here, with nothing started."""
 
+    # -- the host hooks: a kind that runs on each of `hosts:` through agents ----------------
+    def remote_checks(self, host: str, read: Callable[[str], str | None]) -> None:  # noqa: B027 - optional hook
+        """Cheap checks of another host before anything is built or shipped (InputError naming
+        the host): read(path) is that host's file, None when it cannot be read."""
+
     def host_recipe(self) -> Recipe:
-        """The image an agent of this kind measures with on another host (`hosts = "agents"`):
-        built here for that host's architecture and shipped, since a board or a guest cannot
-        be trusted to build the same binaries itself."""
-        raise NotImplementedError(f"experiment {self.name!r} declares hosts = 'agents' but gives no host_recipe")
+        """The image an agent of this kind measures with on another host (`across_hosts =
+        "agents"`): built here for that host's architecture and shipped, since a board or a
+        guest cannot be trusted to build the same binaries itself."""
+        raise NotImplementedError(f"experiment {self.name!r} runs across hosts through agents but gives no "
+                                  "host_recipe")
+
+    def host_image(self) -> Image | None:
+        """The image prepared here (when this host is one of them), shipped as it is to a host of
+        the same architecture; None: built from host_recipe for each."""
+        return None
+
+    @classmethod
+    def part_campaign(cls, campaign: Campaign) -> Campaign:
+        """The campaign as each host's own part measures it (the benchmarks kind leaves out the
+        pairs measured across hosts, which after_parts measures)."""
+        return campaign
+
+    def host_part(self) -> Experiment:
+        """The kind as one host's part measures it (after prepare): its part_campaign."""
+        return self
+
+    def after_parts(self, ctx: ExperimentContext, hosts: Sequence[HostLink]) -> None:  # noqa: B027 - optional hook
+        """After every host measured its part, here on the controller (the benchmarks kind: the
+        pairs across hosts). ctx.sink writes as the controller's host (`local`)."""
+
+    def describe_work(self) -> str:
+        """What the run does, in a few words, for the line a run across hosts starts with."""
+        return f"experiment {self.campaign.experiment}"
+
+    def serve(self, job: dict[str, Any], requests: Iterable[str], emit: Callable[..., None]) -> None:
+        """A job of this kind's own for its agent on another host (after prepare), other than
+        measuring its part: the benchmarks kind's `pair-server` serves the server ends of the
+        pairs across hosts. requests: the controller's lines; emit(event, **data): one answer."""
+        raise NotImplementedError(f"experiment {self.name!r} has no agent job {job.get('mode')!r}")
 
     def provenance(self) -> dict[str, Any]:
         """Extra provenance stored with the run (tool versions, limits measured up front)."""

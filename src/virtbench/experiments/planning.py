@@ -222,6 +222,7 @@ def platform_kinds(campaign: Campaign, node_types: tuple[str, ...] = ()) -> list
 
 def plan_of(campaign: Campaign, seed: int = 0, done: Done = frozenset(), past: Past | None = None) -> Plan:
     """The plan of a validated campaign, by its experiment kind."""
-    from .registry import EXPERIMENTS
+    from ..registry import EXPERIMENTS
 
-    return EXPERIMENTS.get(campaign.experiment).plan(campaign, seed, done, past)
+    plan: Plan = EXPERIMENTS.get(campaign.experiment).plan(campaign, seed, done, past)
+    return plan

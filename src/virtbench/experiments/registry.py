@@ -5,17 +5,23 @@ package registers its kind, so there is one mechanism:
 
     [project.entry-points."virtbench.experiments"]
     mykind = "mypackage.mykind:MyKind"     # a subclass of virtbench.experiments.base.Experiment
+
+The registry itself sits with the other plugin registries (virtbench/registry.py), so the
+campaign's validation (config/) looks a kind up without importing this package; a campaign
+selects one with `experiment: NAME` and configures it in the section of the same name.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..registry import DEFAULT_EXPERIMENT as DEFAULT
+from ..registry import EXPERIMENTS as _EXPERIMENTS
 from ..registry import Registry
 
 if TYPE_CHECKING:
     from .base import Experiment
 
-DEFAULT = "benchmarks"
-"""The kind of a campaign without `experiment:` (every benchmark on every platform)."""
+__all__ = ["DEFAULT", "EXPERIMENTS"]
 
-EXPERIMENTS: Registry[Experiment] = Registry("virtbench.experiments", "experiment kind")
+EXPERIMENTS: Registry[Experiment] = _EXPERIMENTS
+"""The one registry of kinds, typed."""

@@ -16,17 +16,12 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..benchmarks.base import PairBenchmark
 from ..config import parse_campaign
 from ..errors import VirtbenchError
 from ..experiments.base import Experiment, ExperimentContext, Forwarding, Interrupted
-from ..experiments.benchmarks.kind import Benchmarks
-from ..experiments.benchmarks.schedule import without
-from ..experiments.benchmarks.session import Session
 from ..experiments.registry import EXPERIMENTS
 from ..platforms.base import Paths
 from . import hostlock
@@ -53,15 +48,22 @@ class Emitter:
 
 
 class StreamStore(Forwarding):
-    """The sink of the host's part: each execution sent to the controller, which stores it."""
+    """The sink of the host's part: each execution sent to the controller, which stores it.
+
+    What this host measured (before an interruption, from the controller's history, and in this
+    part) is kept to be read back: the columns a kind goes on from (density's search, the
+    adaptive rule's samples), not the raw output. The kind's state (the adaptive log) goes to
+    the controller too, which keeps it with the run."""
 
     def __init__(self, emit: Emitter, done: set[tuple[int, str, str]],
-                 history: dict[str, list[dict[str, Any]]] | None = None) -> None:
+                 history: dict[str, list[dict[str, Any]]] | None = None,
+                 state: dict[str, Any] | None = None) -> None:
         self.emit, self.done = emit, done
         self.status = ""
         self.past = [PastExecution(**e) for e in (history or {}).get("executions", [])]
-        """What this host measured before an interruption (resume), for a kind that reads it back."""
         self.past_samples = [PastSample(**s) for s in (history or {}).get("samples", [])]
+        self._state = dict(state or {})
+        self._next_id = -1  # ids of this part's executions: below every stored one
 
     def done_units(self, run_id: str) -> set[tuple[int, str, str]]:  # noqa: ARG002
         return set(self.done)
@@ -69,6 +71,16 @@ class StreamStore(Forwarding):
     def put(self, fields: dict[str, Any]) -> int:
         self.done.add((fields["round"], fields["platform"], fields["benchmark"]))
         self.emit("record", record=fields)
+        eid, self._next_id = self._next_id, self._next_id - 1
+        self.past.append(PastExecution(id=eid, round=fields["round"], platform=fields["platform"],
+                                       benchmark=fields["benchmark"], status=fields["status"],
+                                       error=fields["error"], warmup=fields["warmup"],
+                                       duration_s=float(fields["duration_s"])))
+        self.past_samples += [PastSample(execution_id=eid, instance=int(s.get("instance", 0)), metric=s["metric"],
+                                         value=float(s["value"]), round=fields["round"], warmup=fields["warmup"],
+                                         platform=fields["platform"], benchmark=fields["benchmark"],
+                                         higher_is_better=bool(s.get("higher_is_better", True)))
+                              for s in fields["samples"]]
         return 0
 
     def executions(self, run_id: str, *, status: str | None = None) -> list[Any]:  # noqa: ARG002
@@ -76,11 +88,18 @@ class StreamStore(Forwarding):
         return [e for e in self.past if status is None or e.status == status]
 
     def samples(self, run_id: str, *, include_warmup: bool = False, per_instance: bool = False) -> list[Any]:  # noqa: ARG002
-        return [s for s in self.past_samples if per_instance or s.instance == 0]
+        return [s for s in self.past_samples if (per_instance or s.instance == 0) and (include_warmup or not s.warmup)]
 
     def set_status(self, run_id: str, status: str, error: str = "") -> None:  # noqa: ARG002
         self.status = status
         self.emit("status", status=status, error=error)
+
+    def state(self, run_id: str) -> dict[str, Any]:  # noqa: ARG002
+        return dict(self._state)
+
+    def set_state(self, run_id: str, key: str, value: Any) -> None:  # noqa: ARG002
+        self._state[key] = value
+        self.emit("state", key=key, value=value)
 
 
 class EmitReporter:
@@ -124,10 +143,9 @@ def main(stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> int:
         if mode == "check":
             emit("end", status="checked")
             return 0
-        if mode == "pair-server":
-            assert isinstance(kind, Benchmarks)
-            return _serve_pairs(job, kind.built(), paths, emit, stdin)
-        return _run(job, kind, paths, emit, stdin)
+        if mode != "run":  # a job of the kind's own (the benchmarks kind's pair-server)
+            return _serve(job, kind, paths, emit, stdin)
+        return _run(job, kind.host_part(), paths, emit, stdin)
     except VirtbenchError as exc:
         emit("error", message=exc.message, fix=exc.fix or "", exit_code=exc.exit_code)
         return exc.exit_code
@@ -138,9 +156,8 @@ def main(stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> int:
 
 def _run(job: dict[str, Any], kind: Experiment, paths: Paths, emit: Emitter, stdin: TextIO) -> int:
     run_id = job["instance_run_id"]
-    if job.get("skip") and isinstance(kind, Benchmarks):  # the pairs across hosts: the controller runs them
-        kind = Benchmarks.of(replace(kind.built(), campaign=without(kind.campaign, set(job["skip"]))))
-    sink = StreamStore(emit, {(int(r), str(p), str(b)) for r, p, b in job.get("done", [])}, job.get("history"))
+    sink = StreamStore(emit, {(int(r), str(p), str(b)) for r, p, b in job.get("done", [])}, job.get("history"),
+                       job.get("state"))
     reporter = EmitReporter(emit)
     gone = threading.Event()
     _watch_stdin(stdin, gone)
@@ -181,60 +198,17 @@ def _watch_stdin(stdin: TextIO, gone: threading.Event, kill: Callable[[], None] 
     threading.Thread(target=watch, name="agent-stdin", daemon=True).start()
 
 
-def _serve_pairs(job: dict[str, Any], session: Session, paths: Paths, emit: Emitter, stdin: TextIO) -> int:
-    """Server ends of cross-host pairs, one at a time: `serve` brings an instance up and starts
-    the server in it, answered by `listening` once it listens; `stop` ends it and answers with
-    its output. EOF (the controller or the link gone) removes whatever is up."""
-    from ..experiments.benchmarks.pair import _wait_listening
-    from ..platforms import naming
-
+def _serve(job: dict[str, Any], kind: Experiment, paths: Paths, emit: Emitter, stdin: TextIO) -> int:
+    """The kind's own job (Experiment.serve) until the controller closes stdin; then everything
+    labelled with this run's id is removed."""
     run_id = job["instance_run_id"]
-    up: list[Any] = []  # [platform, instance, background] of the pair being served
     previous = signal.signal(signal.SIGHUP, _raise_interrupted)
-
-    def down() -> dict[str, Any]:
-        if not up:
-            return {}
-        platform, instance, background = up
-        up.clear()
-        res = background.stop() if background is not None else None
-        platform.discard(instance)
-        return {} if res is None else {"returncode": res.returncode, "stdout": res.stdout, "stderr": res.stderr}
-
     try:
-        for line in stdin:
-            try:
-                req = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if req.get("op") == "stop":
-                emit("server", **down())
-                continue
-            if req.get("op") != "serve":
-                continue
-            down()
-            try:
-                platform = session.platforms[req["platform"]]
-                bench = session.benchmarks[req["benchmark"]]
-                assert isinstance(bench, PairBenchmark) and session.image is not None
-                name = naming.derived(naming.unit_name(run_id, req["platform"], int(req["round"])), "-s")
-                workdir = f"/var/tmp/virtbench/{name}"
-                instance = platform.create(session.image, name, run_id)
-                up[:] = [platform, instance, None]
-                platform.start(instance)
-                platform.exec(instance, ["mkdir", "-p", workdir], timeout=60)
-                up[2] = platform.spawn(instance, bench.server_command(workdir))
-                _wait_listening(platform, instance, bench, up[2])
-                emit("listening")
-            except Exception as exc:  # noqa: BLE001 - the controller records the pair as failed
-                emit("error", message=f"{type(exc).__name__}: {exc}" if not isinstance(exc, VirtbenchError)
-                     else exc.message)
-                down()
+        kind.serve(job, stdin, emit)
     except Interrupted:
         pass
     finally:
         signal.signal(signal.SIGHUP, previous)
-        down()
         for line in cleanup(paths, run_id):
             emit("log", message=f"removed leftover: {line}")
     emit("end", status="finished")

@@ -21,7 +21,7 @@ from typing import Any
 
 from .. import hostinfo as hostfacts
 from ..config import Campaign, check_host, parse_campaign
-from ..errors import InputError, StoreError
+from ..errors import InputError, StoreError, reason_of
 from ..experiments.base import (
     Experiment,
     ExperimentContext,
@@ -32,7 +32,6 @@ from ..experiments.base import (
     Unfinished,
     sigterm_as_interrupt,
 )
-from ..experiments.benchmarks.rounds import describe
 from ..experiments.registry import EXPERIMENTS
 from ..platforms import slices
 from ..platforms.base import Paths
@@ -75,8 +74,8 @@ def _kind(store: Store, campaign: Campaign, paths: Paths) -> tuple[Experiment, b
     """The kind that runs the campaign here, and whether it runs on each of `hosts:` through agents
     (the campaign's parse refused a kind that cannot run with its `hosts:`)."""
     kind = EXPERIMENTS.get(campaign.experiment)(campaign, paths)
-    if campaign.hosts and kind.hosts == "agents":
-        return AcrossHosts(campaign, paths, store), True
+    if campaign.hosts and kind.across_hosts == "agents":
+        return AcrossHosts(kind, store), True
     return kind, False
 
 
@@ -152,7 +151,7 @@ def run_queued(store: Store, run_id: str, paths: Paths, *, reporter: Reporter | 
                 check_host(campaign, paths)  # CPUs, memory, scratch space: before any probe
             kind.prepare(reporter.log)
         except Exception as exc:  # the queued run says why it did not start
-            store.set_status(run.id, "failed", exc.message if isinstance(exc, InputError) else describe(exc))
+            store.set_status(run.id, "failed", exc.message if isinstance(exc, InputError) else reason_of(exc))
             raise
         store.fill_run(run.id, **_details(store, kind))
         store.set_status(run.id, "running")
@@ -182,7 +181,7 @@ def _context(store: Store, run_id: str, seed: int, paths: Paths, reporter: Repor
              stop_requested: StopCheck | None) -> ExperimentContext:
     return ExperimentContext(sink=store, run_id=run_id, seed=seed, paths=paths, log=reporter.log,
                              step=reporter.step, stop_requested=stop_requested or (lambda: False),
-                             reporter=reporter, runs=store)
+                             reporter=reporter)
 
 
 def measure(kind: Experiment, ctx: ExperimentContext) -> Outcome:

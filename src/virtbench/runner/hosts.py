@@ -17,11 +17,11 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from .. import proc
-from ..config import Campaign, cross_host
+from ..config import Campaign
+from ..constants import UNREACHED
 from ..errors import VirtbenchError
 from ..experiments.base import (
     Experiment,
@@ -31,55 +31,35 @@ from ..experiments.base import (
     Reporter,
     Unfinished,
 )
-from ..experiments.benchmarks.kind import Benchmarks
-from ..experiments.benchmarks.schedule import schedule, without
-from ..experiments.benchmarks.session import Session, session_details
-from ..experiments.registry import EXPERIMENTS
-from ..platforms.base import Paths
+from ..experiments.planning import Work
 from ..remote import ssh
 from ..store.db import Store, now
 from ..store.models import Run
-from . import crosspair
-from .parts import Part, close, for_agent, host_seed, instance_run_id, prepare_kind_parts, prepare_parts
+from .parts import Part, close, for_agent, host_seed, instance_run_id, link, prepare_parts
 from .wire import decode, history, parse
 
-UNREACHED = "not reached:"
-"""Error prefix of an execution a lost host never ran (resume measures these)."""
+__all__ = ["UNREACHED", "AcrossHosts", "HostView", "mark_unreached"]
 
 
 class AcrossHosts(Experiment):
-    """The benchmarks kind on every host of the campaign: prepared by checking and supplying each
-    host, run by measuring `local` here and starting an agent on every other host."""
+    """A kind that runs through agents (`across_hosts = "agents"`) on every host of the campaign:
+    prepared by checking and supplying each host (the kind's host hooks), run by measuring
+    `local` here with the kind's own part and starting an agent on every other host, then the
+    kind's after_parts here (the benchmarks kind's pairs across hosts)."""
 
-    def __init__(self, campaign: Campaign, paths: Paths, store: Store) -> None:
-        super().__init__(campaign, paths)
+    def __init__(self, kind: Experiment, store: Store) -> None:
+        super().__init__(kind.campaign, kind.paths)
+        self.kind = kind
         self.store = store
-        self.local: Session | None = None
-        """The benchmarks kind's session on `local`, when it is one of the hosts."""
-        self.kind: Experiment | None = None
-        """Another agents kind (density), prepared here: `local`'s part runs it."""
         self.parts: list[Part] = []
-
-    @property
-    def benchmarks(self) -> bool:
-        """The benchmarks kind: a schedule (unreached executions are marked) and cross-host pairs."""
-        return self.campaign.experiment == Benchmarks.name
 
     def prepare(self, log: Callable[[str], None]) -> None:
         t0 = time.monotonic()
-        if self.benchmarks:
-            self.local, self.parts = prepare_parts(self.campaign, self.paths, 0, log)
-        else:
-            self.kind = EXPERIMENTS.get(self.campaign.experiment)(self.campaign, self.paths)
-            self.parts = prepare_kind_parts(self.kind, self.paths, 0, log)
+        self.parts = prepare_parts(self.kind, self.paths, 0, log)
         log(f"hosts ready in {time.monotonic() - t0:.1f} s: " + "; ".join(_ready(p) for p in self.parts))
 
     def _local_details(self) -> dict[str, Any] | None:
-        if self.local is not None:
-            return session_details(replace(self.local, campaign=self.campaign))
-        if self.kind is not None and any(p.spec.is_local for p in self.parts):
-            return self.kind.details()
-        return None
+        return self.kind.details() if any(p.spec.is_local for p in self.parts) else None
 
     def details(self) -> dict[str, Any]:
         local = self._local_details()
@@ -89,8 +69,7 @@ class AcrossHosts(Experiment):
 
     def summary(self, run_id: str, seed: int) -> str:
         c = self.campaign
-        what = f"{len(c.benchmarks)} benchmarks" if self.benchmarks else f"experiment {c.experiment}"
-        return (f"run {run_id}: {len(self.parts)} hosts x {len(c.platforms)} platforms x {what}, "
+        return (f"run {run_id}: {len(self.parts)} hosts x {len(c.platforms)} platforms x {self.kind.describe_work()}, "
                 f"{'in parallel' if c.parallel else 'one after another'}")
 
     def resuming(self, run: Run, log: Callable[[str], None]) -> None:
@@ -111,13 +90,12 @@ class AcrossHosts(Experiment):
     def run(self, ctx: ExperimentContext) -> None:
         for part in self.parts:
             part.seed = host_seed(ctx.seed, part.name)
-        own: Experiment | None = self.kind
-        if self.local is not None:  # the pairs across hosts are the cross phase's, not local's part
-            own = Benchmarks.of(replace(self.local, campaign=without(self.campaign, set(cross_host(self.campaign)))))
-        _run_parts(self.store, ctx.run_id, self.campaign, self.local, own, self.parts, ctx.reporter)
+        own = self.kind.host_part() if any(p.spec.is_local for p in self.parts) else None
+        _run_parts(self.store, ctx.run_id, self.kind, own, self.parts, ctx.reporter)
 
     def close(self) -> None:
         close(self.parts)
+        self.kind.close()
 
 
 def _ready(part: Part) -> str:
@@ -149,8 +127,12 @@ def _provenance(parts: list[Part], local: dict[str, Any] | None) -> dict[str, An
 
 
 class HostView(Forwarding):
-    """The store as the local part of a multi-host run writes to it: every execution carries
-    the host's name, and only this host's executions count as done."""
+    """The store as one host's part of a multi-host run writes to it: every execution carries
+    the host's name, only this host's executions count as done, and the kind's state of this
+    host's part (its adaptive log) is kept apart, under the run's provenance `host_state`."""
+
+    _state_lock = threading.Lock()
+    """The parts write their states into one provenance document: one at a time."""
 
     def __init__(self, store: Store, host: str) -> None:
         self.store, self.host, self.status = store, host, ""
@@ -172,13 +154,24 @@ class HostView(Forwarding):
     def set_status(self, run_id: str, status: str, error: str = "") -> None:  # noqa: ARG002
         self.status = status  # the run's status is the controller's (its lifecycle sets it)
 
+    def state(self, run_id: str) -> dict[str, Any]:
+        return dict(self.store.state(run_id).get("host_state", {}).get(self.host, {}))
 
-def _run_parts(store: Store, run_id: str, campaign: Campaign, session: Session | None, own: Experiment | None,
-               parts: list[Part], reporter: Reporter) -> None:
-    """Every part: `own` (the kind) measures `local` here, an agent each other host."""
+    def set_state(self, run_id: str, key: str, value: Any) -> None:
+        with self._state_lock:
+            states = dict(self.store.state(run_id).get("host_state", {}))
+            states[self.host] = {**states.get(self.host, {}), key: value}
+            self.store.set_state(run_id, "host_state", states)
+
+
+def _run_parts(store: Store, run_id: str, kind: Experiment, own: Experiment | None, parts: list[Part],
+               reporter: Reporter) -> None:
+    """Every part: `own` (the kind's part) measures `local` here, an agent each other host; then
+    the kind's after_parts here."""
+    campaign = kind.campaign
     stop = threading.Event()
     remote = [p for p in parts if not p.spec.is_local]
-    threads = [threading.Thread(target=_remote_part, args=(store, run_id, campaign, p, reporter, stop),
+    threads = [threading.Thread(target=_remote_part, args=(store, run_id, kind, p, reporter, stop),
                                 name=f"host-{p.name}", daemon=True) for p in remote]
     interrupted = False
     try:
@@ -213,8 +206,11 @@ def _run_parts(store: Store, run_id: str, campaign: Campaign, session: Session |
             if t.is_alive():
                 t.join(90)
         raise Interrupted("interrupted by user or signal")
-    if cross_host(campaign) and session is not None:
-        _cross_phase(store, run_id, campaign, session, parts, reporter)
+    links = [link(p, job_of(run_id, campaign, p)) for p in parts]
+    kind.after_parts(ExperimentContext(sink=HostView(store, "local"), run_id=run_id, seed=0, paths=kind.paths,
+                                       log=reporter.log, step=reporter.step, reporter=reporter), links)
+    for part, after in zip(parts, links):  # a host lost in after_parts is lost for the run too
+        part.status, part.reason = after.status, after.reason
     lost = [p for p in parts if p.status != "finished"]
     if lost:
         raise Unfinished("; ".join(f"{p.name}: {p.reason or p.status}" for p in lost)
@@ -225,16 +221,22 @@ _SILENT = (f"connection closed: the host closed it, or did not answer SSH keepal
            f"{ssh.ALIVE_INTERVAL * ssh.ALIVE_COUNT} s")
 
 
-def _remote_part(store: Store, run_id: str, campaign: Campaign, part: Part, reporter: Reporter,
+def job_of(run_id: str, campaign: Campaign, part: Part) -> dict[str, Any]:
+    """What every job for the part's agent carries."""
+    return {"campaign": for_agent(campaign), "run_id": run_id, "instance_run_id": instance_run_id(run_id, part.name),
+            "image_cache": part.image_cache}
+
+
+def _remote_part(store: Store, run_id: str, kind: Experiment, part: Part, reporter: Reporter,
                  stop: threading.Event) -> None:
     assert part.executor is not None
-    done = store.done_units(run_id, host=part.name)
-    job = {"mode": "run", "campaign": for_agent(campaign), "run_id": run_id,
-           "instance_run_id": instance_run_id(run_id, part.name), "seed": part.seed,
-           "done": sorted(done), "image_cache": part.image_cache, "skip": sorted(cross_host(campaign))}
-    scheduled = campaign.experiment == Benchmarks.name  # what a lost host never ran is known, and marked
-    if done and not scheduled:  # a kind that resumes from what it measured (density)
-        view = HostView(store, part.name)
+    view = HostView(store, part.name)
+    done = view.done_units(run_id)
+    plan = kind.plan(kind.part_campaign(kind.campaign), part.seed, done)
+    job = {**job_of(run_id, kind.campaign, part), "mode": "run", "seed": part.seed, "done": sorted(done),
+           "state": view.state(run_id)}
+    if done and (plan.open_ended or plan.schedule is None or plan.rounds.cap is not None):
+        # a kind that goes on from what it measured (density's search, adaptive rounds)
         job["history"] = history(view.executions(run_id), view.samples(run_id, per_instance=True))
     end: dict[str, Any] = {}
     try:
@@ -251,6 +253,8 @@ def _remote_part(store: Store, run_id: str, campaign: Campaign, part: Part, repo
                 store.record(**fields, host=part.name)
                 reporter.log(f"[{part.name}] round {fields['round'] + 1} {fields['platform']} "
                              f"{fields['benchmark']}: {fields['status']}")
+            elif event == "state":
+                view.set_state(run_id, str(msg["key"]), msg.get("value"))
             elif event == "log":
                 reporter.log(f"[{part.name}] {msg.get('message', '')}")
             elif event in ("end", "error"):
@@ -267,63 +271,29 @@ def _remote_part(store: Store, run_id: str, campaign: Campaign, part: Part, repo
     except Exception as exc:  # noqa: BLE001 - a broken host must not stop the others
         part.reason = f"host {part.name}: {type(exc).__name__}: {exc}"
     part.status = "lost" if not stop.is_set() else "interrupted"
-    if not stop.is_set() and scheduled:
+    if stop.is_set():
+        return
+    todo = plan.unreached(view.done_units(run_id))  # what a lost host never ran is known, and marked
+    if todo:
         reporter.log(f"[{part.name}] {part.reason}; its remaining executions are marked failed")
-        mark_unreached(store, run_id, campaign, part)
-    elif not stop.is_set():  # nothing to mark: resume goes on from what the part measured
+        mark_unreached(store, run_id, part.name, todo, part.reason)
+    else:  # nothing to mark: resume goes on from what the part measured
         reporter.log(f"[{part.name}] {part.reason}")
 
 
-def mark_unreached(store: Store, run_id: str, campaign: Campaign, part: Part) -> int:
-    """Every execution of the host's schedule not stored: failed, with the reason (resume redoes them)."""
-    own = without(campaign, set(cross_host(campaign)))
-    todo = [(u.round, u.warmup, u.platform, k[2]) for u in schedule(own, part.seed) for k in u.keys()]
-    return _mark(store, run_id, part.name, todo, part.reason)
-
-
-def _mark(store: Store, run_id: str, host: str, todo: list[tuple[int, bool, str, str]], reason: str) -> int:
+def mark_unreached(store: Store, run_id: str, host: str, todo: list[Work], reason: str) -> int:
+    """Every execution of `todo` (the host's plan) not stored: failed, with the reason (resume redoes them)."""
     done = store.done_units(run_id, host=host)
     n = 0
-    for rnd, warmup, platform, bench in todo:
-        if (rnd, platform, bench) in done:
+    for work in todo:
+        if work.key in done:
             continue
         t = now()
-        store.record(run_id=run_id, round=rnd, warmup=warmup, platform=platform, benchmark=bench, status="failed",
-                     started_at=t, finished_at=t, duration_s=0.0, error=f"{UNREACHED} {reason}", host=host)
+        store.record(run_id=run_id, round=work.round, warmup=work.warmup, platform=work.platform,
+                     benchmark=work.benchmark, status="failed", started_at=t, finished_at=t, duration_s=0.0,
+                     error=f"{UNREACHED} {reason}", host=host)
         n += 1
     return n
-
-
-def _cross_phase(store: Store, run_id: str, campaign: Campaign, session: Session, parts: list[Part],
-                 reporter: Reporter) -> None:
-    """The pairs across hosts, after each host's own part (they would disturb it); one server
-    host at a time. A server host that is lost or unreachable: its pairs fail with the reason."""
-    by_host: dict[str, list[str]] = {}
-    for key, server in cross_host(campaign).items():
-        by_host.setdefault(server.host, []).append(key)
-    local = next(p for p in parts if p.spec.is_local)
-    for host, keys in by_host.items():
-        part = next(p for p in parts if p.name == host)
-        only = campaign.model_copy(update={"benchmarks": [b for b in campaign.benchmarks if b.key in keys]})
-        todo = crosspair.plan(only, local.seed)
-        if part.status != "finished" or part.executor is None:
-            _mark(store, run_id, "local", todo, part.reason or f"host {host} did not finish its part")
-            continue
-        reporter.log(f"pairs across hosts: client here, server on {host} ({part.spec.address})")
-        agent = crosspair.ServerAgent(part.agent_argv(),
-                                      {"mode": "pair-server", "campaign": for_agent(campaign), "run_id": run_id,
-                                       "instance_run_id": instance_run_id(run_id, host),
-                                       "image_cache": part.image_cache})
-        try:
-            agent.ask(None, "hello", 600)
-            crosspair.run_phase(store, run_id, only, session, agent, host, part.spec.address, local.seed,
-                                part.clock, reporter)
-        except VirtbenchError as exc:
-            part.status, part.reason = "lost", f"host {host}: {exc}"
-            reporter.log(f"[{host}] {part.reason}; its remaining pairs are marked failed")
-            _mark(store, run_id, "local", todo, part.reason)
-        finally:
-            agent.close()
 
 
 def _tail(text: str) -> str:

@@ -17,18 +17,7 @@ from .. import hostinfo as hostfacts
 from .. import proc
 from ..config import Campaign, check_host
 from ..errors import InputError, VirtbenchError
-from ..experiments.base import Experiment
-from ..experiments.benchmarks.session import (
-    Session,
-    build_objects,
-    image_recipe,
-    memory_limited,
-    prepare,
-    refuse_read_only_cgroups,
-    refuse_undelegated,
-    refuse_unlimited_memory,
-    with_platform_packages,
-)
+from ..experiments.base import Experiment, HostLink
 from ..images import build as images
 from ..images.arch import MACHINE_TO_DEB
 from ..images.image import Image
@@ -87,55 +76,41 @@ def instance_run_id(run_id: str, name: str) -> str:
     return f"{run_id}-{hashlib.sha256(name.encode()).hexdigest()[:4]}"
 
 
-def prepare_parts(campaign: Campaign, paths: Paths, seed: int, log: Any) -> tuple[Session | None, list[Part]]:
-    """Check and supply every host of a benchmarks campaign; raise InputError naming the first
-    that cannot take part."""
-    if campaign.adaptive is not None:
-        raise InputError("adaptive: is not supported with hosts: yet", "give a fixed number of repetitions")
-    session = build_objects(campaign, paths)
-
-    def cheap(part: Part) -> None:
-        assert part.executor is not None
-        if limited := memory_limited(session):  # a board booted without it (Raspberry Pi OS): refused now
-            cgroups = part.executor.run(["cat", "/proc/cgroups"], timeout=30, check=False).stdout
-            refuse_unlimited_memory(part.name, limited, cgroups)
-        v2 = part.executor.run(["cat", "/sys/fs/cgroup/cgroup.controllers"], timeout=30, check=False)
-        refuse_undelegated(part.name, session, v2.stdout if v2.ok else "")
-        mounts = part.executor.run(["cat", "/proc/self/mountinfo"], timeout=30, check=False)
-        refuse_read_only_cgroups(part.name, session, mounts.stdout if mounts.ok else "")
-
-    parts = _reach(campaign, paths, seed, cheap)
-    try:
-        if any(p.spec.is_local for p in parts):
-            prepare(session, log=log)
-        else:  # no image for the controller's own architecture: only the hosts' (a board's) are built
-            image_recipe(campaign)  # a profile lacking the benchmarks' tools refuses now
-        recipe = with_platform_packages(image_recipe(campaign), session.platforms.values())
-        for part in parts:
-            if not part.spec.is_local:
-                _prepare_remote(part, campaign, recipe, session.image, log)
-    except BaseException:
-        close(parts)
-        raise
-    return (session if any(p.spec.is_local for p in parts) else None), parts
-
-
-def prepare_kind_parts(kind: Experiment, paths: Paths, seed: int, log: Any) -> list[Part]:
-    """Check and supply every host of another agents kind (density): the cheap checks, the
-    kind prepared here when `local` is a host, then virtbench and the kind's image shipped to
-    each other host, whose agent answers the kind's own checks (its prepare there)."""
-    parts = _reach(kind.campaign, paths, seed, lambda _part: None)
+def prepare_parts(kind: Experiment, paths: Paths, seed: int, log: Any) -> list[Part]:
+    """Check and supply every host of a campaign run through agents: each reached and given the
+    kind's cheap checks (remote_checks), the kind prepared here when `local` is one of them, then
+    virtbench and the kind's image shipped to each other host (the image prepared here when the
+    architecture matches, else built from host_recipe), whose agent answers the kind's own
+    checks (its prepare there). InputError naming the first host that cannot take part."""
+    parts = _reach(kind.campaign, paths, seed, lambda part: kind.remote_checks(part.name, _reader(part)))
     try:
         if any(p.spec.is_local for p in parts):
             kind.prepare(log)
-        recipe = kind.host_recipe()
+        recipe = kind.host_recipe()  # no image for the controller's own architecture unless it is a host
         for part in parts:
             if not part.spec.is_local:
-                _prepare_remote(part, kind.campaign, recipe, None, log)
+                _prepare_remote(part, kind.campaign, recipe, kind.host_image(), log)
     except BaseException:
         close(parts)
         raise
     return parts
+
+
+def _reader(part: Part) -> Callable[[str], str | None]:
+    """A file of the part's host, read over its SSH connection (None when it cannot be read)."""
+    def read(path: str) -> str | None:
+        assert part.executor is not None
+        res = part.executor.run(["cat", path], timeout=30, check=False)
+        return res.stdout if res.ok else None
+
+    return read
+
+
+def link(part: Part, job: dict[str, Any]) -> HostLink:
+    """The part as a kind's after_parts sees it."""
+    return HostLink(name=part.name, address=part.spec.address, seed=part.seed, status=part.status,
+                    reason=part.reason, clock=part.clock, job=job,
+                    agent=None if part.spec.is_local or part.executor is None else part.agent_argv())
 
 
 def _reach(campaign: Campaign, paths: Paths, seed: int, cheap: Callable[[Part], None]) -> list[Part]:

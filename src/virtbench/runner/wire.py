@@ -42,8 +42,9 @@ def parse(line: str) -> dict[str, Any] | None:
 
 @dataclass(frozen=True)
 class PastExecution:
-    """An execution a host measured before the run was interrupted, as its agent gets it back
-    on resume: the columns a kind resumes from (density's search), not the raw output."""
+    """An execution a host measured (before the run was interrupted, or in this part), as its
+    agent reads it back: the columns a kind goes on from (density's search, adaptive rounds),
+    not the raw output."""
 
     id: int
     round: int
@@ -52,6 +53,7 @@ class PastExecution:
     status: str
     error: str
     warmup: bool = False
+    duration_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -60,12 +62,23 @@ class PastSample:
     instance: int
     metric: str
     value: float
+    round: int = 0
+    warmup: bool = False
+    platform: str = ""
+    benchmark: str = ""
+    higher_is_better: bool = True
 
 
 def history(executions: list[Any], samples: list[Any]) -> dict[str, list[dict[str, Any]]]:
     """A host's earlier executions and their samples for its agent (the controller's side)."""
     ids = {e.id for e in executions}
+    by_id = {e.id: e for e in executions}
     return {"executions": [{"id": e.id, "round": e.round, "platform": e.platform, "benchmark": e.benchmark,
-                            "status": e.status, "error": e.error or "", "warmup": e.warmup} for e in executions],
+                            "status": e.status, "error": e.error or "", "warmup": e.warmup,
+                            "duration_s": float(getattr(e, "duration_s", 0.0) or 0.0)} for e in executions],
             "samples": [{"execution_id": s.execution_id, "instance": s.instance, "metric": s.metric,
-                         "value": s.value} for s in samples if s.execution_id in ids]}
+                         "value": s.value, "round": by_id[s.execution_id].round,
+                         "warmup": by_id[s.execution_id].warmup, "platform": by_id[s.execution_id].platform,
+                         "benchmark": by_id[s.execution_id].benchmark,
+                         "higher_is_better": bool(getattr(s, "higher_is_better", True))}
+                        for s in samples if s.execution_id in ids]}

@@ -32,8 +32,8 @@ from typing import Any
 from .. import __version__
 from ..config import parse_campaign
 from ..errors import InputError, StoreError
-from ..experiments.benchmarks.probing import require_consent
 from ..platforms.base import Paths
+from ..config.consent import require_consent
 from ..store import queue
 from ..store.db import Store, now
 from ..store.queue import cancel_requested, claim_next, hostname, mark_cancelled, orphans, take_over
@@ -260,7 +260,7 @@ class QueueWorker:
     def _probe_platforms(self) -> None:
         """Which platform types this host runs, for the schedule form (same probe as doctor)."""
         from .. import hostinfo as hostfacts
-        from ..experiments.benchmarks.session import availability_of
+        from ..platforms.availability import availability_of
         from ..registry import PLATFORMS
 
         self._set_state("probing")

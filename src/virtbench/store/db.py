@@ -291,6 +291,14 @@ class Store:
             for key, value in fields.items():
                 setattr(run, key, value)
 
+    def state(self, run_id: str) -> dict[str, Any]:
+        """What a kind keeps of a run to find again on resume (adaptive rounds' log, the noise
+        check's note): in the run's provenance, where the report reads it."""
+        return dict(self.run(run_id).provenance or {})
+
+    def set_state(self, run_id: str, key: str, value: Any) -> None:
+        self.update_run(run_id, provenance={**self.state(run_id), key: value})
+
     def set_status(self, run_id: str, status: str, error: str = "") -> None:
         fields: dict[str, Any] = {"status": status, "error": error}
         if status in ("finished", "failed", "interrupted"):

@@ -1,7 +1,7 @@
 """What this host can run of a study: the same checks `doctor`, the quick campaign and the
 probes use, asked once per capability and cached for one command.
 
-- kvm: a KVM guest boots here (runner.quick.kvm_guest: decided by booting, never assumed);
+- kvm: a KVM guest boots here (experiments.benchmarks.quick.kvm_guest: decided by booting, never assumed);
 - second_host: several hosts were given (`--hosts`) and this version can drive them;
 - pmu: perf reads hardware counters (the perf probe's own check);
 - meter: an energy source works here: the meter given with `study run --meter` (tried once, as
@@ -108,7 +108,7 @@ class Capabilities:
         return {t: self._cache[f"platform:{t}"] for t in types if f"platform:{t}" in self._cache}
 
     def _kvm(self) -> Availability:
-        from ..runner.quick import kvm_guest
+        from ..experiments.benchmarks.quick import kvm_guest
 
         guest, why = kvm_guest(self.paths)
         if guest:

@@ -22,9 +22,9 @@ from typing import Any
 
 from ..config import Campaign, check_host, load_yaml, parse_campaign
 from ..errors import InputError
-from ..experiments.benchmarks.probing import require_consent
 from ..experiments.registry import DEFAULT as DEFAULT_EXPERIMENT
 from ..experiments.registry import EXPERIMENTS
+from ..config.consent import require_consent
 from ..registry import PLATFORMS
 from .capabilities import Capabilities
 from .registry import SHIPPED, Part, Study

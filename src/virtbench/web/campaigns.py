@@ -18,9 +18,9 @@ import yaml
 
 from ..config import Campaign, load_yaml, parse_campaign
 from ..errors import InputError
-from ..experiments.benchmarks.probing import require_consent
 from ..experiments.registry import DEFAULT as DEFAULT_EXPERIMENT
 from ..platforms.base import is_size, size_words
+from ..config.consent import require_consent
 from ..registry import PLATFORMS
 from ..runner.execute import enqueue
 from ..store.db import Store

@@ -113,7 +113,7 @@ def quick_form(availability: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """The quick comparison (`virtbench run --quick`) as the form: its benchmarks, rounds and
     adaptive rule, its platforms ticked where a worker's probe found them available (native
     always), and its KVM guest as a qemu row to tick where KVM runs guests."""
-    from ..runner.quick import ADAPTIVE, KVM_GUEST, QUICK_BENCHMARKS, REPETITIONS, WARMUPS, quick_platforms
+    from ..experiments.benchmarks.quick import ADAPTIVE, KVM_GUEST, QUICK_BENCHMARKS, REPETITIONS, WARMUPS, quick_platforms
 
     model = default_form()
     model.update(name="quick", baseline="native", repetitions=str(REPETITIONS), warmups=str(WARMUPS),

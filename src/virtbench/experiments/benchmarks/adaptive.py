@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from ...analysis import forecast
 from ...analysis.stats import Need, needs_more
 from ...analysis.verdict import decide
-from ...store.db import Store, now
+from ...store.db import now
+from ..base import Sink
 from .schedule import LIFECYCLE, unmeasured_rounds
 
 if TYPE_CHECKING:
@@ -41,11 +42,12 @@ STOP_EQUIVALENCE = 0.95
 up to 12.7 % of the time; at 95 %, 5-9 % (README, "Reading the verdicts")."""
 
 
-def log_of(store: Store, run_id: str) -> list[dict[str, Any]]:
-    return list(store.run(run_id).provenance.get("adaptive", []))
+def log_of(sink: Sink, run_id: str) -> list[dict[str, Any]]:
+    """The run's adaptive log (the sink's state: the run's provenance, or one host's part's)."""
+    return list(sink.state(run_id).get("adaptive", []))
 
 
-def plan_next(store: Store, campaign: Campaign, run_id: str, next_round: int,
+def plan_next(store: Sink, campaign: Campaign, run_id: str, next_round: int,
               started_at: datetime) -> dict[str, Any] | None:
     """The next extra round (platforms and reasons), or None when done; recorded in the run."""
     assert campaign.adaptive is not None
@@ -136,7 +138,7 @@ def plan_next(store: Store, campaign: Campaign, run_id: str, next_round: int,
     return entry
 
 
-def note_noise(store: Store, campaign: Campaign, run_id: str, started_at: datetime) -> list[str]:
+def note_noise(store: Sink, campaign: Campaign, run_id: str, started_at: datetime) -> list[str]:
     """After the noise check's rounds: each benchmark's A/A noise and what the caps can decide
     at it, stored in the run (provenance "noise") and returned as lines for the terminal."""
     assert campaign.adaptive is not None
@@ -170,8 +172,7 @@ def note_noise(store: Store, campaign: Campaign, run_id: str, started_at: dateti
     cells = others * len(per_metric)
     note = {"rounds": rounds, "round_s": full_s, "cells": cells, "expected_decided": round(expected),
             "spread": forecast.SPREAD, "metrics": per_metric}
-    run = store.run(run_id)
-    store.update_run(run_id, provenance={**run.provenance, "noise": note})
+    store.set_state(run_id, "noise", note)
     return forecast.note_lines(note)
 
 
@@ -228,7 +229,7 @@ def needs_decision(values: list[float], base: list[float], higher_is_better: boo
     return Need(True, f"undecided: {v.reason}", (v.ci[1] - v.ci[0]) / 2)
 
 
-def _durations(store: Store, run_id: str) -> dict[tuple[str, str], list[float]]:
+def _durations(store: Sink, run_id: str) -> dict[tuple[str, str], list[float]]:
     """(platform, benchmark) -> the durations of its measured executions so far."""
     took: dict[tuple[str, str], list[float]] = defaultdict(list)
     for e in store.executions(run_id):
@@ -254,6 +255,5 @@ def _rounds_that_fit(took: dict[tuple[str, str], list[float]], baseline: str, op
     return forecast.rounds_within(left_s, round_s, 0, 10000) + 1
 
 
-def _append(store: Store, run_id: str, log: list[dict[str, Any]], entry: dict[str, Any]) -> None:
-    run = store.run(run_id)
-    store.update_run(run_id, provenance={**run.provenance, "adaptive": [*log, entry]})
+def _append(sink: Sink, run_id: str, log: list[dict[str, Any]], entry: dict[str, Any]) -> None:
+    sink.set_state(run_id, "adaptive", [*log, entry])

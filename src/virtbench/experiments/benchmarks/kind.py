@@ -7,19 +7,34 @@ It is the default when a campaign has no `experiment:` key. Its run is the round
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ...config import cross_host
 from ...constants import LIFECYCLE
 from ...errors import InputError
-from ..base import Experiment, ExperimentContext
+from ..base import Experiment, ExperimentContext, HostLink
 from ..planning import Done, Past, Plan, Work, execution_s, instance_s, platform_kinds, rounds_of
-from . import rounds
-from .schedule import noise_rounds, schedule
-from .session import Session, build_objects, prepare, session_details
+from . import crosspair, rounds
+from .schedule import noise_rounds, schedule, without
+from .session import (
+    Session,
+    build_objects,
+    image_recipe,
+    memory_limited,
+    prepare,
+    refuse_read_only_cgroups,
+    refuse_undelegated,
+    refuse_unlimited_memory,
+    session_details,
+    with_platform_packages,
+)
 
 if TYPE_CHECKING:
     from ...config import Campaign
+    from ...images.build import Recipe
+    from ...images.image import Image
     from ...store.models import Run
 
 
@@ -28,7 +43,7 @@ class Benchmarks(Experiment):
     description: ClassVar[str] = "every benchmark on every platform, interleaved rounds, verdicts against the baseline"
     uses_benchmarks: ClassVar[bool] = True
     uses_probes: ClassVar[bool] = True
-    hosts = "agents"
+    across_hosts = "agents"
 
     prepared: Session | None = None
 
@@ -80,6 +95,56 @@ class Benchmarks(Experiment):
         if self.prepared is None:
             raise RuntimeError("the benchmarks kind measures only after prepare()")
         return self.prepared
+
+    def objects(self) -> Session:
+        """The session prepared here, else its platforms and benchmarks built (options checked)
+        without touching the host: what the checks of another host read."""
+        if self.prepared is not None:
+            return self.prepared
+        if self._objects is None:
+            self._objects = build_objects(self.campaign, self.paths)
+        return self._objects
+
+    _objects: Session | None = None
+
+    # -- on each of `hosts:` ------------------------------------------------------------------
+    def remote_checks(self, host: str, read: Callable[[str], str | None]) -> None:
+        """The limits the campaign's platforms need from that host's cgroups: its memory
+        controller (a board booted without it), delegation (v2), a writable hierarchy."""
+        session = self.objects()
+        if limited := memory_limited(session):  # a board booted without it (Raspberry Pi OS): refused now
+            refuse_unlimited_memory(host, limited, read("/proc/cgroups") or "")
+        refuse_undelegated(host, session, read("/sys/fs/cgroup/cgroup.controllers") or "")
+        refuse_read_only_cgroups(host, session, read("/proc/self/mountinfo") or "")
+
+    def host_recipe(self) -> Recipe:
+        """The campaign's image with what its platforms need inside (a profile lacking the
+        benchmarks' tools refuses here, before anything is built)."""
+        return with_platform_packages(image_recipe(self.campaign), self.objects().platforms.values())
+
+    def host_image(self) -> Image | None:
+        return self.prepared.image if self.prepared is not None else None
+
+    @classmethod
+    def part_campaign(cls, campaign: Campaign) -> Campaign:
+        return without(campaign, set(cross_host(campaign)))
+
+    def host_part(self) -> Benchmarks:
+        """This host's part: without the pairs across hosts (the controller's after_parts)."""
+        session = self.built()
+        return Benchmarks.of(replace(session, campaign=self.part_campaign(session.campaign)))
+
+    def after_parts(self, ctx: ExperimentContext, hosts: Sequence[HostLink]) -> None:
+        if cross_host(self.campaign) and self.prepared is not None:
+            crosspair.cross_phase(ctx, self.campaign, self.prepared, hosts)
+
+    def describe_work(self) -> str:
+        return f"{len(self.campaign.benchmarks)} benchmarks"
+
+    def serve(self, job: dict[str, Any], requests: Iterable[str], emit: Callable[..., None]) -> None:
+        if job.get("mode") != crosspair.SERVER_MODE:
+            super().serve(job, requests, emit)
+        crosspair.serve(self.built(), job["instance_run_id"], requests, emit)
 
     def details(self) -> dict[str, Any]:
         details = session_details(self.built())

@@ -66,7 +66,7 @@ def run_pair(platform: Platform, instance: Instance, bench: PairBenchmark, workd
         argv = bench.client_command(workdir, address)
         server_result: proc.Result | None = None
         try:
-            _wait_listening(splat, sinst, bench, background)
+            wait_listening(splat, sinst, bench, background)
             cplat, cinst = client
             result = cplat.host.run(cplat.exec_argv(cinst, argv), timeout=timeout, check=False)
         except CommandError as exc:  # the client timed out: keep what the server said too
@@ -81,7 +81,7 @@ def run_pair(platform: Platform, instance: Instance, bench: PairBenchmark, workd
         return PairResult(argv, result, server_result, address)
 
 
-def _wait_listening(platform: Platform, instance: Instance, bench: PairBenchmark,
+def wait_listening(platform: Platform, instance: Instance, bench: PairBenchmark,
                     background: InstanceProcess) -> None:
     """Poll `ss` in the server's instance until the port is open (or the server died).
 

@@ -6,43 +6,11 @@ execution's status and samples never depend on a probe.
 """
 from __future__ import annotations
 
-import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ...errors import InputError
 from ...probes.base import Probe, ProbeData, Target
-from ...registry import PROBES
-
-if TYPE_CHECKING:
-    from ...config import Campaign
-
-
-def build_probes(campaign: Campaign) -> list[Probe]:
-    """Instantiate the campaign's probes (options were validated with the campaign)."""
-    out = []
-    for entry in campaign.probes:
-        cls = PROBES.get(entry.name)
-        out.append(cls(cls.Options(**entry.options)))
-    return out
-
-
-ALLOW_METER_FIX = "run it only if you trust the campaign: add --allow-meter (run, worker, serve)"
-
-
-def require_consent(campaign: Campaign, allowed: bool) -> None:
-    """A campaign may name programs for its probes to run as root (an energy meter); they run
-    only where the operator said so (`--allow-meter`), so a campaign file from elsewhere
-    cannot run a program of its choosing. InputError, exit 2, before anything starts."""
-    if allowed:
-        return
-    for probe in build_probes(campaign):
-        for argv in probe.commands():
-            shown = shlex.join(argv)
-            shown = shown if len(shown) <= 80 else shown[:77] + "..."
-            raise InputError(f"the campaign's {probe.name} probe would run the command {shown} as root, "
-                             "which needs --allow-meter", ALLOW_METER_FIX)
 
 
 def check_probes(probes: list[Probe]) -> None:
@@ -51,7 +19,7 @@ def check_probes(probes: list[Probe]) -> None:
         p.check()
 
 
-def describe(probes: list[Probe]) -> list[dict[str, Any]]:
+def probe_facts(probes: list[Probe]) -> list[dict[str, Any]]:
     """Stored in the run's provenance: what each probe found here."""
     return [p.describe() for p in probes]
 

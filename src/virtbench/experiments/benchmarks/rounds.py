@@ -15,12 +15,12 @@ from typing import Any
 from ... import boards, proc
 from ...benchmarks.base import Benchmark, PairBenchmark
 from ...constants import LIFECYCLE, LIFECYCLE_STEPS
-from ...errors import CommandError, InputError, StoreError, VirtbenchError
+from ...errors import CommandError, StoreError, reason_of
 from ...images.image import Image
 from ...platforms import naming
 from ...platforms.base import Instance, InstanceExecutor, Platform
 from ...probes.base import Target
-from ...store.db import Store, now
+from ...store.db import now
 from ..base import ExperimentContext, Interrupted, Reporter, Sink
 from . import adaptive, probing
 from .multi import combine, run_instances
@@ -36,14 +36,14 @@ def run(ctx: ExperimentContext, session: Session) -> None:
     """Run every unit not yet stored, in interleaved rounds; ctx.stop_requested is polled
     between instances (cancel). An interrupt or a failed write stops it with nothing of the
     unit in progress kept; the runner marks the run (runner.execute.measure)."""
-    store, run_id, seed, reporter, stop_requested = ctx.sink, ctx.run_id, ctx.seed, ctx.reporter, ctx.stop_requested
+    sink, run_id, seed, reporter, stop_requested = ctx.sink, ctx.run_id, ctx.seed, ctx.reporter, ctx.stop_requested
     campaign = session.campaign
     units = schedule(campaign, seed)
-    extra = adaptive.log_of(_runs(ctx), run_id) if campaign.adaptive else []
+    extra = adaptive.log_of(sink, run_id) if campaign.adaptive else []
     units += [u for entry in extra if "round" in entry for u in extra_round(campaign, seed, entry)]
-    done = store.done_units(run_id)
+    done = sink.done_units(run_id)
     reporter.begin(*_planned(units, done))
-    noise_due = noise_rounds(campaign) > 0 and "noise" not in _runs(ctx).run(run_id).provenance
+    noise_due = noise_rounds(campaign) > 0 and "noise" not in sink.state(run_id)
     pending = list(units)
     while pending:
         for unit in pending:
@@ -54,22 +54,19 @@ def run(ctx: ExperimentContext, session: Session) -> None:
                 raise Interrupted("stop requested")
             if not unit.warmup and noise_due:  # the noise check's rounds are done: say what to expect
                 noise_due = False
-                runs = _runs(ctx)
-                for line in adaptive.note_noise(runs, campaign, run_id, runs.run(run_id).started_at or now()):
+                for line in adaptive.note_noise(sink, campaign, run_id, ctx.started):
                     reporter.log(line)
-            _run_unit(store, session, run_id, unit, {k[2] for k in todo}, reporter)
+            _run_unit(sink, session, run_id, unit, {k[2] for k in todo}, reporter)
         pending = []
-        if campaign.adaptive and not any("stop" in e for e in adaptive.log_of(_runs(ctx), run_id)):
-            runs = _runs(ctx)
-            entry = adaptive.plan_next(runs, campaign, run_id, max(u.round for u in units) + 1,
-                                       runs.run(run_id).started_at or now())
+        if campaign.adaptive and not any("stop" in e for e in adaptive.log_of(sink, run_id)):
+            entry = adaptive.plan_next(sink, campaign, run_id, max(u.round for u in units) + 1, ctx.started)
             if entry is not None:
-                for line in adaptive.progress_lines(entry, adaptive.log_of(runs, run_id)):
+                for line in adaptive.progress_lines(entry, adaptive.log_of(sink, run_id)):
                     reporter.log(line)
                 pending = extra_round(campaign, seed, entry)
                 units += pending
-                reporter.begin(*_planned(units, store.done_units(run_id)))
-            elif (stopped := adaptive.stop_line(adaptive.log_of(runs, run_id))) is not None:
+                reporter.begin(*_planned(units, sink.done_units(run_id)))
+            elif (stopped := adaptive.stop_line(adaptive.log_of(sink, run_id))) is not None:
                 reporter.log(stopped)
 
 
@@ -77,14 +74,6 @@ def _planned(units: list[Unit], done: set[tuple[int, str, str]]) -> tuple[int, i
     """(executions planned, of which done): what a reporter's begin is told, at the start and
     whenever an adaptive round grows the plan."""
     return sum(len(u.keys()) for u in units), sum(1 for u in units for k in u.keys() if k in done)
-
-
-def _runs(ctx: ExperimentContext) -> Store:
-    """The run's own store, where adaptive repetition keeps its log."""
-    if ctx.runs is None:
-        raise InputError("adaptive: needs the run's store on the host that measures",
-                         "give a fixed number of repetitions")
-    return ctx.runs
 
 
 def _run_unit(store: Sink, session: Session, run_id: str, unit: Unit, todo: set[str],
@@ -136,7 +125,7 @@ def _run_unit(store: Sink, session: Session, run_id: str, unit: Unit, todo: set[
         _discard(layers)
         raise
     except Exception as exc:  # noqa: BLE001 - recorded as failed executions, the run goes on
-        error = describe(exc)
+        error = reason_of(exc)
         reporter.log(f"{tag}: instance failed: {error}")
         log.append(f"error: {error}")
         try:
@@ -211,7 +200,7 @@ def _run_benchmark(store: Sink, session: Session, platform: Platform, instance: 
     except (KeyboardInterrupt, Interrupted):
         raise
     except Exception as exc:  # noqa: BLE001 - a failed sample, kept with its raw output
-        status, error = "failed", describe(exc)
+        status, error = "failed", reason_of(exc)
         if isinstance(exc, CommandError):
             stdout, stderr = stdout or exc.stdout, stderr or exc.stderr
             exit_code = exc.returncode if exit_code is None else exit_code
@@ -281,10 +270,6 @@ def _discard(layers: list[tuple[Platform, Instance]]) -> None:
     while layers:
         platform, instance = layers.pop()
         platform.discard(instance)
-
-
-def describe(exc: BaseException) -> str:
-    return str(exc) if isinstance(exc, VirtbenchError) else f"{type(exc).__name__}: {exc}"
 
 
 def _output_of(exc: BaseException) -> dict[str, Any]:

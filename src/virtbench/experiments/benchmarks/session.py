@@ -18,7 +18,7 @@ from ...errors import InputError, UnavailableError, VirtbenchError, disk_full
 from ...executor import Outside
 from ...images import build as images
 from ...images.image import Image
-from ...platforms.availability import availability_of  # noqa: F401 - re-exported for the runner's callers
+from ...platforms.availability import availability_of
 from ...platforms.base import Availability, Paths, Platform
 from ...probes.base import Probe
 from ...registry import BENCHMARKS, PLATFORMS
@@ -49,7 +49,7 @@ def build_objects(campaign: Campaign, paths: Paths) -> Session:
     for bentry in campaign.benchmarks:
         bcls = BENCHMARKS.get(bentry.name)
         benchmarks[bentry.key] = bcls(bcls.Params(**bentry.params))
-    from .probing import build_probes
+    from ...config.consent import build_probes
 
     return Session(campaign=campaign, paths=paths, platforms=platforms, benchmarks=benchmarks,
                    probes=build_probes(campaign))
@@ -270,7 +270,7 @@ def _stacked_row(session: Session, name: str, platform: Platform) -> dict[str, A
 def session_details(session: Session) -> dict[str, Any]:
     """What a run records about the host that measures it (a remote agent sends its own)."""
     from ... import __version__
-    from .probing import describe
+    from .probing import probe_facts
 
     assert session.image is not None
     versions = tool_versions(session)
@@ -279,7 +279,7 @@ def session_details(session: Session) -> dict[str, Any]:
         "image": session.image.provenance(),
         "provenance": {"virtbench": __version__, "tools": versions,
                        "availability": {k: v.reason for k, v in session.availability.items()},
-                       **({"probes": describe(session.probes)} if session.probes else {})},
+                       **({"probes": probe_facts(session.probes)} if session.probes else {})},
         "platforms": platform_rows(session),
         "benchmarks": [{"key": b.key, "name": b.name,
                         "params": session.benchmarks[b.key].params.model_dump(mode="json"),

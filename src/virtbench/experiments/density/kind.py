@@ -163,7 +163,7 @@ class Density(Experiment):
     main_table: ClassVar[bool] = False
     uses_platform_images: ClassVar[bool] = True
     """None by default: a native platform, when listed and named as baseline, runs once at count 1."""
-    hosts = "agents"
+    across_hosts = "agents"
     """With `hosts:` each host's agent runs the search on that host (its memory, its guard, its
     cgroups), from the image built here and shipped."""
 

@@ -145,7 +145,7 @@ class Migration(Experiment):
     description: ClassVar[str] = ("N instances at once moved offline (stop, move storage, start) or live "
                                   "(QEMU QMP, CRIU), or only started and stopped; every phase timed")
     Section = MigrationSection
-    hosts = "drives"  # the destination hosts are reached from here, over SSH
+    across_hosts = "drives"  # the destination hosts are reached from here, over SSH
 
     @classmethod
     def work_per_round(cls, section: Any) -> tuple[int, str]:

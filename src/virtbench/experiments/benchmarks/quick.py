@@ -30,12 +30,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config import Campaign, parse_campaign
-from ..errors import UnavailableError
-from ..experiments.benchmarks.session import availability_of
-from ..platforms import slices
-from ..platforms.base import Paths
-from ..registry import PLATFORMS
+from ...config import Campaign, parse_campaign
+from ...errors import UnavailableError
+from ...platforms import slices
+from ...platforms.availability import availability_of
+from ...platforms.base import Paths
+from ...registry import PLATFORMS
 
 KVM_GUEST: dict[str, Any] = {"name": "kvm", "type": "qemu", "accel": "kvm", "memory": "1G"}
 """The VM of the quick campaign, only where KVM runs a guest: under TCG a guest measures an
@@ -121,15 +121,15 @@ def kvm_guest(paths: Paths) -> tuple[dict[str, Any] | None, dict[str, str] | Non
 
 def _kernel_package() -> str:
     """The Debian kernel package the VM disks boot on this host's architecture."""
-    from ..images.arch import host_arch
-    from ..images.vmdisk import KERNEL_PACKAGES
+    from ...images.arch import host_arch
+    from ...images.vmdisk import KERNEL_PACKAGES
 
     arch = host_arch()
     return KERNEL_PACKAGES.get(arch, f"linux-image-{arch}")
 
 
 def _which(binary: str) -> bool:
-    from .. import proc
+    from ... import proc
 
     return proc.which(binary) is not None
 
@@ -172,7 +172,7 @@ def _has_vm(platforms: list[Any]) -> bool:
 
 def _fio_cpus(paths: Paths, log: Callable[[str], None]) -> str | None:
     """fio's CPUs off the one serving the disk's interrupts, if one serves them all (host.py)."""
-    from .. import hostinfo
+    from ... import hostinfo
 
     where = paths.state
     while not where.exists() and where != where.parent:
