@@ -31,8 +31,8 @@ def test_a_campaign_meter_is_refused_without_allow_meter_and_never_runs(tmp_path
 
 def test_a_long_meter_command_is_shown_shortened(tmp_path):
     from virtbench.config import parse_campaign
-    from virtbench.errors import InputError
     from virtbench.config.consent import require_consent
+    from virtbench.errors import InputError
 
     c = parse_campaign({"name": "m", "platforms": ["native"], "benchmarks": ["openssl"],
                         "probes": [{"name": "energy", "meter": ["/usr/bin/meter", "x" * 500]}]})

@@ -9,8 +9,8 @@ import pytest
 
 from virtbench.config import cross_host, parse_campaign
 from virtbench.errors import InputError
-from virtbench.report.hosts import cross_pairs
 from virtbench.experiments.benchmarks import crosspair
+from virtbench.report.hosts import cross_pairs
 from virtbench.runner import agent, wire
 from virtbench.runner.parts import host_seed, instance_run_id
 

@@ -5,6 +5,9 @@
 - No import cycle between virtbench's packages at run time, nor among its modules (inside a
   package too; imports in functions count, those only for type checking do not).
 - No module over 500 lines.
+- The runner knows no experiment kind: no module of runner/ imports one or loads one by name
+  (a kind reaches the runner through its hooks on Experiment and its Plan).
+- Rounds are added up in one place (virtbench/rounds.py).
 - Only store/ speaks SQL.
 - Every plugin's entry-point name is the name its class declares.
 - Every parser yields exactly the metrics its benchmark declares (on the recorded outputs).
@@ -12,6 +15,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -21,7 +25,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "virtbench"
 
 LAYERS: list[tuple[str, ...]] = [
     # neutral: imported by everyone, import nothing of virtbench above them
-    ("errors", "proc", "constants", "executor", "extras", "hostinfo", "boards", "services", "filemodes"),
+    ("errors", "proc", "constants", "executor", "extras", "hostinfo", "boards", "services", "filemodes", "rounds"),
     ("store",),
     # plugins and what they share; analysis is pure statistics over stored samples
     ("registry", "benchmarks", "platforms", "images", "probes", "analysis", "remote"),
@@ -225,6 +229,78 @@ def test_no_module_is_over_500_lines():
     long = sorted((n, str(p.relative_to(SRC))) for p in SRC.rglob("*.py")
                   if (n := len(p.read_text().splitlines())) > MAX_LINES)
     assert not long, f"modules over {MAX_LINES} lines:\n" + "\n".join(f"{p}: {n}" for n, p in reversed(long))
+
+
+KINDS = sorted(p.name for p in (SRC / "experiments").iterdir() if p.is_dir() and (p / "__init__.py").exists())
+"""The built-in kinds' packages (experiments/<kind>/); base, planning and registry are no kind."""
+
+
+def _kind_references(module: str, path: Path) -> list[str]:
+    """Where a module imports an experiment kind's package or names one to load it: an import of
+    virtbench.experiments.<kind>, or a string naming such a module or a kind passed to a lookup."""
+    where = path.relative_to(SRC) if path.is_relative_to(SRC) else path.name
+    found = [f"{where}:{line} imports {target}" for target, line, _ in _imports(module, path)
+             if target.split(".")[:2] == ["virtbench", "experiments"] and len(target.split(".")) > 2
+             and target.split(".")[2] in KINDS]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                any(f"experiments.{k}" in node.value or f"experiments/{k}" in node.value for k in KINDS):
+            found.append(f"{where}:{node.lineno} names {node.value!r}")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("get", "load") \
+                and any(isinstance(a, ast.Constant) and a.value in KINDS for a in node.args):
+            found.append(f"{where}:{node.lineno} looks up a kind by name: {ast.unparse(node)}")
+        if isinstance(node, ast.Compare) and any(isinstance(c, ast.Constant) and c.value in KINDS
+                                                 for c in node.comparators) and "experiment" in ast.unparse(node):
+            found.append(f"{where}:{node.lineno} asks which kind: {ast.unparse(node)}")
+    return found
+
+
+def test_the_runner_knows_no_kind():
+    """#40: 8 of runner/'s 10 modules imported the benchmarks kind (one a private name), two asked
+    "is this the benchmarks kind?". A kind reaches the runner through Experiment's hooks and Plan."""
+    assert KINDS and "benchmarks" in KINDS
+    found = [f for m, p in MODULES.items() if m.startswith("virtbench.runner.") for f in _kind_references(m, p)]
+    assert not found, "the runner names a kind:\n" + "\n".join(found)
+
+
+def test_the_kind_check_catches_an_import_and_a_lookup(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("from ..experiments.benchmarks.pair import x\nfrom ..experiments.base import Experiment\n"
+                   "EXPERIMENTS.get('density')\nif campaign.experiment == 'benchmarks':\n    pass\n"
+                   "import_module('virtbench.experiments.line.kind')\n")
+    found = _kind_references("virtbench.runner.bad", bad)
+    assert {f.split(" ")[0] for f in found} == {"bad.py:1", "bad.py:3", "bad.py:4", "bad.py:6"}, found
+    assert not any("experiments.base" in f for f in found), found
+
+
+def _round_sums(tree: ast.AST) -> list[ast.AST]:
+    """Additions of a campaign's warm-ups to other rounds, and the maximum of repetitions and the
+    adaptive cap: the round arithmetic."""
+    def warmups(operand: ast.expr) -> bool:  # c.warmups, warmups, int(campaign.get("warmups", 0) or 0)
+        text = ast.unparse(operand)
+        return bool(re.fullmatch(r"([\w.]+\.)?warmups", text) or re.search(r"get\(['\"]warmups['\"]", text))
+
+    out: list[ast.AST] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and (warmups(node.left) or warmups(node.right)):
+            out.append(node)
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "max" and \
+                "max_repetitions" in ast.unparse(node) and "repetitions" in ast.unparse(node).replace("max_repetitions", ""):
+            out.append(node)
+    return out
+
+
+def test_rounds_are_added_up_in_one_place():
+    """#40: the round cap (warm-ups + max(repetitions, the adaptive cap)) was computed in the
+    budget, the estimate and the progress bar, each with its own per-round count; the store's
+    and the web's counts of planned executions added the rounds up again."""
+    home = SRC / "rounds.py"
+    found = [f"{p.relative_to(SRC)}:{n.lineno}: {ast.unparse(n)}" for p in MODULES.values() if p != home
+             for n in _round_sums(ast.parse(p.read_text()))]
+    assert not found, "rounds added up outside virtbench/rounds.py:\n" + "\n".join(found)
+    assert len(_round_sums(ast.parse("r = c.warmups + max(c.repetitions, a.max_repetitions)"))) == 2
+    assert len(_round_sums(ast.parse("r = int(c.get('warmups', 0) or 0) + int(c.get('repetitions', 0))"))) == 1
+    assert not _round_sums(ast.parse("t = 1.0 + d * (rnd - warmups)"))
 
 
 def test_a_kind_or_probe_report_part_is_the_report_layer():

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..rounds import Rounds
 from ..store.db import Store, now
 
 
@@ -131,7 +132,7 @@ def fill(store: Store, run_id: str, *, hostname: str = "sim-host", repetitions: 
         status="running")
     t = now()
     for hi, host in enumerate(hosts or [""]):
-        for rnd in range(warmups + repetitions):
+        for rnd in range(Rounds(warmups, repetitions).repeated):
             warm = rnd < warmups
             for pi in rng.permutation(len(platforms)):
                 p = platforms[pi]

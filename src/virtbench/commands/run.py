@@ -30,9 +30,9 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
         db_url: str | None) -> None:
     """Run a campaign (YAML file), the quick campaign, or resume a run."""
     from ..config import check_host, parse_campaign, read_campaign
-    from ..experiments.planning import plan_of
-    from ..experiments.benchmarks.quick import quick_campaign
     from ..config.consent import require_consent
+    from ..experiments.benchmarks.quick import quick_campaign
+    from ..experiments.planning import plan_of
     from ..report.progress import Cap, RichReporter
     from ..runner import execute, hostlock
 

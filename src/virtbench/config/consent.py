@@ -9,8 +9,8 @@ import shlex
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
-from ..registry import PROBES
 from ..probes.base import Probe
+from ..registry import PROBES
 
 if TYPE_CHECKING:
     from .campaign import Campaign

@@ -2,8 +2,8 @@
 
 Every experiment kind answers `Experiment.plan(campaign, seed, done)` with a `Plan`: the work of
 one round (each execution with its platform, benchmark key, instances, host and expected
-seconds), the rounds (`Rounds`: the one place where warm-ups, the noise check, repetitions and
-the adaptive cap are added up), and, where the kind knows its order in advance, the whole
+seconds), the rounds (`Rounds`, virtbench/rounds.py: the one place where warm-ups, the noise
+check, repetitions and the adaptive cap are added up), and, where the kind knows its order in advance, the whole
 schedule. Whatever needs the plan reads it: the campaign's budget (config/budget.py), `run
 --dry-run` (an estimate for every kind), the progress bar and its ETA (report/progress.py),
 resume's count of what is done, and the executions a lost host never reached (runner/hosts.py).
@@ -15,6 +15,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..rounds import Rounds
+
 if TYPE_CHECKING:
     from ..config import Campaign
 
@@ -22,46 +24,9 @@ Done = Collection[tuple[int, str, str]]
 """(round, platform, benchmark key) already stored: what a resumed run skips."""
 
 
-@dataclass(frozen=True)
-class Rounds:
-    """How many rounds a campaign asks for, counted once for everyone.
-
-    warmups: discarded rounds first; noise: rounds of the baseline alone after them (the adaptive
-    rule's noise check); repetitions: measured rounds asked; cap: measured rounds the adaptive
-    rule may grow them to (None: no adaptive rule); max_minutes: its time cap."""
-
-    warmups: int
-    repetitions: int
-    noise: int = 0
-    cap: int | None = None
-    max_minutes: float | None = None
-
-    @property
-    def unmeasured(self) -> int:
-        """Rounds before the first measured one: the warm-ups, then the noise check."""
-        return self.warmups + self.noise
-
-    @property
-    def declared(self) -> int:
-        """Every round the campaign declares (warm-ups, noise check, measured)."""
-        return self.unmeasured + self.repetitions
-
-    @property
-    def most(self) -> int:
-        """Measured rounds at most: the adaptive cap when it is higher than the rounds asked."""
-        return max(self.repetitions, self.cap or 0)
-
-    @property
-    def at_cap(self) -> int:
-        """Warm-ups and measured rounds at the cap (the noise check's rounds run the baseline
-        alone and are counted apart, `Plan.noise`)."""
-        return self.warmups + self.most
-
-
 def rounds_of(campaign: Campaign) -> Rounds:
-    a = campaign.adaptive
-    return Rounds(campaign.warmups, campaign.repetitions, a.noise_check if a is not None else 0,
-                  a.max_repetitions if a is not None else None, a.max_minutes if a is not None else None)
+    """The campaign's rounds (virtbench/rounds.py: the one place they are added up)."""
+    return Rounds.of(campaign)
 
 
 @dataclass(frozen=True)
@@ -130,7 +95,7 @@ class Plan:
 
     def times(self) -> int:
         """How many times the round runs (noise check apart)."""
-        return self.rounds.warmups + self.rounds.repetitions if self.in_rounds else 1
+        return self.rounds.repeated if self.in_rounds else 1
 
     def declared(self) -> int:
         """Executions of the declared rounds."""

@@ -31,9 +31,9 @@ from typing import Any
 
 from .. import __version__
 from ..config import parse_campaign
+from ..config.consent import require_consent
 from ..errors import InputError, StoreError
 from ..platforms.base import Paths
-from ..config.consent import require_consent
 from ..store import queue
 from ..store.db import Store, now
 from ..store.queue import cancel_requested, claim_next, hostname, mark_cancelled, orphans, take_over

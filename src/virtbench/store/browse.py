@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import selectinload
 
+from ..rounds import Rounds
 from .db import Store, now
 from .models import Execution, Host, Run, Sample
 from .models import Worker as WorkerRow
@@ -35,9 +36,9 @@ def iso(dt: datetime | None) -> str | None:
 
 def expected_total(campaign: dict[str, Any], platforms: int | None = None, benchmarks: int | None = None) -> int:
     """Executions a run will record: rounds x platforms x (benchmarks + lifecycle)."""
-    rounds = int(campaign.get("warmups", 0) or 0) + int(campaign.get("repetitions", 0) or 0)
-    noise = int((campaign.get("adaptive") or {}).get("noise_check", 0) or 0)  # the baseline alone
-    return ((rounds * (platforms if platforms is not None else len(campaign.get("platforms") or [])) + noise)
+    rounds = Rounds.of(campaign)
+    return ((rounds.repeated * (platforms if platforms is not None else len(campaign.get("platforms") or []))
+             + rounds.noise)  # the noise check: the baseline alone
             * ((benchmarks if benchmarks is not None else len(campaign.get("benchmarks") or [])) + 1))
 
 

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Campaign, check_host, load_yaml, parse_campaign
+from ..config.consent import require_consent
 from ..errors import InputError
 from ..experiments.registry import DEFAULT as DEFAULT_EXPERIMENT
 from ..experiments.registry import EXPERIMENTS
-from ..config.consent import require_consent
 from ..registry import PLATFORMS
 from .capabilities import Capabilities
 from .registry import SHIPPED, Part, Study

@@ -20,6 +20,7 @@ from ..report import builder, figures, headline, run_warnings, runinfo
 from ..report.model import Report
 from ..report.progress import Cap, eta_words, remaining
 from ..report.result_rows import declared_metrics
+from ..rounds import Rounds
 from ..store.db import Store, now
 from ..store.models import Run
 from . import queries
@@ -98,7 +99,7 @@ def planned_executions(run: Run) -> tuple[int, int]:
     for entry in (run.provenance or {}).get("adaptive", []):
         per = entry.get("benchmarks") or {}
         extra += sum(len(per.get(p, benchmarks)) + 1 for p in entry.get("platforms", []))
-    more = max(0, int(rule.get("max_repetitions", 30) or 0) - int(campaign.get("repetitions", 0) or 0))
+    more = Rounds.of(campaign).extra_at_most
     return base + extra, base + more * len(platforms) * (len(benchmarks) + 1)
 
 
