@@ -336,8 +336,10 @@ def test_each_host_of_a_hosts_campaign_is_checked_with_its_own_figures(monkeypat
         def close(self) -> None:
             pass
 
+    from virtbench.experiments.benchmarks.kind import Benchmarks
+
     monkeypatch.setattr(hosts, "SSHExecutor", Board)
-    monkeypatch.setattr(hosts, "prepare", lambda *a, **k: calls.append("prepare"))
+    monkeypatch.setattr(Benchmarks, "prepare", lambda *a, **k: calls.append("prepare"))
     monkeypatch.setattr(hosts, "_prepare_remote", lambda *a, **k: calls.append("ship"))
     paths = Paths(Path("/nonexistent-state"), Path("/nonexistent-run"))
     board = {"name": "pi", "address": "192.0.2.7"}
@@ -346,13 +348,13 @@ def test_each_host_of_a_hosts_campaign_is_checked_with_its_own_figures(monkeypat
         c = parse_campaign({**BASE, "hosts": [board], "platforms": ["native", {"name": "d", "type": "docker",
                                                                                **options}]})
         with pytest.raises(InputError) as exc:
-            hosts.prepare_parts(c, paths, 1, lambda m: None)
+            hosts.prepare_parts(Benchmarks(c, paths), paths, 1, lambda m: None)
         assert exc.value.message.startswith(needle), exc.value.message
     assert "prepare" not in calls and "ship" not in calls
     local = parse_campaign({**BASE, "hosts": ["local", board], "platforms": ["native", {"name": "d", "type": "docker",
                                                                                         "cpus": 4000}]})
     with pytest.raises(InputError, match="host local: platforms.1. 'd': cpus 4000"):
-        hosts.prepare_parts(local, paths, 1, lambda m: None)
+        hosts.prepare_parts(Benchmarks(local, paths), paths, 1, lambda m: None)
 
 
 def test_a_study_part_beyond_this_host_is_skipped_with_the_reason(monkeypatch: pytest.MonkeyPatch):
