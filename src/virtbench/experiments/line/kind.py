@@ -70,7 +70,7 @@ class Line(Experiment):
         trials = search.max_trials if search.method == "ndr-pdr" else 10
         trial_s = search.trial_seconds if search.method == "ndr-pdr" else search.seconds
         point_s = trials * trial_s + len(section.latency_rates) * section.latency_seconds
-        source = "its search's trials (at most) and latency trials"
+        source = "its search (at most) and latency trials"
         work = [Work(campaign.baseline, measure.key(0, m), expected_s=point_s, source=source) for m in section.pinning]
         for name, _, kind in platforms:
             for n in section.lengths:

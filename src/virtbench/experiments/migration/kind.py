@@ -166,7 +166,7 @@ class Migration(Experiment):
                     seconds = statistics.median(took) if took else n * (4 * instance_s(kind) + section.payload / 100e6)
                     work.append(Work(name, key_of(n, dest), instances=n, expected_s=seconds,
                                      source=f"median of {len(took)} past executions" if took
-                                     else "instance lives + the payload at 100 MB/s (assumed)"))
+                                     else "instance lives + payload at 100 MB/s (assumed)"))
         rounds = rounds_of(campaign)
 
         def scheduled() -> list[Work]:
