@@ -52,3 +52,39 @@ def test_the_html_pages_with_their_figures_are_the_same_bytes():
     for name, text in make.render_all().items():
         if name.endswith(".html"):
             assert text == make.read(name), name
+
+
+def test_an_old_run_reports_without_asking_todays_kinds(monkeypatch):
+    """A stored run's report reads the run alone: with every kind's class out of reach (a plugin
+    uninstalled, a built-in changed), the runs of every kind print the same JSON."""
+    from virtbench.registry import EXPERIMENTS
+
+    def gone(name):
+        raise AssertionError(f"the report asked today's kind {name!r}")
+
+    monkeypatch.setattr(EXPERIMENTS, "get", gone)
+    runs = ("bench", "density", "migration", "line")
+    out = make.render_all(figures=False, runs=runs)
+    for run in runs:
+        assert out[f"{run}.json"] == make.read(f"{run}.json"), run
+
+
+def test_a_run_says_its_kind_and_main_table_itself(tmp_path, monkeypatch):
+    """A run records its kind, whether its executions are rows of the main table, and its plan
+    (provenance `plan`): a kind nobody has installed here still reports as it said."""
+    from virtbench.analysis import synthetic
+    from virtbench.registry import EXPERIMENTS
+    from virtbench.report import builder, runinfo
+    from virtbench.store.db import Store
+
+    monkeypatch.setattr(EXPERIMENTS, "get", lambda name: (_ for _ in ()).throw(AssertionError(name)))
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    synthetic.fill(store, "r", repetitions=2, platforms=synthetic.default_platforms()[:2],
+                   benchmarks=synthetic.default_benchmarks()[:1])
+    run = store.run("r")
+    assert runinfo.kind_of(run) == "benchmarks" and runinfo.in_main_table(run)  # recorded nothing: as before #40
+    store.update_run("r", provenance={**run.provenance, "plan": {"kind": "toy-gone", "main_table": False,
+                                                                 "uses_benchmarks": False}})
+    run = store.run("r")
+    assert runinfo.kind_of(run) == "toy-gone" and not runinfo.in_main_table(run)
+    assert builder.build(store, "r", cached=False).rows == []  # its section is the result, as it recorded

@@ -305,6 +305,12 @@ class Experiment(ABC):
                                **self.provenance()},
                 "platforms": self.platform_rows(), "benchmarks": []}
 
+    def recorded(self) -> dict[str, Any]:
+        """What a run records of its kind and plan (provenance `plan`), so its report reads the
+        run alone, never today's registry (a kind removed or changed since still reports)."""
+        plan = self.plan(self.campaign)
+        return {**plan.summary(), "main_table": self.main_table, "uses_benchmarks": self.uses_benchmarks}
+
     def summary(self, run_id: str, seed: int) -> str:
         """The line a started run begins with."""
         return (f"run {run_id}: experiment {self.campaign.experiment} on {len(self.campaign.platforms)} "

@@ -98,9 +98,7 @@ class Plan:
         return self.rounds.repeated if self.in_rounds else 1
 
     def declared(self) -> int:
-        """Executions of the declared rounds."""
-        if self.schedule is not None:
-            return len(self.schedule())
+        """Executions of the declared rounds (what the schedule holds, counted without building it)."""
         return self.times() * len(self.round) + self.rounds.noise * len(self.noise)
 
     def at_cap(self) -> int:
@@ -142,7 +140,8 @@ class Plan:
         """What a run records of its plan (the report reads it, not today's kinds)."""
         return {"kind": self.kind, "rounds": {"warmups": self.rounds.warmups, "repetitions": self.rounds.repetitions,
                                               "noise": self.rounds.noise, "cap": self.rounds.cap},
-                "per_round": self.per_round(), "open_ended": self.open_ended,
+                "per_round": self.per_round(), "declared": self.declared(), "at_cap": self.at_cap(),
+                "open_ended": self.open_ended, "in_rounds": self.in_rounds,
                 "benchmarks": sorted({w.benchmark for w in self.round})}
 
 

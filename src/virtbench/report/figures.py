@@ -430,13 +430,12 @@ def for_files(reports: Sequence[Any]) -> tuple[list[FigureSpec], list[str]]:
 def for_reports(reports: Sequence[tuple[Any, list[Row], Any]]) -> tuple[list[FigureSpec], list[str]]:
     """Every figure of one or several runs (ids prefixed with the host when several), and the
     platform names in run order, so static files colour platforms as the HTML report does."""
-    from ..experiments.registry import DEFAULT as DEFAULT_KIND
-    from ..experiments.registry import EXPERIMENTS
+    from .runinfo import per_benchmark_figures
 
     specs: list[FigureSpec] = []
     labels = host_labels([run for run, _, _ in reports])
     for (run, rows, _), label in zip(reports, labels):
-        if not EXPERIMENTS.get((run.campaign or {}).get("experiment") or DEFAULT_KIND).uses_benchmarks:
+        if not per_benchmark_figures(run):
             continue  # an experiment kind's figures are its section's (one per kind, not per point)
         for spec in run_figures(run, rows):
             if len(reports) > 1:

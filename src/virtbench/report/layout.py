@@ -171,13 +171,10 @@ def charts_sections(report: Report, draw: bool = True) -> list[Section]:
     """The run's figures (report/figures.py): the results drawn (categories, stacks, relative
     performance per benchmark, lifecycle) as one section, every repetition (box, trend, sweeps,
     latency) as a second one shown on request. draw=False: the sections without their figures."""
-    from ..experiments.registry import DEFAULT as DEFAULT_KIND
-    from ..experiments.registry import EXPERIMENTS
     from . import figures as F
 
     run = report.run
-    kind = (run.campaign or {}).get("experiment") or DEFAULT_KIND
-    if not report.rows or not EXPERIMENTS.get(kind).uses_benchmarks:
+    if not report.rows or not runinfo.per_benchmark_figures(run):
         return []
     figs = F.run_figures(run, report.rows) if draw else []
     main = [f for f in figs if f.group in ("overview", "stacks") or f.kind == "bar"]

@@ -17,8 +17,7 @@ from ..store import results
 from ..store.db import Store
 from ..store.models import Run
 from . import boards, cache
-from .runinfo import run_hosts
-from .sections import in_main_table
+from .runinfo import in_main_table, run_hosts
 
 OUTPUT_TAIL = 400
 

@@ -49,3 +49,34 @@ def hosts_of(run: Any, rows: Sequence[Row], failures: Sequence[dict[str, Any]] =
     present = {getattr(r, "host", None) for r in rows} | {f.get("host") for f in failures}
     hosts = [h for h in run_hosts(run) if h in present]
     return hosts if len(hosts) > 1 else []
+
+
+OLD_SECTION_KINDS = frozenset({"density"})
+"""Kinds whose section was the whole result when a run did not yet record it (before #40):
+density's per-count executions are points of a curve, not rows against a baseline."""
+
+
+def recorded(run: Run) -> dict[str, Any]:
+    """What the run recorded of its kind and plan (provenance `plan`, since #40; {} before)."""
+    rec = (getattr(run, "provenance", None) or {}).get("plan")
+    return rec if isinstance(rec, dict) else {}
+
+
+def kind_of(run: Run) -> str:
+    """The run's experiment kind, as it recorded it (older runs: their campaign's `experiment:`)."""
+    return str(recorded(run).get("kind") or (run.campaign or {}).get("experiment") or "benchmarks")
+
+
+def in_main_table(run: Run) -> bool:
+    """Whether the run's executions are rows of the table against the baseline (the kind's
+    `main_table`, as the run recorded it); a run stored before it recorded this: every kind but
+    those in OLD_SECTION_KINDS. Never asks today's registry: a kind gone since still reports."""
+    rec = recorded(run)
+    return bool(rec["main_table"]) if "main_table" in rec else kind_of(run) not in OLD_SECTION_KINDS
+
+
+def per_benchmark_figures(run: Run) -> bool:
+    """Whether the run's figures are drawn per benchmark (the benchmarks kind's); another kind's
+    figures are its section's, one per kind and not per point."""
+    rec = recorded(run)
+    return bool(rec["uses_benchmarks"]) if "uses_benchmarks" in rec else kind_of(run) == "benchmarks"

@@ -25,6 +25,7 @@ from ..store.db import Store
 from ..store.models import Run
 from .model import Section as ReportSection
 from .model import Table as SectionTable
+from .runinfo import kind_of
 
 __all__ = ["SECTIONS", "ReportSection", "SectionTable", "add_to_json", "render_text", "sections"]
 """ReportSection and SectionTable are the report model's Section and Table (report/model.py)."""
@@ -32,21 +33,6 @@ __all__ = ["SECTIONS", "ReportSection", "SectionTable", "add_to_json", "render_t
 
 SectionBuilder = Callable[[Store, Run], "ReportSection | None"]
 SECTIONS: Registry[Any] = Registry("virtbench.report_sections", "report section")
-
-
-def experiment_of(run: Run) -> str:
-    return str((run.campaign or {}).get("experiment") or "benchmarks")
-
-
-def in_main_table(run: Run) -> bool:
-    """Whether the run's executions belong in the table relative to the baseline (see
-    `Experiment.main_table`); an unknown kind (a plugin not installed here) keeps them."""
-    kind = experiment_of(run)
-    if kind == "benchmarks":  # the default kind's rows are the main table (a test checks the class says so):
-        return True           # not importing the experiments, pydantic and the platforms saves a report 0.1 s
-    from ..experiments.registry import EXPERIMENTS
-
-    return kind not in EXPERIMENTS.known() or EXPERIMENTS.get(kind).main_table
 
 
 def sections(store: Store, run: Run) -> list[ReportSection]:
@@ -59,10 +45,10 @@ def sections(store: Store, run: Run) -> list[ReportSection]:
     names = sorted(SECTIONS.known())  # only the builders asked are imported (other kinds' import hdrh, ...)
     if not names:
         return []
-    from ..experiments.registry import EXPERIMENTS
+    from ..registry import EXPERIMENTS
 
-    kinds = EXPERIMENTS.known()
-    kind = experiment_of(run)
+    kinds = EXPERIMENTS.known()  # names only (entry points): which builders are a kind's, nothing imported
+    kind = kind_of(run)
     out = []
     for name in names:
         if name in kinds and name != kind:

@@ -11,6 +11,8 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .runinfo import kind_of
+
 SCALABLE = {"B/s": "B/s", "B": "B", "bit/s": "bit/s", "Hz": "Hz", "b/s": "bit/s"}
 """Units an SI prefix goes in front of (k, M, G, T)."""
 PREFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
@@ -51,8 +53,7 @@ def labels_of(run: Any) -> dict[tuple[str, str], str]:
 
 def _own_steps(run: Any, rows: Iterable[Any]) -> str | None:
     """The kind of a run that measured in steps of its own, not rounds (density: counts); None otherwise."""
-    # the kind as report/sections.py's experiment_of reads it (importing it here would close a circle)
-    kind = run.campaign.get("experiment") or "benchmarks"
+    kind = kind_of(run)
     return kind if kind != "benchmarks" and not any(row.rounds for row in rows) else None
 
 

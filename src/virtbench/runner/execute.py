@@ -94,7 +94,10 @@ def _create_run(store: Store, run_id: str, campaign: Campaign, *, source: str, s
 
 
 def _details(store: Store, kind: Experiment) -> dict[str, Any]:
-    return {"host_id": store.upsert_host(hostfacts.stable_facts()), **kind.details()}
+    """What the run records about the host that measures it, and about its kind and plan."""
+    details = kind.details()
+    details["provenance"] = {**details.get("provenance", {}), "plan": kind.recorded()}
+    return {"host_id": store.upsert_host(hostfacts.stable_facts()), **details}
 
 
 def start(store: Store, campaign: Campaign, paths: Paths, *, source: str = "",

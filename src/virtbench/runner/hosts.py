@@ -67,6 +67,9 @@ class AcrossHosts(Experiment):
         details["provenance"] = {**details.get("provenance", {}), "hosts": _provenance(self.parts, local)}
         return details
 
+    def recorded(self) -> dict[str, Any]:
+        return self.kind.recorded()
+
     def summary(self, run_id: str, seed: int) -> str:
         c = self.campaign
         return (f"run {run_id}: {len(self.parts)} hosts x {len(c.platforms)} platforms x {self.kind.describe_work()}, "
