@@ -96,10 +96,10 @@ def main() -> int:
     print("stages, in process (imports done):")
     report, _ = timed("load + statistics (builder.build)", lambda: builder.build(store, RUN_ID, cached=False))
     timed("load from the report cache", lambda: builder.build(store, RUN_ID))
-    run, rows, failures = report
+    run, rows, failures = report.run, report.rows, report.failures
     doc, _ = timed("JSON document (report --json)",
                    lambda: json.dumps(builder.to_json(run, rows, failures), default=str))
-    timed("terminal report", lambda: text.render(run, rows, failures, Console(file=io.StringIO(), width=200)))
+    timed("terminal report", lambda: text.render(report, Console(file=io.StringIO(), width=200)))
     out = Path(tempfile.gettempdir()) / f"vb-report-speed-{store.engine.dialect.name}.html"
     timed("HTML file (report --html)", lambda: html.write(out, [report]))
     print(f"  {len(rows)} result rows, {len(doc) / 1e6:.1f} MB JSON, {out.stat().st_size / 1e6:.1f} MB HTML ({out})")

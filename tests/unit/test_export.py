@@ -43,7 +43,9 @@ def test_round_trip_through_pandas(store, tmp_path, fmt):
     failed = executions[executions.status == "failed"]
     assert len(failed) == 1 and failed.iloc[0]["platform"] == "qemu" and "device busy" in failed.iloc[0]["error"]
 
-    _, rows, _ = builder.build(store, "r1")
+    _report = builder.build(store, "r1")
+
+    rows = _report.rows
     assert len(summ) == len(rows)
     docker = summ[(summ.platform == "docker") & (summ.metric == "HPL_Gflops")].iloc[0]
     row = next(r for r in rows if r.platform == "docker" and r.metric == "HPL_Gflops")

@@ -99,7 +99,8 @@ def test_figure_files_pass_a_papers_checks(quick_store, fixture_store, tmp_path,
 
 def test_story_figure_every_verdict_with_its_interval(quick_store, tmp_path):
     _figures(quick_store, "quick", tmp_path, "page")
-    run, rows, _ = builder.build(quick_store, "quick")
+    _report = builder.build(quick_store, "quick")
+    run, rows = _report.run, _report.rows
     cells = [r for r in rows if r.benchmark != "lifecycle" and r.platform != run.baseline and r.relative is not None]
     story = list(csv.DictReader((tmp_path / "story.csv").open()))
     assert len(story) == len(cells)

@@ -1,6 +1,7 @@
 """The report model: sections registered by kind reach JSON, text and HTML through builder.build."""
 import json
 
+import pytest
 from rich.console import Console
 
 from virtbench.analysis import synthetic
@@ -39,16 +40,25 @@ def test_sections_in_every_rendering(tmp_path, monkeypatch):
     assert doc["format_version"] == model.FORMAT_VERSION
     assert doc["energy"] == {"joules": [1.5, None]}
     console = Console(record=True, width=100)
-    text.render(*report, console)
+    text.render(report, console)
     sections.render_text(report.sections, console)
     out = console.export_text()
     assert "Energy per platform" in out and "a note for the reader" in out
     assert "Energy per platform" in html.render([report])
 
 
-def test_report_unpacks_as_before(tmp_path):
+def test_the_report_is_the_model_not_a_tuple(tmp_path):
+    """#40: the model is what travels (store -> builder -> renderers and the web cache); the
+    (run, rows, failures) unpacking it kept for older callers is gone."""
     store = Store(f"sqlite:///{tmp_path / 's.db'}")
     synthetic.fill(store, "sim", repetitions=2, platforms=synthetic.default_platforms()[:2],
                    benchmarks=synthetic.default_benchmarks()[:1])
-    run, rows, failures = report = builder.build(store, "sim")
-    assert run.id == "sim" and rows and failures == [] and report[0] is run
+    report = builder.build(store, "sim")
+    assert report.run.id == "sim" and report.rows and report.failures == []
+    with pytest.raises(TypeError):
+        iter(report)  # type: ignore[call-overload]
+
+    from virtbench.web.cache import ReportCache
+
+    cached = ReportCache().report(store, "sim")
+    assert type(cached) is type(report) and cached.rows == report.rows

@@ -96,7 +96,8 @@ def test_json_keeps_the_core_contract_and_adds(tmp_path):
     store = Store(f"sqlite:///{tmp_path / 's.db'}")
     synthetic.fill(store, "r1", repetitions=4, fail={("docker", "sim-mbw"): [1]},
                    facts=synthetic.host_facts("h", governor="powersave", loadavg=[3.0, 1, 1]))
-    run, rows, failures = builder.build(store, "r1")
+    _report = builder.build(store, "r1")
+    run, rows, failures = _report.run, _report.rows, _report.failures
     doc = builder.to_json(run, rows, failures)
     assert CORE_TOP_FIELDS <= set(doc)
     for result in doc["results"]:
@@ -119,7 +120,7 @@ def test_three_repetitions_reach_verdicts_and_the_rest_say_what_would_decide(tmp
     """With 3 against 3 (where no rank test can be significant) clear differences are decided."""
     store = Store(f"sqlite:///{tmp_path / 's.db'}")
     synthetic.fill(store, "r1", repetitions=3, warmups=0)
-    doc = builder.to_json(*builder.build(store, "r1"))
+    doc = builder.report_json(builder.build(store, "r1"))
     verdicts = {r["verdict"] for r in doc["results"]}
     assert verdicts <= {None, "baseline", "slower", "faster", "same", "inconclusive"}
     qemu = next(r for r in doc["results"] if r["platform"] == "qemu" and r["metric"] == "randread_iops")

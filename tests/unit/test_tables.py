@@ -166,7 +166,8 @@ def test_figure_specs_of_a_synthetic_run(tmp_path):
 
     store = Store(f"sqlite:///{tmp_path / 'f.db'}")
     synthetic.fill(store, "r", repetitions=6, drift={"runc": 0.05})
-    run, rows, _ = builder.build(store, "r")
+    _report = builder.build(store, "r")
+    run, rows = _report.run, _report.rows
     cat = tables.category_table(rows)
     stacks = tables.stack_predictions(rows, runinfo.platform_infos(run))
     specs = figures.all_figures(rows, "native", run.benchmarks, cat, stacks)

@@ -21,9 +21,10 @@ def _many_platforms() -> list[synthetic.SimPlatform]:
 def test_text_report_has_category_best_and_stack_tables(tmp_path):
     store = Store(f"sqlite:///{tmp_path / 's.db'}")
     synthetic.fill(store, "sim", repetitions=4)
-    run, rows, failures = builder.build(store, "sim")
+    report = builder.build(store, "sim")
+    run = report.run
     console = Console(record=True, width=220)
-    text.render(run, rows, failures, console)
+    text.render(report, console)
     out = console.export_text()
     assert "Geometric mean of relative performance per category" in out
     assert "best of the container runtimes per category" in out
@@ -36,7 +37,7 @@ def test_headline_first_and_nothing_wider_than_100_columns(tmp_path):
     synthetic.fill(store, "sim", repetitions=3, platforms=_many_platforms())
     report = builder.build(store, "sim")
     console = Console(record=True, width=250)
-    text.render(*report, console, detail=True)
+    text.render(report, console, detail=True)
     out = console.export_text()
     lines = out.splitlines()
     assert max(len(line) for line in lines) <= 100, max(lines, key=len)
@@ -49,7 +50,7 @@ def test_headline_first_and_nothing_wider_than_100_columns(tmp_path):
     for i in range(6):  # every platform is in some table
         assert f"docker-with-a-rather-long-name-{i}" in out
     wide = Console(record=True, width=400)
-    text.render(*report, wide, wide=True)
+    text.render(report, wide, wide=True)
     assert max(len(line) for line in wide.export_text().splitlines()) > 100, "--wide keeps the old layout"
 
 
@@ -106,7 +107,7 @@ def test_the_text_report_lists_warnings_undecided_results_rounds_and_human_units
                        "description": "per CPU second", "label": "{unit} of CPU time"}]
     report = builder.build(store, "r")
     console = Console(record=True, width=400)
-    text.render(*report, console, wide=True)  # no cell wrapped: each sentence on one line
+    text.render(report, console, wide=True)  # no cell wrapped: each sentence on one line
     out = " ".join(console.export_text().split())
     assert "7 rounds measured (3 asked, 4 added to decide)" in out and not re.search(r"(?<![0-9])3 repetitions", out)
     assert "crun not measured: crun refuses hybrid cgroup hierarchies" in out and "use runc on this host" in out

@@ -27,8 +27,8 @@ def compare(run_a: str, run_b: str, as_json: bool, min_effect: float, db_url: st
     if ra.id == rb.id:
         raise InputError(f"A and B are the same run {ra.id}: a run compared with itself tells nothing; "
                          "give the run before and the run after the change")
-    _, rows_a, _ = builder.build(store, ra.id, min_effect=min_effect, sections=False)
-    _, rows_b, _ = builder.build(store, rb.id, min_effect=min_effect, sections=False)
+    rows_a = builder.build(store, ra.id, min_effect=min_effect, sections=False).rows
+    rows_b = builder.build(store, rb.id, min_effect=min_effect, sections=False).rows
     rows = do_compare(rows_a, rows_b, min_effect=min_effect)
     doc = builder.compare_json(ra, rb, rows, min_effect=min_effect)
     if as_json:

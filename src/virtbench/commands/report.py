@@ -52,12 +52,10 @@ def _report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, 
         print_report(store, refs[0], as_json=as_json, detail=detail, min_effect=min_effect, wide=wide)
         return
     reports = [builder.build(store, ref, min_effect=min_effect) for ref in refs]
-    secs = [r.sections for r in reports]
-    triples = [(r.run, r.rows, r.failures) for r in reports]  # what the renderers below take
     if html_file:
         from ..report import html
 
-        html.write(html_file, triples, min_effect=min_effect, sections=secs, interactive=interactive)
+        html.write(html_file, reports, min_effect=min_effect, interactive=interactive)
         errconsole.print(f"wrote {html_file}")
     if figures_dir:
         require("figures", "--figures")
@@ -67,7 +65,7 @@ def _report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, 
         errconsole.print(f"wrote {len(written)} figure and table files to {figures_dir}")
     if as_json:
         doc = (builder.report_json(reports[0], min_effect=min_effect) if len(reports) == 1
-               else builder.merged_json(triples, min_effect=min_effect))
+               else builder.merged_json(reports, min_effect=min_effect))
         click.echo(json.dumps(doc, indent=2, default=str))
     elif len(reports) > 1 and not (html_file or figures_dir):
-        text.render_merged(builder.merged_json(triples, min_effect=min_effect), console)
+        text.render_merged(builder.merged_json(reports, min_effect=min_effect), console)

@@ -97,12 +97,11 @@ def print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool, min_e
     if as_json:
         click.echo(json.dumps(builder.report_json(report, min_effect=min_effect), indent=2, default=str))
     elif runinfo.run_hosts(report.run):  # one host at a time, then the hosts side by side
-        for host, rows, failures in runinfo.per_host(report):
+        for host, part in runinfo.host_parts(report):
             console.rule(f"host {host}")
-            text.render(report.run, rows, failures, console, detail=detail, wide=wide)
+            text.render(part, console, detail=detail, wide=wide)
         from ..report.sections import render_text
 
         render_text(list(report.sections), console)
     else:
-        text.render(report.run, report.rows, report.failures, console, detail=detail, wide=wide,
-                    sections=report.sections)
+        text.render(report, console, detail=detail, wide=wide)

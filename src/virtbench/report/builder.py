@@ -110,18 +110,17 @@ def report_json(report: Report, *, alpha: float = stats.ALPHA, min_effect: float
                    sections=report.sections)
 
 
-def merged_json(reports: Sequence[tuple[Run, list[Row], list[dict[str, Any]]]], *, alpha: float = stats.ALPHA,
+def merged_json(reports: Sequence[Report], *, alpha: float = stats.ALPHA,
                 min_effect: float = stats.MIN_EFFECT) -> dict[str, Any]:
     """Several runs (usually one per host) as one comparison: hosts as columns, ranges across hosts."""
-    labels = host_labels([r for r, _, _ in reports])
-    cats = {lab: tables.category_table(rows) for lab, (_, rows, _) in zip(labels, reports)}
-    infos = {lab: platform_infos(run) for lab, (run, _, _) in zip(labels, reports)}
+    labels = host_labels([r.run for r in reports])
+    cats = {lab: tables.category_table(r.rows) for lab, r in zip(labels, reports)}
+    infos = {lab: platform_infos(r.run) for lab, r in zip(labels, reports)}
     return {
         "format_version": FORMAT_VERSION,
         "hosts": labels,
-        "runs": [to_json(*rep, alpha=alpha, min_effect=min_effect, sections=getattr(rep, "sections", ()))
-                 for rep in reports],
-        "comparison": tables.hosts_matrix({lab: rows for lab, (_, rows, _) in zip(labels, reports)}),
+        "runs": [report_json(rep, alpha=alpha, min_effect=min_effect) for rep in reports],
+        "comparison": tables.hosts_matrix({lab: r.rows for lab, r in zip(labels, reports)}),
         "categories": tables.category_ranges(cats),
         "availability": tables.availability(cats, infos),
     }

@@ -112,7 +112,8 @@ def export(store: Store, run_ref: str, directory: Path, fmt: str = "csv") -> lis
     """Write <run>-samples, <run>-executions and <run>-summary in the format; returns the files."""
     if fmt not in FORMATS:
         raise InputError(f"unknown export format {fmt!r}", f"use one of {', '.join(FORMATS)}")
-    run, rows, _ = S.build(store, run_ref)
+    report = S.build(store, run_ref)
+    run, rows = report.run, report.rows
     host = runinfo.host_labels([run])[0]
     try:
         directory.mkdir(parents=True, exist_ok=True)

@@ -423,23 +423,24 @@ def finite(v: Any) -> Any:
 def for_files(reports: Sequence[Any]) -> tuple[list[FigureSpec], list[str]]:
     """What --figures writes for these reports (model.Report): the runs' figures, then their
     sections' (experiment kinds, probes) that are meant as files; and the platform names."""
-    specs, platforms = for_reports([(r.run, r.rows, r.failures) for r in reports])
+    specs, platforms = for_reports(reports)
     return [*specs, *(f for r in reports for s in r.sections for f in s.figures if f.static)], platforms
 
 
-def for_reports(reports: Sequence[tuple[Any, list[Row], Any]]) -> tuple[list[FigureSpec], list[str]]:
+def for_reports(reports: Sequence[Any]) -> tuple[list[FigureSpec], list[str]]:
     """Every figure of one or several runs (ids prefixed with the host when several), and the
     platform names in run order, so static files colour platforms as the HTML report does."""
     from .runinfo import per_benchmark_figures
 
     specs: list[FigureSpec] = []
-    labels = host_labels([run for run, _, _ in reports])
-    for (run, rows, _), label in zip(reports, labels):
+    labels = host_labels([r.run for r in reports])
+    for report, label in zip(reports, labels):
+        run, rows = report.run, report.rows
         if not per_benchmark_figures(run):
             continue  # an experiment kind's figures are its section's (one per kind, not per point)
         for spec in run_figures(run, rows):
             if len(reports) > 1:
                 spec.id = slug(label, spec.id)
             specs.append(spec)
-    platforms = list(dict.fromkeys(p.name for run, _, _ in reports for p in run.platforms))
+    platforms = list(dict.fromkeys(p.name for r in reports for p in r.run.platforms))
     return specs, platforms

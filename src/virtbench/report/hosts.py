@@ -9,7 +9,7 @@ from ..store.db import Store
 from ..store.models import Run
 from .model import Report, Section, Table
 from .result_rows import run_rows
-from .runinfo import per_host, run_hosts
+from .runinfo import host_parts, run_hosts
 
 
 def build(store: Store, run: Run) -> Section | None:
@@ -19,7 +19,7 @@ def build(store: Store, run: Run) -> Section | None:
     report = Report(run, *run_rows(store, run))
     from ..analysis import tables
 
-    rows_of = {h: rows for h, rows, _ in per_host(report)}
+    rows_of = {h: part.rows for h, part in host_parts(report)}
     matrix = tables.hosts_matrix(rows_of)
     info = (run.provenance or {}).get("hosts", {})
     hosts: dict[str, Any] = {}

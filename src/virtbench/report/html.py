@@ -19,18 +19,14 @@ from typing import Any
 
 from .. import __version__
 from ..analysis import stats, tables
-from ..analysis.summary import Row
 from ..extras import require
-from ..store.models import Run
 from . import builder as S
 from . import figures as F
 from . import html_parts as H
 from . import interactive as I
 from . import layout, runinfo
-from .model import Report as Model
+from .model import Report
 from .sections import ReportSection
-
-Report = tuple[Run, list[Row], list[dict[str, Any]]]
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1400px;padding:0 1.2em 3em;color:#222}
@@ -152,13 +148,12 @@ def experiment_html(page: Page, secs: Sequence[ReportSection], prefix: str) -> s
 
 
 def run_section(page: Page, report: Report, label: str, prefix: str = "", *, alpha: float = stats.ALPHA,
-                min_effect: float = stats.MIN_EFFECT, secs: Sequence[ReportSection] = ()) -> str:
+                min_effect: float = stats.MIN_EFFECT) -> str:
     """One run: a summary line, then the report's layout (report/layout.py: headline, results,
     lifecycle, categories, stacks, charts, undecided results, warnings, the run's sections,
     failures, every statistic) as every renderer shows it, then the provenance."""
-    run, rows, failures = report
+    run, rows = report.run, report.rows
     platforms = [p.name for p in run.platforms]
-    model = Model(run, rows, failures, list(secs))
     counts: dict[str, int] = {}
     for r in rows:
         if r.verdict and r.verdict != "baseline":
@@ -169,7 +164,7 @@ def run_section(page: Page, report: Report, label: str, prefix: str = "", *, alp
         f"<p>{len(platforms)} platforms, {len(run.benchmarks)} benchmarks, baseline <b>{H.e(run.baseline)}</b>. "
         f"Comparisons with the baseline: {verdicts or 'none'} ({H.e(S.VERDICT_RULE)} Minimum effect "
         f"{min_effect:.0%}.)</p>",
-        *[section_html(page, s, prefix) for s in layout.of(model)],
+        *[section_html(page, s, prefix) for s in layout.of(report)],
         "<h3>Provenance</h3>", H.provenance(run, runinfo.facts(run), label, rows), "</section>"]
     return page.filterable("".join(parts))
 
@@ -188,24 +183,22 @@ def document(title: str, body: str, page: Page) -> str:
 
 
 def render(reports: Sequence[Report], *, alpha: float = stats.ALPHA, min_effect: float = stats.MIN_EFFECT,
-           sections: Sequence[Sequence[ReportSection]] = (), interactive: bool = False) -> str:
-    """The page for one run, or for several runs merged with hosts as columns.
+           interactive: bool = False) -> str:
+    """The page for one run, or for several runs merged with hosts as columns, each with its
+    sections (experiment kinds', probes').
 
-    sections: each run's experiment sections (report/sections.py), in the order of reports.
     interactive: plotly.js figures (zoom, hover; 4.6 MB more) instead of inline SVG."""
-    secs_of = list(sections) or [getattr(r, "sections", ()) for r in reports]
-    secs_of += [()] * (len(reports) - len(secs_of))
-    names = [p.name for run, _, _ in reports for p in run.platforms]
+    names = [p.name for r in reports for p in r.run.platforms]
     page = Page(names, interactive)
-    labels = runinfo.host_labels([r for r, _, _ in reports])
+    labels = runinfo.host_labels([r.run for r in reports])
     if len(reports) == 1:
-        run = reports[0][0]
-        body = run_section(page, reports[0], labels[0], alpha=alpha, min_effect=min_effect, secs=secs_of[0])
+        run = reports[0].run
+        body = run_section(page, reports[0], labels[0], alpha=alpha, min_effect=min_effect)
         return document(f"virtbench report: {run.name} ({run.id})", body, page)
     merged = S.merged_json(reports, alpha=alpha, min_effect=min_effect)
-    cats = {lab: tables.category_table(rows) for lab, (_, rows, _) in zip(labels, reports)}
+    cats = {lab: tables.category_table(r.rows) for lab, r in zip(labels, reports)}
     nav = " ".join(f'<a href="#r{i}-run">{H.e(lab)}</a>' for i, lab in enumerate(labels))
-    baseline = reports[0][0].baseline
+    baseline = reports[0].run.baseline
     cat_figs = [f for lab in labels if (f := F.category_figure(cats[lab], baseline, lab))]
     body = (f"<nav>Hosts: {nav}</nav><h2>Across hosts</h2>"
             + H.category_ranges_html(merged["categories"], labels)
@@ -213,7 +206,7 @@ def render(reports: Sequence[Report], *, alpha: float = stats.ALPHA, min_effect:
             + page.grid(cat_figs, "m-")
             + H.hosts_html(merged["comparison"], labels))
     body = page.filterable(body)
-    body += "".join(run_section(page, rep, lab, f"r{i}-", alpha=alpha, min_effect=min_effect, secs=secs_of[i])
+    body += "".join(run_section(page, rep, lab, f"r{i}-", alpha=alpha, min_effect=min_effect)
                     for i, (rep, lab) in enumerate(zip(reports, labels)))
     return document(f"virtbench report: {len(reports)} runs on {len(set(labels))} hosts", body, page)
 

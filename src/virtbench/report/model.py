@@ -103,16 +103,10 @@ class Section:
 
 @dataclass
 class Report:
-    """One run's report. Iterating and indexing give (run, rows, failures), the triple
-    callers used before the model existed; `layout.of(report)` is everything it shows, in order."""
+    """One run's report: what every renderer (text, JSON, HTML, the web) and the web's cache
+    take; `layout.of(report)` is everything it shows, in order."""
 
     run: Run
     rows: list[Row]
     failures: list[dict[str, Any]]
     sections: list[Section] = field(default_factory=list)
-
-    def __iter__(self) -> Any:
-        return iter((self.run, self.rows, self.failures))
-
-    def __getitem__(self, i: int) -> Any:
-        return (self.run, self.rows, self.failures)[i]

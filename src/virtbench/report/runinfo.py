@@ -36,11 +36,13 @@ def run_hosts(run: Run) -> list[str]:
     return [str(h["name"]) for h in (run.campaign or {}).get("hosts", []) if isinstance(h, dict)]
 
 
-def per_host(report: Report) -> list[tuple[str, list[Row], list[dict[str, Any]]]]:
-    """A multi-host report taken apart: (host, its rows, its failures) per host, for renderers
-    that lay out one host at a time."""
-    return [(h, [r for r in report.rows if r.host == h], [f for f in report.failures if f.get("host") == h])
-            for h in run_hosts(report.run)]
+def host_parts(report: Report) -> list[tuple[str, Report]]:
+    """A multi-host report taken apart: (host, its part: its rows and failures) per host, for
+    renderers that lay out one host at a time."""
+    from .model import Report as Model  # the model imports nothing of the report either
+
+    return [(h, Model(report.run, [r for r in report.rows if r.host == h],
+                      [f for f in report.failures if f.get("host") == h])) for h in run_hosts(report.run)]
 
 
 def hosts_of(run: Any, rows: Sequence[Row], failures: Sequence[dict[str, Any]] = ()) -> list[str]:

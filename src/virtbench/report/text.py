@@ -73,8 +73,7 @@ def cell(v: Any, wide: bool = False) -> str:
     return escape(str(v))
 
 
-def render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: Console,
-           detail: bool = False, wide: bool = False, sections: Sequence[Section] = ()) -> None:
+def render(report: Report, console: Console, detail: bool = False, wide: bool = False) -> None:
     """The report's layout (report/layout.py: headline, results, lifecycle, categories,
     stacks, undecided results, warnings, the run's sections, failures), the run's facts after the
     headline; at most WIDTH columns unless wide (the old layout)."""
@@ -82,7 +81,8 @@ def render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: C
     if not wide:
         console.width = min(width, WIDTH)
     try:
-        secs = layout.of(Report(run, rows, failures, list(sections)), charts=False)
+        run, rows = report.run, report.rows
+        secs = layout.of(report, charts=False)
         console.print(f"[bold]virtbench run {run.id}[/bold] ({run.name}, {run.status})")
         for s in secs:
             if s.key == "headline":

@@ -199,7 +199,7 @@ def write_html(path: Path, section: Section, reports: Sequence[Report]) -> Path:
     page = html.Page([p.name for r in reports for p in r.run.platforms])
     labels = runinfo.host_labels([r.run for r in reports])
     body = html.experiment_html(page, [section], "s-")
-    body += "".join(html.run_section(page, tuple(rep), lab, f"r{i}-", secs=rep.sections)
+    body += "".join(html.run_section(page, rep, lab, f"r{i}-")
                     for i, (rep, lab) in enumerate(zip(reports, labels)))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(html.document(section.title, body, page), encoding="utf-8")

@@ -17,6 +17,7 @@ from typing import Any
 from ..analysis.summary import Row
 from ..report import builder
 from ..report import cache as report_cache
+from ..report.model import Report
 from ..store import browse, reports
 from ..store.db import Store
 from ..store.models import Run
@@ -55,22 +56,22 @@ class ReportCache:
                 self._data.popitem(last=False)
         return value
 
-    def report(self, store: Store, run_id: str) -> tuple[Run, list[Row], list[dict[str, Any]]]:
-        rows, failures = self.rows(store, run_id)
-        return queries.get_run(store, run_id), rows, failures
-
-    def rows(self, store: Store, run_id: str, key: tuple | None = None) -> tuple[list[Row], list[dict[str, Any]]]:
-        """The report's rows and failures without loading the run itself (pooling has it);
-        key: the run's report key when the caller read it already (see keys)."""
+    def report(self, store: Store, run_id: str, key: tuple | None = None) -> Report:
+        """The run's report without its sections (results.full_report adds them), kept as the
+        report model itself; key: the run's report key when the caller read it already (see keys)."""
         key = key or self.key(store, run_id)
         return self._memo((run_id, "report"), key, lambda: self._stored_or_built(store, run_id, key))
 
-    def _stored_or_built(self, store: Store, run_id: str, key: tuple) -> tuple[list[Row], list[dict[str, Any]]]:
+    def rows(self, store: Store, run_id: str, key: tuple | None = None) -> tuple[list[Row], list[dict[str, Any]]]:
+        """The report's rows and failures (pooling several runs reads only these)."""
+        report = self.report(store, run_id, key)
+        return report.rows, report.failures
+
+    def _stored_or_built(self, store: Store, run_id: str, key: tuple) -> Report:
         got = report_cache.load(store, run_id, key)
         if got is not None:
-            return got
-        built = builder.build(store, run_id, sections=False)  # stored there when the run has stopped
-        return built.rows, built.failures
+            return Report(queries.get_run(store, run_id), *got)
+        return builder.build(store, run_id, sections=False)  # stored there when the run has stopped
 
     @staticmethod
     def keys(store: Store, runs: Sequence[Run]) -> dict[str, tuple]:

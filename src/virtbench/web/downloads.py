@@ -73,7 +73,7 @@ def response(store: Store, reports: cache.ReportCache, run_id: str, fmt: str, ta
         if fmt == "html":
             from ..report import html
 
-            body: bytes = html.render([(run, rows, report.failures)], sections=[report.sections]).encode()
+            body: bytes = html.render([report]).encode()
             filename = f"{name}.html"
         elif table == "report":
             if fmt != "json":

@@ -32,8 +32,8 @@ def full_report(store: Store, cache: ReportCache, run_id: str) -> Report:
     for the run page, the API and the downloads alike (rows from the cache)."""
     from ..report.sections import sections
 
-    run, rows, failures = cache.report(store, run_id)
-    return Report(run, rows, failures, sections(store, run))
+    report = cache.report(store, run_id)
+    return replace(report, sections=sections(store, report.run))
 
 
 def row_json(r: Row) -> dict[str, Any]:
@@ -111,7 +111,8 @@ def verify(store: Store, cache: ReportCache, run_id: str, benchmark: str | None 
     table_limit: rows per platform table (pages); outliers and failures are always listed,
     the chart always has every value, and the API passes None (everything).
     """
-    run, rows, _ = cache.report(store, run_id)
+    report = cache.report(store, run_id)
+    run, rows = report.run, report.rows
     overview = [{"benchmark": r.benchmark, "metric": r.metric, "platform": r.platform, "unit": r.unit,
                  "n": r.n, "failed": r.failed, "cv": figures.finite(r.cv) if r.cv is not None else None,
                  "flags": r.quality} for r in rows]
@@ -202,7 +203,7 @@ def pooled_rows(store: Store, cache: ReportCache, runs: Sequence[Run], baseline:
     shows flags and tests, the API every field).
     """
     if len(runs) == 1 and baseline == runs[0].baseline:
-        _, rows, _ = cache.report(store, runs[0].id)
+        rows = cache.report(store, runs[0].id).rows
         return rows, [p.name for p in runs[0].platforms], []
     images: dict[str, list[Run]] = defaultdict(list)
     for run in runs:
@@ -324,8 +325,8 @@ def before_after(store: Store, cache: ReportCache, run_a: str, run_b: str) -> di
     if run_a == run_b:
         raise InputError(f"A and B are the same run {run_a}: a run compared with itself tells nothing",
                          "choose the run before and the run after the change")
-    ra, rows_a, _ = cache.report(store, run_a)
-    rb, rows_b, _ = cache.report(store, run_b)
+    a, b = cache.report(store, run_a), cache.report(store, run_b)
+    ra, rows_a, rb, rows_b = a.run, a.rows, b.run, b.rows
     rows = compare_runs(rows_a, rows_b)
     doc = builder.compare_json(ra, rb, rows)
     common = {p.name for p in ra.platforms} & {p.name for p in rb.platforms}
