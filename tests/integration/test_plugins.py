@@ -1,6 +1,7 @@
 """#26: a third-party plugin of every kind is one module and one entry point. The throwaway
-package `tests/plugins/vbtoy` holds a benchmark, a platform, a probe, an experiment kind and
-their report parts; the test writes a distribution's metadata for it (`vbtoy-0.dist-info` with
+package `tests/plugins/vbtoy` holds a benchmark, a platform (written from the Platform interface
+alone, #40), a probe, an experiment kind (which runs across hosts too, tests/unit/test_toy_plugins.py),
+a self-test check and their report parts; the test writes a distribution's metadata for it (`vbtoy-0.dist-info` with
 its `entry_points.txt`, exactly what `pip install` of a plugin leaves) and runs the CLI with both
 on PYTHONPATH. Without that metadata the same campaigns are refused: the entry points, and
 nothing else, make virtbench find them. integration: the campaigns run for real (native chroot)."""
@@ -38,6 +39,9 @@ toy-stopwatch = vbtoy.report:stopwatch
 
 [virtbench.report_sections]
 toy-count = vbtoy.report:count
+
+[virtbench.selftest]
+toy-five-words = vbtoy.check:FiveWords
 """
 
 
@@ -116,3 +120,11 @@ def test_experiment_kind_and_its_report_part_run_through_the_cli(plugged, tmp_pa
     assert doc["toy-count"]["counted"] == {"native": 3.0, "toy": 3.0}
     text = vb(plugged, "report", run.id)
     assert "Toy counts" in text.stdout and "largest" in text.stdout, text.stdout
+
+
+def test_a_plugin_selftest_check_runs_through_the_cli(plugged):
+    res = vb(plugged, "selftest", "toy-five-words", "--json")
+    doc = json.loads(res.stdout)
+    (check,) = doc["checks"]
+    assert check["name"] == "toy-five-words" and check["passed"] is True, res.stdout + res.stderr
+    assert check["measured"] == "native 5, toy 5" and res.returncode == 0

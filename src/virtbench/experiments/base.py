@@ -255,10 +255,11 @@ class Experiment(ABC):
         """Cheap checks of another host before anything is built or shipped (InputError naming
         the host): read(path) is that host's file, None when it cannot be read."""
 
-    def host_recipe(self) -> Recipe:
+    def host_recipe(self) -> Recipe | None:
         """The image an agent of this kind measures with on another host (`across_hosts =
         "agents"`): built here for that host's architecture and shipped, since a board or a
-        guest cannot be trusted to build the same binaries itself."""
+        guest cannot be trusted to build the same binaries itself. None: the kind measures
+        with no image (only virtbench is shipped)."""
         raise NotImplementedError(f"experiment {self.name!r} runs across hosts through agents but gives no "
                                   "host_recipe")
 

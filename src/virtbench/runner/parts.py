@@ -143,9 +143,11 @@ def _check_remote(part: Part, campaign: Campaign, paths: Paths) -> None:
                    memory=hostfacts.meminfo(meminfo).get("MemTotal", 0))
 
 
-def _prepare_remote(part: Part, campaign: Campaign, recipe: images.Recipe, image: Image | None, log: Any) -> None:
+def _prepare_remote(part: Part, campaign: Campaign, recipe: images.Recipe | None, image: Image | None,
+                    log: Any) -> None:
     """virtbench and the image (`image` if it is for the host's architecture, else `recipe`
-    built for it) shipped, the agent's check answered, the clock offset read."""
+    built for it; none when the kind measures with no image) shipped, the agent's check
+    answered, the clock offset read."""
     ex = part.executor
     assert ex is not None
     machine = ex.run(["uname", "-m"], timeout=30).stdout.strip()
@@ -156,14 +158,15 @@ def _prepare_remote(part: Part, campaign: Campaign, recipe: images.Recipe, image
                          f"({(py.stdout or py.stderr).strip()[-80:] or 'no python3'})",
                          f"install python3 and python3-venv on {part.name}")
     arch = MACHINE_TO_DEB.get(machine, machine)
-    if image is None or arch != image.arch:  # the same recipe for that host's architecture (qemu-user)
+    if recipe is not None and (image is None or arch != image.arch):  # that host's architecture (qemu-user)
         try:
             image = images.build(replace(recipe, arch=arch), log=log)
         except VirtbenchError as exc:
             raise InputError(f"host {part.name} is {machine}: no {arch} guest image for it: {exc.message}",
                              exc.fix or f"build it first: virtbench image build --arch {arch}") from None
     part.agent = ship.ensure_virtbench(ex, machine, py.stdout.strip(), part.shipped, log)
-    ship.ensure_image(ex, image.root, part.image_cache, part.shipped, log)
+    if image is not None:
+        ship.ensure_image(ex, image.root, part.image_cache, part.shipped, log)
     part.clock = clock_offset(ex)
     msgs = talk(part, {"mode": "check", "campaign": for_agent(campaign), "run_id": "check",
                         "image_cache": part.image_cache})
