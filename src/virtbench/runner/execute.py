@@ -41,7 +41,7 @@ from . import hostlock
 from .hosts import AcrossHosts
 from .parts import cleanup_host
 
-__all__ = ["Interrupted", "Outcome", "QuietReporter", "Reporter", "StopCheck", "cleanup", "enqueue", "measure",
+__all__ = ["Interrupted", "RunOutcome", "QuietReporter", "Reporter", "StopCheck", "cleanup", "enqueue", "measure",
            "new_run_id", "resume", "run_queued", "start", "stopped_by_store"]
 
 StopCheck = Callable[[], bool]
@@ -52,7 +52,7 @@ NOT_YET_MEASURED: dict[str, Any] = {"host_id": None, "host_facts": {}, "image": 
 
 
 @dataclass(frozen=True)
-class Outcome:
+class RunOutcome:
     run_id: str
     executions: int
     failed: int
@@ -103,7 +103,7 @@ def _details(store: Store, kind: Experiment) -> dict[str, Any]:
 def start(store: Store, campaign: Campaign, paths: Paths, *, source: str = "",
           reporter: Reporter | None = None, run_id: str | None = None,
           stop_requested: StopCheck | None = None, left_out: list[dict[str, str]] | None = None,
-          cgroup_parent: str | None = None) -> Outcome:
+          cgroup_parent: str | None = None) -> RunOutcome:
     """Validate, probe, build, record the run, then execute it.
 
     left_out: given for a generated campaign (the quick one): the platforms it did not include,
@@ -138,7 +138,7 @@ def enqueue(store: Store, campaign: Campaign, *, source: str = "") -> str:
 
 
 def run_queued(store: Store, run_id: str, paths: Paths, *, reporter: Reporter | None = None,
-               stop_requested: StopCheck | None = None) -> Outcome:
+               stop_requested: StopCheck | None = None) -> RunOutcome:
     """Execute a queued run: probe, build and record its provenance now, on this host (with
     `hosts:`, this worker's host is the controller, as `virtbench run` would be)."""
     reporter = reporter or QuietReporter()
@@ -162,7 +162,7 @@ def run_queued(store: Store, run_id: str, paths: Paths, *, reporter: Reporter | 
 
 
 def resume(store: Store, run_ref: str, paths: Paths, *, reporter: Reporter | None = None,
-           stop_requested: StopCheck | None = None) -> Outcome:
+           stop_requested: StopCheck | None = None) -> RunOutcome:
     """Complete an interrupted run with the same campaign, seed and image."""
     reporter = reporter or QuietReporter()
     run = store.run(run_ref)
@@ -187,7 +187,7 @@ def _context(store: Store, run_id: str, seed: int, paths: Paths, reporter: Repor
                              reporter=reporter)
 
 
-def measure(kind: Experiment, ctx: ExperimentContext) -> Outcome:
+def measure(kind: Experiment, ctx: ExperimentContext) -> RunOutcome:
     """The kind's run step, and the run's status after it: finished, interrupted (Ctrl-C,
     SIGTERM, a cancel), failed (with the reason). The kind's cleanup runs whatever happens."""
     sink, run_id, reporter = ctx.sink, ctx.run_id, ctx.reporter
@@ -199,7 +199,7 @@ def measure(kind: Experiment, ctx: ExperimentContext) -> Outcome:
             kind.run(ctx)
     except (KeyboardInterrupt, Interrupted):
         sink.set_status(run_id, "interrupted", "interrupted by user or signal")
-        return Outcome(run_id, len(sink.executions(run_id)) - before, 0, interrupted=True)
+        return RunOutcome(run_id, len(sink.executions(run_id)) - before, 0, interrupted=True)
     except Unfinished as exc:  # part of it not measured (a host lost): what was measured stays
         sink.set_status(run_id, "failed", str(exc))
         unfinished = str(exc)
@@ -215,7 +215,7 @@ def measure(kind: Experiment, ctx: ExperimentContext) -> Outcome:
             reporter.log(f"removed {line}")
         reporter.end()
     failed = sum(1 for ex in sink.executions(run_id, status="failed") if not ex.warmup)
-    return Outcome(run_id, len(sink.executions(run_id)) - before, failed, unfinished=unfinished)
+    return RunOutcome(run_id, len(sink.executions(run_id)) - before, failed, unfinished=unfinished)
 
 
 def stopped_by_store(sink: Sink, run_id: str, exc: StoreError) -> StoreError:

@@ -131,7 +131,7 @@ class QueueWorker:
             self.echo(f"{self.id} ready; database {self.store.shown}")
             self._recover()
             if self.probe and not self.stop.is_set():
-                self._probe_platforms()
+                self._check_platforms()
             while not self.stop.is_set():
                 run_id = claim_next(self.store, self.id, self.host)
                 if run_id is None:
@@ -257,7 +257,7 @@ class QueueWorker:
         except Exception as exc:  # noqa: BLE001 - the pages compute it themselves then
             self.echo(f"run {run_id}: could not store its report: {exc}")
 
-    def _probe_platforms(self) -> None:
+    def _check_platforms(self) -> None:
         """Which platform types this host runs, for the schedule form (same probe as doctor)."""
         from .. import hostinfo as hostfacts
         from ..platforms.availability import availability_of

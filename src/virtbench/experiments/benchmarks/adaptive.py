@@ -47,20 +47,20 @@ def log_of(sink: Sink, run_id: str) -> list[dict[str, Any]]:
     return list(sink.state(run_id).get("adaptive", []))
 
 
-def plan_next(store: Sink, campaign: Campaign, run_id: str, next_round: int,
+def plan_next(sink: Sink, campaign: Campaign, run_id: str, next_round: int,
               started_at: datetime) -> dict[str, Any] | None:
     """The next extra round (platforms and reasons), or None when done; recorded in the run."""
     assert campaign.adaptive is not None
     rule = campaign.adaptive
-    log = log_of(store, run_id)
+    log = log_of(sink, run_id)
     elapsed = (now() - started_at).total_seconds() / 60
     if elapsed >= rule.max_minutes:
-        _append(store, run_id, log, {"stop": f"time cap of {rule.max_minutes:g} min reached"})
+        _append(sink, run_id, log, {"stop": f"time cap of {rule.max_minutes:g} min reached"})
         return None
     values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     rounds: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     direction: dict[tuple[str, str], bool] = {}
-    for s in store.samples(run_id):
+    for s in sink.samples(run_id):
         if s.benchmark == LIFECYCLE:
             continue
         values[(s.platform, s.benchmark, s.metric)].append(s.value)
@@ -86,7 +86,7 @@ def plan_next(store: Sink, campaign: Campaign, run_id: str, next_round: int,
                                                           max_n=rule.max_repetitions)
     extra = 0
     if rule.until == "decided":  # what the time left allows, at the comparisons' own durations
-        took, left_s = _durations(store, run_id), rule.max_minutes * 60 - elapsed * 60
+        took, left_s = _durations(sink, run_id), rule.max_minutes * 60 - elapsed * 60
         extra = _rounds_that_fit(took, campaign.baseline, {(p, b) for (p, b, _), need in needs.items() if need}, left_s)
         for (platform, bench, metric), need in needs.items():
             if need and len(values[(platform, bench, metric)]) >= OUT_OF_REACH_MIN_ROUNDS:
@@ -120,7 +120,7 @@ def plan_next(store: Sink, campaign: Campaign, run_id: str, next_round: int,
             parts.append(f"out of reach at their noise within the time left: "
                          f"{', '.join(sorted({f'{p} {b}' for p, b, _ in left}))}")
         stop = "; ".join(parts) or done
-        _append(store, run_id, log, {"stop": stop})
+        _append(sink, run_id, log, {"stop": stop})
         return None
     entry: dict[str, Any] = {"round": next_round, "platforms": sorted(reasons) + [campaign.baseline],
                              "reasons": reasons, "cells": cells}
@@ -134,22 +134,22 @@ def plan_next(store: Sink, campaign: Campaign, run_id: str, next_round: int,
     if rule.until == "decided":  # run only what is still undecided (the baseline: all of those)
         entry["benchmarks"] = {p: sorted(b) for p, b in undecided.items()}
         entry["benchmarks"][campaign.baseline] = sorted(set().union(*undecided.values()))
-    _append(store, run_id, log, entry)
+    _append(sink, run_id, log, entry)
     return entry
 
 
-def note_noise(store: Sink, campaign: Campaign, run_id: str, started_at: datetime) -> list[str]:
+def note_noise(sink: Sink, campaign: Campaign, run_id: str, started_at: datetime) -> list[str]:
     """After the noise check's rounds: each benchmark's A/A noise and what the caps can decide
     at it, stored in the run (provenance "noise") and returned as lines for the terminal."""
     assert campaign.adaptive is not None
     rule = campaign.adaptive
     first = unmeasured_rounds(campaign)
     values: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for s in store.samples(run_id, include_warmup=True):
+    for s in sink.samples(run_id, include_warmup=True):
         if s.platform == campaign.baseline and campaign.warmups <= s.round < first and s.benchmark != LIFECYCLE:
             values[(s.benchmark, s.metric)].append(s.value)
     cost: dict[str, float] = defaultdict(float)  # seconds a full round spends on each benchmark
-    for e in store.executions(run_id):
+    for e in sink.executions(run_id):
         if e.round < campaign.warmups:
             cost[e.benchmark] += e.duration_s
     noises = {key: n for key, vals in sorted(values.items()) if (n := forecast.pair_noise(vals)) is not None}
@@ -172,7 +172,7 @@ def note_noise(store: Sink, campaign: Campaign, run_id: str, started_at: datetim
     cells = others * len(per_metric)
     note = {"rounds": rounds, "round_s": full_s, "cells": cells, "expected_decided": round(expected),
             "spread": forecast.SPREAD, "metrics": per_metric}
-    store.set_state(run_id, "noise", note)
+    sink.set_state(run_id, "noise", note)
     return forecast.note_lines(note)
 
 
@@ -229,10 +229,10 @@ def needs_decision(values: list[float], base: list[float], higher_is_better: boo
     return Need(True, f"undecided: {v.reason}", (v.ci[1] - v.ci[0]) / 2)
 
 
-def _durations(store: Sink, run_id: str) -> dict[tuple[str, str], list[float]]:
+def _durations(sink: Sink, run_id: str) -> dict[tuple[str, str], list[float]]:
     """(platform, benchmark) -> the durations of its measured executions so far."""
     took: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for e in store.executions(run_id):
+    for e in sink.executions(run_id):
         if not e.warmup:
             took[(e.platform, e.benchmark)].append(e.duration_s)
     return took

@@ -76,7 +76,7 @@ def _planned(units: list[Unit], done: set[tuple[int, str, str]]) -> tuple[int, i
     return sum(len(u.keys()) for u in units), sum(1 for u in units for k in u.keys() if k in done)
 
 
-def _run_unit(store: Sink, session: Session, run_id: str, unit: Unit, todo: set[str],
+def _run_unit(sink: Sink, session: Session, run_id: str, unit: Unit, todo: set[str],
               reporter: Reporter) -> tuple[int, int]:
     platform = session.platforms[unit.platform]
     outer = outer_of(session, unit.platform)
@@ -108,7 +108,7 @@ def _run_unit(store: Sink, session: Session, run_id: str, unit: Unit, todo: set[
             if key not in todo:
                 continue
             reporter.step(f"{tag}: {key}")
-            ok = _run_benchmark(store, session, platform, instance, image, run_id, unit, key,
+            ok = _run_benchmark(sink, session, platform, instance, image, run_id, unit, key,
                                 session.benchmarks[key])
             executions, failed = executions + 1, failed + (0 if ok else 1)
             reporter.advance()
@@ -130,8 +130,8 @@ def _run_unit(store: Sink, session: Session, run_id: str, unit: Unit, todo: set[
         log.append(f"error: {error}")
         try:
             for key in unit.benchmarks:
-                if key in todo and (unit.round, unit.platform, key) not in store.done_units(run_id):
-                    store.record(run_id=run_id, round=unit.round, warmup=unit.warmup, platform=unit.platform,
+                if key in todo and (unit.round, unit.platform, key) not in sink.done_units(run_id):
+                    sink.record(run_id=run_id, round=unit.round, warmup=unit.warmup, platform=unit.platform,
                                  benchmark=key, status="failed", started_at=started, finished_at=now(),
                                  duration_s=0.0, instance=name, error=f"instance failed: {error}",
                                  **_output_of(exc))
@@ -141,7 +141,7 @@ def _run_unit(store: Sink, session: Session, run_id: str, unit: Unit, todo: set[
             _discard(layers)
     if LIFECYCLE in todo:
         ok = set(times) == set(LIFECYCLE_STEPS)
-        store.record(run_id=run_id, round=unit.round, warmup=unit.warmup, platform=unit.platform,
+        sink.record(run_id=run_id, round=unit.round, warmup=unit.warmup, platform=unit.platform,
                      benchmark=LIFECYCLE, status="ok" if ok else "failed", started_at=started,
                      finished_at=now(), duration_s=sum(times.values()), instance=name,
                      stdout="\n".join(log), error="" if ok else (log[-1] if log else "incomplete"),
@@ -151,7 +151,7 @@ def _run_unit(store: Sink, session: Session, run_id: str, unit: Unit, todo: set[
     return executions, failed
 
 
-def _run_benchmark(store: Sink, session: Session, platform: Platform, instance: Instance, image: Image,
+def _run_benchmark(sink: Sink, session: Session, platform: Platform, instance: Instance, image: Image,
                    run_id: str, unit: Unit, key: str, bench: Benchmark) -> bool:
     workdir = f"{SCRATCH}/{instance.name}/{key}".replace("[", "_").replace("]", "_").replace("=", "-")
     entry = next(b for b in session.campaign.benchmarks if b.key == key)
@@ -212,7 +212,7 @@ def _run_benchmark(store: Sink, session: Session, platform: Platform, instance: 
     if (killed := oom.kills()) is not None:  # whatever the tool printed, its numbers are not a result
         status, error, samples = "failed", f"{killed}; {error}" if error else killed, []
     attachments += boards.throttle_attachment(board_before, boards.throttle_state())
-    store.record(run_id=run_id, round=unit.round, warmup=unit.warmup, platform=unit.platform, benchmark=key,
+    sink.record(run_id=run_id, round=unit.round, warmup=unit.warmup, platform=unit.platform, benchmark=key,
                  status=status, started_at=started, finished_at=now(), duration_s=time.perf_counter() - t0,
                  instance=instance.name, argv=argv, exit_code=exit_code, stdout=stdout, stderr=stderr,
                  error=error, samples=samples, attachments=attachments)
