@@ -164,3 +164,32 @@ def test_leaving_a_vm_out_takes_what_is_stacked_in_it_and_keeps_the_campaign_val
     assert [p.name for p in session.campaign.platforms] == ["native", "runc"]
     assert out == [{"platform": "d", "reason": "inside vm: setup failed: no kernel", "fix": "install one"},
                    {"platform": "vm", "reason": "setup failed: no kernel", "fix": "install one"}]
+
+
+def test_the_quick_campaign_tries_each_platform_once(monkeypatch, tmp_path):
+    """#40: the verdicts that chose the quick campaign's platforms go with it to the run's
+    preparation, which tries only the types nobody tried yet (before, every platform twice)."""
+    from virtbench.experiments.benchmarks import session as sessions
+    from virtbench.experiments.benchmarks.kind import Benchmarks
+
+    tried: list[list[str]] = []
+
+    def probe(types, paths, log=None):  # noqa: ARG001
+        tried.append(list(types))
+        return {t: Availability(True, "fine") for t in types}
+
+    monkeypatch.setattr(quick, "availability_of", probe)
+    monkeypatch.setattr(sessions, "availability_of", probe)
+    monkeypatch.setattr(quick, "kvm_guest", lambda paths: (None, {"platform": "kvm", "reason": "no", "fix": ""}))
+    monkeypatch.setattr(quick, "_fio_cpus", lambda paths, log: None)
+    paths = Paths(tmp_path / "s", tmp_path / "r")
+    plan = quick.quick_campaign(paths)
+    kind = Benchmarks(plan.campaign, paths)
+    kind.known_availability = plan.availability
+    session = sessions.build_objects(plan.campaign, paths)
+    session.availability = dict(kind.known_availability)
+    monkeypatch.setattr(sessions, "refuse_unlimited_memory", lambda *a, **k: None)
+    monkeypatch.setattr(sessions, "refuse_undelegated", lambda *a, **k: None)
+    monkeypatch.setattr(sessions, "refuse_read_only_cgroups", lambda *a, **k: None)
+    sessions.check_available(session)
+    assert tried == [quick.quick_platforms()] and set(session.availability) >= {p.type for p in plan.campaign.platforms}

@@ -75,12 +75,13 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
         if resume_id:
             outcome = execute.resume(store, run_id, paths, reporter=reporter, stop_requested=stop_requested)
         else:
-            left_out = None
+            left_out, availability = None, None
             if quick:
                 plan = quick_campaign(paths, reporter.log, probes=list(probes))
-                campaign, left_out = plan.campaign, plan.left_out
+                campaign, left_out, availability = plan.campaign, plan.left_out, plan.availability
             reporter.cap = Cap.of(plan_of(campaign))  # the ETA's bound while adaptive rounds may grow the plan
             outcome = execute.start(store, campaign, paths, source=source, reporter=reporter, left_out=left_out,
+                                    availability=availability,
                                     run_id=run_id, stop_requested=stop_requested)
     if outcome.interrupted and cancel_requested(store, outcome.run_id):
         mark_cancelled(store, outcome.run_id)

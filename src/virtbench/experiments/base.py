@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel
 
-from ..platforms.base import Paths
+from ..platforms.base import Availability, Paths
 from .planning import Done, Past, Plan, platform_kinds, rounds_of
 
 if TYPE_CHECKING:
@@ -206,6 +206,9 @@ class Experiment(ABC):
     """A cgroup the kind's confinable instances go under (the self-test's CPU priority parent)."""
     left_out: list[dict[str, str]] | None = None
     """Given for a generated campaign (the quick one): platforms it goes on without, with why."""
+    known_availability: dict[str, Availability] | None = None
+    """Platform types' verdicts taken already in this process (the quick campaign chose its
+    platforms by them): prepare does not try them again."""
     image_cache: Path | None = None
     """Where the campaign's image is kept (a remote agent's own work directory); None: the default."""
 

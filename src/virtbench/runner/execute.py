@@ -34,7 +34,7 @@ from ..experiments.base import (
 )
 from ..experiments.registry import EXPERIMENTS
 from ..platforms import slices
-from ..platforms.base import Paths
+from ..platforms.base import Availability, Paths
 from ..registry import PLATFORMS
 from ..store.db import Store
 from . import hostlock
@@ -103,7 +103,7 @@ def _details(store: Store, kind: Experiment) -> dict[str, Any]:
 def start(store: Store, campaign: Campaign, paths: Paths, *, source: str = "",
           reporter: Reporter | None = None, run_id: str | None = None,
           stop_requested: StopCheck | None = None, left_out: list[dict[str, str]] | None = None,
-          cgroup_parent: str | None = None) -> RunOutcome:
+          cgroup_parent: str | None = None, availability: dict[str, Availability] | None = None) -> RunOutcome:
     """Validate, probe, build, record the run, then execute it.
 
     left_out: given for a generated campaign (the quick one): the platforms it did not include,
@@ -111,7 +111,8 @@ def start(store: Store, campaign: Campaign, paths: Paths, *, source: str = "",
     and the run goes on without it (prepare). Stored in the run's provenance so reports can say
     why they are missing. None (a campaign file): such a failure stops the run.
     cgroup_parent: a cgroup every instance of a confinable platform is placed under (the
-    self-test's CPU priority parent); the others run where virtbench runs."""
+    self-test's CPU priority parent); the others run where virtbench runs.
+    availability: platform types' verdicts taken already (the quick campaign's), not tried again."""
     run_id = run_id or new_run_id()
     reporter = reporter or QuietReporter()
     kind, across = _kind(store, campaign, paths)
@@ -120,6 +121,7 @@ def start(store: Store, campaign: Campaign, paths: Paths, *, source: str = "",
     hostlock.announce_run(paths, run_id)
     kind.cgroup_parent = cgroup_parent
     kind.left_out = None if left_out is None else list(left_out)
+    kind.known_availability = availability
     with _closing(kind):
         kind.prepare(reporter.log)
         seed = new_seed(campaign)

@@ -85,6 +85,7 @@ class Benchmarks(Experiment):
     def prepare(self, log: Callable[[str], None]) -> None:
         """Probe, build the image, and drop the platforms a generated campaign goes on without."""
         session = build_objects(self.campaign, self.paths)
+        session.availability = dict(self.known_availability or {})
         for platform in session.platforms.values():
             platform.cgroup_parent = self.cgroup_parent if platform.confinable else None
         kwargs: dict[str, Any] = {"cache": self.image_cache} if self.image_cache is not None else {}

@@ -34,7 +34,7 @@ from ...config import Campaign, parse_campaign
 from ...errors import UnavailableError
 from ...platforms import slices
 from ...platforms.availability import availability_of
-from ...platforms.base import Paths
+from ...platforms.base import Availability, Paths
 from ...registry import PLATFORMS
 
 KVM_GUEST: dict[str, Any] = {"name": "kvm", "type": "qemu", "accel": "kvm", "memory": "1G"}
@@ -87,6 +87,8 @@ class QuickPlan:
     campaign: Campaign
     left_out: list[dict[str, str]] = field(default_factory=list)
     """{platform, reason, fix} of every platform not in the campaign (stored with the run)."""
+    availability: dict[str, Availability] = field(default_factory=dict)
+    """The verdicts taken to choose the platforms: the run's preparation does not try them again."""
 
 
 def quick_platforms() -> list[str]:
@@ -162,7 +164,8 @@ def quick_campaign(paths: Paths, log: Callable[[str], None] = lambda _m: None,
         raise UnavailableError(f"the quick campaign compares every platform with native (bare metal), which "
                                f"cannot run here: {v.reason}", v.fix or "see `virtbench doctor`")
     fio_cpus = None if _has_vm(platforms) else _fio_cpus(paths, log)
-    return QuickPlan(_campaign(platforms, repetitions, warmups, adaptive, probes, fio_cpus), left_out)
+    return QuickPlan(_campaign(platforms, repetitions, warmups, adaptive, probes, fio_cpus), left_out,
+                     {t: v for t, v in verdicts.items() if v.available})
 
 
 def _has_vm(platforms: list[Any]) -> bool:

@@ -134,7 +134,9 @@ def check_available(session: Session, log: Callable[[str], None] = lambda _m: No
     refuse_unlimited_memory(socket.gethostname(), memory_limited(session))
     refuse_undelegated(socket.gethostname(), session)
     refuse_read_only_cgroups(socket.gethostname(), session)
-    session.availability = availability_of(types, session.paths, log)
+    todo = [t for t in types if t not in session.availability]  # not taken already (the quick campaign's)
+    if todo:
+        session.availability = {**session.availability, **availability_of(todo, session.paths, log)}
     for name, platform in on_host.items():
         verdict = session.availability[platform.type]
         if verdict.available:
