@@ -25,10 +25,11 @@ from ..store.db import Store
 from ..store.models import Run
 from .model import Section as ReportSection
 from .model import Table as SectionTable
-from .runinfo import kind_of
+from .runinfo import in_main_table, kind_of
 
-__all__ = ["SECTIONS", "ReportSection", "SectionTable", "add_to_json", "render_text", "sections"]
-"""ReportSection and SectionTable are the report model's Section and Table (report/model.py)."""
+__all__ = ["SECTIONS", "ReportSection", "SectionTable", "add_to_json", "in_main_table", "render_text", "sections"]
+"""ReportSection and SectionTable are the report model's Section and Table (report/model.py);
+in_main_table is runinfo's, where a run's kind is read once."""
 
 
 SectionBuilder = Callable[[Store, Run], "ReportSection | None"]
