@@ -2,8 +2,10 @@
 
 It reads one job (JSON) from stdin, runs its host's part of the run with the same runner as a
 single-host run (same schedule code, same failure handling), and writes one JSON line per
-finished execution to stdout, which the controller commits to its store as it arrives. The
-host's results never wait in a local database: what the controller has is what was measured.
+finished execution to stdout, which the controller commits to its store as it arrives, and
+one per change of the kind's state (the adaptive rule's log), which the controller keeps with
+the run under the host's name. The host's results never wait in a local database: what the
+controller has is what was measured. A job of another mode is the kind's own (Experiment.serve).
 
 When the SSH session dies (stdin closes, SIGHUP) or the controller stops it, the unit in
 progress is stopped and its instances removed like on Ctrl-C, then everything labelled with

@@ -1,15 +1,19 @@
-"""One campaign on several hosts, the way the runner's one lifecycle (execute.py) runs the
-benchmarks kind when the campaign has `hosts:`: each host checked and supplied first (parts.py),
-then each measures its own randomized interleaved order (in parallel, or one after another),
-into one run.
+"""One campaign on several hosts, the way the runner's one lifecycle (execute.py) runs a kind
+that runs through agents (`across_hosts = "agents"`: the benchmarks kind, density, a plugin's)
+when the campaign has `hosts:`: each host checked and supplied first (parts.py, through the
+kind's host hooks), then each measures its own part (in parallel, or one after another) into
+one run, then the kind's after_parts here (the benchmarks kind's pairs across hosts). Nothing
+here knows a kind by name: what a host measures, what it never reached, and what it keeps to go
+on after a resume come from the kind's Plan and its state through the sink.
 
 The controller (the machine `virtbench run` starts on) measures `local` itself and starts
 `virtbench agent` on every other host over SSH (hosts/ssh.py); the agent streams one JSON line
 per finished execution, committed here with the host's inventory name as it arrives. A host
 that cannot take part (unreachable, wrong host key, no root, a platform missing, no image for
 its architecture) refuses the campaign before anything starts, naming the host and the fix. A
-host lost mid-run keeps what it measured; its remaining executions are recorded as failed
-with the reason (error starting with UNREACHED) and `run --resume` measures exactly those.
+host lost mid-run keeps what it measured; the rest of its part's plan (when the kind knows it
+in advance) is recorded as failed with the reason (error starting with UNREACHED) and `run
+--resume` measures exactly those.
 """
 from __future__ import annotations
 
