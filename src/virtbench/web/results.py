@@ -86,12 +86,20 @@ def with_planned(store: Store, runs: list[dict[str, Any]]) -> list[dict[str, Any
 
 
 def planned_executions(run: Run) -> tuple[int, int]:
-    """(planned so far, cap) of a run's executions: rounds x platforms x (benchmarks + lifecycle),
-    plus each logged extra round's platforms and benchmarks; the cap counts every platform up to
-    the adaptive rule's max_repetitions (the time cap may stop it earlier)."""
+    """(planned so far, cap) of a run's executions: its plan's declared executions (as the run
+    recorded them, on each of its hosts; a run stored before it recorded its plan: rounds x
+    platforms x (benchmarks + lifecycle)), plus each logged extra round's platforms and
+    benchmarks; the cap counts every platform up to the adaptive rule's max_repetitions (the
+    time cap may stop it earlier)."""
     campaign = run.campaign or {}
     platforms, benchmarks = queries.platform_names(run), queries.benchmark_keys(run)
-    base = queries.expected_total(campaign, len(platforms), len(benchmarks))
+    recorded = runinfo.recorded(run)
+    hosts = max(1, len(runinfo.run_hosts(run)))
+    if "declared" in recorded:
+        base, top = int(recorded["declared"]) * hosts, int(recorded.get("at_cap", recorded["declared"])) * hosts
+    else:
+        base = queries.expected_total(campaign, len(platforms), len(benchmarks))
+        top = base + Rounds.of(campaign).extra_at_most * len(platforms) * (len(benchmarks) + 1)
     rule = campaign.get("adaptive")
     if not isinstance(rule, dict):
         return base, base
@@ -99,8 +107,7 @@ def planned_executions(run: Run) -> tuple[int, int]:
     for entry in (run.provenance or {}).get("adaptive", []):
         per = entry.get("benchmarks") or {}
         extra += sum(len(per.get(p, benchmarks)) + 1 for p in entry.get("platforms", []))
-    more = Rounds.of(campaign).extra_at_most
-    return base + extra, base + more * len(platforms) * (len(benchmarks) + 1)
+    return base + extra, top
 
 
 # -- verify -------------------------------------------------------------------------------------
