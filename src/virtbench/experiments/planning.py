@@ -184,6 +184,16 @@ def platform_kinds(campaign: Campaign, node_types: tuple[str, ...] = ()) -> list
             for p in campaign.platforms]
 
 
+def each_round(work: Sequence[Work], rounds: Rounds) -> Callable[[], list[Work]]:
+    """A schedule that runs the same work in every declared round (in the order given; the
+    kind shuffles as it measures, which changes no count)."""
+    def scheduled() -> list[Work]:
+        return [Work(w.platform, w.benchmark, round=r, warmup=r < rounds.warmups, instances=w.instances,
+                     expected_s=w.expected_s) for r in range(rounds.declared) for w in work]
+
+    return scheduled
+
+
 def plan_of(campaign: Campaign, seed: int = 0, done: Done = frozenset(), past: Past | None = None) -> Plan:
     """The plan of a validated campaign, by its experiment kind."""
     from ..registry import EXPERIMENTS

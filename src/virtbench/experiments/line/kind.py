@@ -23,7 +23,7 @@ from ...platforms.base import Paths, Platform
 from ...registry import PLATFORMS
 from ...store.db import now
 from ..base import Experiment, ExperimentContext
-from ..planning import Done, Past, Plan, Work, instance_s, platform_kinds, rounds_of
+from ..planning import Done, Past, Plan, Work, each_round, instance_s, platform_kinds, rounds_of
 from . import measure, pinning, plausible, topology, traffic
 from .measure import Point, sample
 from .section import LineSection, fixed_rates
@@ -79,12 +79,7 @@ class Line(Experiment):
                 work.append(Work(name, f"line-build[length={n}]", instances=n, expected_s=n * instance_s(kind),
                                  source="building and removing its nodes", lifecycle=True))
         rounds = rounds_of(campaign)
-
-        def scheduled() -> list[Work]:
-            return [Work(w.platform, w.benchmark, round=r, warmup=r < rounds.warmups, instances=w.instances)
-                    for r in range(rounds.declared) for w in work]
-
-        return Plan(kind=cls.name, rounds=rounds, platforms=platforms, round=work, schedule=scheduled,
+        return Plan(kind=cls.name, rounds=rounds, platforms=platforms, round=work, schedule=each_round(work, rounds),
                     budget=cls.work_per_round(section), done=frozenset(done),
                     notes=["points whose rate is implausible are measured once more at the end (not counted)"])
 

@@ -38,7 +38,7 @@ from ...platforms.naming import INSTANCE_PREFIX
 from ...registry import PLATFORMS
 from ...store.db import now
 from ..base import Experiment, ExperimentContext
-from ..planning import Done, Past, Plan, Work, instance_s, platform_kinds, rounds_of
+from ..planning import Done, Past, Plan, Work, each_round, instance_s, platform_kinds, rounds_of
 from . import fleet, live, offline, remote, storage
 from .transport import Leftovers, LocalTransport, Transport
 from .transport import cleanup as cleanup_copies
@@ -168,12 +168,7 @@ class Migration(Experiment):
                                      source=f"median of {len(took)} past executions" if took
                                      else "instance lives + payload at 100 MB/s (assumed)"))
         rounds = rounds_of(campaign)
-
-        def scheduled() -> list[Work]:
-            return [Work(w.platform, w.benchmark, round=r, warmup=r < rounds.warmups, instances=w.instances)
-                    for r in range(rounds.declared) for w in work]
-
-        return Plan(kind=cls.name, rounds=rounds, platforms=platforms, round=work, schedule=scheduled,
+        return Plan(kind=cls.name, rounds=rounds, platforms=platforms, round=work, schedule=each_round(work, rounds),
                     budget=cls.work_per_round(section), done=frozenset(done))
 
     @classmethod
