@@ -39,3 +39,51 @@ def test_a_resumed_part_reads_its_earlier_executions_and_the_lifecycle_counts_it
     kind = Nothing(SimpleNamespace(experiment="nothing"), paths)
     outcome = execute.measure(kind, ExperimentContext(sink=sink, run_id="r", seed=1, paths=paths))
     assert (outcome.failed, outcome.interrupted, outcome.unfinished) == (1, False, "")
+
+
+def test_a_kinds_state_goes_through_the_sink_of_each_host(tmp_path):
+    """#40: the adaptive rule's log is the kind's state, kept through the sink: in the run's
+    provenance for a one-host run, under each host's name in a run across hosts (the local part's
+    view of the store, and a remote part's agent, whose stream the controller keeps), so two
+    hosts' logs never mix and a resumed agent gets its own back."""
+    import json
+
+    from virtbench.analysis import synthetic
+    from virtbench.runner.hosts import HostView
+    from virtbench.store.db import Store
+
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    synthetic.fill(store, "r", repetitions=1, platforms=synthetic.default_platforms()[:1],
+                   benchmarks=synthetic.default_benchmarks()[:1])
+    store.set_state("r", "adaptive", [{"stop": "one host"}])
+    assert store.state("r")["adaptive"] == [{"stop": "one host"}]
+    local, far = HostView(store, "local"), HostView(store, "far")
+    local.set_state("r", "adaptive", [{"round": 5}])
+    far.set_state("r", "noise", {"rounds": 3})
+    assert local.state("r") == {"adaptive": [{"round": 5}]} and far.state("r") == {"noise": {"rounds": 3}}
+    assert store.state("r")["adaptive"] == [{"stop": "one host"}]  # the run's own is untouched
+
+    out = io.StringIO()
+    sink = StreamStore(Emitter(out), set(), None, far.state("r"))
+    sink.set_state("x", "adaptive", [{"stop": "caps"}])
+    assert sink.state("x") == {"noise": {"rounds": 3}, "adaptive": [{"stop": "caps"}]}
+    (line,) = out.getvalue().splitlines()
+    assert json.loads(line) == {"event": "state", "key": "adaptive", "value": [{"stop": "caps"}]}
+
+
+def test_an_agent_reads_back_what_it_measured_in_this_part():
+    """The adaptive rule decides on the samples of the rounds so far: a part's own executions
+    are read back through its sink, as the store would give them (warm-ups only when asked)."""
+    from datetime import datetime
+
+    sink = StreamStore(Emitter(io.StringIO()), set())
+    t = datetime(2026, 1, 1)
+    for rnd, warm in ((0, True), (1, False)):
+        sink.record(run_id="r", round=rnd, warmup=warm, platform="native", benchmark="openssl", status="ok",
+                    started_at=t, finished_at=t, duration_s=2.5,
+                    samples=[{"metric": "throughput", "value": 10.0 + rnd, "unit": "B/s", "higher_is_better": True,
+                              "category": "cpu"}])
+    assert [(s.round, s.value, s.platform) for s in sink.samples("r")] == [(1, 11.0, "native")]
+    assert len(sink.samples("r", include_warmup=True)) == 2
+    assert [e.duration_s for e in sink.executions("r")] == [2.5, 2.5] and sink.done_units("r") == {
+        (0, "native", "openssl"), (1, "native", "openssl")}
