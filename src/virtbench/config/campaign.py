@@ -170,6 +170,16 @@ class Campaign(BaseModel):
         data["settings"] = section.model_dump(mode="json")
         return data
 
+    @field_validator("adaptive", mode="before")
+    @classmethod
+    def _adaptive(cls, v: Any, info: ValidationInfo) -> Any:
+        """Only a kind that adds rounds by the rule takes it (it was accepted and ignored)."""
+        kind = info.data.get("experiment", DEFAULT_EXPERIMENT)
+        if v is not None and kind in EXPERIMENTS.names() and not EXPERIMENTS.get(kind).uses_adaptive:
+            raise ValueError(f"adaptive: experiment {kind!r} does not add rounds by the adaptive rule; remove "
+                             "`adaptive:` and give its repetitions")
+        return v
+
     @field_validator("probes", mode="before")
     @classmethod
     def _probes(cls, v: Any, info: ValidationInfo) -> Any:
@@ -320,7 +330,8 @@ class Campaign(BaseModel):
 
 
 
-VALIDATOR_READS = {"platforms": ("experiment",), "benchmarks": ("experiment", "profile")}
+VALIDATOR_READS = {"platforms": ("experiment",), "benchmarks": ("experiment", "profile"), "adaptive": ("experiment",),
+                   "probes": ("experiment",)}
 """Fields the list validators read from `info.data`, which pydantic fills in declaration order:
 a field declared after its reader would silently read as its default."""
 

@@ -188,6 +188,9 @@ class Experiment(ABC):
     (the kind reaches the other hosts itself from this one, as migration reaches its
     destinations), "no" (refused when the campaign is parsed). A kind written before it had this
     name declares `hosts = "agents"`, still read."""
+    uses_adaptive: ClassVar[bool] = False
+    """Whether the kind adds rounds by the campaign's `adaptive:` rule; a kind that does not is
+    refused one rather than silently measuring its declared rounds."""
     uses_probes: ClassVar[bool] = False
     """Whether the kind runs the campaign's `probes:` beside its executions; a kind that does
     not is refused a `probes:` list rather than silently measuring without them."""

@@ -43,6 +43,7 @@ class Benchmarks(Experiment):
     description: ClassVar[str] = "every benchmark on every platform, interleaved rounds, verdicts against the baseline"
     uses_benchmarks: ClassVar[bool] = True
     uses_probes: ClassVar[bool] = True
+    uses_adaptive: ClassVar[bool] = True
     across_hosts = "agents"
 
     prepared: Session | None = None
