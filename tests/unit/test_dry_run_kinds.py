@@ -98,3 +98,14 @@ def test_the_round_arithmetic_is_the_plans():
     cap = Cap.of(plan, started=0.0)
     assert cap is not None and cap.executions == plan.at_cap() and cap.per_round == per_round
     assert plan.rounds.at_cap == 7 and plan.budget == (2, "benchmark executions")
+
+
+@pytest.mark.parametrize("kind", ["density", "migration", "line"])
+def test_a_kind_without_adaptive_rounds_refuses_the_rule(kind):
+    """Before #40 `adaptive:` was accepted by every kind and ignored by all but benchmarks."""
+    from virtbench.errors import InputError
+
+    campaign = {**KINDS[kind][0], "adaptive": {"max_repetitions": 9}}
+    with pytest.raises(InputError) as err:
+        parse_campaign(campaign, "c.yaml")
+    assert err.value.message.startswith(f"c.yaml: adaptive: experiment {kind!r}") and "\n" not in err.value.message
