@@ -16,12 +16,13 @@ import pytest
 
 from virtbench.config import parse_campaign
 from virtbench.errors import InputError
+from virtbench.experiments.benchmarks import quick
 from virtbench.experiments.benchmarks.session import build_objects, prepare
 from virtbench.images import build
 from virtbench.platforms.base import Paths
 from virtbench.platforms.qemu import accel
 from virtbench.registry import PLATFORMS
-from virtbench.runner import execute, quick
+from virtbench.runner import execute
 from virtbench.store.db import Store
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -77,8 +77,8 @@ def run(campaign_file: str | None, quick: bool, resume_id: str | None, show_repo
         else:
             left_out, availability = None, None
             if quick:
-                plan = quick_campaign(paths, reporter.log, probes=list(probes))
-                campaign, left_out, availability = plan.campaign, plan.left_out, plan.availability
+                chosen = quick_campaign(paths, reporter.log, probes=list(probes))
+                campaign, left_out, availability = chosen.campaign, chosen.left_out, chosen.availability
             reporter.cap = Cap.of(plan_of(campaign))  # the ETA's bound while adaptive rounds may grow the plan
             outcome = execute.start(store, campaign, paths, source=source, reporter=reporter, left_out=left_out,
                                     availability=availability,

@@ -83,7 +83,7 @@ caps cannot decide at its noise gets no more rounds, so the time goes where it d
 
 
 @dataclass
-class QuickPlan:
+class QuickCampaign:
     campaign: Campaign
     left_out: list[dict[str, str]] = field(default_factory=list)
     """{platform, reason, fix} of every platform not in the campaign (stored with the run)."""
@@ -139,7 +139,7 @@ def _which(binary: str) -> bool:
 def quick_campaign(paths: Paths, log: Callable[[str], None] = lambda _m: None,
                    repetitions: int = REPETITIONS, warmups: int = WARMUPS,
                    adaptive: dict[str, Any] | None = ADAPTIVE, vm: bool = True,
-                   probes: list[str] | None = None) -> QuickPlan:
+                   probes: list[str] | None = None) -> QuickCampaign:
     log(f"host: {slices.host_kind()}")
     tried = quick_platforms()
     verdicts = availability_of(tried, paths, log)
@@ -164,7 +164,7 @@ def quick_campaign(paths: Paths, log: Callable[[str], None] = lambda _m: None,
         raise UnavailableError(f"the quick campaign compares every platform with native (bare metal), which "
                                f"cannot run here: {v.reason}", v.fix or "see `virtbench doctor`")
     fio_cpus = None if _has_vm(platforms) else _fio_cpus(paths, log)
-    return QuickPlan(_campaign(platforms, repetitions, warmups, adaptive, probes, fio_cpus), left_out,
+    return QuickCampaign(_campaign(platforms, repetitions, warmups, adaptive, probes, fio_cpus), left_out,
                      {t: v for t, v in verdicts.items() if v.available})
 
 
