@@ -125,16 +125,13 @@ class Plan:
         capped = self.round_s() * self.rounds.at_cap + self.rounds.noise * self.noise_s()
         return max(declared, min(capped, self.rounds.max_minutes * 60 + self.round_s()))
 
-    def progress(self) -> tuple[int, int]:
-        """(executions planned, of which done): what a reporter's begin is told."""
-        units = self.schedule() if self.schedule is not None else []
-        return len(units), sum(1 for w in units if w.key in self.done)
-
-    def unreached(self, done: Done) -> list[Work]:
-        """The scheduled executions not stored (a lost host's rest); none for an open-ended plan."""
+    def unreached(self, done: Done | None = None) -> list[Work]:
+        """The scheduled executions not stored (`done`, else what was done when the plan was
+        made): a lost host's rest. None for an open-ended plan, whose extent nobody knows."""
         if self.open_ended or self.schedule is None:
             return []
-        return [w for w in self.schedule() if w.key not in done]
+        stored = self.done if done is None else done
+        return [w for w in self.schedule() if w.key not in stored]
 
     def summary(self) -> dict[str, Any]:
         """What a run records of its plan (the report reads it, not today's kinds)."""
