@@ -109,3 +109,18 @@ def test_a_kind_without_adaptive_rounds_refuses_the_rule(kind):
     with pytest.raises(InputError) as err:
         parse_campaign(campaign, "c.yaml")
     assert err.value.message.startswith(f"c.yaml: adaptive: experiment {kind!r}") and "\n" not in err.value.message
+
+
+def test_what_a_lost_host_never_reached_is_read_from_its_plan():
+    """A lost host's rest is marked from its part's plan: every scheduled execution not stored
+    (the benchmarks kind, and any kind whose order is known in advance); an open-ended search
+    (density ramping until a count fails) has no rest anyone knows, so nothing is marked."""
+    bench = plan_of(parse_campaign(KINDS["benchmarks"][0]), seed=4)
+    everything = bench.schedule() if bench.schedule else []
+    assert len(everything) == bench.declared()
+    done = {w.key for w in everything[:5]}
+    rest = bench.unreached(done)
+    assert len(rest) == bench.declared() - 5 and not {w.key for w in rest} & done
+    assert plan_of(parse_campaign(KINDS["density-ramp"][0])).unreached(set()) == []
+    migration = plan_of(parse_campaign(KINDS["migration"][0]))
+    assert len(migration.unreached(set())) == migration.declared() == 2 * 2
