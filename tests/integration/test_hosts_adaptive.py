@@ -54,4 +54,7 @@ def test_adaptive_rounds_on_two_hosts_each_decided_by_its_own_part(env, tmp_path
         report = subprocess.run([sys.executable, "-m", "virtbench", "report", "--json"], env=env,
                                 capture_output=True, text=True, timeout=300)
         assert report.returncode == 0, report.stderr
-        assert {r["host"] for r in json.loads(report.stdout)["results"]} == {"local", name}
+        doc = json.loads(report.stdout)
+        assert {r["host"] for r in doc["results"]} == {"local", name}
+        assert {h: doc["hosts"]["hosts"][h]["state"]["adaptive"] for h in ("local", name)} == {
+            h: states[h]["adaptive"] for h in ("local", name)}  # each host's log in its report

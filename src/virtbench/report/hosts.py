@@ -31,6 +31,9 @@ def build(store: Store, run: Run) -> Section | None:
                        "shipped": h.get("shipped"), "shipments": h.get("shipments", []),
                        "executions": sum(r.n for r in rows_of.get(name, [])),
                        "failed": sum(r.failed for r in rows_of.get(name, []))}
+        state = (run.provenance or {}).get("host_state", {}).get(name)  # the kind's state of that part (#40)
+        if state:
+            hosts[name]["state"] = state  # the adaptive rule's log and noise check of that host
     host_table = Table("Machines", ["host", "address", "arch", "CPUs", "kernel", "clock offset", "shipped"], [
         [n, h["address"] or "(controller)", h["arch"] or "?", h["cpus"] or "?", h["kernel"] or "?",
          _offset(h["clock"]), _shipped(h["shipped"], h["shipments"])] for n, h in hosts.items()])
