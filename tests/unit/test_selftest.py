@@ -143,8 +143,8 @@ def test_outcome_passes_only_when_every_check_that_ran_passed():
     passed = CheckResult("a", "e", "m", True, False, "")
     skipped = CheckResult("b", "e", "-", None, True, "no netem")
     failed = CheckResult("c", "e", "m", False, False, "off")
-    assert suite.Outcome([passed, skipped], [0, 0, 0], [0, 0, 0], 1.0).passed
-    out = suite.Outcome([passed, skipped, failed], [0, 0, 0], [0, 0, 0], 1.0)
+    assert suite.SuiteResult([passed, skipped], [0, 0, 0], [0, 0, 0], 1.0).passed
+    out = suite.SuiteResult([passed, skipped, failed], [0, 0, 0], [0, 0, 0], 1.0)
     assert out.passed is False and out.public()["passed"] is False
     assert [c["name"] for c in out.public()["checks"]] == ["a", "b", "c"]
 

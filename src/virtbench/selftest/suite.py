@@ -28,7 +28,7 @@ ORDER = ("cpu-quota", "io-throttle", "netem", "oom", "harness-overhead", "aa")
 
 
 @dataclass
-class Outcome:
+class SuiteResult:
     checks: list[CheckResult]
     load_before: list[float]
     load_after: list[float]
@@ -60,7 +60,7 @@ def select(wanted: Sequence[str]) -> list[str]:
 
 
 def run(paths: Paths, wanted: Sequence[str] = (), *, log: Callable[[str], None] = lambda _m: None,
-        wait: bool = False) -> Outcome:
+        wait: bool = False) -> SuiteResult:
     chosen = select(wanted)
     t0, before = time.monotonic(), load()
     token = secrets.token_hex(3)
@@ -83,4 +83,4 @@ def run(paths: Paths, wanted: Sequence[str] = (), *, log: Callable[[str], None] 
         finally:
             removed += cleanup(paths)
             shutil.rmtree(work, ignore_errors=True)
-    return Outcome(results, before, load(), time.monotonic() - t0, removed)
+    return SuiteResult(results, before, load(), time.monotonic() - t0, removed)
