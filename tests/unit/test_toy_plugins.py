@@ -83,6 +83,8 @@ def test_a_plugin_kind_runs_on_each_host_through_an_agent(vbtoy, tmp_path):
     (hosts,) = [e for e in store.executions("r") if e.benchmark == HOSTS_KEY]
     assert hosts.host == "local" and hosts.stdout.splitlines() == ["local finished local", "far finished agent"]
     assert store.run("r").status == "finished"
+    # each part's state through its sink: the far one's through its agent's stream
+    assert store.state("r")["host_state"] == {"local": {"counted_to": 2}, "far": {"counted_to": 2}}
 
 
 def test_a_plugin_platform_of_its_own_is_planned_like_any_other(vbtoy):

@@ -38,6 +38,8 @@ class Count(Experiment):
         return None  # counting needs no image on the other hosts
 
     def run(self, ctx: ExperimentContext) -> None:
+        """Count; what it counted to is its state (kept through the sink, as the adaptive rule keeps
+        its log: a resumed part finds it again, and each host's stays apart)."""
         done = ctx.done()
         for platform in self.campaign.platforms:
             for n in range(1, self.section.upto + 1):
@@ -49,6 +51,7 @@ class Count(Experiment):
                                 status="ok", started_at=t, finished_at=t, duration_s=0.0,
                                 samples=[{"metric": "n", "value": float(n), "unit": "count",
                                           "higher_is_better": True, "category": "kernel"}])
+        ctx.sink.set_state(ctx.run_id, "counted_to", self.section.upto)
 
     def after_parts(self, ctx: ExperimentContext, hosts: Sequence[HostLink]) -> None:
         t = now()
