@@ -69,12 +69,17 @@ def test_a_dry_run_plans_and_estimates_every_kind(tmp_path, kind, monkeypatch):
     assert plan.kind == campaign.get("experiment", "benchmarks")
 
 
+OPTIONS: dict[str, dict] = {}
+"""Options a platform type needs in a campaign (none of today's needs any); a new platform whose
+options have no defaults (a Kubernetes pod platform's cluster, say) adds its example here."""
+
+
 @pytest.mark.parametrize("ptype", PLATFORMS.names())
 def test_a_dry_run_plans_a_campaign_with_every_platform_type(tmp_path, ptype, monkeypatch):
     """Every platform plugin (a Kubernetes pod platform too, once it registers) gets a line in
     the plan, its kind and an instance's cost in the estimate."""
     monkeypatch.setattr("virtbench.config.check_host", lambda *a, **k: None)
-    platforms = ["native"] if ptype == "native" else ["native", {"name": "p", "type": ptype}]
+    platforms = ["native"] if ptype == "native" else ["native", {"name": "p", "type": ptype, **OPTIONS.get(ptype, {})}]
     campaign = {"name": "t", "platforms": platforms, "benchmarks": [{"name": "openssl", "seconds": 1}]}
     out = _dry(tmp_path, campaign)
     kind = PLATFORMS.get(ptype).kind
