@@ -7,6 +7,7 @@ hosts) and its renderers, which all read them; they import nothing of the report
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..analysis import tables
@@ -39,10 +40,9 @@ def run_hosts(run: Run) -> list[str]:
 def host_parts(report: Report) -> list[tuple[str, Report]]:
     """A multi-host report taken apart: (host, its part: its rows and failures) per host, for
     renderers that lay out one host at a time."""
-    from .model import Report as Model  # the model imports nothing of the report either
-
-    return [(h, Model(report.run, [r for r in report.rows if r.host == h],
-                      [f for f in report.failures if f.get("host") == h])) for h in run_hosts(report.run)]
+    return [(h, replace(report, rows=[r for r in report.rows if r.host == h],
+                        failures=[f for f in report.failures if f.get("host") == h], sections=[]))
+            for h in run_hosts(report.run)]
 
 
 def hosts_of(run: Any, rows: Sequence[Row], failures: Sequence[dict[str, Any]] = ()) -> list[str]:
