@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import uuid
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -33,3 +34,63 @@ def _remove_empty(top: Path) -> None:
             os.rmdir(d)
         except OSError:
             pass
+
+
+class _SharedGuest:
+    """The reference host (tests/hostsupport/reference_host.py), booted on the first test that
+    asks for it and stopped after the last: one boot per run for every test that needs a
+    systemd + cgroup v2 host. A boot that failed or was skipped is not tried again: the later
+    tests get the same outcome at once instead of another 15-minute boot timeout."""
+
+    def __init__(self) -> None:
+        self.stack: ExitStack | None = None
+        self.host = None
+        self.outcome: BaseException | None = None
+
+    def get(self):
+        if self.outcome is not None:
+            raise self.outcome
+        if self.host is None:
+            from hostsupport.reference_host import reference_host, skip_unless_affordable
+
+            try:
+                skip_unless_affordable()
+                self.stack = ExitStack()
+                self.host = self.stack.enter_context(reference_host())
+            except BaseException as exc:
+                self.outcome = exc
+                self.stop()
+                raise
+            print(f"reference host: {self.host.timings}")
+        return self.host
+
+    def stop(self) -> None:
+        stack, self.stack, self.host = self.stack, None, None
+        if stack is not None:
+            stack.close()
+
+
+_SHARED = _SharedGuest()
+
+
+@pytest.fixture
+def refhost():
+    """A host as users have it (systemd as PID 1, unified cgroup v2, Debian's runtimes), shared by
+    every test that uses this fixture: the tests using it are one xdist group (one worker, one
+    after the other, tests/hostsupport/schedule.py) and the guest is stopped after the last of
+    them. Each test keeps to its own: its own local state (the `env` fixture), its own run ids
+    in the guest, and nothing of its runs left there (the tests check)."""
+    return _SHARED.get()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    try:
+        return (yield)
+    finally:
+        if "refhost" in item.fixturenames and (nextitem is None or "refhost" not in nextitem.fixturenames):
+            _SHARED.stop()  # the last test that needs it: the guest does not run beside what follows
+
+
+def pytest_sessionfinish(session):
+    _SHARED.stop()  # an interrupted session too: no guest outlives the tests

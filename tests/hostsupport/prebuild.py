@@ -1,0 +1,93 @@
+"""Build what the integration tests need, in the background, before they need it (make test).
+
+    .venv/bin/python tests/hostsupport/prebuild.py
+
+tools/run-tests starts this beside lint and the unit tests (BACKGROUND_BUILDS). Everything is
+content-addressed by its recipe and built under the builders' own locks (images/build.py,
+images/vmdisk.py, reference_host.reference_disk), so a test that gets there first builds it
+itself and this waits for it, and what this built a test finds ready: built once per run, by
+whoever needs it first. Nothing here is a test's check; the tests check what they use.
+
+In order of need (the longest test groups start first, tests/hostsupport/schedule.py):
+the reference guest's image and disk, the arm64 board (emulated, into the run's own cache, so it
+is built from scratch every run: test_arm_fresh.py), and the image most modules use.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+if __name__ == "__main__":  # run as a script: tests/ is where hostsupport lives
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from virtbench.images import vmdisk  # noqa: E402
+from virtbench.images.arch import emulation  # noqa: E402
+from virtbench.images.build import Recipe, build, host_arch  # noqa: E402
+
+TEST_PACKAGES = ("ca-certificates", "procps", "iproute2", "openssl", "fio", "sysbench", "sqlite3")
+"""The core tools of the `image` fixture, listed here (not through the registry) so platform
+tests do not depend on the benchmark plugins; the same cached image `virtbench image build`
+makes for these."""
+
+BOARD_CACHE = "arm-board"
+"""The run's own image cache of test_arm_fresh.py's arm64 board (hostsupport.background.run_cache)."""
+
+
+def core_image_recipe() -> Recipe:
+    return Recipe(release="bookworm", arch=host_arch(), profile="quick", packages=TEST_PACKAGES)
+
+
+def reference_guest() -> str:
+    from hostsupport.reference_host import reference_disk
+
+    disk, root = reference_disk()
+    return f"reference disk {root}"
+
+
+def arm_board() -> str:
+    from hostsupport.background import run_cache
+    from hostsupport.qemu_host import GUEST_HEADROOM, board_recipe
+
+    cache = run_cache(BOARD_CACHE)
+    if cache is None:
+        return "skipped: not in a make test run (test_arm_fresh.py builds its board into a cache of its own)"
+    emu = emulation("arm64")
+    if not emu.ok:
+        return f"skipped: cannot cross-build arm64 here: {emu.reason}"
+    image = build(board_recipe("arm64"), cache)
+    disk = vmdisk.build_disk(image, headroom=GUEST_HEADROOM)
+    return f"arm64 board image {image.root}, disk {disk.root.name}"
+
+
+def core_image() -> str:
+    return f"core image {build(core_image_recipe()).root}"
+
+
+STEPS: tuple[tuple[str, Callable[[], str]], ...] = (
+    ("reference guest", reference_guest), ("arm64 board", arm_board), ("core image", core_image))
+
+
+def main() -> int:
+    """Every step at once (each is mostly one process: an emulated dpkg, a download, mkfs), each
+    printing its outcome as it ends; exit 1 when one failed."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(name: str, step: Callable[[], str]) -> bool:
+        t0 = time.monotonic()
+        try:
+            print(f"prebuild: {name}: {step()} ({time.monotonic() - t0:.0f} s)", flush=True)
+            return True
+        except Exception as exc:  # noqa: BLE001 - the test that needs it builds it again and fails with the reason
+            print(f"prebuild: {name} FAILED after {time.monotonic() - t0:.0f} s: {type(exc).__name__}: {exc}",
+                  flush=True)
+            return False
+
+    with ThreadPoolExecutor(len(STEPS)) as pool:
+        ok = list(pool.map(lambda s: one(*s), STEPS))
+    return 0 if all(ok) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
