@@ -1,18 +1,25 @@
 """How the suite runs side by side: groups, order and the suite lock (a pytest plugin).
 
-- **Groups** (pytest-xdist `--dist loadgroup`): every integration module is one group, so its
-  module-scoped fixtures (an engine's imported image, a namespace host, a guest) are made once,
-  on one worker. Modules that would contend for something only one can hold at a time share a
+- **Groups** (pytest-xdist `--dist loadgroup`, by pytest_xdist_make_scheduler below): every
+  integration module is one group, so its module-scoped fixtures (an engine's imported image, a
+  namespace host, a guest) are made once, on one worker. Modules that would contend for something only one can hold at a time share a
   group and so run one after the other: CONTENDING below, and every test that uses the shared
   reference guest (the `refhost` fixture), which boots once per run.
-- **Order**: the groups that take longest (guests, emulated builds) first, so that the other
-  worker fills the time beside them; the groups holding a `measures` test last, where they find
-  the machine quiet. The durations table in tests/README.md is where FIRST comes from.
-- **The suite lock** (suitelock.py): each test holds it shared, a `measures` test exclusive,
-  from the first test of its group to the last (a group's module fixtures live that long), so a
-  measuring test has nothing of the suite beside it, on any worker or lane.
+- **Order** (kept by `--no-loadscope-reorder`): the groups that take longest (guests, emulated
+  builds) first, so that the other worker fills the time beside them; the groups holding a
+  `measures` test last, where they find the machine quiet (the builds done). The durations table in tests/README.md is where FIRST comes from.
+- **The suite lock** (suitelock.py): each test holds it shared, a `measures` test exclusive, so
+  a measuring test has nothing of the suite beside it, on any worker or lane; what a worker keeps
+  running between its tests (the reference guest) is paused while it waits (`while_waiting`).
 """
 from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -66,7 +73,8 @@ def assign_groups(items: list[pytest.Item]) -> None:
 
 def order(items: list[pytest.Item]) -> list[pytest.Item]:
     """Integration groups contiguous, FIRST first, groups with a measuring test last; within a
-    group, and for unit and web tests, the collection order."""
+    group its measuring tests after the others (one switch of the suite lock, not several), each
+    part in collection order, as are the unit and web tests."""
     first_index: dict[str, int] = {}
     measuring: set[str] = set()
     for i, item in enumerate(items):
@@ -76,50 +84,114 @@ def order(items: list[pytest.Item]) -> list[pytest.Item]:
             if measures(item):
                 measuring.add(g)
 
-    def key(pair: tuple[int, pytest.Item]) -> tuple[int, int, int]:
+    def key(pair: tuple[int, pytest.Item]) -> tuple[int, int, bool, int]:
         i, item = pair
         if not is_integration(item):
-            return (1, i, i)
+            return (1, i, False, i)
         g = group_of(item)
         rank = FIRST.index(g) - len(FIRST) if g in FIRST else (2 if g in measuring else 1)
-        return (rank, first_index[g], i)
+        return (rank, first_index[g], measures(item), i)
 
     return [item for _, item in sorted(enumerate(items), key=key)]
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
+GROUPS_ENV = "VIRTBENCH_TEST_GROUPS"
+"""Where the workers tell the controller each test's group (a directory; set by the controller)."""
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     assign_groups(items)
     items[:] = order(items)
+    where = os.environ.get(GROUPS_ENV)
+    if where and hasattr(config, "workerinput"):  # an xdist worker: the controller groups by these
+        tmp = Path(where) / f".{config.workerinput['workerid']}.json"
+        tmp.write_text(json.dumps({item.nodeid: group_of(item) for item in items if is_integration(item)}))
+        tmp.rename(Path(where) / tmp.name[1:])
 
 
-_held: list[tuple[tuple[str, bool], suitelock.Held]] = []
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and config.getoption("numprocesses", None):
+        where = tempfile.mkdtemp(prefix="virtbench-test-groups-")
+        os.environ[GROUPS_ENV] = where  # the workers, started after this, inherit it
+        config.add_cleanup(lambda: shutil.rmtree(where, ignore_errors=True))
 
 
-def _lock_key(item: pytest.Item) -> tuple[str, bool]:
-    return (group_of(item) if is_integration(item) else _module(item), measures(item))
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """--dist loadgroup by the groups above. xdist's own loadgroup marks the group in the test's
+    node id, which pytest 9 no longer lets a plugin change (Node.nodeid comes from Node._id):
+    its scheduler then sees no group at all. This one reads them from the workers instead."""
+    if config.getvalue("dist") != "loadgroup" or not os.environ.get(GROUPS_ENV):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    where = Path(os.environ[GROUPS_ENV])
+
+    class GroupScheduling(LoadScopeScheduling):
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:  # every worker has collected (and written) by the time this is asked
+                found = sorted(where.glob("*.json"))
+                self.groups = json.loads(found[0].read_text()) if found else {}
+            return self.groups.get(nodeid, nodeid)
+
+    return GroupScheduling(config, log)
+
+
+_held: list[suitelock.Held] = []
+_idle: list[tuple[Callable[[], None], Callable[[], None]]] = []
+
+
+def while_waiting(pause: Callable[[], None], resume: Callable[[], None]) -> Callable[[], None]:
+    """Register what to pause while this worker waits for the suite lock (a guest it keeps
+    between its tests: a measuring test on another worker must not have it running beside it);
+    returns the call that unregisters it."""
+    hooks = (pause, resume)
+    _idle.append(hooks)
+    return lambda: _idle.remove(hooks) if hooks in _idle else None
 
 
 def _release() -> None:
     while _held:
-        _held.pop()[1].release()
+        _held.pop().release()
+
+
+def _acquire(exclusive: bool) -> suitelock.Held | None:
+    paused: list[Callable[[], None]] = []
+
+    def pause() -> None:
+        for stop, go in list(_idle):
+            stop()
+            paused.append(go)
+
+    try:
+        return suitelock.acquire(exclusive, on_wait=pause)
+    except PermissionError:  # not root, no /run/virtbench-test: nothing of the host's to share
+        return None
+    finally:
+        for go in paused:
+            go()
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
-    key = _lock_key(item)
-    if not _held or _held[0][0] != key:
+    """The suite lock around each test (setup, call, teardown), exclusive for a `measures` test.
+    It is kept from one test to the next of the same kind while no measuring test waits, and
+    given back as soon as one does: a measuring test waits for the tests under way, not for
+    whole modules."""
+    exclusive = measures(item)
+    if _held and _held[0].exclusive != exclusive:
         _release()
-        try:
-            held = suitelock.acquire(key[1])
-        except PermissionError:  # not root, no /run/virtbench-test: nothing of the host to share
-            held = None
+    if not _held:
+        held = _acquire(exclusive)
         if held is not None:
-            _held.append((key, held))
+            _held.append(held)
             if held.waited >= 1:
                 item.user_properties.append(("suite_lock_wait_s", round(held.waited, 1)))
     try:
         return (yield)
     finally:
-        if nextitem is None or _lock_key(nextitem) != key:
+        if nextitem is None or measures(nextitem) != exclusive or (not exclusive and suitelock.writer_waiting()):
             _release()

@@ -4,11 +4,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 import uuid
 from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
+
+from hostsupport import schedule
+from virtbench.platforms.qemu import guest
 
 
 @pytest.fixture
@@ -46,6 +50,7 @@ class _SharedGuest:
         self.stack: ExitStack | None = None
         self.host = None
         self.outcome: BaseException | None = None
+        self.paused_at: float | None = None
 
     def get(self):
         if self.outcome is not None:
@@ -57,6 +62,7 @@ class _SharedGuest:
                 skip_unless_affordable()
                 self.stack = ExitStack()
                 self.host = self.stack.enter_context(reference_host())
+                self.stack.callback(schedule.while_waiting(self.pause, self.resume))
             except BaseException as exc:
                 self.outcome = exc
                 self.stop()
@@ -64,8 +70,22 @@ class _SharedGuest:
             print(f"reference host: {self.host.timings}")
         return self.host
 
+    def pause(self) -> None:
+        """Between two of its tests, while this worker waits for a measuring test elsewhere: the
+        guest stopped (QMP), so it takes no CPU beside that test."""
+        if self.host is not None and self.paused_at is None:
+            guest.qmp(str(self.host.qmp_socket), "stop")
+            self.paused_at = time.time()
+
+    def resume(self) -> None:
+        """Running again, its clock set right (a stopped TCG guest's clock stops with it)."""
+        if self.host is not None and self.paused_at is not None:
+            guest.qmp(str(self.host.qmp_socket), "cont")
+            self.paused_at = None
+            self.host.ssh(["date", "-s", f"@{time.time():.3f}"], timeout=120, check=False)
+
     def stop(self) -> None:
-        stack, self.stack, self.host = self.stack, None, None
+        stack, self.stack, self.host, self.paused_at = self.stack, None, None, None
         if stack is not None:
             stack.close()
 

@@ -24,7 +24,7 @@ from virtbench.images.build import Recipe, build, host_arch
 from virtbench.platforms import cgroups, kernellog
 from virtbench.platforms.lxc import LXC
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.measures]  # pushes the host to its limits: runs alone
 
 WORKLOAD = "{name: openssl, algorithm: des-ede3, bytes: 64, multi: 1, seconds: 1}"
 """multi: 1: until quick's parser fix for OpenSSL 1.1.1's -multi sum ("evp") lands, bullseye needs it."""

@@ -11,7 +11,7 @@ import pytest
 
 from virtbench.platforms import naming
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.measures]  # verdicts and noise: alone
 
 LONG = "runc-with-a-very-long-descriptive-platform-name-for-the-peer-x"  # 62 characters
 ODD = "ctr--odd.name"  # valid for virtbench, not as a containerd id as is (separators twice)

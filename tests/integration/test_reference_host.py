@@ -201,6 +201,7 @@ def _selftest_images(tmp_path, accel: str) -> list:
     return [images.build(images.recipe_for("quick"))] + ([images.build(ping)] if accel != "tcg" else [])
 
 
+@pytest.mark.measures  # known answers (io.max throughput) that need the guest to get its CPU
 def test_selftest_on_the_reference_host(ref, tmp_path):
     """`virtbench selftest` on the host itself, as a user runs it on a new host: virtbench
     shipped as a run across hosts ships it, the images put where that host's own virtbench

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.integration]
+pytestmark = [pytest.mark.integration, pytest.mark.measures]  # known answers in time and CPU: runs alone
 
 CGROUPS = Path("/sys/fs/cgroup")
 KEYS = {"name", "expected", "measured", "passed", "skipped", "reason"}
