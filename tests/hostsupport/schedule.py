@@ -2,12 +2,14 @@
 
 - **Groups** (pytest-xdist `--dist loadgroup`, by pytest_xdist_make_scheduler below): every
   integration module is one group, so its module-scoped fixtures (an engine's imported image, a
-  namespace host, a guest) are made once, on one worker. Modules that would contend for something only one can hold at a time share a
-  group and so run one after the other: CONTENDING below, and every test that uses the shared
-  reference guest (the `refhost` fixture), which boots once per run.
+  namespace host, a guest) are made once, on one worker. Modules that would contend for
+  something only one can hold at a time share a group and so run one after the other:
+  CONTENDING below, and every test that uses the shared reference guest (the `refhost`
+  fixture), which boots once per run.
 - **Order** (kept by `--no-loadscope-reorder`): the groups that take longest (guests, emulated
   builds) first, so that the other worker fills the time beside them; the groups holding a
-  `measures` test last, where they find the machine quiet (the builds done). The durations table in tests/README.md is where FIRST comes from.
+  `measures` test last, where they find the machine quiet (the builds done). The durations
+  table in tests/README.md is where FIRST comes from.
 - **The suite lock** (suitelock.py): each test holds it shared, a `measures` test exclusive, so
   a measuring test has nothing of the suite beside it, on any worker or lane; what a worker keeps
   running between its tests (the reference guest) is paused while it waits (`while_waiting`).
