@@ -75,8 +75,8 @@ def assign_groups(items: list[pytest.Item]) -> None:
 
 def order(items: list[pytest.Item]) -> list[pytest.Item]:
     """Integration groups contiguous, FIRST first, groups with a measuring test last; within a
-    group its measuring tests after the others (one switch of the suite lock, not several), each
-    part in collection order, as are the unit and web tests."""
+    group, and for the unit and web tests, the collection order (pytest's own: it keeps the
+    tests of one parameter of a module-scoped fixture together)."""
     first_index: dict[str, int] = {}
     measuring: set[str] = set()
     for i, item in enumerate(items):
@@ -86,13 +86,13 @@ def order(items: list[pytest.Item]) -> list[pytest.Item]:
             if measures(item):
                 measuring.add(g)
 
-    def key(pair: tuple[int, pytest.Item]) -> tuple[int, int, bool, int]:
+    def key(pair: tuple[int, pytest.Item]) -> tuple[int, int, int]:
         i, item = pair
         if not is_integration(item):
-            return (1, i, False, i)
+            return (1, i, i)
         g = group_of(item)
         rank = FIRST.index(g) - len(FIRST) if g in FIRST else (2 if g in measuring else 1)
-        return (rank, first_index[g], measures(item), i)
+        return (rank, first_index[g], i)
 
     return [item for _, item in sorted(enumerate(items), key=key)]
 
