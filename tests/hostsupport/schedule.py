@@ -6,10 +6,10 @@
   something only one can hold at a time share a group and so run one after the other:
   CONTENDING below, and every test that uses the shared reference guest (the `refhost`
   fixture), which boots once per run.
-- **Order** (kept by `--no-loadscope-reorder`): the groups that take longest (guests, emulated
-  builds) first, so that the other worker fills the time beside them; the groups holding a
-  `measures` test last, where they find the machine quiet (the builds done). The durations
-  table in tests/README.md is where FIRST comes from.
+- **Order** (kept by `--no-loadscope-reorder`): the groups that take longest first (FIRST), so
+  that the other worker fills the time beside them; those waiting for a background build late
+  (LATE); the groups holding a `measures` test last, where they find the machine quiet (the
+  builds done). The durations table in tests/README.md is where FIRST comes from.
 - **The suite lock** (suitelock.py): each test holds it shared, a `measures` test exclusive, so
   a measuring test has nothing of the suite beside it, on any worker or lane; what a worker keeps
   running between its tests (the reference guest) is paused while it waits (`while_waiting`).
@@ -29,10 +29,13 @@ from hostsupport import suitelock
 
 MEASURES = "measures"
 
-FIRST = ("refhost", "integration/test_arm_fresh.py")
+FIRST = ("refhost",)
 """The longest groups (tests/README.md, the durations table): started first, on their own
-worker, while the other worker takes the rest. refhost: the reference guest under TCG;
-test_arm_fresh: the emulated arm64 board (its image is built in the background from the start)."""
+worker, while the other worker takes the rest. refhost: the reference guest under TCG (its image
+and disk are built in the background from the start, prebuild.py), then five campaigns on it."""
+LATE = ("integration/test_arm_fresh.py", "integration/test_kubernetes.py")
+"""Groups that wait for a background build (the emulated arm64 board; the Kubernetes node): after
+the other groups, so that their build is done or nearly by the time they start."""
 
 CONTENDING = {
     # Benchmarks with servers on the host's own ports on `native` (iperf3 5201, sockperf 11111,
@@ -91,7 +94,10 @@ def order(items: list[pytest.Item]) -> list[pytest.Item]:
         if not is_integration(item):
             return (1, i, i)
         g = group_of(item)
-        rank = FIRST.index(g) - len(FIRST) if g in FIRST else (2 if g in measuring else 1)
+        if g in FIRST:
+            rank = FIRST.index(g) - len(FIRST)
+        else:
+            rank = 3 if g in measuring else 2 if g in LATE else 1
         return (rank, first_index[g], i)
 
     return [item for _, item in sorted(enumerate(items), key=key)]
