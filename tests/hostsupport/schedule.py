@@ -68,11 +68,22 @@ def measures(item: pytest.Item) -> bool:
 
 
 def assign_groups(items: list[pytest.Item]) -> None:
+    """The group of every integration test without an explicit `xdist_group` mark: its module's,
+    CONTENDING's, or `refhost`. A module whose tests only partly measure has those in a group of
+    their own (`MODULE::measures`, run with the measuring groups at the end, when the builds are
+    done), so that its other tests run early, beside everything else; its module fixtures are
+    then made once more, for them. The reference guest's tests stay one group (one boot)."""
+    chosen: dict[pytest.Item, str] = {}
     for item in items:
         if not is_integration(item) or item.get_closest_marker("xdist_group") is not None:
             continue
         module = _module(item)
-        name = "refhost" if "refhost" in getattr(item, "fixturenames", ()) else CONTENDING.get(module, module)
+        chosen[item] = "refhost" if "refhost" in getattr(item, "fixturenames", ()) else CONTENDING.get(module, module)
+    mixed = {g for g in set(chosen.values()) if g not in FIRST
+             and len({measures(i) for i, gi in chosen.items() if gi == g}) == 2}
+    for item, name in chosen.items():
+        if name in mixed and measures(item):
+            name = f"{name}::measures"
         item.add_marker(pytest.mark.xdist_group(name))
 
 
