@@ -8,15 +8,22 @@ images/vmdisk.py, reference_host.reference_disk), so a test that gets there firs
 itself and this waits for it, and what this built a test finds ready: built once per run, by
 whoever needs it first. Nothing here is a test's check; the tests check what they use.
 
-In order of need (the longest test groups start first, tests/hostsupport/schedule.py):
-the reference guest's image and disk, the arm64 board (emulated, into the run's own cache, so it
-is built from scratch every run: test_arm_fresh.py), and the image most modules use.
+At once: the reference guest's image and disk (its tests start first), the arm64 board
+(emulated, into the run's own cache, so it is built from scratch every run: test_arm_fresh.py),
+the image most modules use, and then one after the other the images a fresh machine's last run
+built (RECORDED: in particular those of the measuring tests, which run alone at the end, where a
+build would keep the other core idle). A recipe the tests no longer use costs a build here and
+nothing else; `--record` writes the list of a run (tools/run-tests does, into the run's directory).
+
+    .venv/bin/python tests/hostsupport/prebuild.py --record SINCE FILE   # images built since SINCE (epoch s)
 """
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 if __name__ == "__main__":  # run as a script: tests/ is where hostsupport lives
@@ -24,7 +31,7 @@ if __name__ == "__main__":  # run as a script: tests/ is where hostsupport lives
 
 from virtbench.images import vmdisk  # noqa: E402
 from virtbench.images.arch import emulation  # noqa: E402
-from virtbench.images.build import Recipe, build, host_arch  # noqa: E402
+from virtbench.images.build import Recipe, build, host_arch, list_images  # noqa: E402
 
 TEST_PACKAGES = ("ca-certificates", "procps", "iproute2", "openssl", "fio", "sysbench", "sqlite3")
 """The core tools of the `image` fixture, listed here (not through the registry) so platform
@@ -65,8 +72,41 @@ def core_image() -> str:
     return f"core image {build(core_image_recipe()).root}"
 
 
+RECORDED = Path(__file__).with_name("images.json")
+"""The native images a fresh machine's `make test` built, oldest first (--record)."""
+
+
+def recorded_images() -> str:
+    recipes = [Recipe(**{**r, "packages": tuple(r["packages"]), "mirrors": tuple(r["mirrors"])})
+               for r in json.loads(RECORDED.read_text())] if RECORDED.is_file() else []
+    done = []
+    for recipe in recipes:
+        if recipe.arch == host_arch():  # emulated ones are the tests' own business (test_arm_fresh)
+            t0 = time.monotonic()
+            build(recipe)
+            done.append(f"{recipe.profile} {recipe.hash()[:12]} {time.monotonic() - t0:.0f} s")
+    return f"{len(done)} recorded images ({', '.join(done)})"
+
+
+def record(since: float, out: Path) -> None:
+    """The recipes of the native images built into the shared cache since `since`, oldest first."""
+    found = []
+    for image in list_images():
+        m = image.manifest
+        if "variant" not in m or m.get("arch") != host_arch() or image.root.name != image.recipe_hash[:16]:
+            continue  # not an mmdebstrap recipe (a busybox or brought image), or another architecture
+        built = datetime.strptime(m["built_at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+        if built >= since - 1:
+            mirrors = m.get("mirrors")
+            found.append((built, {"release": m["release"], "arch": m["arch"], "profile": m["profile"],
+                                  "packages": list(m["packages"]), "variant": m["variant"],
+                                  "mirrors": mirrors if isinstance(mirrors, list) else []}))
+    out.write_text(json.dumps([r for _, r in sorted(found, key=lambda f: f[0])], indent=1) + "\n")
+
+
 STEPS: tuple[tuple[str, Callable[[], str]], ...] = (
-    ("reference guest", reference_guest), ("arm64 board", arm_board), ("core image", core_image))
+    ("reference guest", reference_guest), ("arm64 board", arm_board), ("core image", core_image),
+    ("recorded images", recorded_images))
 
 
 def main() -> int:
@@ -94,4 +134,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--record"]:
+        record(float(sys.argv[2]), Path(sys.argv[3]))
+        raise SystemExit(0)
     raise SystemExit(main())
