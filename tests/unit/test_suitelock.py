@@ -40,18 +40,8 @@ def _until(cond, what: str, timeout: float = 30.0) -> None:
         time.sleep(0.01)
 
 
-def _gate_closed(tmp_path: Path) -> bool:
-    fd = os.open(tmp_path / "locks" / "suite.gate", os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        return False
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-
-
-def test_a_writer_waits_for_the_readers_and_later_readers_wait_for_it(tmp_path):
+def test_a_writer_waits_for_the_readers_and_later_readers_wait_for_it(tmp_path, monkeypatch):
+    monkeypatch.setenv(suitelock.LOCK_DIR_ENV, str(tmp_path / "locks"))
     procs = []
     try:
         reader, reader_got, reader_release = _holder(tmp_path, "reader", False)
@@ -63,7 +53,8 @@ def test_a_writer_waits_for_the_readers_and_later_readers_wait_for_it(tmp_path):
         other_release.touch()
         writer, writer_got, writer_release = _holder(tmp_path, "writer", True)
         procs.append(writer)
-        _until(lambda: _gate_closed(tmp_path), "the waiting writer closes the gate")
+        assert not suitelock.writer_waiting()
+        _until(suitelock.writer_waiting, "the waiting writer closes the gate")
         late, late_got, late_release = _holder(tmp_path, "late", False)
         procs.append(late)
         time.sleep(0.5)
