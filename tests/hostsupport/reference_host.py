@@ -93,7 +93,7 @@ def _until_console_says(log: Path, needle: str, until: float) -> None:
     """Wait until the guest's console log holds needle (it is read, not polled with a process),
     at most until `until`; at least half a second, so that a retry loop never spins."""
     time.sleep(0.5)
-    while time.monotonic() < until and needle not in log.read_text(errors="replace"):
+    while time.monotonic() < until and needle not in _tail(log, 10_000):
         time.sleep(0.2)
 
 
