@@ -24,8 +24,10 @@ prepare-tests:
 test-fast: venv
 	$(MAKE) --no-print-directory --output-sync=target -j2 lint fast-tests
 
+# a short --basetemp: xdist's per-worker tmp_path under pytest's default one is too long for a Unix socket path
 fast-tests: venv
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(FAST_WORKERS) -m "not integration" tests/unit tests/web $(PYTEST_ARGS)
+	t=$$(mktemp -d /tmp/vbfXXXX) && $(BIN)/python -m pytest -q -p no:cacheprovider -n $(FAST_WORKERS) --basetemp=$$t \
+	  -m "not integration" tests/unit tests/web $(PYTEST_ARGS); rc=$$?; rm -rf --one-file-system $$t; exit $$rc
 
 # ruff (style, import order) and mypy (config in pyproject.toml) with zero findings; the
 # structural rules (layering, cycles, SQL only in store/, plugin names) are tests/unit/test_structure.py.
