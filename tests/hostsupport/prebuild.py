@@ -31,7 +31,7 @@ if __name__ == "__main__":  # run as a script: tests/ is where hostsupport lives
 
 from virtbench.images import vmdisk  # noqa: E402
 from virtbench.images.arch import emulation  # noqa: E402
-from virtbench.images.build import Recipe, build, host_arch, list_images  # noqa: E402
+from virtbench.images.build import Recipe, build, cached, host_arch, list_images  # noqa: E402
 
 TEST_PACKAGES = ("ca-certificates", "procps", "iproute2", "openssl", "fio", "sysbench", "sqlite3")
 """The core tools of the `image` fixture, listed here (not through the registry) so platform
@@ -73,19 +73,22 @@ def core_image() -> str:
 
 
 RECORDED = Path(__file__).with_name("images.json")
-"""The native images a fresh machine's `make test` built, oldest first (--record)."""
+"""The native images a fresh machine's `make test` built (--record), put in the order they are
+needed: the reference guest's campaigns, the measuring tests', then the others."""
 
 
-def recorded_images() -> str:
+def recorded_images(backwards: bool = False) -> str:
+    """RECORDED's images, first to last (or last to first: two such steps meet in the middle;
+    an image the other is building is waited for, then found built)."""
     recipes = [Recipe(**{**r, "packages": tuple(r["packages"]), "mirrors": tuple(r["mirrors"])})
                for r in json.loads(RECORDED.read_text())] if RECORDED.is_file() else []
     done = []
-    for recipe in recipes:
-        if recipe.arch == host_arch():  # emulated ones are the tests' own business (test_arm_fresh)
+    for recipe in reversed(recipes) if backwards else recipes:
+        if recipe.arch == host_arch() and cached(recipe) is None:  # emulated ones: the tests' own (test_arm_fresh)
             t0 = time.monotonic()
             build(recipe)
             done.append(f"{recipe.profile} {recipe.hash()[:12]} {time.monotonic() - t0:.0f} s")
-    return f"{len(done)} recorded images ({', '.join(done)})"
+    return f"{len(done)} of {len(recipes)} recorded images ({', '.join(done)})"
 
 
 def record(since: float, out: Path) -> None:
@@ -106,7 +109,7 @@ def record(since: float, out: Path) -> None:
 
 STEPS: tuple[tuple[str, Callable[[], str]], ...] = (
     ("reference guest", reference_guest), ("arm64 board", arm_board), ("core image", core_image),
-    ("recorded images", recorded_images))
+    ("recorded images", recorded_images), ("recorded images backwards", lambda: recorded_images(backwards=True)))
 
 
 def main() -> int:
