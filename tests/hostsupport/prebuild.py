@@ -104,7 +104,14 @@ def record(since: float, out: Path) -> None:
             found.append((built, {"release": m["release"], "arch": m["arch"], "profile": m["profile"],
                                   "packages": list(m["packages"]), "variant": m["variant"],
                                   "mirrors": mirrors if isinstance(mirrors, list) else []}))
-    out.write_text(json.dumps([r for _, r in sorted(found, key=lambda f: f[0])], indent=1) + "\n")
+    recipes = [r for _, r in sorted(found, key=lambda f: f[0])]
+    out.write_text(json.dumps(recipes, indent=1) + "\n")
+    known = json.loads(RECORDED.read_text()) if RECORDED.is_file() else []
+    new = [r for r in recipes if r not in known]
+    if new:
+        print(f"{len(new)} image(s) this run built are not in {RECORDED.name} (prebuilt from the start of make test): "
+              f"on a fresh machine's run, add them from {out} where they are needed first: "
+              + "; ".join(f"{r['profile']} {' '.join(r['packages'])[:60]}" for r in new))
 
 
 STEPS: tuple[tuple[str, Callable[[], str]], ...] = (
