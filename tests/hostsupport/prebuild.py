@@ -93,11 +93,15 @@ def recorded_images(backwards: bool = False) -> str:
 
 def record(since: float, out: Path) -> None:
     """The recipes of the native images built into the shared cache since `since`, oldest first."""
+    from hostsupport.reference_host import reference_recipe
+
     found = []
     for image in list_images():
         m = image.manifest
         if "variant" not in m or m.get("arch") != host_arch() or image.root.name != image.recipe_hash[:16]:
             continue  # not an mmdebstrap recipe (a busybox or brought image), or another architecture
+        if image.recipe_hash == reference_recipe().hash():
+            continue  # built by its own step
         built = datetime.strptime(m["built_at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
         if built >= since - 1:
             mirrors = m.get("mirrors")
