@@ -68,6 +68,7 @@ class _SharedGuest:
                 self.stop()
                 raise
             print(f"reference host: {self.host.timings}")
+            _first(self.host.pidfile)
         return self.host
 
     def pause(self) -> None:
@@ -88,6 +89,18 @@ class _SharedGuest:
         stack, self.stack, self.host, self.paused_at = self.stack, None, None, None
         if stack is not None:
             stack.close()
+
+
+def _first(pidfile: Path) -> None:
+    """The guest's threads at nice -5: under TCG the reference guest is CPU-bound and its tests
+    are the run's longest chain, so the CPU goes to it first and the other tests fill the rest
+    (none of them times anything: a measuring test finds the guest paused)."""
+    try:
+        pid = int(pidfile.read_text().split()[0])
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            os.setpriority(os.PRIO_PROCESS, int(tid), -5)
+    except (OSError, ValueError):
+        pass  # not root, or the guest already gone: it runs at the default priority
 
 
 _SHARED = _SharedGuest()
