@@ -79,11 +79,12 @@ class _SharedGuest:
             self.paused_at = time.time()
 
     def resume(self) -> None:
-        """Running again, its clock set right (a stopped TCG guest's clock stops with it)."""
+        """Running again, its clock put forward by the pause (a stopped TCG guest's clock stops
+        with it; the guest adds it to its own time, so the SSH round trip does not count)."""
         if self.host is not None and self.paused_at is not None:
             guest.qmp(str(self.host.qmp_socket), "cont")
-            self.paused_at = None
-            self.host.ssh(["date", "-s", f"@{time.time():.3f}"], timeout=120, check=False)
+            lag, self.paused_at = round(time.time() - self.paused_at), None
+            self.host.ssh(["date", "-s", f"@$(( $(date +%s) + {lag} ))"], timeout=120, check=False)
 
     def stop(self) -> None:
         stack, self.stack, self.host, self.paused_at = self.stack, None, None, None
