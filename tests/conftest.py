@@ -8,16 +8,19 @@ from pathlib import Path
 import pytest
 
 from dbsupport import PG_ENV, database
-from virtbench.images.build import Recipe, build, host_arch
+from hostsupport import schedule
+from hostsupport.prebuild import core_image_recipe
+from virtbench.images.build import build
 from virtbench.images.image import Image
 from virtbench.platforms.base import Paths
 from virtbench.store.db import Store
 
 DATA = Path(__file__).parent / "data"
 
-# The core tools, listed here (not through the registry) so platform tests do not depend
-# on the benchmark plugins; the same cached image `virtbench image build` makes for these.
-TEST_PACKAGES = ("ca-certificates", "procps", "iproute2", "openssl", "fio", "sysbench", "sqlite3")
+
+def pytest_configure(config):
+    # groups, order and the suite lock of tests run side by side (make test, tests/README.md)
+    config.pluginmanager.register(schedule, "virtbench-schedule")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -30,8 +33,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def image() -> Image:
-    recipe = Recipe(release="bookworm", arch=host_arch(), profile="quick", packages=TEST_PACKAGES)
-    return build(recipe)
+    """The core tools' image (hostsupport.prebuild.TEST_PACKAGES), built in the background by make test."""
+    return build(core_image_recipe())
 
 
 @pytest.fixture(scope="session")

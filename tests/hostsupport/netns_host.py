@@ -122,21 +122,48 @@ class NetnsHost:
         proc.run(["ip", "link", "delete", self.veth_host], timeout=30, check=False)
 
 
+SUBNET_LOCKS = Path("/run/virtbench-test/netns-subnets")
+"""One lock file per 10.231.N.0/24 in use: tests on several workers (and other engineers' runs)
+build namespace hosts at once, and two on one subnet would take each other's routes."""
+
+
+@contextmanager
+def _subnet(index: int | None) -> Iterator[int]:
+    """A subnet index (1-250) no other namespace host of this machine holds, held until exit."""
+    import fcntl
+
+    SUBNET_LOCKS.mkdir(parents=True, exist_ok=True)
+    start = int(uuid.uuid4().hex[:4], 16) % 250
+    for i in [index] if index is not None else [1 + (start + k) % 250 for k in range(250)]:
+        fd = os.open(SUBNET_LOCKS / str(i), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if index is not None else fcntl.LOCK_NB))
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        try:
+            yield i
+        finally:
+            os.close(fd)
+        return
+    raise RuntimeError(f"every namespace host subnet 10.231.1-250.0/24 is in use ({SUBNET_LOCKS})")
+
+
 @contextmanager
 def netns_host(tag: str | None = None, base: Path | None = None, index: int | None = None) -> Iterator[NetnsHost]:
     """A namespace host named `vbhosts<tag>` (unique per call by default), removed afterwards."""
     tag = tag or uuid.uuid4().hex[:4]
-    index = index if index is not None else 1 + int(uuid.uuid4().hex[:4], 16) % 250
     owned = base is None  # a directory made here goes with the host (its work dir holds ~1 GB once supplied)
     base = base or Path("/var/lib/virtbench-test") / f"hosts-{tag}"
-    host = NetnsHost(tag, base, index)
-    try:
-        host.build()
-        yield host
-    finally:
-        host.destroy()
-        if owned:
-            from virtbench.images.build import mounts_using
+    with _subnet(index) as i:
+        host = NetnsHost(tag, base, i)
+        try:
+            host.build()
+            yield host
+        finally:
+            host.destroy()
+            if owned:
+                from virtbench.images.build import mounts_using
 
-            if not mounts_using(base):
-                shutil.rmtree(base, ignore_errors=True)
+                if not mounts_using(base):
+                    shutil.rmtree(base, ignore_errors=True)

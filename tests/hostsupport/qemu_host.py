@@ -57,6 +57,8 @@ the guest's init uses."""
 RECORD_TOOLS = ("p7zip", "botan", "mbw")
 """The studies' board tools beyond the quick suite (7-zip, Botan, mbw), so the outputs recorded
 from this image under qemu-user cover them (tests/data/README.md)."""
+GUEST_HEADROOM = 2 << 30
+"""Free space on a test guest's disk (the VM disk is cached per image and headroom)."""
 BOOT_TIMEOUT = {"amd64": 300.0, "arm64": 600.0, "armhf": 600.0}
 """Seconds until the agent answers: a TCG arm guest on a loaded 2-core host needs minutes."""
 
@@ -214,7 +216,7 @@ def qemu_host(arch: str = "arm64", *, name: str | None = None, base: Path | None
     t0 = time.monotonic()
     image = build(recipe or guest_recipe(arch, release, extra_packages), cache, log=log)
     t_image = time.monotonic() - t0
-    disk = vmdisk.build_disk(image, headroom=2 << 30, log=log)
+    disk = vmdisk.build_disk(image, headroom=GUEST_HEADROOM, log=log)
     t_disk = time.monotonic() - t0 - t_image
     overlay = base / "overlay.qcow2"
     proc.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", str(disk.disk), str(overlay)], timeout=60)

@@ -85,6 +85,18 @@ ClientAliveCountMax 6
 """
 
 
+SSHD_STARTED = "Started ssh.service"
+"""What systemd prints on the console (systemd.show_status=1) once sshd listens."""
+
+
+def _until_console_says(log: Path, needle: str, until: float) -> None:
+    """Wait until the guest's console log holds needle (it is read, not polled with a process),
+    at most until `until`; at least half a second, so that a retry loop never spins."""
+    time.sleep(0.5)
+    while time.monotonic() < until and needle not in _tail(log, 10_000):
+        time.sleep(0.2)
+
+
 def reference_recipe() -> Recipe:
     packages = {*BASE_PACKAGES, *REFERENCE_PACKAGES, vmdisk.kernel_package("amd64")}
     return Recipe(release="bookworm", arch="amd64", profile="refhost", packages=tuple(sorted(packages)))
@@ -215,7 +227,7 @@ def reference_host(*, memory: str = "3G", vcpus: int = 2, name: str = "refhost",
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the reference host's sshd did not answer within {BOOT_TIMEOUT:.0f} s\n"
                                    f"{_tail(spec.serial_log, 60)}")
-            time.sleep(2)
+            _until_console_says(spec.serial_log, SSHD_STARTED, min(deadline, time.monotonic() + 30))
         host.boot_seconds = time.monotonic() - booted
         host.timings = {"disk_s": round(t_disk, 1), "ssh_s": round(host.boot_seconds, 1)}
         yield host

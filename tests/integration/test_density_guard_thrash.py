@@ -30,7 +30,7 @@ from virtbench.experiments.density.guard import MIB, NEAR_LIMIT, Guard, GuardSet
 from virtbench.experiments.migration.storage import mount_of
 from virtbench.platforms import cgroups
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.measures]  # reads the host's PSI: alone
 
 THRASH = Path(__file__).resolve().parents[1] / "hostsupport" / "thrash.py"
 LIMIT = 64 * MIB

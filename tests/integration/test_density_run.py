@@ -49,6 +49,7 @@ def lxc_of(paths, image, run_id):
         plat.remove(inst)
 
 
+@pytest.mark.measures  # an OOM kill, read from the kernel log: alone
 def test_memory_plus_swap_exceeded_is_oom_killed_and_read_from_the_cgroup(lxc_of):
     plat, inst = lxc_of(memory="64M", swap=0)
     cg = plat.memory_cgroup(inst)
@@ -63,6 +64,7 @@ def test_memory_plus_swap_exceeded_is_oom_killed_and_read_from_the_cgroup(lxc_of
     assert any("tail" in line for line in kernellog.oom_lines_since(mark))
 
 
+@pytest.mark.measures  # reads the host's free disk space before and after: alone
 def test_write_beyond_disk_fails_with_enospc_inside_only(lxc_of, paths):
     plat, inst = lxc_of(memory="128M", disk="512M")
     assert "/dev/loop" in plat.exec(inst, ["df", "/"], timeout=30).stdout
@@ -162,6 +164,7 @@ def _why(entry: dict) -> str:
     return json.dumps({k: entry.get(k) for k in keys} | {"points": entry.get("points", [])[:2]}, default=str)[:6000]
 
 
+@pytest.mark.measures  # density with the host guard: alone
 def test_until_failure_campaign_report_and_nothing_left(env, tmp_path):
     camp = _campaign(tmp_path, f"""
 name: density-it
@@ -207,6 +210,7 @@ density:
     assert "Density until failure" in html.read_text()
 
 
+@pytest.mark.measures  # density, OOM: alone
 def test_oom_in_the_confined_host_is_the_stop_reason(env, tmp_path):
     """64 MiB for everything: each LXC container's workload (two openssl processes) needs a few
     MiB, so the parent's limit is hit during the workload; the kernel's counters say so."""
@@ -236,6 +240,7 @@ density:
     assert [p["ok"] for p in entry["points"]].count(False) >= 1
 
 
+@pytest.mark.measures  # the host guard: alone
 def test_guard_trip_stops_and_cleans_up(env, tmp_path):
     camp = _campaign(tmp_path, f"""
 name: density-guard
@@ -279,6 +284,7 @@ density:
             assert conn.execute("select count(*) from executions").fetchone()[0] == 0
 
 
+@pytest.mark.measures  # density with the host guard: alone
 def test_crash_leaves_nothing_after_cleanup(env, tmp_path):
     camp = _campaign(tmp_path, """
 name: density-crash
@@ -309,6 +315,7 @@ density:
     assert leftovers(env) == []
 
 
+@pytest.mark.measures  # density with the host guard: alone
 def test_resume_goes_on_where_the_search_stopped(env, tmp_path):
     """SIGTERM after two counts were measured; --resume measures only the counts after them
     (in later probes), never the stored ones again, and finishes the platform's summary."""

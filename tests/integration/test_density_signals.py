@@ -17,7 +17,7 @@ import pytest
 
 from hostsupport.density import _campaign, leftovers, vb
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.measures]  # density runs with the guard: runs alone
 
 
 def _attached(state: str, needle: bytes = b"") -> list[int]:

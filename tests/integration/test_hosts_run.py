@@ -13,7 +13,7 @@ import yaml
 
 from hostsupport.netns_host import netns_host
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.measures]  # density, clock offset: alone
 
 
 def _cli(env, *args, timeout=1200):

@@ -84,6 +84,7 @@ def test_forget_image_removes_the_engines_copy(platform, tmp_path):
     assert platform.forget_image(tag) == []  # nothing left: nothing said
 
 
+@pytest.mark.measures  # reads the shared image cache whole: nothing may build into it meanwhile
 def test_prune_dry_run_names_candidates_and_removes_nothing():
     import sys
 

@@ -32,6 +32,7 @@ def median_us(line: topology.Line, rate: float = 1000, seconds: float = 3) -> fl
     return hdr.summary_us(hdr.from_bins(t.bins))["p50"]
 
 
+@pytest.mark.measures  # a delay in ms
 def test_netem_delay_on_one_hop_shows_at_the_median(paths):
     line = topology.build(topology.plan("test", 2, "netns"), paths, None, None)
     try:
@@ -51,6 +52,7 @@ def test_netem_delay_on_one_hop_shows_at_the_median(paths):
     assert not set(line.namespaces) & namespaces() and not line.record(paths).exists()
 
 
+@pytest.mark.measures  # built in seconds, no loss at 1000 packets/s
 def test_a_line_of_64_is_built_in_seconds_and_crossed_hop_by_hop(paths):
     t0 = time.perf_counter()
     line = topology.build(topology.plan("test", 64, "netns"), paths, None, None)

@@ -20,7 +20,7 @@ from virtbench.images.build import BASE_PACKAGES, Recipe, build, host_arch
 from virtbench.platforms.qemu.options import QemuOptions
 from virtbench.platforms.qemu.platform import Qemu
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.measures]  # a delay in ms: runs alone
 
 RATE, SECONDS = 500, 4
 SINK = address(2, 2)

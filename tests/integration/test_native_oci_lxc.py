@@ -339,6 +339,7 @@ def test_cleanup_with_nothing_there(kind, tmp_path):
     assert cls.cleanup(empty) == []
 
 
+@pytest.mark.measures  # asserts a time
 @pytest.mark.parametrize("kind", list(CLASSES))
 def test_lifecycle_timings(kind, paths, image, run_id):
     platform = make(kind, paths)

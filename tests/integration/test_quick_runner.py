@@ -43,6 +43,7 @@ def test_long_and_unusual_platform_names_run_with_peers(env, tmp_path):
     assert all(naming.valid(i) and naming.valid(i + "-peer") for i in names.values())
 
 
+@pytest.mark.measures  # verdicts: alone
 def test_decided_mode_reruns_only_what_is_undecided(env, tmp_path):
     camp = tmp_path / "decided.yaml"
     camp.write_text("name: decided\nrepetitions: 2\nwarmups: 0\nplatforms: [native, runc]\n"
@@ -61,6 +62,7 @@ def test_decided_mode_reruns_only_what_is_undecided(env, tmp_path):
         assert all("undecided" in r or "fewer than" in r for r in entry["reasons"].values())
 
 
+@pytest.mark.measures  # the host's noise: alone
 def test_the_noise_check_runs_the_baseline_alone_and_says_what_to_expect_before_measuring(env, tmp_path):
     camp = tmp_path / "noise.yaml"
     camp.write_text("name: noise\nrepetitions: 3\nwarmups: 1\n"

@@ -4,11 +4,12 @@ systemd cgroup driver, Podman with the systemd cgroup manager), end to end throu
 These machines are cgroup v1 hybrid without systemd and must never be converted, so the host is
 a QEMU guest (tests/hostsupport/reference_host.py; TCG here, 10-50x slower than the machine),
 reached over SSH as any other host of a campaign's `hosts:`. One guest serves every test of this
-module. Asserted is what happened there, not only exit codes: each platform measured, `cpus: 1`
-halving what `openssl -multi 2` gets of the guest's 2 vCPUs, Docker and Podman on systemd's
-driver, crun's scope in virtbench.slice with an OOM kill read from its memory.events failing
-the execution, and neither a run nor `virtbench cleanup --host` leaving a unit, scope, slice,
-cgroup or container behind. integration + slow.
+module and every other test that needs such a host (the `refhost` fixture of
+tests/integration/conftest.py). Asserted is what happened there, not only exit codes: each
+platform measured, `cpus: 1` halving what `openssl -multi 2` gets of the guest's 2 vCPUs, Docker
+and Podman on systemd's driver, crun's scope in virtbench.slice with an OOM kill read from its
+memory.events failing the execution, and neither a run nor `virtbench cleanup --host` leaving a
+unit, scope, slice, cgroup or container behind. integration + slow.
 
 A density run through `hosts:` (the agent runs the search there) confines docker's containers
 under a parent slice of virtbench.slice (`--cgroup-parent` as the systemd driver takes it) and
@@ -31,7 +32,6 @@ import pytest
 import yaml
 
 from hostsupport.qemu_host import cli
-from hostsupport.reference_host import reference_host, skip_unless_affordable
 from virtbench.config import parse_campaign
 from virtbench.experiments.benchmarks.session import build_objects, image_recipe, with_platform_packages
 from virtbench.images import build as images
@@ -49,12 +49,11 @@ a bare runtime making its scope through systemd (--systemd-cgroup)."""
 CAMPAIGN_TIMEOUT = 5400
 
 
-@pytest.fixture(scope="module")
-def ref():
-    skip_unless_affordable()
-    with reference_host() as host:
-        print(f"reference host: {host.timings}")
-        yield host
+@pytest.fixture
+def ref(refhost):
+    """The run's one reference guest (tests/integration/conftest.py), shared with every other
+    test that needs a systemd + cgroup v2 host."""
+    return refhost
 
 
 def _campaign(host, name: str, platforms: list, benchmarks: list, **extra) -> dict:
@@ -202,6 +201,7 @@ def _selftest_images(tmp_path, accel: str) -> list:
     return [images.build(images.recipe_for("quick"))] + ([images.build(ping)] if accel != "tcg" else [])
 
 
+@pytest.mark.measures  # known answers (io.max throughput) that need the guest to get its CPU
 def test_selftest_on_the_reference_host(ref, tmp_path):
     """`virtbench selftest` on the host itself, as a user runs it on a new host: virtbench
     shipped as a run across hosts ships it, the images put where that host's own virtbench

@@ -88,6 +88,7 @@ def test_kvm_mode_decided_by_trying(paths):
     assert not list((paths.runtime / "runsc").glob("vb-probe-*")) if (paths.runtime / "runsc").is_dir() else True
 
 
+@pytest.mark.measures  # a ratio to native
 def test_campaign_runsc_cpu_native_syscalls_dearer(paths, tmp_path):
     campaign = tmp_path / "c.yaml"
     campaign.write_text("""name: sandbox-it

@@ -36,6 +36,7 @@ def _leftovers() -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.measures  # known answers in time and CPU: alone
 def test_selftest_passes_here_with_the_documented_shape(env):
     t0 = time.monotonic()
     r = subprocess.run([sys.executable, "-m", "virtbench", "selftest", "--json"], env=env, capture_output=True,
@@ -107,6 +108,7 @@ def test_cleanup_removes_what_a_killed_selftest_left(env):
 
 
 @pytest.mark.slow
+@pytest.mark.measures  # a delay in ms: alone
 def test_netem_check_measures_a_link_here_with_a_qdisc_that_delays_nothing(tmp_path):
     """This kernel has no netem: every other step of the netem check (a bridged runc
     container, ping from the host end through the runner's pair code, the qdisc replaced on

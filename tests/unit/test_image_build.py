@@ -87,3 +87,29 @@ def test_mmdebstrap_takes_suite_target_and_mirrors_after_a_double_dash(monkeypat
 def test_a_recipe_made_directly_is_checked_too():
     with pytest.raises(InputError, match="not a mirror"):
         build.Recipe(release="bookworm", arch="amd64", profile="quick", packages=(), mirrors=("--setup-hook=x",))
+
+
+@pytest.mark.parametrize("packages, kernel", [(("fio",), False), (("openssh-server", "linux-image-cloud-arm64"), True)])
+def test_an_image_with_a_kernel_gets_its_initrd_made_once_after_every_package(monkeypatch, tmp_path, packages, kernel):
+    """Debian's kernel postinst and the update-initramfs trigger would each make the initrd (each
+    minutes under qemu-user): INITRD=No skips the first, one customize hook makes it at the end."""
+    from virtbench import proc
+    from virtbench.errors import CommandError
+    from virtbench.images.arch import Emulation
+
+    seen: list[tuple[list[str], dict]] = []
+
+    def run(argv, **kw):
+        seen.append((list(argv), kw.get("env") or {}))
+        raise CommandError(list(argv), 1, "", "stop here")
+
+    monkeypatch.setattr(proc, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(build, "require_buildable", lambda r, a: Emulation(a, True, True, "native"))
+    monkeypatch.setattr(proc, "run", run)
+    with pytest.raises(CommandError):
+        build.build(build.Recipe(release="bookworm", arch="arm64", profile="board", packages=packages), tmp_path)
+    argv, env = seen[0]
+    hooks = [a for a in argv[:argv.index("--")] if a.startswith("--customize-hook=")]
+    assert hooks == ([f"--customize-hook={build.INITRD_ONCE_HOOK}"] if kernel else [])
+    assert (env.get("INITRD") == "No") is kernel
+    assert "update-initramfs -c -k all" in build.INITRD_ONCE_HOOK

@@ -1,12 +1,18 @@
 """The vbbr0 bridge the chroot/OCI/LXC/QEMU instances share, and its address leases.
 
 Host-wide (not per run): runs with different state dirs share one bridge and one lease
-directory, so two runs never hand out the same address.
+directory, so two runs never hand out the same address. A lease keeps the bridge: it is
+removed only when no address is leased and nothing is attached, and claiming a lease (which
+makes sure the bridge is there) and removing the bridge hold one host-wide lock, so one run's
+cleanup never deletes the bridge another run is attaching an instance to.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from .. import proc
@@ -48,6 +54,18 @@ def ensure_bridge() -> None:
 
 LEASES = Path("/run/virtbench-net/leases")
 """Host-wide like the bridge itself: runs with different state dirs must not share an address."""
+LOCK = Path("/run/virtbench-net.lock")
+"""Held while a lease is claimed (and the bridge made sure of) or the bridge removed."""
+
+
+@contextmanager
+def _locked() -> Iterator[None]:
+    fd = os.open(LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _owner(runtime: Path, instance: str) -> str:
@@ -55,16 +73,19 @@ def _owner(runtime: Path, instance: str) -> str:
 
 
 def allocate_address(runtime: Path, instance: str) -> str:
-    """Claim a free address atomically (one file per address, O_EXCL)."""
-    for host in range(2, 255):
-        try:
-            LEASES.mkdir(parents=True, exist_ok=True)  # a concurrent cleanup may rmdir it
-            fd = os.open(LEASES / f"{SUBNET}.{host}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            continue
-        with os.fdopen(fd, "w") as f:
-            f.write(_owner(runtime, instance))
-        return f"{SUBNET}.{host}"
+    """Claim a free address atomically (one file per address, O_EXCL), with the bridge there:
+    from here on the lease keeps it (remove_bridge_if_unused)."""
+    with _locked():
+        for host in range(2, 255):
+            try:
+                LEASES.mkdir(parents=True, exist_ok=True)
+                fd = os.open(LEASES / f"{SUBNET}.{host}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                continue
+            with os.fdopen(fd, "w") as f:
+                f.write(_owner(runtime, instance))
+            ensure_bridge()  # a cleanup may have removed it since the caller made sure of it
+            return f"{SUBNET}.{host}"
     raise VirtbenchError(f"no free address left on {BRIDGE} ({SUBNET}.0/24)", "run virtbench cleanup")
 
 
@@ -83,16 +104,19 @@ def release_addresses(runtime: Path, instance: str) -> list[str]:
 def remove_bridge_if_unused() -> list[str]:
     """Delete vbbr0 once no interface is attached and no address is leased by any run."""
     brif = Path(f"/sys/class/net/{BRIDGE}/brif")
-    if not brif.is_dir() or any(brif.iterdir()) or (LEASES.is_dir() and any(LEASES.iterdir())):
+    if not brif.is_dir():
         return []
-    if not delete_link(BRIDGE):
-        return []
-    iptables.drop_forwarding()
-    for d in (LEASES, LEASES.parent):
-        try:
-            d.rmdir()
-        except OSError:
-            pass
+    with _locked():  # no lease claimed between the look and the delete
+        if not brif.is_dir() or any(brif.iterdir()) or (LEASES.is_dir() and any(LEASES.iterdir())):
+            return []
+        if not delete_link(BRIDGE):
+            return []
+        iptables.drop_forwarding()
+        for d in (LEASES, LEASES.parent):
+            try:
+                d.rmdir()
+            except OSError:
+                pass
     return [f"bridge {BRIDGE}"]
 
 
