@@ -145,7 +145,7 @@ def measure_command(study: Study, value: P.PaperValue, runs: Sequence[C.PartRun]
         cmd += " --meter CMD"
     if any(r.scale == "quick" for r in runs if (r.base or r.part) == part.name) or not value.yours:
         cmd += " --scale paper"
-    need = str(value.needs or next(iter(part.needs), ""))
+    need: str = value.needs or (part.needs[0] if part.needs else "")
     where = {"kvm": " on a host where KVM works", "pmu": " on a host with hardware counters"}.get(need, "")
     return f"`{cmd}`{where}"
 
