@@ -72,13 +72,21 @@ def study_list(as_json: bool, wait: bool) -> None:
     if as_json:
         click.echo(json.dumps(docs, indent=2))
         return
+    from ..studies.text import wrap
+
     for d in docs:
         mark = "[green]runs here[/green]" if d["runnable"] else "[red]cannot run here[/red]"
         console.print(f"[bold]{d['id']}[/bold] {escape(d['title'])}: {mark}")
-        console.print(f"    {escape(d['measures'])}", style="dim")
+        for line in wrap(d["measures"], "    ", "    "):
+            console.print(escape(line), style="dim", overflow="ignore", crop=False)
         for p in d["parts"]:
-            ok = "[green]yes[/green]" if p["runnable"] else "[red]no[/red]"
-            console.print(f"    {p['name']:<18} {ok}  {escape(p['reason'])}")
+            lines = wrap(f"{p['name']:<18} {'yes' if p['runnable'] else 'no '}  {p['reason']}", "    ", " " * 27)
+            ok = "[green]yes[/green]" if p["runnable"] else "[red]no[/red] "
+            first = escape(lines[0]).replace(f" {'yes' if p['runnable'] else 'no '}  ", f" {ok}  ", 1)
+            console.print(first, overflow="ignore", crop=False)
+            for line in lines[1:]:
+                console.print(escape(line), overflow="ignore", crop=False)
+    console.print("details of a study, before any run: `virtbench study show ID`")
 
 
 @study.command("show")

@@ -93,6 +93,8 @@ class Matcher:
         for pr in self.runs_of(y):
             points = {b.key: b for b in pr.report.run.benchmarks}
             for row in [*pr.report.rows, *energy_rows(pr.report.sections)]:
+                if row.host not in ("", "local"):
+                    continue  # a run across hosts: the other host's own rows are not this host's
                 b = points.get(row.benchmark)
                 name = b.name if b else row.benchmark.split("[")[0]
                 params = (b.params if b else {}) or {}
@@ -163,7 +165,7 @@ class Matcher:
             for name, info in infos.items():
                 if info.kind != of or info.inside:
                     continue
-                parts = [e for r in pr.report.rows if r.platform == name
+                parts = [e for r in pr.report.rows if r.platform == name and r.host in ("", "local")
                          and r.benchmark.split("[")[0] in spec.benchmarks
                          and (spec.category is None or r.category == spec.category)
                          and (spec.metrics is None or r.metric in spec.metrics)

@@ -93,6 +93,8 @@ class Difference:
     one_host: bool = False
     """Only while the part ran on this host alone: not listed for a run that used a second host
     (`study run --hosts NAME`), which did as the paper did."""
+    hosts_only: bool = False
+    """Only in a run across hosts (`--hosts NAME`): what running that part across two hosts changes."""
     option: str = ""
     """The `study run --option NAME` that removes it (not listed for a run made with it)."""
     handled_by: str = ""
@@ -113,7 +115,7 @@ class Difference:
 
     def as_json(self, part: str) -> dict[str, Any]:
         return {"part": part, "what": self.what, "why": self.why, "effect": self.effect or None,
-                "scales": list(self.scales), "removed_by": (f"--option {self.option}" if self.option else
+                "scales": list(self.scales), "only_with_hosts": self.hosts_only, "removed_by": (f"--option {self.option}" if self.option else
                                                             "--hosts NAME" if self.one_host else None),
                 "handled_by": self.handled_by or None}
 

@@ -68,9 +68,9 @@ def two_host_parts(runs: Sequence[C.PartRun]) -> set[str]:
 
 
 def applying(study: Study, runs: Sequence[C.PartRun] = ()) -> dict[str, tuple[Difference, ...]]:
-    """Each part's differences that hold for these runs: without runs of a part, all of them; with
-    runs, not the one-host ones of a run across hosts, not those an option removed, and those of a
-    scale only when a run was at that scale."""
+    """Each part's differences that hold for these runs: without runs of a part, all but those of a
+    run across hosts; with runs, not the one-host ones of a run across hosts (nor the across-hosts ones
+    of a run on one host), not those an option removed, and those of a scale only when a run was at it."""
     two = two_host_parts(runs)
     used: dict[str, set[str]] = {}
     scales: dict[str, set[str]] = {}
@@ -81,7 +81,8 @@ def applying(study: Study, runs: Sequence[C.PartRun] = ()) -> dict[str, tuple[Di
     out = {}
     for p in study.parts:
         out[p.name] = tuple(d for d in p.differences
-                            if not (d.one_host and p.name in two) and not (d.option and d.option in used.get(p.name, ()))
+                            if not (d.one_host and p.name in two) and not (d.hosts_only and p.name not in two)
+                            and not (d.option and d.option in used.get(p.name, ()))
                             and (p.name not in scales or scales[p.name] & set(d.scales)))
     return out
 

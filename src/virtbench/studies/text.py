@@ -72,6 +72,7 @@ def show_lines(doc: dict[str, Any]) -> Iterator[str]:
             text += (f"; {d['removed_by']} runs it as the paper did" if d["removed_by"] else "")
             text += (f"; handled by {d['handled_by']}" if d["handled_by"] else "") + ")"
             scales = "" if len(d["scales"]) > 1 else f" [{d['scales'][0]} scale]"
+            scales += " [with --hosts]" if d["only_with_hosts"] else ""
             yield from wrap(f"differs{scales}: {text}", "  ", "    ")
         if p["quick_scale"]:
             yield from wrap("at quick scale: " + "; ".join(p["quick_scale"]), "  ", "    ")

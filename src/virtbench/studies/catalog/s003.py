@@ -74,7 +74,12 @@ STUDY = Study(
                             "modes", "no NAT or veth in the network tests: container ratios nearer 1",
                             affects=("t6-network", "t6-rest", "t7-network-container", "t7-rest-container",
                                      "abstract-container", "ping-claim"), settings=("platform:docker.network",)),
-                 CONTROL, REST, GENERATED, DEBIAN, ONE_MACHINE),
+                 CONTROL, REST, GENERATED, DEBIAN, ONE_MACHINE,
+                 Difference("with --hosts: the control system's end runs in the same platform there (Docker's "
+                            "end in Docker) and the control system runs the suite too (its rows are its own)",
+                            "a pair across hosts runs its server in an instance of the platform on that host",
+                            "a container at both ends of Docker's network tests", affects=NETWORK_IDS,
+                            hosts_only=True)),
              hosts="the control system: ping's and iperf3's other end runs there",
              duration={"quick": "about 12 min: 3 rounds, more only for undecided cells, capped at 12 min",
                        "paper": "about 5 h (20 rounds)"}),
