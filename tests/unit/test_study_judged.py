@@ -99,3 +99,31 @@ def test_claims_by_cells_need_every_cell_decided():
     rows.append(Row("d", "m", "s", True, "cpu", "docker", 3, 0, relative=0.5, relative_ci95=[0.45, 0.55]))
     verdict, why = claims.by_cells(rows, e)
     assert verdict == "differs" and "d" in why
+
+
+def test_a_run_across_hosts_is_matched_as_the_paper_ran_it_and_plans_validate():
+    """--hosts for 001 and 003 (#41): the network tests' other end on the second host; the container
+    receiving TCP becomes -R to that host; its points still answer the paper's values."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_studies import FixedCapabilities
+
+    from virtbench.studies import run as srun
+
+    assert C.as_paper_ran({"mode": "tcp-reverse", "client": "instance", "server": {"host": "b"}}) == \
+        {"mode": "tcp", "client": "host", "server": "instance"}
+    assert C.as_paper_ran({"mode": "udp", "server": {"host": "b"}})["server"] == "host"
+    caps = FixedCapabilities(have={"second_host"}, platforms_ok={"native", "docker", "containerd"})
+    caps.hosts = ("local", "pi-b")
+    suite = srun.plan(study("001"), "paper", caps, ["suite"])[0].campaign
+    assert [h.name for h in suite.hosts] == ["local", "pi-b"]
+    servers = {b.key: b.params.get("server") for b in suite.benchmarks if b.name == "iperf3"}
+    assert sum(1 for s in servers.values() if s == {"host": "pi-b"}) == 4  # tcp both ways, udp out at 2 rates
+    assert {p.name: p.options.get("network") for p in suite.platforms}["docker"] == "host"
+    lsbs = srun.plan(study("003"), "quick", caps, ["lsbs"])[0].campaign
+    assert {b.params.get("server", {}).get("host") for b in lsbs.benchmarks if b.name in ("ping", "iperf3")} == {"pi-b"}
+    caps.hosts = ()
+    alone = srun.plan(study("001"), "quick", caps, ["suite"])[0].campaign
+    assert not alone.hosts and all(b.params.get("server") != {"host": "pi-b"} for b in alone.benchmarks)

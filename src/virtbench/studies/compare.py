@@ -76,6 +76,18 @@ def mean_estimate(row: Row) -> J.Estimate | None:
     return J.Estimate(float(row.mean), ci, row.n, f"{row.n} repetitions")  # type: ignore[arg-type]
 
 
+def as_paper_ran(params: dict[str, Any]) -> dict[str, Any]:
+    """A pair point of a run across hosts named as the paper's point it measures: the container
+    receiving TCP from the other host (`-R` to `server: {host}`) is the paper's `client: host, server:
+    instance`; any other end on the other host is its `server: host`."""
+    server = params.get("server")
+    if not isinstance(server, dict):
+        return params
+    if params.get("mode") == "tcp-reverse" and params.get("client", "instance") == "instance":
+        return {**params, "mode": "tcp", "client": "host", "server": "instance"}
+    return {**params, "server": "host"}
+
+
 class Matcher:
     """Finds the user's numbers for a paper value among the study's runs."""
 
@@ -97,7 +109,7 @@ class Matcher:
                     continue  # a run across hosts: the other host's own rows are not this host's
                 b = points.get(row.benchmark)
                 name = b.name if b else row.benchmark.split("[")[0]
-                params = (b.params if b else {}) or {}
+                params = as_paper_ran((b.params if b else {}) or {})
                 if (y.benchmark in (None, name, row.benchmark) and (y.metric is None or row.metric == y.metric)
                         and (y.platform is None or row.platform == y.platform)
                         and all(str(params.get(k)) == str(v) for k, v in y.params.items())):

@@ -81,10 +81,12 @@ def check(names: tuple[str, ...], parts: list[Part], study_id: str) -> list[str]
         if name not in OPTIONS:
             raise InputError(f"--option {name}: no such option", f"use one of {', '.join(OPTIONS)}")
         if not any(name in p.options for p in parts):
-            takers = [p.name for p in parts if name in p.options] or [
-                "none of the chosen parts"]
-            raise InputError(f"--option {name}: no chosen part of study {study_id} takes it ({takers[0]})",
-                             "see `virtbench study show " + study_id + "` for each part's options")
+            from .registry import study
+
+            takers = [p.name for p in study(study_id).parts if name in p.options]
+            raise InputError(f"--option {name}: no chosen part of study {study_id} takes it",
+                             (f"add --part {takers[0]} (it is taken by {', '.join(takers)})" if takers else
+                              f"see `virtbench study show {study_id}` for each part's options"))
     return list(names)
 
 
