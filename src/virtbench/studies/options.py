@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
-from .model import Option, Part
+from .model import Option, Part, Study
 
 PAPER_COUNTS = [1, 2, 3, 4, 5, *range(10, 55, 5), 53, 54, 63]
 
@@ -75,18 +75,16 @@ OPTIONS: dict[str, Behaviour] = {
 }
 
 
-def check(names: tuple[str, ...], parts: list[Part], study_id: str) -> list[str]:
+def check(names: tuple[str, ...], parts: list[Part], study: Study) -> list[str]:
     """The options asked for, each known and taken by one of the chosen parts (one line, exit 2, if not)."""
     for name in names:
         if name not in OPTIONS:
             raise InputError(f"--option {name}: no such option", f"use one of {', '.join(OPTIONS)}")
         if not any(name in p.options for p in parts):
-            from .registry import study
-
-            takers = [p.name for p in study(study_id).parts if name in p.options]
-            raise InputError(f"--option {name}: no chosen part of study {study_id} takes it",
+            takers = [p.name for p in study.parts if name in p.options]
+            raise InputError(f"--option {name}: no chosen part of study {study.id} takes it",
                              (f"add --part {takers[0]} (it is taken by {', '.join(takers)})" if takers else
-                              f"see `virtbench study show {study_id}` for each part's options"))
+                              f"see `virtbench study show {study.id}` for each part's options"))
     return list(names)
 
 

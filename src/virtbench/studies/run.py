@@ -190,7 +190,7 @@ def plan(study: Study, scale: str, caps: Capabilities, parts: Sequence[str] = ()
          options: Sequence[str] = ()) -> list[Planned]:
     """What runs and what is skipped (and why), before anything starts."""
     chosen: list[Part] = [study.part(p) for p in parts] if parts else list(study.parts)
-    asked = O.check(tuple(options), chosen, study.id)
+    asked = O.check(tuple(options), chosen, study)
     out: list[Planned] = []
     for part in chosen:
         stems = part.campaign_stems(study.id, scale)
