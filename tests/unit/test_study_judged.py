@@ -9,12 +9,11 @@ from types import SimpleNamespace
 import pytest
 
 from virtbench.analysis.summary import Row
-from virtbench.studies import claims
+from virtbench.studies import claims, text
 from virtbench.studies import compare as C
 from virtbench.studies import judge as J
 from virtbench.studies import paper as P
 from virtbench.studies import report as sreport
-from virtbench.studies import text
 from virtbench.studies import verdicts as V
 from virtbench.studies.registry import study
 

@@ -114,9 +114,9 @@ class Difference:
         return out + ")"
 
     def as_json(self, part: str) -> dict[str, Any]:
+        removed = f"--option {self.option}" if self.option else "--hosts NAME" if self.one_host else None
         return {"part": part, "what": self.what, "why": self.why, "effect": self.effect or None,
-                "scales": list(self.scales), "only_with_hosts": self.hosts_only, "removed_by": (f"--option {self.option}" if self.option else
-                                                            "--hosts NAME" if self.one_host else None),
+                "scales": list(self.scales), "only_with_hosts": self.hosts_only, "removed_by": removed,
                 "handled_by": self.handled_by or None}
 
 
