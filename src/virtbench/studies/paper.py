@@ -77,6 +77,7 @@ class PaperValue(Strict):
     tolerance: float = Field(0.05, description="relative: agreement within this (0.05 = 5 points)")
     paper_aes: bool | None = Field(None, description="AES instructions on the machine of this value, "
                                                      "where it is not the paper's main one (RPi 5 vs 4B)")
+    how: str = Field("", description="what would measure it where no preset does (a brought image, another board)")
     judge: Literal["boards", "density-trend", "migration-storage", "owd", "read-over-write", "ping", "spikes",
                    "core-pin", "pin-rate"] | None = Field(
         None, description="a claim judged by its own rule (studies/claims.py) from the data `yours` points at")

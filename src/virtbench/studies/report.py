@@ -166,8 +166,8 @@ def comparisons(study: Study, runs: Sequence[C.PartRun], caps: dict[str, str] | 
             ran = v.yours is not None and v.yours.part and matcher.runs_of(v.yours)
             head = (f"part {v.yours.part} ran without this point" if ran and v.yours else j["detail"] or
                     ("nothing in the given runs measures it" if runs else "no run given"))
-            j["detail"] = f"{head}; {measure_command(study, v, runs)} measures it" if v.yours else \
-                f"{head}; no preset measures it (see the differences)"
+            j["detail"] = (f"{head}; {v.how}" if v.how else f"{head}; {measure_command(study, v, runs)} measures it"
+                           if v.yours else f"{head}; no preset measures it (see the differences)")
         why = C.reasons(v, facts, pv.host, quick) if j["verdict"] == J.DIFFERS else []
         judged[v.id] = j
         data.append({"id": v.id, "source": {"where": v.where, "section": v.section, "page": None}, "kind": v.kind,
