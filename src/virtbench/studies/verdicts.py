@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..analysis.stats import MIN_EFFECT
 from . import claims
 from . import compare as C
 from . import judge as J
@@ -74,8 +73,8 @@ def _range(value: P.PaperValue, m: C.Matcher, cats: dict[str, P.CategorySpec], r
 
 
 def _best(value: P.PaperValue, m: C.Matcher, cats: dict[str, P.CategorySpec]) -> dict[str, Any]:
-    """Tables 5/6: the paper's winner (or its tie: within tables.TIE) against the interval of the two
-    candidates' ratio here."""
+    """Tables 5/6: the paper's winner (or its tie) against the interval of the two candidates' ratio here:
+    a winner where it excludes 1, a tie where it lies within 1 +- the value's tolerance (5 %)."""
     pv = value.paper
     out = result(pv.get("best"))
     spec = cats.get(value.category or "")
@@ -95,25 +94,22 @@ def _best(value: P.PaperValue, m: C.Matcher, cats: dict[str, P.CategorySpec]) ->
     if est is None:
         out["detail"] = listing
         return out
-    winner = paper_winner(value)
-    margin = 1 + MIN_EFFECT
-    if est.ci is None:
-        decided = None
-    elif est.ci[0] > 1:
-        decided = a
-    elif 1 / margin <= est.ci[0] and est.ci[1] <= margin:
-        decided = "tie"
-    else:
-        decided = None
-    out["yours"] = decided or a
-    tie = " (the paper's own two values are within 2 %: a tie by this rule)" if winner == "tie" != pv.get("best") else ""
-    if decided is None:
+    named, close = paper_winner(value)
+    margin = 1 + value.tolerance
+    lo, hi = est.ci if est.ci else (None, None)
+    within = lo is not None and hi is not None and 1 / margin <= lo and hi <= margin
+    out["yours"] = a if lo is not None and lo > 1 else "tie" if within else a
+    note = f" (the paper's own gap is under {value.tolerance:.0%})" if close else ""
+    if lo is None or hi is None or not (lo > 1 or within):
         out["verdict"] = J.UNDECIDED
-        out["detail"] = (f"{listing}; {a} over {b} {est.value:.3f} {est.span()}{tie}: "
-                         + J.to_decide(est, 1 / margin, margin))
-    else:
-        out["verdict"] = J.AGREES if decided == winner else J.DIFFERS
-        out["detail"] = f"{listing}; {a} over {b} {est.value:.3f} {est.span()}{tie}"
+        out["detail"] = f"{listing}; {a} over {b} {est.value:.3f} {est.span()}{note}: " + J.to_decide(est, 1 / margin, margin)
+        return out
+    if lo > 1:  # a decided winner: the paper's, or a gap both call small
+        agree = a == named or (close and hi <= margin)
+    else:  # a decided tie: the paper's own values within the margin too
+        agree = close
+    out["verdict"] = J.AGREES if agree else J.DIFFERS
+    out["detail"] = f"{listing}; {a} over {b} {est.value:.3f} {est.span()}{note}"
     return out
 
 
@@ -121,16 +117,18 @@ LOWER_IS_BETTER = {"Blender", "Deep learning", "Database", "REST server"}
 """Tables 5/6 give these categories as times (the best is the least)."""
 
 
-def paper_winner(value: P.PaperValue) -> str:
-    """The paper's best of a Table 5/6 row, or 'tie' where its own top two are within MIN_EFFECT."""
+def paper_winner(value: P.PaperValue) -> tuple[str, bool]:
+    """The paper's best of a Table 5/6 row, and whether its own top two lie within the value's
+    tolerance (5 %: the paper gives no interval, so such a gap is no ranking by this rule)."""
     nums = {k: float(v) for k, v in value.paper.items() if k != "best" and isinstance(v, (int, float))}
+    best = str(value.paper.get("best"))
     if len(nums) < 2:
-        return str(value.paper.get("best"))
+        return best, False
     low = value.category in LOWER_IS_BETTER
     ranked = sorted(nums, key=nums.__getitem__, reverse=not low)
     top, second = nums[ranked[0]], nums[ranked[1]]
     gap = (second / top if low else top / second) - 1 if top and second else 0.0
-    return "tie" if gap < MIN_EFFECT else ranked[0]
+    return (best if best in nums else ranked[0]), gap < value.tolerance
 
 
 def _claim(value: P.PaperValue, m: C.Matcher, reps: int | None) -> dict[str, Any]:
