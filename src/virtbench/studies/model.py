@@ -155,7 +155,8 @@ class Part:
     size_to_host: tuple[str, ...] = ()
     """VM platforms the paper-scale plan sizes to this host (every CPU, most of the memory)."""
     duration: Mapping[str, str] = field(default_factory=dict)
-    """About how long each scale takes on a 2-core host (quick: measured; paper: estimated)."""
+    """About how long each scale takes on a 2-core host: estimates (`study show` adds the presets' own
+    --dry-run estimate for benchmark parts; `study run` prints the time each part took)."""
 
     @property
     def command(self) -> PaperCommand | None:

@@ -7,12 +7,26 @@ from typing import Any
 
 from . import options as O
 from . import paper as P
-from .model import Study
+from .model import Part, Study
 from .report import comparisons
-from .scales import quick_changes
+from .scales import presets, quick_changes
 
 NEEDS = {"kvm": "KVM (a guest that boots under it)", "second_host": "a second host (--hosts NAME)",
          "pmu": "hardware performance counters", "meter": "a power meter (--meter CMD)"}
+
+
+def estimate(study: Study, part: Part) -> dict[str, str]:
+    """The presets' own duration estimate per scale (`virtbench run FILE --dry-run`'s, from the
+    benchmarks' duration parameters), for benchmark parts; other kinds keep their own schedules."""
+    from ..experiments.registry import DEFAULT
+    from ..runner import estimate as est
+
+    out = {}
+    for scale in ("quick", "paper"):
+        campaigns = presets(study.id, part.name, scale)
+        if all(c.experiment == DEFAULT for c in campaigns):
+            out[scale] = est.duration(sum(est.plan(c).max_s for c in campaigns))
+    return out
 
 
 def document(study: Study) -> dict[str, Any]:
@@ -24,7 +38,7 @@ def document(study: Study) -> dict[str, Any]:
             "name": p.name, "title": p.title, "variants": [v for v in p.variants if v],
             "campaigns": {scale: p.campaign_stems(study.id, scale) for scale in ("quick", "paper")},
             "needs": [NEEDS.get(n, n) for n in p.needs], "degrades": [NEEDS.get(n, n) for n in p.degrades],
-            "hosts": p.hosts or None, "duration": dict(p.duration),
+            "hosts": p.hosts or None, "duration": dict(p.duration), "estimate": estimate(study, p),
             "options": [{"name": n, "help": O.OPTIONS[n].option.help} for n in p.options],
             "run": f"virtbench study run {study.id} --part {p.name}" + (" --hosts NAME" if "second_host" in p.needs
                                                                         else "")

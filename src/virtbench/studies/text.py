@@ -51,8 +51,10 @@ def show_lines(doc: dict[str, Any]) -> Iterator[str]:
     for p in doc["parts"]:
         yield ""
         yield from wrap(f"part {p['name']}: {p['title']}")
-        yield from wrap(f"run: {p['run']} (quick: {p['duration'].get('quick', '?')}; --scale paper: "
-                        f"{p['duration'].get('paper', '?')})", "  ", "    ")
+        took = (f"; the presets' own estimate (--dry-run): quick {p['estimate']['quick']}, paper "
+                f"{p['estimate']['paper']}" if p["estimate"] else "")
+        yield from wrap(f"run: {p['run']} (quick {p['duration'].get('quick', '?')}; --scale paper "
+                        f"{p['duration'].get('paper', '?')}{took})", "  ", "    ")
         if p["needs"] or p["degrades"]:
             yield from wrap("needs " + (", ".join(p["needs"]) or "nothing beyond its platforms")
                             + ("; without " + ", ".join(p["degrades"]) + " it runs with less" if p["degrades"] else ""),

@@ -81,7 +81,7 @@ STUDY = Study(
              differs="nginx (with ab, fixed request counts) stands in for Apache; MariaDB for MySQL",
              settings=(*SETTINGS, AB), differences=DIFFERENCES,
              hosts="the network tests' other machine: iperf3's other end runs there",
-             duration={"quick": "about 8 min", "paper": "about 6 h (15 rounds)"}),
+             duration={"quick": "about 8 min", "paper": "about 11 h (16 rounds)"}),
         Part("power", "Table I power columns and Fig. 2's MySQL power: watts per test from a meter "
                       "(`--meter CMD`)", needs=("meter",), settings=(*SETTINGS, AB_POWER),
              differences=(
@@ -93,6 +93,6 @@ STUDY = Study(
                             "25000 and 100000 are the paper scale's (--scale paper)",
                             affects=("power-apache-25k", "power-apache-100k"), scales=("quick",))),
              hosts="the network tests' other machine: iperf3's other end runs there",
-             duration={"quick": "about 5 min", "paper": "about 5 h (15 rounds)"}),
+             duration={"quick": "about 5 min", "paper": "about 10 h (16 rounds)"}),
     ),
 )

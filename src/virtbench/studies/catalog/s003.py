@@ -86,8 +86,8 @@ STUDY = Study(
                             "a container at both ends of Docker's network tests", affects=NETWORK_IDS,
                             hosts_only=True)),
              hosts="the control system: ping's and iperf3's other end runs there",
-             duration={"quick": "about 12 min: 3 rounds, more only for undecided cells, capped at 12 min",
-                       "paper": "about 5 h (20 rounds)"}),
+             duration={"quick": "at most about 15 min: 3 rounds, then more only for undecided cells until 12 min",
+                       "paper": "about 4 h (21 rounds)"}),
         Part("lsbs-vm", "the suite in a KVM VM and in Docker inside it (Tables 5, 7; Fig. 4)",
              needs=("kvm",),
              differs="QEMU/KVM is the one hypervisor here (Proxmox's); VMware, Hyper-V and XCP-ng are not "
@@ -111,6 +111,6 @@ STUDY = Study(
                             affects=("t7-network-vm", "t5-network")),
                  REST, GENERATED, DEBIAN, ONE_MACHINE, POWER_SAVE),
              size_to_host=("kvm",),
-             duration={"quick": "about 20 min where KVM works", "paper": "about 8 h (20 rounds)"}),
+             duration={"quick": "about 20 min where KVM works", "paper": "about 5 h (21 rounds)"}),
     ),
 )
