@@ -50,8 +50,8 @@ def source(v: P.PaperValue) -> str:
 def cell(x: Any, unit: str = "") -> str:
     if isinstance(x, list):
         return "-".join(C.fmt(v) if isinstance(v, (int, float)) else str(v) for v in x)
-    if isinstance(x, float):
-        return C.fmt(x, unit)
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return C.fmt(float(x), unit)
     return "-" if x is None else str(x)
 
 

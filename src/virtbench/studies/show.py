@@ -53,7 +53,8 @@ def document(study: Study) -> dict[str, Any]:
     shown = []
     for v, c in zip(pv.values, values):
         shown.append({"id": v.id, "source": {"where": v.where, "section": v.section}, "kind": v.kind,
-                      "quantity": v.label(), "unit": v.unit, "paper": c["paper"], "part": c["part"],
+                      "quantity": v.label(), "unit": v.unit, "paper": c["paper"], "paper_values": dict(v.paper),
+                      "part": c["part"],
                       "measured_by": c["detail"].split("; ", 1)[-1], "differences": c["differences"]})
     return {"study": study.id, "title": study.title, "measures": study.measures, "seed": f"seeds/{study.seed}_*.txt",
             "paper_host": pv.host.model_dump(), "repetitions": pv.repetitions, "parts": parts, "values": shown}

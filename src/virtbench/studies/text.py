@@ -83,5 +83,9 @@ def show_lines(doc: dict[str, Any]) -> Iterator[str]:
     for v in doc["values"]:
         where = v["source"]["where"]
         src = f"§{v['source']['section']}" if where.startswith("Section") else f"{where}, §{v['source']['section']}"
-        unit = "" if v["kind"] == "relative" else v["unit"]
-        yield from wrap(f"{src}: {v['quantity']}: {cell(v['paper'], unit)} [{v['part']}]", "  ", "    ")
+        if v["kind"] == "relative":
+            raw = v["paper_values"]
+            shown = f"{cell(v['paper'])} of the baseline ({raw['baseline']} -> {raw['value']} {v['unit']})"
+        else:
+            shown = cell(v["paper"], v["unit"])
+        yield from wrap(f"{src}: {v['quantity']}: {shown} [{v['part']}]", "  ", "    ")
