@@ -126,3 +126,18 @@ def test_a_run_across_hosts_is_matched_as_the_paper_ran_it_and_plans_validate():
     caps.hosts = ()
     alone = srun.plan(study("001"), "quick", caps, ["suite"])[0].campaign
     assert not alone.hosts and all(b.params.get("server") != {"host": "pi-b"} for b in alone.benchmarks)
+
+
+def test_every_stored_value_is_measured_by_a_part_or_says_what_would_measure_it():
+    """#41 item 4: no claim stored and never judged: each value names its data (`yours`) or what would
+    measure it (`how`), each claim has a rule; without runs each says the command."""
+    for sid in ("000", "001", "002", "003", "004"):
+        for v in P.load(sid).values:
+            assert v.yours is not None or v.how, (sid, v.id)
+            if v.kind == "claim" and v.yours is not None:
+                assert v.judge or v.expect or v.yours.stacks or v.yours.overall, (sid, v.id)
+        section = sreport.build(study(sid), [])
+        for c in section.data["comparisons"]:
+            assert c["verdict"] == "not measured here"
+            assert "virtbench study run" in c["detail"] or "virtbench run" in c["detail"] or \
+                "on a Raspberry Pi" in c["detail"], (sid, c["id"], c["detail"])
