@@ -206,8 +206,8 @@ def build(study: Study, runs: Sequence[C.PartRun], caps: dict[str, str] | None =
     table = Table("published values and this host's, with verdicts",
                   ["source", "quantity", "paper", "this host", "verdict", "likely reason / detail",
                    "run differently from the paper"],
-                  [[source(v), v.label(), _paper_cell(v, judged[v.id]), cell(judged[v.id]["yours"],
-                    "" if v.kind == "relative" else v.unit), d["verdict"], "; ".join(d["likely_reasons"]) or d["detail"],
+                  [[source(v), v.label(), _paper_cell(v, judged[v.id]), _mine(v, judged[v.id]), d["verdict"],
+                    "; ".join(d["likely_reasons"]) or d["detail"],
                     "; ".join(x["what"] for x in d["differences"]) or "-"] for v, d in zip(pv.values, data)])
     doc = {"study": study.id, "title": study.title, "paper_host": pv.host.model_dump(),
            "runs": [{"run_id": r.report.run.id, "part": r.part, "scale": r.scale} for r in runs],
@@ -216,6 +216,12 @@ def build(study: Study, runs: Sequence[C.PartRun], caps: dict[str, str] | None =
            "quick_scale": {p: list(quick_changes(study.id, p)) for p, s in scales.items() if s == "quick"}}
     return Section(key="study", title=f"Study {study.id}: the paper beside this host", data=doc,
                    tables=[table], figures=figures(pv.values, judged, study), notes=notes)
+
+
+def _mine(v: P.PaperValue, j: dict[str, Any]) -> str:
+    unit = "" if v.kind == "relative" else v.unit
+    text = cell(j["yours"], unit)
+    return text + (f" [{cell(j['ci'][0])}-{cell(j['ci'][1])}]" if j.get("ci") else "")
 
 
 def _paper_cell(v: P.PaperValue, j: dict[str, Any]) -> str:
