@@ -88,14 +88,15 @@ def applying(study: Study, runs: Sequence[C.PartRun] = ()) -> dict[str, tuple[Di
 
 
 def differences_by_value(study: Study, runs: Sequence[C.PartRun] = ()) -> dict[str, list[tuple[str, Difference]]]:
-    """Each paper value's id -> the deliberate differences (with their part) that bear on it; a
-    difference several parts share (the same container set-up) is listed once, with its first part."""
+    """Each paper value's id -> the deliberate differences that bear on it, of the part that measures it
+    (a run of one part does not carry another part's differences), each listed once."""
     out: dict[str, list[tuple[str, Difference]]] = {}
     held = applying(study, runs)
+    owner = {v.id: part_for(study, v).name for v in P.load(study.id).values}
     for part in study.parts:
         for d in held[part.name]:
-            for vid in d.affects:
-                if all(d.what != seen.what for _, seen in out.get(vid, [])):
+            for vid in d.affects:  # a difference of the part that measures the value (the others' ran elsewhere)
+                if owner.get(vid, part.name) == part.name and all(d.what != seen.what for _, seen in out.get(vid, [])):
                     out.setdefault(vid, []).append((part.name, d))
     return out
 

@@ -92,7 +92,7 @@ def density_differences(ids: tuple[str, ...], ram: bool = False) -> tuple[Differ
         out += (Difference(
             "the 8 GB board is a confining cgroup of 8 GiB (`host_memory: 8G`) for the containers alone",
             "one host plays the board; the paper's Proxmox host and its services shared the board's 8 GB",
-            "a few more containers fit here than on the board", affects=MAX_IDS),)
+            "a few more containers fit here than on the board", affects=MAX_IDS, scales=("paper",)),)
     return out
 
 
