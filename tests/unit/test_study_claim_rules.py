@@ -102,3 +102,16 @@ def test_pinning_and_spikes_from_the_line_section():
     assert _judge("004", "pin-rate", [run])["verdict"] == "agrees"
     assert _judge("004", "core-pin", [run])["verdict"] == "agrees"
     assert _judge("004", "spikes", [run])["verdict"] == "agrees"
+
+
+def test_repeated_runs_of_a_part_pool_into_an_interval():
+    """One density run gives one maximum (undecided: no interval); three runs of the part give a t interval,
+    which decides a value far from the paper's."""
+    one = [_run("study000-density-ram-paper", [_density("lxc-128m", 100.0, [50.0, 51.0], n)], rid=f"r{n}")
+           for n in (12,)]
+    out = _judge("000", "ram-max-128-rpi4", one)
+    assert out["verdict"] == "undecided at this scale" and "3 runs or more" in out["detail"]
+    three = [_run("study000-density-ram-paper", [_density("lxc-128m", 100.0, [50.0, 51.0], n)], rid=f"r{n}")
+             for n in (12, 13, 12)]
+    out = _judge("000", "ram-max-128-rpi4", three)
+    assert out["verdict"] == "differs" and out["ci"] and "3 runs" in out["detail"], out
