@@ -117,8 +117,8 @@ def test_params() -> None:
 def test_command() -> None:
     argv = bench().command("/scratch/d")
     assert argv[:2] == ["sh", "-c"] and argv[2] == Dd.script
-    assert argv[3:] == ["sh", "/scratch/d", "8M", "32"]
-    assert bench(bs="4K", count=7).command("/x")[2:] == [Dd.script, "sh", "/x", "4K", "7"]
+    assert argv[3:] == ["sh", "/scratch/d", "8M", "32", "written"]
+    assert bench(bs="4K", count=7).command("/x")[2:] == [Dd.script, "sh", "/x", "4K", "7", "written"]
     assert "oflag=direct" in Dd.script and "iflag=direct" in Dd.script
 
 
@@ -133,6 +133,31 @@ def test_script(tmp_path: Path) -> None:
     result = b.parse(proc.stdout, proc.stderr, "real run")
     assert result["write_MBps"] > 0 and result["read_MBps"] > 0
     assert list(tmp_path.iterdir()) == []
+
+
+def test_script_reads_a_file_it_did_not_just_write(tmp_path: Path) -> None:
+    """read_file: other (the KVM study read an existing file): a file written before the measured
+    write is read, its cache dropped; the prepared file's dd lines do not count as a phase."""
+    b = bench(bs="64K", count=4, read_file="other")
+    assert b.params.scratch_bytes() == 2 * 4 * 64 * 1024
+    proc = subprocess.run(b.command(str(tmp_path)), stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=60, cwd="/")
+    if proc.returncode != 0 and "Invalid argument" in proc.stdout:
+        pytest.skip(f"no O_DIRECT on the file system of {tmp_path}")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.index("vb:prepare") < proc.stdout.index("vb:write") < proc.stdout.index("vb:read")
+    assert b.parse(proc.stdout, proc.stderr, "real run")["read_MBps"] > 0
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_phases_are_the_scripts_dd_lines() -> None:
+    """The argv lists a paper's dd lines are held against are the script's, values filled in."""
+    assert "\n" + Dd.script.split("echo vb:write\n")[1].split(" 2>&1")[0] == "\n" + \
+        'dd if=/dev/zero of="$f" bs="$2" count="$3" oflag=direct'
+    other = bench(bs="8M", count=256, read_file="other").phases("/w")
+    assert other["write"] == ["dd", "if=/dev/zero", "of=/w/vb.dd", "bs=8M", "count=256", "oflag=direct"]
+    assert other["read"] == ["dd", "if=/w/vb.dd.read", "of=/dev/null", "bs=8M", "count=256", "iflag=direct"]
+    assert bench().phases("/w")["read"][1] == "if=/w/vb.dd"
 
 
 def test_metadata() -> None:

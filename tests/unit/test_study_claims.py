@@ -16,6 +16,7 @@ from virtbench.config import SHIPPED, load_campaign
 from virtbench.registry import BENCHMARKS
 from virtbench.studies import compare as C
 from virtbench.studies import paper as P
+from virtbench.studies import verdicts as V
 from virtbench.studies.registry import study
 
 
@@ -63,9 +64,9 @@ def test_study002_build_statement_is_judged_from_the_one_vm_point():
     v = _values("002")["build-overhead"]
     rows = [_row("vm-2vcpu", 0.97, "build[instances=1]", "build_s", "same"),
             _row("vm-2vcpu", 0.40, "build[instances=4]", "build_s", "slower")]  # 4 VMs on the cores: not the claim
-    out = C.judge(v, _Rows(rows), {}, {})
+    out = V.judge(v, _Rows(rows), {}, {})
     assert out["verdict"] == "agrees" and out["yours"] == [0.97, 0.97], out
-    out = C.judge(v, _Rows([_row("vm-2vcpu", 0.7, "build[instances=1]", "build_s", "slower")]), {}, {})
+    out = V.judge(v, _Rows([_row("vm-2vcpu", 0.7, "build[instances=1]", "build_s", "slower")]), {}, {})
     assert out["verdict"] == "differs"
 
 
@@ -143,9 +144,9 @@ def test_study003_table6_ranks_the_runtimes_of_the_lsbs_part_only():
     runs = sreport.part_runs(s, [_lsbs_run("lsbs", {"docker": 0.90, "containerd": 0.95}),  # type: ignore[list-item]
                                  _lsbs_run("lsbs-vm", {"docker": 1.20})])  # type: ignore[list-item]
     pv = P.load("003")
-    out = C.judge(_values("003")["t6-network"], C.Matcher(runs), {}, pv.categories)
+    out = V.judge(_values("003")["t6-network"], C.Matcher(runs), {}, pv.categories)
     assert out["yours"] == "Containerd" and out["verdict"] == "agrees", out
-    out = C.judge(_values("003")["t7-network-container"], C.Matcher(runs), {}, pv.categories)
+    out = V.judge(_values("003")["t7-network-container"], C.Matcher(runs), {}, pv.categories)
     assert out["yours"] == pytest.approx(0.95), out
     assert [(r.part, r.base) for r in runs] == [("lsbs", "lsbs"), ("lsbs-vm", "lsbs-vm")]
 
@@ -178,7 +179,7 @@ def test_study002_cpu_statements_are_judged_by_the_cpu_share_of_each_point(cpus,
     from virtbench.studies import report as sreport
 
     runs = sreport.part_runs(study("002"), [_suite_run(cpus, ratios)])  # type: ignore[list-item]
-    out = C.judge(_values("002")["vcpu4-share"], C.Matcher(runs), {}, {})
+    out = V.judge(_values("002")["vcpu4-share"], C.Matcher(runs), {}, {})
     assert out["verdict"] == verdict, out
     assert out["yours"] == [min(ratios.values()), max(ratios.values())]
 
@@ -187,8 +188,8 @@ def test_study002_one_vcpu_vm_against_native_is_one_over_the_hosts_cpus():
     from virtbench.studies import report as sreport
 
     runs = sreport.part_runs(study("002"), [_suite_run(4, {("vm-1vcpu", n): 0.25 for n in (1, 2, 4)})])  # type: ignore[list-item]
-    assert C.judge(_values("002")["vcpu1-native"], C.Matcher(runs), {}, {})["verdict"] == "agrees"
+    assert V.judge(_values("002")["vcpu1-native"], C.Matcher(runs), {}, {})["verdict"] == "agrees"
     runs = sreport.part_runs(study("002"), [_suite_run(2, {("vm-1vcpu", 1): 0.5, ("vm-1vcpu", 2): 0.5,
                                                            ("vm-1vcpu", 4): 0.25})])  # type: ignore[list-item]
-    out = C.judge(_values("002")["vcpu1-native"], C.Matcher(runs), {}, {})
+    out = V.judge(_values("002")["vcpu1-native"], C.Matcher(runs), {}, {})
     assert out["verdict"] == "agrees" and "sysbench-cpu[instances=4] 0.25" in out["detail"], out

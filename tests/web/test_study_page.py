@@ -48,15 +48,37 @@ def test_a_study_page_shows_the_paper_beside_this_host_as_study_report_does(fill
     assert json.loads(cli_out.output) == doc  # one document, two surfaces
 
 
-def test_a_study_without_runs_says_how_to_make_them_and_bad_requests_are_refused(filled):
+def test_a_study_without_runs_shows_the_study_and_bad_requests_are_refused(filled):
+    """Before any run (#41, #42): the page shows the parts, what each needs and how long it takes,
+    the paper's values and claims and every difference; the API answers `study show --json`'s
+    document; an unknown study is a 404 that names the studies (not 'no such page')."""
     client = make_client(filled)
     page = client.get("/studies/002")
     assert page.status_code == 200 and "virtbench study run 002" in page.text
-    assert client.get("/api/studies/002").status_code == 404
-    assert client.get("/studies/9").status_code == 422  # not a study number
-    assert client.get("/studies/999").status_code == 404
+    for text in ("vm-suite", "KVM (a guest that boots under it)", "about 3 h", "Figs. 7-9",
+                 "botan speed --msec=15000 Blowfish AES-256", "uClibc-ng", 'id="study-values"'):
+        assert text in page.text, text
+    api = client.get("/api/studies/002")
+    assert api.status_code == 200
+    doc = api.json()
+    assert doc.pop("runs_here") == []
+    cli_out = CliRunner().invoke(cli, ["study", "show", "002", "--json"])
+    assert cli_out.exit_code == 0, cli_out.output
+    assert json.loads(cli_out.output) == doc  # one document, two surfaces
+    assert [p["name"] for p in doc["parts"]] == ["vm-memory", "vm-suite"] and doc["values"]
+    for bad in ("/api/studies/999", "/api/studies/9", "/studies/999"):
+        r = client.get(bad)
+        assert r.status_code == 404, bad
+        assert "unknown study" in r.text and "000, 001, 002, 003, 004" in r.text, r.text
     assert client.get("/api/studies/001", params={"run": "r1"}).status_code == 400  # not a run of study 001
     assert client.get("/api/studies/001", params={"run": "nope"}).status_code == 404
+
+
+def test_every_study_page_renders_with_no_runs(filled):
+    client = make_client(filled)
+    for sid in ("000", "001", "002", "003", "004"):
+        page = client.get(f"/studies/{sid}")
+        assert page.status_code == 200 and 'id="study-parts"' in page.text and "differs" in page.text, sid
 
 
 def test_study_report_given_a_database_that_does_not_exist_refuses_and_creates_nothing(tmp_path):

@@ -1,11 +1,17 @@
 """dd: sequential direct write then read of one file, the storage test of the KVM study (seeds/002).
 
-The study ran `dd if=/dev/zero of=FILE bs=8M count=256 oflag=direct` and read the file back
-with `iflag=direct`, on several storage media. Both must run in one command, and dd writes
-its summary to stderr, so the command is `sh -c SCRIPT sh WORKDIR BS COUNT` with one
-constant script (`_SCRIPT`): the values arrive as positional parameters and are never pasted
-into shell text. The script prints a marker before each dd and merges dd's stderr into
-stdout, so each summary is attributed to its phase, and stops at the first failing dd.
+The study ran `dd if=/dev/zero of=FILE bs=8M count=256 oflag=direct` and read "an existing
+testfile" with `dd if=FILE of=/dev/null ... iflag=direct`, on several storage media. Both must
+run in one command, and dd writes its summary to stderr, so the command is `sh -c SCRIPT sh
+WORKDIR BS COUNT READ` with one constant script (`_SCRIPT`): the values arrive as positional
+parameters and are never pasted into shell text. The script prints a marker before each dd
+and merges dd's stderr into stdout, so each summary is attributed to its phase, and stops at
+the first failing dd.
+
+`read_file: written` reads back the file just written; `other` (the study's way) reads a file
+written before the measured write (unmeasured, marker `vb:prepare`), so the measured write of
+as many bytes passes between, and its cached pages are dropped (`iflag=nocache count=0`)
+before it is read: a device's or a VM disk's write cache no longer holds what is read.
 
 The rates are computed as bytes / seconds from dd's summary line ("268435456 bytes (268 MB,
 256 MiB) copied, 0.170931 s, 1.6 GB/s"): the printed rate has two or three significant
@@ -17,19 +23,32 @@ cache=writeback); it needs a file system that supports it and aligned block size
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+import shlex
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
 from ..errors import ParseError
 from .base import Benchmark, Metric, Params, search
 
-_SCRIPT = r"""f=$1/vb.dd
+WRITE = 'dd if=/dev/zero of="$f" bs="$2" count="$3" oflag=direct'
+READ = 'dd if="$r" of=/dev/null bs="$2" count="$3" iflag=direct'
+"""The two measured dd commands, as the script runs them ($f: the file written, $r: the file read)."""
+_SCRIPT = rf"""f=$1/vb.dd
+r=$f
+if [ "$4" = other ]; then
+    r=$1/vb.dd.read
+    echo vb:prepare
+    dd if=/dev/zero of="$r" bs="$2" count="$3" oflag=direct 2>&1 || exit
+fi
 echo vb:write
-dd if=/dev/zero of="$f" bs="$2" count="$3" oflag=direct 2>&1 || exit
+{WRITE} 2>&1 || exit
+if [ "$4" = other ]; then
+    dd if="$r" of=/dev/null iflag=nocache count=0 2>/dev/null || exit
+fi
 echo vb:read
-dd if="$f" of=/dev/null bs="$2" count="$3" iflag=direct 2>&1 || exit
-rm -f "$f"
+{READ} 2>&1 || exit
+rm -f "$f" "$r"
 echo vb:done
 """
 
@@ -56,9 +75,12 @@ class DdParams(Params):
         32, ge=1, le=1_000_000,
         description="blocks per direction; the file is bs x count. KVM study: 256 (2 GiB)",
     )
+    read_file: Literal["written", "other"] = Field(
+        "written", description="written: read back the file just written; other: read a file written before "
+        "the measured write, its cache dropped (the KVM study read an existing file)")
 
     def scratch_bytes(self) -> int:
-        return _bytes(self.bs) * self.count
+        return _bytes(self.bs) * self.count * (2 if self.read_file == "other" else 1)
 
     @model_validator(mode="after")
     def _check(self) -> DdParams:
@@ -95,7 +117,20 @@ class Dd(Benchmark):
         ]
 
     def command(self, workdir: str) -> list[str]:
-        return ["sh", "-c", _SCRIPT, "sh", workdir, self.params.bs, str(self.params.count)]
+        return ["sh", "-c", _SCRIPT, "sh", workdir, self.params.bs, str(self.params.count), self.params.read_file]
+
+    def phases(self, workdir: str) -> dict[str, list[str]]:
+        """The measured dd commands as argv lists, with the values the script gives them (what a
+        paper's printed dd lines are held against)."""
+        p = self.params
+        files = {"$f": f"{workdir}/vb.dd", "$r": f"{workdir}/vb.dd" + (".read" if p.read_file == "other" else "")}
+        values = {**files, "$2": p.bs, "$3": str(p.count)}
+
+        def fill(word: str) -> str:
+            for k, v in values.items():
+                word = word.replace(k, v)
+            return word
+        return {"write": [fill(w) for w in shlex.split(WRITE)], "read": [fill(w) for w in shlex.split(READ)]}
 
     def parse(self, stdout: str, stderr: str = "", source: str = "<output>") -> dict[str, float]:
         # Each phase is checked as far as it got, so a failed write reports its own records.
@@ -134,5 +169,6 @@ class Dd(Benchmark):
         return ["dd", "--version"]
 
     def execution_timeout(self) -> float:
-        # both directions at a pessimistic 10 MB/s (SD cards, emulated disks)
-        return 2.0 * self.size / 10e6 + 60.0
+        # both directions (and the file read, where written first) at a pessimistic 10 MB/s
+        phases = 3.0 if self.params.read_file == "other" else 2.0
+        return phases * self.size / 10e6 + 60.0

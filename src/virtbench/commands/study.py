@@ -1,4 +1,4 @@
-"""`virtbench study list|run|report`: the five studies of seeds/ as shipped campaigns.
+"""`virtbench study list|show|run|report`: the five studies of seeds/ as shipped campaigns.
 
 The CLI only builds library objects (virtbench.studies) and prints them."""
 from __future__ import annotations
@@ -72,13 +72,39 @@ def study_list(as_json: bool, wait: bool) -> None:
     if as_json:
         click.echo(json.dumps(docs, indent=2))
         return
+    from ..studies.text import wrap
+
     for d in docs:
         mark = "[green]runs here[/green]" if d["runnable"] else "[red]cannot run here[/red]"
         console.print(f"[bold]{d['id']}[/bold] {escape(d['title'])}: {mark}")
-        console.print(f"    {escape(d['measures'])}", style="dim")
+        for line in wrap(d["measures"], "    ", "    "):
+            console.print(escape(line), style="dim", overflow="ignore", crop=False)
         for p in d["parts"]:
-            ok = "[green]yes[/green]" if p["runnable"] else "[red]no[/red]"
-            console.print(f"    {p['name']:<18} {ok}  {escape(p['reason'])}")
+            lines = wrap(f"{p['name']:<18} {'yes' if p['runnable'] else 'no '}  {p['reason']}", "    ", " " * 27)
+            ok = "[green]yes[/green]" if p["runnable"] else "[red]no[/red] "
+            first = escape(lines[0]).replace(f" {'yes' if p['runnable'] else 'no '}  ", f" {ok}  ", 1)
+            console.print(first, overflow="ignore", crop=False)
+            for line in lines[1:]:
+                console.print(escape(line), overflow="ignore", crop=False)
+    console.print("details of a study, before any run: `virtbench study show ID`")
+
+
+@study.command("show")
+@click.argument("study_id", metavar="ID")
+@click.option("--json", "as_json", is_flag=True, help="The document /api/studies/ID answers with (parts, commands, "
+              "settings, differences, published values).")
+def study_show(study_id: str, as_json: bool) -> None:
+    """A study before any run: its parts, what each needs and takes and how long it runs, the paper's
+    commands, settings, values and claims, and every difference of the presets from the paper."""
+    from ..studies import show, text
+    from ..studies.registry import study as find
+
+    doc = show.document(find(study_id))
+    if as_json:
+        click.echo(json.dumps(doc, indent=2, default=str))
+        return
+    for line in text.show_lines(doc):
+        click.echo(line)
 
 
 @study.command("run")
@@ -97,10 +123,13 @@ def study_list(as_json: bool, wait: bool) -> None:
               "It runs as root, once before the run and about once a second during every execution: giving it is "
               "your consent, as `run --allow-meter` is (resume such a run with `virtbench run --resume RUN "
               "--allow-meter`).")
+@click.option("--option", "options", multiple=True, metavar="NAME", help="Run the parts that take it closer to "
+              "their paper (repeat for several): paper-counts (000's density: the paper's container counts), "
+              "proxmox (000's LXC containers with Proxmox VE's defaults); `study show ID` lists each part's.")
 @click.option("--wait", is_flag=True, help="If another run is measuring on this host, wait for it instead of refusing.")
 @db_option
 def study_run(study_id: str, scale: str, parts: tuple[str, ...], hosts: tuple[str, ...], inventory: str | None,
-              meter: str | None, wait: bool, db_url: str | None) -> None:
+              meter: str | None, options: tuple[str, ...], wait: bool, db_url: str | None) -> None:
     """Run a study's campaigns (one run per campaign); parts this host cannot run are skipped with the reason."""
     from ..report.progress import RichReporter
     from ..runner import hostlock
@@ -122,7 +151,7 @@ def study_run(study_id: str, scale: str, parts: tuple[str, ...], hosts: tuple[st
         raise InputError(f"--meter {shlex.join(meter_argv)}: {works.reason}", works.fix or None)
     reporter = RichReporter(console)
     with hostlock.hold(caps.paths, f"`virtbench study run {s.id}`", wait=wait, log=reporter.log):
-        planned = srun.plan(s, scale, caps, parts)  # refusals (exit 2) before anything runs
+        planned = srun.plan(s, scale, caps, parts, options)  # refusals (exit 2) before anything runs
         done = srun.run(Store(db_url), planned, caps.paths, reporter, log=lambda m: console.print(escape(m)))
     console.print(f"[bold]study {s.id} ({scale})[/bold]: {sum(d.seconds for d in done):.0f} s")
     for d in done:
@@ -148,7 +177,7 @@ def study_run(study_id: str, scale: str, parts: tuple[str, ...], hosts: tuple[st
 def study_report(study_id: str, run_refs: tuple[str, ...], as_json: bool, html_file: Path | None,
                  figures_dir: Path | None, db_url: str | None) -> None:
     """The study's tables and figures from its runs, with the paper's published values beside them."""
-    from ..report import builder, sections
+    from ..report import builder
     from ..studies import report as sreport
     from ..studies.registry import study as find
     from .shared import read_store
@@ -170,6 +199,9 @@ def study_report(study_id: str, run_refs: tuple[str, ...], as_json: bool, html_f
     if as_json:
         click.echo(json.dumps(section.data, indent=2, default=str))
     elif not (html_file or figures_dir):
-        sections.render_text([section], console)
+        from ..studies import text
+
+        for line in text.report_lines(section):
+            click.echo(line)
         for r in reports:
-            console.print(f"run {r.run.id} ({escape(r.run.name)}): `virtbench report {r.run.id}`")
+            click.echo(f"run {r.run.id} ({r.run.name}): `virtbench report {r.run.id}`")

@@ -26,7 +26,7 @@ from pydantic import Field, model_validator
 from .. import proc
 from ..errors import CommandError, InputError, VirtbenchError
 from ..images.image import Image
-from . import bridge, cgroups, iptables, mounts, slices, units
+from . import bridge, cgroups, iptables, lxcdisk, lxcproxmox, mounts, slices, units
 from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions, Size, trial_dir
 
 LOCKS = Path("/run/lxc/lock")
@@ -53,6 +53,9 @@ class LXCOptions(PlatformOptions):
     disk: Size | None = Field(None, description=(
         "root filesystem of this size: an ext4 image file, loop-mounted by LXC inside the "
         "container (a write beyond it fails with ENOSPC); the image is copied into it"))
+    proxmox: bool = Field(False, description=(
+        "Proxmox VE's defaults: unprivileged (ids shifted by 100000), lxcfs (must run), `cpus: N` as a "
+        "set of N CPUs instead of a quota (platforms/lxcproxmox.py)"))
 
     @model_validator(mode="after")
     def _swap_needs_memory(self) -> LXCOptions:
@@ -124,9 +127,14 @@ def build_lxc_config(*, name: str, run_id: str, rootfs: str, options: PlatformOp
     systemd: started as a delegated service (see the module's docstring), whose cgroup (in the
     parent's slice) LXC then divides; else its cgroups hang from the root or cgroup_parent."""
     lines = [f"# virtbench instance; {LABEL} = {run_id}"]
+    proxmox = bool(getattr(options, "proxmox", False))
+    if proxmox:  # cores as a CPU set, no quota (Proxmox's `cores`), unprivileged
+        options = options.model_copy(update={"cpus": None, "cpuset": options.cpuset or (
+            lxcproxmox.cpuset_for(name, options.cpus) if options.cpus else None)})
+        lines += lxcproxmox.idmap_lines()
     if include:
         lines.append(f"lxc.include = {include}")
-        if not getattr(options, "lxcfs", False):
+        if not (getattr(options, "lxcfs", False) or proxmox):
             # an empty value clears the list: drops the lxcfs hooks common.conf.d adds
             lines += ["lxc.hook.mount =", "lxc.hook.post-stop ="]
     lines += [f"lxc.uts.name = {name}", f"lxc.rootfs.path = {rootfs}", f"lxc.init.cmd = {init}",
@@ -164,6 +172,8 @@ class LXC(Platform):
         if getattr(options, "swap", None) is not None and not cgroups.swap_accounting():
             raise InputError(f"{name}: swap needs the kernel's swap accounting (cgroup v1 memory.memsw.*)",
                              "boot with swapaccount=1, or drop swap")
+        if getattr(options, "proxmox", False):
+            lxcproxmox.check_host(name)
 
     def image_packages(self) -> tuple[str, ...]:
         return ("systemd-sysv",) if self.options.init == "systemd" else ()
@@ -174,7 +184,7 @@ class LXC(Platform):
             raise InputError(f"{self.name}: init {self.options.init!r} needs {init} but image {image.short} "
                              f"has none", "use init: systemd (adds systemd-sysv), or an image with an init")
         if self.options.disk is not None:
-            need = int(_tree_bytes(image.rootfs) * 1.2) + (16 << 20)  # ext4 metadata, journal
+            need = int(lxcdisk.tree_bytes(image.rootfs) * 1.2) + (16 << 20)  # ext4 metadata, journal
             if need > self.options.disk:
                 raise InputError(f"{self.name}: disk {self.options.disk >> 20} MiB cannot hold image "
                                  f"{image.short}", f"give disk of at least {(need >> 20) + 1}M")
@@ -224,7 +234,8 @@ class LXC(Platform):
                 "cgroup_config": lxc_cgroup_lines(self.options, mode), "cgroup_placement": where,
                 "apparmor": "default" if apparmor_usable() else "unconfined",
                 "include": str(COMMON_CONF) if COMMON_CONF.is_file() else None,
-                "lxcfs_hooks": bool(getattr(self.options, "lxcfs", False))}
+                "lxcfs_hooks": bool(getattr(self.options, "lxcfs", False) or self.options.proxmox),
+                "proxmox": self.options.proxmox}
 
     def create(self, image: Image, name: str, run_id: str) -> Instance:
         name = mounts.instance_name(name)
@@ -237,14 +248,20 @@ class LXC(Platform):
             meta |= _systemd_meta(self.cgroup_parent, name)
         mounts.write_meta(d, meta)
         try:
+            lower = (lxcproxmox.shifted_rootfs(image.rootfs, self.lxcpath.parent / "lxc-idmap")
+                     if self.options.proxmox else image.rootfs)
             if self.options.disk is not None:
-                rootfs = f"loop:{_disk_image(d / 'rootdev', image, self.options.disk)}"
+                rootfs = f"loop:{lxcdisk.disk_image(d / 'rootdev', lower, self.options.disk)}"
             else:
                 upper = d / "delta0"
-                for p in (image.rootfs, upper):
+                for p in (lower, upper):
                     mounts.check_overlay_path(p)
                 upper.mkdir()
-                rootfs = f"overlay:{image.rootfs}:{upper}"
+                if self.options.proxmox:  # the overlay is mounted as the mapped root: its dirs are its own
+                    (d / "work").mkdir()
+                    for p in (upper, d / "work"):
+                        lxcproxmox.give_to_root(p)
+                rootfs = f"overlay:{lower}:{upper}"
             if self.options.network == "bridge":
                 bridge.ensure_bridge()
                 iptables.allow_forwarding()  # dockerd may have started since the bridge was made
@@ -469,29 +486,3 @@ def _remove_lock(lxcpath: Path, name: str) -> None:
         except OSError:
             return
         d = d.parent
-
-
-def _tree_bytes(root: Path) -> int:
-    """Apparent size of a directory tree (what mkfs -d copies), hard links once."""
-    seen: set[tuple[int, int]] = set()
-    total = 0
-    for dirpath, _dirs, files in os.walk(root):
-        for f in files:
-            try:
-                st = os.lstat(os.path.join(dirpath, f))
-            except OSError:
-                continue
-            if (st.st_dev, st.st_ino) not in seen:
-                seen.add((st.st_dev, st.st_ino))
-                total += st.st_size
-    return total
-
-
-def _disk_image(path: Path, image: Image, size: int) -> Path:
-    """A sparse ext4 file of `size` bytes holding a copy of the image (mkfs.ext4 -d): the
-    container's whole root filesystem, so writes beyond `size` fail with ENOSPC inside it,
-    never filling the host's filesystem. LXC's loop backend mounts it in the container."""
-    with open(path, "wb") as f:
-        f.truncate(size)
-    proc.run(["mkfs.ext4", "-q", "-F", "-L", "vbroot", "-d", str(image.rootfs), str(path)], timeout=600)
-    return path

@@ -1,11 +1,11 @@
-"""The paper beside the user's runs: one report Section (report/model.py) per study report.
+"""The paper beside the user's runs: each published value matched to this host's, with its interval.
 
-Every published value (studies/paper/<id>.yaml) is matched to the user's number, from the
-same rows and sections the ordinary report computes (ratios to the baseline, category
-geometric means, the density and line sections), never from statistics of its own. Each gets
-a verdict, agrees / differs / not measured here, and for a difference the likely reasons,
-read from the run's host facts against the paper's machine: AES instructions, a virtualized
-host, memory, CPUs, storage and network, and whether the run was at quick scale.
+Every published value (studies/paper/<id>.yaml) is matched to the user's number from the same
+rows and sections the ordinary report computes (ratios to the baseline with their intervals,
+category geometric means, the density, migration and line sections), never from statistics
+of its own beyond combining those intervals (studies/judge.py). Each gets a verdict (agrees,
+differs, undecided at this scale, not measured here) decided by this host's interval, and for
+a difference the likely reasons, read from the run's host facts against the paper's machine.
 """
 from __future__ import annotations
 
@@ -15,15 +15,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis import tables
-from ..analysis.summary import Row, relative
+from ..analysis.summary import Row
 from ..report import runinfo
 from ..report.model import Report
 from ..report.probes.energy import energy_rows
+from . import judge as J
 from . import paper as P
-from .registry import Study
+from .model import Study
 
 VALUE_TOLERANCE = 0.2
-"""An absolute value on other hardware 'agrees' within +-20 % (it is context, not a test)."""
+"""An absolute value on other hardware agrees within +-20 % (context more than a test)."""
 
 
 @dataclass
@@ -43,7 +44,7 @@ def part_of(study: Study, name: str) -> tuple[str, str]:
     return (part, scale) if part and stem != name else (name, "")
 
 
-def _walk(data: Any, path: str) -> Any:
+def walk(data: Any, path: str) -> Any:
     """a/b/c through mappings; in a list, the item any of whose values equals the step
     (`/`, not `.`: keys such as p99.999 hold dots)."""
     for step in path.split("/"):
@@ -56,8 +57,35 @@ def _walk(data: Any, path: str) -> Any:
     return data
 
 
-def _matches(entry: dict[str, Any], where: dict[str, Any]) -> bool:
+def matches(entry: dict[str, Any], where: dict[str, Any]) -> bool:
     return all(str(entry.get(k)) == str(v) for k, v in where.items())
+
+
+def relative_estimate(row: Row) -> J.Estimate | None:
+    """A report row's ratio to the baseline with the interval its verdict was read from."""
+    if row.relative is None:
+        return None
+    ci = tuple(row.relative_ci95) if row.relative_ci95 else None
+    return J.Estimate(float(row.relative), ci, row.n, f"{row.n} repetitions")  # type: ignore[arg-type]
+
+
+def mean_estimate(row: Row) -> J.Estimate | None:
+    if row.mean is None:
+        return None
+    ci = tuple(row.ci95) if row.ci95 else None
+    return J.Estimate(float(row.mean), ci, row.n, f"{row.n} repetitions")  # type: ignore[arg-type]
+
+
+def as_paper_ran(params: dict[str, Any]) -> dict[str, Any]:
+    """A pair point of a run across hosts named as the paper's point it measures: the container
+    receiving TCP from the other host (`-R` to `server: {host}`) is the paper's `client: host, server:
+    instance`; any other end on the other host is its `server: host`."""
+    server = params.get("server")
+    if not isinstance(server, dict):
+        return params
+    if params.get("mode") == "tcp-reverse" and params.get("client", "instance") == "instance":
+        return {**params, "mode": "tcp", "client": "host", "server": "instance"}
+    return {**params, "server": "host"}
 
 
 class Matcher:
@@ -77,14 +105,23 @@ class Matcher:
         for pr in self.runs_of(y):
             points = {b.key: b for b in pr.report.run.benchmarks}
             for row in [*pr.report.rows, *energy_rows(pr.report.sections)]:
+                if row.host not in ("", "local"):
+                    continue  # a run across hosts: the other host's own rows are not this host's
                 b = points.get(row.benchmark)
                 name = b.name if b else row.benchmark.split("[")[0]
-                params = (b.params if b else {}) or {}
+                params = as_paper_ran((b.params if b else {}) or {})
                 if (y.benchmark in (None, name, row.benchmark) and (y.metric is None or row.metric == y.metric)
                         and (y.platform is None or row.platform == y.platform)
                         and all(str(params.get(k)) == str(v) for k, v in y.params.items())):
                     out.append(row)
         return out
+
+    def params_of(self, row: Row) -> dict[str, Any]:
+        for pr in self.runs:
+            for b in pr.report.run.benchmarks:
+                if b.key == row.benchmark:
+                    return dict(b.params or {})
+        return {}
 
     def cpu_shares(self, y: P.Yours) -> list[tuple[Row, float]]:
         """Each matching row with the ratio the CPU alone predicts: its VM's usable CPUs against
@@ -106,43 +143,54 @@ class Matcher:
                     out.append((row, min(threads, v, cpus / n) / min(threads, cpus)))
         return out
 
-    def section_value(self, y: P.Yours, where: dict[str, Any]) -> tuple[float | None, PartRun | None]:
+    def entries(self, y: P.Yours, where: dict[str, Any]) -> list[tuple[dict[str, Any], PartRun]]:
+        """The section entries of every run of the part that match `where`."""
+        out = []
         for pr in self.runs_of(y):
             for sec in pr.report.sections:
                 if sec.key != y.section:
                     continue
-                entries = sec.data if isinstance(sec.data, list) else (sec.data or {}).get("points", [])
-                for e in entries:
-                    if isinstance(e, dict) and _matches(e, where):
-                        v = _walk(e, y.field or "")
-                        if isinstance(v, (int, float)):
-                            return float(v) * y.factor, pr
-        return None, None
+                data = sec.data if isinstance(sec.data, list) else (sec.data or {}).get("points", [])
+                out += [(e, pr) for e in data if isinstance(e, dict) and matches(e, where)]
+        return out
+
+    def section_estimate(self, y: P.Yours, where: dict[str, Any]) -> J.Estimate | None:
+        """The field over every matching run (several runs of a part pool into a t interval); one run
+        whose entry keeps the field's rounds (`FIELD_rounds`) gives their mean and interval."""
+        found = self.entries(y, where)
+        field = y.field or ""
+        if len(found) == 1:
+            rounds = walk(found[0][0], f"{field}_rounds")
+            if isinstance(rounds, list) and len(rounds) >= 2:
+                return J.of_values([float(v) * y.factor for v in rounds], "rounds")
+        values = [walk(e, field) for e, _ in found]
+        return J.of_values([float(v) * y.factor for v in values if isinstance(v, (int, float))], "runs")
 
     def category(self, spec: P.CategorySpec, of: str, y: P.Yours | None = None
-                 ) -> tuple[float | None, str | None, dict[str, float]]:
-        """Best platform of a kind in a paper category: (its geomean ratio, its name, every candidate's),
-        from the runs of `y.part` where the value names one (Table 6's runtimes from the part that runs
-        them on one network mode, not the VM part's Docker beside a VM)."""
-        values: dict[str, float] = {}
+                 ) -> tuple[J.Estimate | None, str | None, dict[str, J.Estimate]]:
+        """Best platform of a kind in a paper category: (its geomean ratio with its interval, its type,
+        every candidate's), from the runs of `y.part` where the value names one (Table 6's runtimes
+        from the part that runs them on one network mode, not the VM part's Docker beside a VM)."""
+        values: dict[str, J.Estimate] = {}
         for pr in self.runs if y is None else self.runs_of(y):
             infos = {i.name: i for i in runinfo.platform_infos(pr.report.run)}
             for name, info in infos.items():
                 if info.kind != of or info.inside:
                     continue
-                rel = [r.relative for r in pr.report.rows if r.platform == name and r.relative
-                       and r.benchmark.split("[")[0] in spec.benchmarks
-                       and (spec.category is None or r.category == spec.category)
-                       and (spec.metrics is None or r.metric in spec.metrics)]
-                g = tables.geomean(rel)
-                if g is not None:
-                    values[info.type] = max(g, values.get(info.type, 0.0))
+                parts = [e for r in pr.report.rows if r.platform == name and r.host in ("", "local")
+                         and r.benchmark.split("[")[0] in spec.benchmarks
+                         and (spec.category is None or r.category == spec.category)
+                         and (spec.metrics is None or r.metric in spec.metrics)
+                         and (e := relative_estimate(r)) is not None]
+                g = J.geomean(parts)
+                if g is not None and (info.type not in values or g.value > values[info.type].value):
+                    values[info.type] = g
         if not values:
             return None, None, {}
-        best = max(values, key=values.__getitem__)
+        best = max(values, key=lambda t: values[t].value)
         return values[best], best, values
 
-    def overall(self, of: str) -> float | None:
+    def overall(self, of: str) -> J.Estimate | None:
         spec = P.CategorySpec(benchmarks=sorted({r.benchmark.split("[")[0] for pr in self.runs for r in pr.report.rows}))
         return self.category(spec, of)[0]
 
@@ -181,122 +229,3 @@ def fmt(v: float | None, unit: str = "") -> str:
         return "-"
     text = f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
     return f"{text} {unit}".strip()
-
-
-def judge(value: P.PaperValue, m: Matcher, caps: dict[str, str], cats: dict[str, P.CategorySpec]) -> dict[str, Any]:
-    """One paper value beside the user's: {paper, yours, verdict, detail}."""
-    y, pv, kind = value.yours, value.paper, value.kind
-    out: dict[str, Any] = {"paper": None, "yours": None, "verdict": "not measured here", "detail": "", "ci": None}
-    if value.needs:
-        out["detail"] = f"needs {value.needs.replace('_', ' ')}" + (f": {caps[value.needs]}" if value.needs in caps else "")
-    ci: list[float] | None = None
-    if kind == "relative":
-        out["paper"] = relative(pv["value"], pv["baseline"], value.higher_is_better)
-        if y is not None and y.section:
-            v, _ = m.section_value(y, y.where)
-            b, _ = m.section_value(y, y.baseline or {})
-            out["yours"] = relative(v, b, value.higher_is_better) if v and b else None
-        elif y is not None:
-            rows = [r for r in m.rows(y) if r.relative]
-            out["yours"] = tables.geomean([r.relative for r in rows])  # type: ignore[misc]
-            ci = rows[0].relative_ci95 if len(rows) == 1 else None
-            out["ci"] = ci
-        if out["yours"] is not None:
-            tol, paper = value.tolerance, out["paper"]
-            near = abs(out["yours"] - paper) <= tol
-            noisy = bool(ci and ci[0] - tol <= paper <= ci[1] + tol) and not near
-            out["verdict"] = "agrees" if near else "inconclusive" if noisy else "differs"
-            out["detail"] = f"ratio {out['yours']:.3f} here" + (f" [95% {ci[0]:.3f}-{ci[1]:.3f}]" if ci else "") + \
-                f", {paper:.3f} in the paper" + (": the paper's value is inside this host's interval; more "
-                                                  "repetitions (--scale paper) decide it" if noisy else "")
-    elif kind == "value":
-        out["paper"] = pv.get("value")
-        if y is not None and y.section:
-            out["yours"], _ = m.section_value(y, y.where)
-        elif y is not None:
-            means = [r.mean for r in m.rows(y) if r.mean is not None]
-            out["yours"] = means[0] * y.factor if means else None
-        if out["yours"] is not None and out["paper"]:
-            out["verdict"] = "agrees" if abs(out["yours"] / out["paper"] - 1) <= VALUE_TOLERANCE else "differs"
-            out["detail"] = f"{fmt(out['yours'], value.unit)} here, {fmt(out['paper'], value.unit)} in the paper"
-    elif kind == "range":
-        lo, hi = pv["low"], pv["high"]
-        out["paper"] = [lo, hi]
-        spec = cats.get(value.category or "")
-        if spec is not None and value.of:
-            v, best, _ = m.category(spec, value.of, y)
-            out["yours"] = v
-            if v is not None:
-                out["verdict"] = "agrees" if lo <= v <= hi else "differs"
-                side = "inside" if lo <= v <= hi else "above" if v > hi else "below"
-                out["detail"] = f"best {value.of} here ({best}) {v:.2f}, {side} the paper's {lo:.2f}-{hi:.2f}"
-    elif kind == "best":
-        out["paper"] = pv.get("best")
-        spec = cats.get(value.category or "")
-        if spec is not None and value.of:
-            _, best, values = m.category(spec, value.of, y)
-            names = {k.lower(): k for k in pv if k != "best"}
-            known = {names.get(t, names.get("proxmox") if t == "qemu" else None): g for t, g in values.items()}
-            known.pop(None, None)
-            if len(known) >= 2:
-                ranked = sorted(known, key=known.__getitem__, reverse=True)
-                tie = known[ranked[0]] - known[ranked[1]] <= tables.TIE * known[ranked[0]]
-                out["yours"] = "tie" if tie else ranked[0]
-                out["verdict"] = "agrees" if out["yours"] == out["paper"] else "differs"
-                out["detail"] = ", ".join(f"{k} {g:.3f}" for k, g in known.items())
-            elif known:
-                out["detail"] = f"only {next(iter(known))} measured here: nothing to rank"
-    elif kind == "claim":
-        out["paper"] = value.claim
-        e = value.expect
-        if y is not None and y.overall:
-            v = m.overall(y.overall)
-            out["yours"] = v
-            if v is not None and e is not None and e.near is not None:
-                out["verdict"] = "agrees" if abs(v - e.near) <= e.tolerance else "differs"
-                out["detail"] = f"best {y.overall} here: {v:.3f} of the baseline over every metric"
-        elif y is not None and y.stacks:
-            stacks = m.stacks()
-            errs = [s.error for s in stacks if getattr(s, "error", None) is not None]
-            if errs:
-                out["yours"] = max(errs, key=abs)
-                out["verdict"] = "agrees" if abs(out["yours"]) <= 0.1 else "differs"
-                out["detail"] = f"largest prediction error here {out['yours']:+.1%} over {len(errs)} stacked cells"
-        elif y is not None and e is not None and e.cpu_share:
-            shares = [(r, x) for r, x in m.cpu_shares(y) if r.relative]
-            if shares:
-                rels = [float(r.relative or 0) for r, _ in shares]
-                out["yours"] = [min(rels), max(rels)]
-                off = [(r, x) for r, x in shares if abs(float(r.relative or 0) / x - 1) > e.tolerance]
-                out["verdict"] = "differs" if off else "agrees"
-                out["detail"] = (f"ratios {min(rels):.3f}-{max(rels):.3f} here over {len(rels)} points; the CPU shares "
-                                 "predict " + ", ".join(f"{r.benchmark} {x:.2f}" for r, x in shares)
-                                 + ("; off: " + ", ".join(f"{r.benchmark} {float(r.relative or 0):.2f}" for r, _ in off)
-                                    if off else ""))
-        elif y is not None:
-            rows = [r for r in m.rows(y) if r.relative]
-            if rows:
-                rels = [float(r.relative or 0) for r in rows]
-                out["yours"] = [min(rels), max(rels)]
-                out["detail"] = f"ratios {min(rels):.3f}-{max(rels):.3f} here over {len(rels)} points"
-                out["verdict"] = _claim_verdict(rows, e) if e is not None else "see ratios"
-    if out["verdict"] == "not measured here" and y is not None and y.part and m.runs_of(y):
-        quick = any(r.scale == "quick" for r in m.runs_of(y))
-        out["detail"] = f"part {y.part} ran without this point" + (" (quick scale: --scale paper runs it)" if quick else "")
-    if out["verdict"] == "not measured here" and not out["detail"]:
-        out["detail"] = "nothing in the given runs measures it" + (
-            " (a VM: needs a KVM guest)" if "kvm" in value.depends or value.of == "vm" else "")
-    return out
-
-
-def _claim_verdict(rows: Sequence[Row], e: P.Expect) -> str:
-    """A claim over several ratios, judged from the cells the report decided (its verdicts):
-    violated by one decided cell = differs; all decided and none violates = agrees."""
-    decided = [r for r in rows if r.verdict in ("same", "slower", "faster")]
-    if e.within is not None:
-        bad = [r for r in decided if r.verdict != "same" and abs((r.relative or 1) - 1) > e.within]
-    elif e.below is not None:
-        bad = [r for r in decided if r.verdict != "slower" and (r.relative or 0) >= e.below]
-    else:
-        return "see ratios"
-    return "differs" if bad else "agrees" if len(decided) == len(rows) else "inconclusive"

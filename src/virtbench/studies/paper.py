@@ -54,6 +54,8 @@ class Expect(Strict):
     cpu_share: bool = Field(False, description="every ratio near the CPU its VM gets against native: "
                                                "min(threads, vCPUs, host CPUs / VMs at once) / min(threads, host CPUs), "
                                                "within `tolerance` of it (relative)")
+    ratio: tuple[float, float | None] | None = Field(None, description="boards: the ratio of a host with AES "
+                                                                      "instructions to one without, within [low, high]")
 
 
 class PaperValue(Strict):
@@ -75,6 +77,10 @@ class PaperValue(Strict):
     tolerance: float = Field(0.05, description="relative: agreement within this (0.05 = 5 points)")
     paper_aes: bool | None = Field(None, description="AES instructions on the machine of this value, "
                                                      "where it is not the paper's main one (RPi 5 vs 4B)")
+    how: str = Field("", description="what would measure it where no preset does (a brought image, another board)")
+    judge: Literal["boards", "density-trend", "migration-storage", "owd", "read-over-write", "ping", "spikes",
+                   "core-pin", "pin-rate"] | None = Field(
+        None, description="a claim judged by its own rule (studies/claims.py) from the data `yours` points at")
 
     def label(self) -> str:
         return self.quantity or (f"{self.category} ({self.of})" if self.category else self.id)

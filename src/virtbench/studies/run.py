@@ -26,6 +26,7 @@ from ..errors import InputError
 from ..experiments.registry import DEFAULT as DEFAULT_EXPERIMENT
 from ..experiments.registry import EXPERIMENTS
 from ..registry import PLATFORMS
+from . import options as O
 from .capabilities import Capabilities
 from .registry import SHIPPED, Part, Study
 
@@ -139,9 +140,57 @@ def with_meter(data: Any, argv: Sequence[str]) -> Any:
     return {**data, "probes": probes} if probes else data
 
 
-def plan(study: Study, scale: str, caps: Capabilities, parts: Sequence[str] = ()) -> list[Planned]:
+def with_control_host(data: Any, name: str) -> Any:
+    """A suite whose network tests' other end is this host (001's other machine, 003's control
+    system) with that end on the user's second host instead: `server: host` becomes `server: {host:
+    NAME}`; a container receiving TCP from the host becomes a client receiving from NAME (`-R`); the
+    platforms use their host's network, as pairs across hosts need. UDP towards the container stays
+    on this host (iperf3 has no reverse UDP mode here). The other host runs the suite too: its rows
+    are its own, the study compares this host's."""
+    benchmarks, moved = [], False
+    for b in data.get("benchmarks") or []:
+        entry = {"name": b} if isinstance(b, str) else dict(b)
+        bench = entry.get("name")
+        server, client = entry.get("server"), entry.get("client", "instance")
+        if bench in ("iperf3", "ping", "sockperf") and server == "host" and client == "instance":
+            entry["server"], moved = {"host": name}, True
+        elif bench == "iperf3" and server == "instance" and client == "host" and entry.get("mode", "tcp") == "tcp":
+            entry.update(client="instance", server={"host": name}, mode="tcp-reverse")
+            moved = True
+        benchmarks.append(entry)
+    if not moved:
+        return data
+    platforms = []
+    for p in data.get("platforms") or []:
+        entry = {"name": p} if isinstance(p, str) else dict(p)
+        if entry.get("type", entry["name"]) != "native":
+            entry["network"] = "host"
+        platforms.append(entry)
+    return {**data, "hosts": ["local", name], "benchmarks": benchmarks, "platforms": platforms}
+
+
+def sized_to_host(data: Any, names: Sequence[str]) -> Any:
+    """003's VM given every CPU of this host and 60 % of its memory (the paper gave it the most
+    available; the rest stays for the host and the network tests' second VM)."""
+    import os
+
+    from ..hostinfo import meminfo
+
+    memory = max(2 << 30, int(meminfo().get("MemTotal", 0) * 0.6) // (256 << 20) * (256 << 20))
+    platforms = []
+    for p in data.get("platforms") or []:
+        entry = {"name": p} if isinstance(p, str) else dict(p)
+        if entry["name"] in names:
+            entry.update(vcpus=os.cpu_count() or 1, memory=f"{memory >> 20}M")
+        platforms.append(entry)
+    return {**data, "platforms": platforms}
+
+
+def plan(study: Study, scale: str, caps: Capabilities, parts: Sequence[str] = (),
+         options: Sequence[str] = ()) -> list[Planned]:
     """What runs and what is skipped (and why), before anything starts."""
     chosen: list[Part] = [study.part(p) for p in parts] if parts else list(study.parts)
+    asked = O.check(tuple(options), chosen, study)
     out: list[Planned] = []
     for part in chosen:
         stems = part.campaign_stems(study.id, scale)
@@ -168,8 +217,13 @@ def plan(study: Study, scale: str, caps: Capabilities, parts: Sequence[str] = ()
             second = next((h for h in caps.hosts if h not in ("local", "localhost")), None)
             if "hosts" in data and second:
                 data = with_second_host(data, second)
-            elif second:
+            elif second and data.get("experiment") == "migration":
                 data = with_migration_host(data, second)
+            elif second and part.hosts:
+                data = with_control_host(data, second)
+            data = O.apply(asked, part, data)
+            if scale == "paper" and part.size_to_host:
+                data = sized_to_host(data, part.size_to_host)
             data = with_host_specs(data, caps.specs)
             if caps.meter:
                 data = with_meter(data, caps.meter)

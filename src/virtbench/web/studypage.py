@@ -1,10 +1,13 @@
 """The studies in the web app: each paper beside this host, as `virtbench study report` shows it.
 
-/studies lists the five studies with the finished runs of each in the store; /studies/ID builds
-the study's section (studies.report.build, the one `study report` prints) from the chosen runs,
-by default every finished run of the study (the newest per part and scale), and draws its
-tables and figures as the run page draws a report's; /api/studies/ID is the same document
-as `study report ID RUN... --json`.
+/studies lists the five studies with the finished runs of each in the store; /studies/ID shows
+the study before any run (studies.show.document, the one `study show` prints: parts, what each
+needs and how long it takes, the paper's commands, values and claims, every difference) and,
+with runs, builds the study's section (studies.report.build, the one `study report` prints)
+from the chosen runs, by default the newest finished run of each part and scale, drawn as the
+run page draws a report's. /api/studies/ID is `study show ID --json` (with the study's
+finished runs here); /api/studies/ID?run=... is `study report ID RUN... --json`. An unknown
+study is a 404 naming the studies that exist.
 """
 from __future__ import annotations
 
@@ -19,13 +22,15 @@ from ..store.browse import iso
 from ..store.db import Store
 from ..studies import compare as C
 from ..studies import report as sreport
+from ..studies import show
 from ..studies.registry import STUDIES, Study
 from ..studies.registry import study as find
 from . import queries, results
+from .queries import NotFound
 from .security import require_read
 
 router = APIRouter()
-STUDY_ID = Path(..., pattern=r"^[0-9]{3}$", description="the study's number, e.g. 000")
+STUDY_ID = Path(..., max_length=32, description="the study's number, e.g. 000")
 RUNS = Query([], alias="run", max_length=64, description="runs of the study (default: the newest of each part)")
 MAX_RUNS = 20
 
@@ -51,11 +56,15 @@ def _chosen(store: Store, study: Study, runs: list[str]) -> list[str]:
     return list(newest.values())
 
 
-def _section(request: Request, study_id: str, runs: list[str]) -> tuple[Study, Section | None, list[str]]:
+def _find(study_id: str) -> Study:
     try:
-        study = find(study_id)
+        return find(study_id)
     except VirtbenchError as exc:
-        raise HTTPException(404, exc.message) from None
+        raise NotFound(f"{exc.message} ({exc.fix})" if exc.fix else exc.message) from None
+
+
+def _section(request: Request, study_id: str, runs: list[str]) -> tuple[Study, Section | None, list[str]]:
+    study = _find(study_id)
     store: Store = request.app.state.store
     chosen = _chosen(store, study, runs)
     if not chosen:
@@ -70,12 +79,14 @@ def _section(request: Request, study_id: str, runs: list[str]) -> tuple[Study, S
 
 @router.get("/api/studies/{study_id}", tags=["studies"])
 def study_json(request: Request, study_id: str = STUDY_ID, run: list[str] = RUNS) -> dict[str, Any]:
-    """The study's comparison with the paper: `virtbench study report ID RUN... --json`."""
+    """The study before any run (`virtbench study show ID --json`, with its finished runs here under
+    `runs_here`); with `run=`: its comparison with the paper, `virtbench study report ID RUN... --json`."""
     require_read(request)
-    study, section, chosen = _section(request, study_id, run)
-    if section is None:
-        raise HTTPException(404, f"no finished run of study {study.id} in this store "
-                                 f"(`virtbench study run {study.id}` makes them)")
+    if not run:
+        study = _find(study_id)
+        return {**show.document(study), "runs_here": study_runs(request.app.state.store, study)}
+    _, section, _ = _section(request, study_id, run)
+    assert section is not None
     return section.data
 
 
@@ -97,5 +108,5 @@ def study_page(request: Request, study_id: str = STUDY_ID, run: list[str] = RUNS
     require_read(request)
     study, section, chosen = _section(request, study_id, run)
     return render(request, "study.html", title=f"Study {study.id}", study=study, chosen=chosen,
-                  runs=study_runs(request.app.state.store, study),
+                  runs=study_runs(request.app.state.store, study), doc=show.document(study),
                   section=section_view(section) if section is not None else None)

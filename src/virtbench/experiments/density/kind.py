@@ -63,6 +63,12 @@ class Until(BaseModel):
     until: Literal["failure"] = Field(description="ramp the count until a count fails")
     max: int | None = Field(None, ge=1, le=MAX_COUNT, description=f"never go beyond this count (at most {MAX_COUNT})")
     step: int | Literal["double"] = Field("double", description="ramp by doubling, or by this many instances")
+    groups: list[int] = Field(default_factory=list, description=(
+        "counts to measure first, in order (study 000's groups: 1-5, 10 to 50 by 5, 53, 54, 63); past the last, "
+        "the ramp goes on by `step` up to `max`"))
+    bisect: bool = Field(True, description=(
+        "after a failing count, bisect down to the exact maximum (false: the last healthy count is the maximum, "
+        "as the paper's groups report it)"))
 
     @field_validator("step")
     @classmethod
@@ -71,13 +77,24 @@ class Until(BaseModel):
             raise ValueError(f"step must be from 1 to {MAX_COUNT}")
         return v
 
+    @field_validator("groups")
+    @classmethod
+    def _groups(cls, v: list[int]) -> list[int]:
+        if v and (v[0] < 1 or any(b <= a for a, b in zip(v, v[1:])) or v[-1] > MAX_COUNT):
+            raise ValueError(f"groups: give increasing whole numbers from 1 to {MAX_COUNT}")
+        return v
+
     def ramp(self) -> list[int]:
+        """The counts in the order the search measures them (groups first, then the ramp)."""
         cap = self.max or MAX_COUNT
-        counts, n = [], 1
+        counts = [c for c in self.groups if c <= cap]
+        n = counts[-1] if counts else 1
+        if counts:
+            n = n * 2 if self.step == "double" else n + int(self.step)
         while n < cap:
             counts.append(n)
             n = n * 2 if self.step == "double" else n + int(self.step)
-        return [*counts, cap]
+        return [*counts, cap] if not counts or counts[-1] < cap else counts
 
 
 class DensitySection(BaseModel):
@@ -326,7 +343,7 @@ class Density(Experiment):
                 if name == self.baseline:
                     result = ramp.search([1], bisect=False, resume=state)
                 else:
-                    bisect = isinstance(section.counts, Until)
+                    bisect = isinstance(section.counts, Until) and section.counts.bisect
                     counts = section.counts.ramp() if isinstance(section.counts, Until) else section.counts
                     result = ramp.search(counts, bisect=bisect, resume=state)
                 self._record_stop(ctx, name, plat, result, ramp, guard, parent, time.time() - started)

@@ -107,8 +107,12 @@ class RemoteHost:
         found = self.ex.run(["findmnt", "-n", "-o", "SOURCE,FSTYPE,TARGET", "-T", self.lxcpath], timeout=30,
                             check=False).stdout.split()
         device, fstype, mountpoint = (found + ["?", "?", "?"])[:3]
+        # the disk under it: how it is attached (usb, nvme, sata) and whether it spins
+        tree = self.ex.run(["lsblk", "-nro", "TYPE,TRAN,ROTA", "-s", device], timeout=30, check=False).stdout
+        disk = next((line.split() for line in tree.splitlines() if line.startswith("disk")), [])
         facts = storage.StorageFacts(path=self.lxcpath, mountpoint=mountpoint, filesystem=fstype, device=device,
-                                     rotational=None, free_bytes=self.free_bytes())
+                                     rotational=disk[-1] == "1" if disk else None, free_bytes=self.free_bytes(),
+                                     transport=disk[1] if len(disk) == 3 else "")
         if measure:
             bench = Dd(DdParams(bs="1M", count=PATH_PROBE_MIB))
             work = self.ex.run(["mktemp", "-d", "-p", self.lxcpath, ".vb-dd-XXXXXX"], timeout=30).stdout.strip()

@@ -36,13 +36,16 @@ class StorageFacts:
     write_MBps: float | None = None
     read_MBps: float | None = None
     throughput_error: str = ""
+    transport: str = ""
+    """How the disk is attached (lsblk's TRAN: usb, nvme, sata, ...; '' when the kernel does not say):
+    study 000 compared SATA over USB 2.0 and 3.0 with NVMe on PCIe."""
 
     @property
     def kind(self) -> str:
-        """Short name for figure series and table columns, e.g. 'xfs on loop0 (ssd)', 'ext4 on vda (rot)'."""
+        """Short name for figure series and table columns, e.g. 'xfs on loop0 (ssd)', 'ext4 on sda (ssd, usb)'."""
         medium = {True: "rot", False: "ssd", None: "?"}[self.rotational]
         dev = Path(self.device).name if self.device.startswith("/dev/") else self.device
-        return f"{self.filesystem} on {dev} ({medium})"
+        return f"{self.filesystem} on {dev} ({medium}{', ' + self.transport if self.transport else ''})"
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "kind": self.kind}
@@ -75,6 +78,15 @@ def loop_backing(device: str) -> str:
         return ""
 
 
+def transport(device: str) -> str:
+    """lsblk's transport of the disk under a device node (a partition's disk's), '' if unknown."""
+    block = _sys_block(device)
+    if block is None:
+        return ""
+    r = proc.run(["lsblk", "-dno", "TRAN", f"/dev/{block.name}"], timeout=30, check=False)
+    return r.stdout.strip() if r.ok else ""
+
+
 def mount_of(path: Path) -> tuple[str, str, str]:
     """(source device, filesystem type, mount point) of the filesystem holding path."""
     r = proc.run(["findmnt", "-n", "-o", "SOURCE,FSTYPE,TARGET", "-T", str(path)], timeout=30)
@@ -96,7 +108,7 @@ def facts(path: Path) -> StorageFacts:
         rota = rotational(bdev)  # a loop device reports 0; its backing disk is what spins
     return StorageFacts(path=str(path), mountpoint=mountpoint, filesystem=fstype, device=device,
                         rotational=rota, backing=backing, backing_device=backing_device,
-                        free_bytes=free_bytes(path))
+                        free_bytes=free_bytes(path), transport=transport(backing_device or device))
 
 
 def measure(path: Path, size_mib: int = 64) -> StorageFacts:

@@ -23,6 +23,8 @@ from .figures import median as _median
 
 BUILD_RE = re.compile(r"^line-build\[length=(?P<length>\d+)\]$")
 LATENCY_KEYS = ("p50", "p90", "p99", "p99.9", "p99.99", "p99.999", "max", "count")
+ROUND_KEYS = ("p50", "p99.99", "max")
+"""Kept per round too (`p50_rounds` ...): the study report's intervals over the rounds."""
 NOTES = [
     "Each node forwards in the kernel (veth pairs, ip_forward, routes through every node); traffic is 1 flow "
     "of UDP from iperf 2 in the source namespace to its sink in the sink namespace, on this host.",
@@ -84,14 +86,18 @@ def build(store: Store, run: Run) -> Section | None:
             rnd = line_figures.worst_round(by_round)
             worst = hdr.summary_us(by_round[rnd])
             cells = counter_cells(list(metas.values())) if metas else [None] * 5
+            per_round = [hdr.summary_us(by_round[r]) for r in sorted(by_round)]
             latency.append({"rate": label, "rate_pps": _median([m["rate_pps"] for m in metas.values()]),
                             **{k: summ[k] for k in LATENCY_KEYS},
+                            **{f"{k}_rounds": [x[k] for x in per_round] for k in ROUND_KEYS},
                             "worst_run": {"round": rnd, **{k: worst[k] for k in LATENCY_KEYS}},
                             "dtlb_miss_pct": cells[2], "res_interrupts": cells[3]})
         latency.sort(key=lambda r: r["rate_pps"] or 0)
         rows.append({"platform": platform, "pinning": pin, "length": length,
                      "ndr_pps": _median(rates[point].get("ndr_pps", [])),
                      "pdr_pps": _median(rates[point].get("pdr_pps", [])),
+                     "ndr_pps_rounds": list(rates[point].get("ndr_pps", [])),
+                     "pdr_pps_rounds": list(rates[point].get("pdr_pps", [])),
                      "trials": sum(len(t["trials"]) for t in trials[point]), "rounds": len(trials[point]),
                      "generator_limit_pps": limit.get(pin), "latency": latency,
                      "implausible": [f for f in flags if (f["platform"], f["pinning"], f["length"]) == point]})

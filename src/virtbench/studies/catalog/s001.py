@@ -1,0 +1,98 @@
+"""Study 001 (seeds/001_*.txt): Docker on a Raspberry Pi 2 (native against Docker, power per test).
+
+The paper prints no command line: its settings are in the prose (Section II: 15 runs averaged;
+III.A: sysbench CPU and random disk I/O, mbw's three tests, iperf TCP and UDP at 100 and 80
+Mbit/s as client and server against another host; III.B: MySQL with 1M and 2M rows by threads,
+Apache with ab, 100/200/300 clients, 5000/25000/100000 requests).
+"""
+from __future__ import annotations
+
+from ..model import Difference, PaperSetting, Part, Study
+
+POWER = ("power-cpu", "power-memory", "power-tcp-client", "power-tcp-server", "power-disk", "power-udp-client-100",
+         "power-udp-client-80", "power-udp-server-100", "power-udp-server-80", "power-apache-5k",
+         "power-apache-25k", "power-apache-100k")
+NETWORK_POWER = tuple(v for v in POWER if "tcp" in v or "udp" in v)
+APACHE = ("apache-claim", "apache-time-claim", "power-apache-5k", "power-apache-25k", "power-apache-100k")
+
+SETTINGS = (
+    PaperSetting("Section II", "campaign", {"repetitions": 15}, note="'The results are averaged over 15 runs'"),
+    PaperSetting("Section III.A", "benchmark:iperf3", {"udp_rate": ["100M", "80M"]}, select={"mode": "udp"},
+                 note="UDP at two fixed rates, 100 Mbit/s (saturated, lossy) and 80 Mbit/s"),
+    PaperSetting("Section III.A", "benchmark:iperf3", {"client": ["instance", "host"]},
+                 note="as client and as server, the other end on another host"),
+    PaperSetting("Section III.B", "benchmark:mariadb-oltp", {"table_size": [1000000, 2000000]},
+                 note="'two databases with one and two million rows', concurrent threads varied"),
+    PaperSetting("Section II", "platform:docker", {"network": "bridge"}, note="Docker's default network"),
+)
+AB = PaperSetting("Section III.B, Fig. 3", "benchmark:nginx-ab",
+                  {"concurrency": [100, 200, 300], "requests": [5000, 25000, 100000]},
+                  note="ab: 100, 200 and 300 concurrent clients; 5000, 25000 and 100000 requests")
+AB_POWER = PaperSetting("Table I", "benchmark:nginx-ab", {"concurrency": 200, "requests": [5000, 25000, 100000]},
+                        note="Apache's power at 200 clients, 5000, 25000 and 100000 requests")
+OTHER_MACHINE = Difference(
+    "the network tests' other machine is this host (the container against the host over Docker's bridge)",
+    "no second host was given (--hosts NAME)", "throughput far above the paper's 100 Mbit/s link; power of both "
+    "ends on one meter", affects=NETWORK_POWER, one_host=True)
+NGINX = Difference(
+    "nginx serves a 10 KiB file where the paper's Apache 2 served its page (which one is not stated); ab as in "
+    "the paper, with fixed request counts", "one web server for every study (LSBS's REST server too); ab is the "
+    "paper's client", "absolute requests per second differ from Apache's; native against Docker compares the "
+    "same server", affects=APACHE)
+IPERF = Difference(
+    "iperf3 where the paper names 'Iperf' (no version); its 'bidirectional tests' run one direction at a time, "
+    "the container as client and as server", "iperf3 gives JSON and one server per client; iperf 2's -d mixes both "
+    "directions in one number", "none on TCP throughput; UDP at a fixed rate compares alike",
+    affects=NETWORK_POWER)
+ACROSS = Difference(
+    "with --hosts: Docker on the host's network (pairs across hosts reach a host's own address); the "
+    "container receiving TCP is a client receiving from the other host (iperf3 -R); UDP towards the container "
+    "stays on this host; the other host runs the suite too (its rows are its own, not compared)",
+    "cross-host pairs need host networking and start their client here; iperf3 has no reverse UDP mode here",
+    "no bridge or NAT in Docker's path: its network ratios nearer native's", affects=NETWORK_POWER,
+    hosts_only=True, settings=("platform:docker.network",))
+DIFFERENCES = (
+    Difference("sysbench CPU compared as events per second over 60 s with 4 threads",
+               "the paper timed a fixed amount of work (execution time; threads, events and prime limit not "
+               "stated); the ratio of rates is the inverse of the ratio of times",
+               "the same ratio to native", affects=("cpu-time",)),
+    Difference("sysbench random disk I/O compared as reads and writes per second (2 GiB, 60 s)",
+               "the paper gives MB of operations performed in its fixed time (size and time not stated): the "
+               "same ratio", affects=("disk-read", "disk-write")),
+    Difference("MariaDB stands in for MySQL (sysbench OLTP), threads 1 to 64", "Debian ships MariaDB; the paper's "
+               "thread counts are in Fig. 2 only", "none expected on native against Docker",
+               affects=("oltp-claim",)),
+    NGINX, IPERF, OTHER_MACHINE, ACROSS,
+    Difference("Debian 12's Docker (docker.io 20.10) on this host's kernel, running virtbench's Debian image, where "
+               "the paper ran Docker 1.8.0 on Hypriot's Raspbian Jessie (Linux 3.18.11)",
+               "the Docker Debian ships; one image for native and Docker (the same binaries)",
+               "Docker's own costs are those of its current version"),
+)
+
+STUDY = Study(
+    "001", "Docker on a Raspberry Pi 2",
+    "native against Docker: sysbench CPU, mbw memcpy/dumb/mcblock, sysbench random disk I/O, iperf TCP "
+    "and UDP (80/100 Mbit/s) as client and as server, MySQL OLTP (1M/2M rows, thread sweep), Apache "
+    "with ab (100/200/300 clients; 5000/25000/100000 requests); power per test from an external meter; "
+    "15 runs, % difference to native",
+    "001",
+    (
+        Part("suite", "Table I (performance) and Figs. 2, 3 (OLTP by threads, web server by requests)",
+             differs="nginx (with ab, fixed request counts) stands in for Apache; MariaDB for MySQL",
+             settings=(*SETTINGS, AB), differences=DIFFERENCES,
+             hosts="the network tests' other machine: iperf3's other end runs there",
+             duration={"quick": "about 8 min", "paper": "about 11 h (16 rounds)"}),
+        Part("power", "Table I power columns and Fig. 2's MySQL power: watts per test from a meter "
+                      "(`--meter CMD`)", needs=("meter",), settings=(*SETTINGS, AB_POWER),
+             differences=(
+                 Difference("watts from your meter (`--meter`), else RAPL (CPU packages + DRAM) or IPMI (the BMC's "
+                            "whole machine)", "the paper's external meter measured the whole Raspberry Pi 2",
+                            "compare like with like: a meter on the host's supply", affects=POWER),
+                 NGINX, IPERF, OTHER_MACHINE, ACROSS,
+                 Difference("quick scale measures the web server's power at 2000 and 5000 requests only",
+                            "25000 and 100000 are the paper scale's (--scale paper)",
+                            affects=("power-apache-25k", "power-apache-100k"), scales=("quick",))),
+             hosts="the network tests' other machine: iperf3's other end runs there",
+             duration={"quick": "about 5 min", "paper": "about 10 h (16 rounds)"}),
+    ),
+)

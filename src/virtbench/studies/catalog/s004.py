@@ -1,0 +1,82 @@
+"""Study 004 (seeds/004_*.txt): latency through lines of containers.
+
+The paper prints no command line. Its settings (Sections III-IV): 64 B UDP from MoonGen, one
+flow through a line of up to 64 LXC system containers, one RX/TX queue per interface, the
+rate raised by about 1 kpkt/s every 20 s, latency at the highest loss-free rate and at
+17.3 kpkt/s, each experiment at least 3 times (the run with the highest worst case shown),
+the 5000 worst latencies over time, IRQ pinning none / per NUMA node / per core, dTLB misses
+sampled with perf for 10 s; a tuned DuT (RT kernel, SMT off, irqaffinity=0, idle polling,
+performance governor, container slices on core 0).
+"""
+from __future__ import annotations
+
+from ..model import Difference, PaperSetting, Part, Study
+
+LATENCY = ("p-tail-4-none", "p-tail-4-node", "p50-16", "p50-8", "p50-1", "spikes", "core-pin")
+RATES = ("ndr-8", "ndr-16", "ndr-16-over-8", "ndr-64", "tput-64", "pin-rate")
+
+SETTINGS = (
+    PaperSetting("Section IV.B", "campaign", {"repetitions": 3}, note="'repeated a minimum of three times'"),
+    PaperSetting("Sections III.A, IV", "section", {
+        "payload": 18, "lengths": [1, 2, 4, 8, 16, 32, 64], "pinning": ["none", "node", "core"],
+        "search.method": "steps", "search.step": 1000, "search.seconds": 20, "latency_rates": ["max", 17300],
+        "worst.count": 5000, "worst.rate": 17300},
+        note="64 B frames (18 B of UDP payload), lines up to 64, +1 kpkt/s every 20 s, latency at the maximum "
+             "rate and at 17.3 kpkt/s, the 5000 worst latencies"),
+    PaperSetting("Section III.B", "platform:lxc", {"init": "systemd"},
+                 note="each container runs journald, a DHCP client, sshd and dbus"),
+)
+DIFFERENCES = (
+    Difference("veth pairs between namespaces/containers instead of SR-IOV VFs through two NICs; iperf 2's "
+               "software timestamps instead of a hardware timestamper", "no SR-IOV NICs or timestamper on a "
+               "test host", "no wire, no NIC batching: rates higher and latencies lower than the paper's on "
+               "short lines; the generator and receiver share the CPUs with the line", affects=(*RATES, *LATENCY)),
+    Difference("64 B of UDP payload (110 B frames) where the paper sent 64 B frames (18 B of payload)",
+               "iperf 2's datagrams carry their own header and timestamps: 18 B is below what it sends",
+               "the kernel's cost is per packet: rates a little lower, latencies the same within the copy of "
+               "46 more bytes", affects=(*RATES, *LATENCY), settings=("section.payload",)),
+    Difference("the device under test is not tuned as the paper's (RT kernel, SMT off, IRQ affinity to core 0, "
+               "idle polling, performance governor, container slices on one core): neither applied nor checked",
+               "the presets do not change the host's kernel or settings", "more scheduling noise: tail latencies "
+               "and spikes higher", affects=(*RATES, *LATENCY)),
+    Difference("containers run no init (the paper's ran journald, a DHCP client, sshd and dbus)",
+               "64 systemd containers would add their boot to every line; the forwarding is the kernel's either "
+               "way", "less background CPU time: fewer rescheduling interrupts, fewer spikes",
+               affects=("spikes", "core-pin"), settings=("platform:lxc.init",)),
+    Difference("pinning `node` puts the forwarding on the CPUs of NUMA node 0, `core` each hop on its own CPU "
+               "round robin over this host's CPUs", "the paper pinned the NICs' IRQs to the NIC's NUMA node (4 "
+               "nodes, 8 cores each) or one core per IRQ; on veth the receive work is steered (RPS), and a host "
+               "with one NUMA node has no remote memory", "on one NUMA node `node` equals `none` but for the "
+               "steering; `core` is limited by this host's CPUs, not 8 per node",
+               affects=("ndr-8", "ndr-16", "ndr-16-over-8", "pin-rate", "p-tail-4-node", "core-pin")),
+    Difference("the rate steps start at 1000 pkt/s and are traced 50 steps past the first loss",
+               "the paper's start rate and end are not stated; its Fig. 3 shows loss well past the loss-free "
+               "rate", "none on the loss-free rate; the loss curve ends 50 kpkt/s past it"),
+    Difference("Debian 12's LXC 5.0 on this host's kernel where the paper ran LXC 4.0.6 on Debian 10 with RT "
+               "patches", "the LXC Debian ships", "kernel forwarding cost of a newer, non-RT kernel",
+               affects=(*RATES, *LATENCY)),
+    Difference("the worst latencies over time are placed in their 100 ms interval, not at each packet's time",
+               "iperf 2 reports its latency histogram per interval and keeps no per-packet log; Fig. 8's 5000 "
+               "worst latencies are selected from those histograms (each 1 us bin with its packets)",
+               affects=("spikes",)),
+    Difference("dTLB misses and rescheduling interrupts are counted system-wide during each latency trial",
+               "the paper sampled the active IRQ threads for 10 s with perf; this host's counts include "
+               "every other process's", "a higher share than the forwarding threads' own", affects=("dtlb-64",
+                                                                                                    "spikes")),
+)
+
+STUDY = Study(
+    "004", "Latency through lines of containers",
+    "a line of 1..64 containers forwarding 64 B UDP in the kernel: the packet rate before loss, the "
+    "latency distribution to p99.999 (HDR), worst-case latencies over time, IRQ pinning none / per "
+    "NUMA node / per core, dTLB misses",
+    "004",
+    (
+        Part("line", "NDR/PDR and HDR latency per line length and pinning (Figs. 3-8)",
+             degrades=("pmu",),
+             differs="veth pairs between namespaces/containers instead of SR-IOV VFs through two NICs, and "
+                     "iperf 2 timestamps instead of a hardware timestamper",
+             settings=SETTINGS, differences=DIFFERENCES,
+             duration={"quick": "about 6 min", "paper": "days: 7 lengths x 3 pinnings x 3 rounds of 20 s steps"}),
+    ),
+)
