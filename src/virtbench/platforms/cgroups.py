@@ -370,16 +370,21 @@ def kill_tasks(relative: str) -> int:
     hierarchy's root."""
     if not relative.strip("/"):
         raise ValueError("refusing to kill every process of the root cgroup")
-    d = memory_dir(relative)
     n = 0
-    for procs in [d / "cgroup.procs", *d.glob("*/**/cgroup.procs")] if d.is_dir() else []:
-        for pid in (_read(procs) or "").split():
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-                n += 1
-            except (ProcessLookupError, ValueError):
-                pass
+    for pid in tasks(relative):
+        try:
+            os.kill(pid, signal.SIGKILL)
+            n += 1
+        except ProcessLookupError:
+            pass
     return n
+
+
+def tasks(relative: str) -> list[int]:
+    """The processes of a memory cgroup and of every cgroup below it ([] when it is gone)."""
+    d = memory_dir(relative)
+    return [int(pid) for procs in ([d / "cgroup.procs", *d.glob("*/**/cgroup.procs")] if d.is_dir() else [])
+            for pid in (_read(procs) or "").split() if pid.isdigit()]
 
 
 def reclaim(relative: str) -> None:
