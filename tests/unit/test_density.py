@@ -8,9 +8,9 @@ import pytest
 
 from virtbench.config import parse_campaign
 from virtbench.errors import InputError
-from virtbench.experiments.density.limits import classify_failure, next_instance_blocked
 from virtbench.experiments.density.guard import Guard, GuardSettings, ParentPressure, Pressure, read_host
 from virtbench.experiments.density.kind import DensitySection, Until
+from virtbench.experiments.density.limits import classify_failure, next_instance_blocked
 from virtbench.platforms import cgroups
 from virtbench.platforms.lxc import LXCOptions, build_lxc_config, lxc_cgroup_lines
 from virtbench.probes.hostpressure import PressureReader

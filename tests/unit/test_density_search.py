@@ -12,7 +12,8 @@ from types import SimpleNamespace
 import pytest
 
 from virtbench import proc
-from virtbench.experiments.density import growth, ramp as ramp_module
+from virtbench.experiments.density import growth
+from virtbench.experiments.density import ramp as ramp_module
 from virtbench.experiments.density.growth import Batch
 from virtbench.experiments.density.guard import Guard, GuardSettings, Pressure
 from virtbench.experiments.density.kind import Until

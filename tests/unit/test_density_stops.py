@@ -16,8 +16,8 @@ from virtbench.errors import disk_full as disk_full_error
 from virtbench.experiments.density import limits as density_limits
 from virtbench.experiments.density.fleet import Fleet, Member, Outcome
 from virtbench.experiments.density.growth import new_kills
-from virtbench.experiments.density.limits import disk_full
 from virtbench.experiments.density.kind import DensitySection, Until
+from virtbench.experiments.density.limits import disk_full
 from virtbench.experiments.density.ramp import Ramp, Stop
 from virtbench.platforms import cgroups, kernellog
 from virtbench.platforms.base import Instance, Paths

@@ -80,8 +80,8 @@ class Check(ABC):
     def run(self, ctx: Context) -> CheckResult:
         """measure(), timed; a skip or an error becomes a result, never an escape."""
         t0 = time.monotonic()
-        platform = ctx.platform if self.limit else None
-        self.on = ctx.platform
+        self.on = getattr(ctx, "platform", self.on)
+        platform = self.on if self.limit else None
         try:
             judgement, details = self.measure(ctx)
         except Skip as exc:
