@@ -54,14 +54,17 @@ def _pss(pid: str) -> int | None:
 
 
 def _names(pid: str) -> set[str]:
-    """The process's command name and the base name of its argv[0] (a runtime re-executing
-    itself as /proc/self/exe is `exe` to the kernel and `runsc-gofer` to its argv)."""
+    """The process's command name, and where that is `exe` (a runtime that re-executed itself
+    as /proc/self/exe: runsc's gofer and sandbox) the base name of its argv[0]. Other processes'
+    command lines are not read: reading one waits for its memory map, slow on a pressed host."""
     out = set()
     try:
-        out.add(Path(f"/proc/{pid}/comm").read_text().strip())
-        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0].decode(errors="replace")
-        if argv0:
-            out.add(os.path.basename(argv0.split()[0]))
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        out.add(comm)
+        if comm == "exe":
+            argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0].decode(errors="replace")
+            if argv0:
+                out.add(os.path.basename(argv0.split()[0]))
     except (OSError, IndexError):
         pass
     return out

@@ -171,6 +171,9 @@ class Fleet:
             probe = ["true"]
 
             def answers(m: Member) -> bool:
+                """Its cgroup still has processes (a file read), else (no cgroup known) an exec answers."""
+                if m.cgroup:
+                    return bool(cgroups.tasks(m.cgroup))
                 r = self.platform.host.run(self.platform.exec_argv(m.instance, probe), timeout=60, check=False)
                 return r.returncode == 0
 
