@@ -177,3 +177,12 @@ def test_the_guard_s_room_caps_a_batch(room, expected, tmp_path, monkeypatch):
     assert g.grow(fleet, 20, "fleet 1") is None
     assert g.batches[0]["size"] == expected
     fleet.close()
+
+
+def test_a_growth_stopped_below_the_count_measures_the_fleet_it_has_first(tmp_path, monkeypatch):
+    """1024 cannot grow beyond 700 (the 701st does not start): the 700 running are measured
+    next, not half-way down to 512."""
+    result, plat, r, seen = _search(tmp_path, monkeypatch, lambda n, r: 10_000, ports=700, confirm=False)
+    assert result.max_count == 700 and result.stop.count == 701 and result.stop.reason == "kernel_limit"
+    assert [c for c, _, _ in seen][-1] == 700 and 512 in [c for c, _, _ in seen]
+    assert len(seen) == 11  # 1..512 (10 counts), 1024 never reached (growth stopped at 700), then 700: done

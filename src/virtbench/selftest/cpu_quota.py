@@ -26,7 +26,7 @@ from .. import hostinfo
 from ..boards import emulated
 from ..config import parse_campaign
 from ..experiments.benchmarks import session as sessions
-from ..platforms import cpustat
+from ..platforms import cpustat, naming
 from ..platforms.base import Instance, Platform
 from ..runner.execute import new_run_id
 from .base import Check, Judgement, Skip
@@ -107,11 +107,12 @@ class CpuQuota(Check):
         scaling = [hostinfo.parallel_scaling()]
         made: list[tuple[Platform, Instance]] = []
         turns: dict[str, list[dict[str, Any]]] = {"twin": [], "limited": []}
+        run_id = new_run_id()
         try:
             for name in ("twin", "limited"):
                 plat = session.platforms[name]
                 plat.cgroup_parent = ctx.cgroup_parent
-                inst = plat.create(image, ctx.name(f"cpu-{name}"), new_run_id())
+                inst = plat.create(image, naming.unit_name(run_id, f"selftest-{name}", 1), run_id)
                 made.append((plat, inst))
                 plat.start(inst)
             for name in ("twin", "limited", "limited", "twin"):

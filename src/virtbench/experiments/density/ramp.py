@@ -126,6 +126,9 @@ class Ramp:
     failed_last: bool = False
     """The last measured count failed: the next one first drops dead instances and waits for calm."""
     step_no: int = 0
+    grew_to: int | None = None
+    """The fleet's size when the last growth stopped (a start failed, the guard said the next
+    would not fit): one below the failing count, already running, so measured first."""
     available_at_start: int = 0
     _start_state: tuple[int | None, int] | None = None
     """The parent's usage and the host's MemAvailable when the first fleet started: what a
@@ -206,6 +209,8 @@ class Ramp:
         retries = 0
         while failing - good > max(1, precision):
             mid = (good + failing) // 2
+            if self.grew_to is not None and good < self.grew_to == failing - 1:
+                mid = self.grew_to  # growth stopped at the failing count: the fleet below it is there
             s = self.measure(mid, probes)
             if s is None:
                 good = max(good, mid)
@@ -330,10 +335,13 @@ class Ramp:
                                          self.available_at_start)
             elif self.failed_last:
                 stop = self._pressed_with(len(fleet.members))
+            self.grew_to = None
             if stop is None:
                 first = len(self.grower.batches)
                 stop = self.grower.grow(fleet, count, f"fleet {self.probe_no}")
                 batches = self.grower.batches[first:]
+                if stop is not None and stop.count == len(fleet.members) + 1:
+                    self.grew_to = len(fleet.members)
             if stop is None:
                 stop = self._run(fleet, count, batches)
         except KeyboardInterrupt:
