@@ -129,6 +129,15 @@ def test_every_platform_measured_with_limits_taking_effect_and_cleanup_leaving_n
         # do a fixed amount of work (the vCPU threads are descheduled while the guest runs on).
         assert cores[f"{p}-1cpu"] <= 1.1, (p, cores)
         assert cores[p] >= 1.2 * cores[f"{p}-1cpu"], (p, cores)
+    # the quota's own counters over each execution (cgroup v2 cpu.stat): held, and it acted
+    limits = {(x["platform"], x["benchmark"]): x for x in report["probes"]["pressure"]["cpu_limits"]}
+    for p in HALVED:
+        lim = limits[f"{p}-1cpu", "openssl"]
+        assert lim["quota_cpus"] == 1.0 and lim["cpu_per_s"] <= 1.05 and lim["throttled_periods"] > 0, lim
+        assert limits[p, "openssl"]["quota_cpus"] is None, limits[p, "openssl"]
+    notes = report.get("notes", {}).get("probes", [])
+    assert any(f"{HALVED[0]}-1cpu's CPU quota of 1 held during the run" in n for n in notes), notes
+    assert report["host"]["parallel_scaling"]["scaling"] > 0  # measured in the guest when the run started there
     config = {p["name"]: p["config"] for p in report["platforms"]}
     assert config["docker"]["engine"]["cgroup_driver"] == "systemd", config["docker"]
     assert config["podman"]["engine"]["cgroup_manager"] == "systemd", config["podman"]
