@@ -222,46 +222,46 @@ def facts(scratch: Path | None = None) -> dict[str, Any]:
 
 _SPIN = """
 import hashlib, sys, time
-start, seconds = int(sys.argv[1]), float(sys.argv[2])
-buf = bytes(65536)
-while time.time_ns() < start:
-    time.sleep(min(0.01, max(0.0, (start - time.time_ns()) / 1e9)))
-t0 = time.perf_counter(); n = 0
-while time.perf_counter() - t0 < seconds:
-    hashlib.sha256(buf).digest(); n += 1
-print(n * len(buf) / (time.perf_counter() - t0))
+me, start, seconds, phases = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4].split(",")
+buf, out = bytes(65536), []
+for k, who in enumerate(phases):
+    begin, end = start + int(k * seconds * 1e9), start + int((k + 1) * seconds * 1e9)
+    while time.time_ns() < begin:
+        time.sleep(min(0.005, max(0.0, (begin - time.time_ns()) / 1e9)))
+    if who == "1" and me > 0:
+        out.append("-"); continue
+    n, t0 = 0, time.perf_counter()
+    while time.time_ns() < end:
+        hashlib.sha256(buf).digest(); n += 1
+    out.append(str(n * len(buf) / (time.perf_counter() - t0)))
+print(" ".join(out))
 """
-"""One CPU-bound process: SHA-256 (OpenSSL's, through hashlib) over 64 KiB for `seconds` from a
-shared start time; prints its bytes per second."""
+"""One CPU-bound process: SHA-256 (OpenSSL's, through hashlib) over 64 KiB in each phase it
+takes part in ("1": process 0 alone, "n": all), from a shared start time; prints its bytes per
+second per phase ("-" where it sat out)."""
 
 
-def _spin(processes: int, seconds: float) -> float:
-    """Total throughput (B/s) of `processes` spinning at once (from one start time, set past
-    the interpreters' start-up)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    start = str(time.time_ns() + int(0.3e9))
-    argv = [sys.executable, "-c", _SPIN, start, str(seconds)]
-    with ThreadPoolExecutor(max_workers=processes) as pool:
-        results = list(pool.map(lambda _: proc.run(argv, timeout=60), range(processes)))
-    return sum(float(r.stdout.strip()) for r in results)
-
-
-def parallel_scaling(processes: int | None = None, seconds: float = 0.25, turns: int = 2) -> dict[str, Any]:
+def parallel_scaling(processes: int | None = None, seconds: float = 0.2, turns: int = 2) -> dict[str, Any]:
     """How much N CPU-bound processes at once get done against one: the host's parallel
     scaling, measured now (it changes: on 2-vCPU cloud VMs two processes gave 1.06x one at one
-    moment and 2.0x twenty minutes later). A CPU limit's expected effect follows from it: a
-    quota of q CPUs leaves a k-thread CPU-bound load min(1, q / scaling(k)) of its unlimited
-    throughput (limits.py). N defaults to the CPUs this process may use; turns alternate one
-    and N (1 N N 1 ...) so drift hits both alike. About 4 x seconds x turns of wall time."""
+    moment and 2.0x twenty minutes later). A CPU limit's expected effect follows from it
+    (expected_ratio). N defaults to the CPUs this process may use; N processes start once and
+    spin in phases, one alone and all together in turns (1 N N 1 ...), so drift hits both alike:
+    about 0.4 + 2 x turns x seconds of wall time."""
+    from concurrent.futures import ThreadPoolExecutor
+
     n = processes or len(os.sched_getaffinity(0))
-    one: list[float] = []
-    many: list[float] = []
+    phases = ",".join("1,n" if i % 2 == 0 else "n,1" for i in range(turns))
+    start = str(time.time_ns() + int(0.4e9))  # past the interpreters' start-up
     try:
-        for i in range(turns):
-            for k in ((1, n) if i % 2 == 0 else (n, 1)):
-                (one if k == 1 else many).append(_spin(k, seconds))
-    except (OSError, ValueError, VirtbenchError) as exc:
+        with ThreadPoolExecutor(max_workers=n) as pool:
+            results = list(pool.map(lambda i: proc.run([sys.executable, "-c", _SPIN, str(i), start, str(seconds),
+                                                        phases], timeout=60), range(n)))
+        rates = [r.stdout.split() for r in results]
+        kinds = phases.split(",")
+        one = [float(rates[0][k]) for k, who in enumerate(kinds) if who == "1"]
+        many = [sum(float(r[k]) for r in rates) for k, who in enumerate(kinds) if who == "n"]
+    except (OSError, ValueError, IndexError, VirtbenchError) as exc:
         return {"processes": n, "error": f"{type(exc).__name__}: {exc}"}
     single, total = sum(one) / len(one), sum(many) / len(many)
     ratio = total / single if single > 0 else None

@@ -57,7 +57,7 @@ def build(store: Store, run: Run) -> Section | None:
     verdicts = (run.provenance or {}).get("limits") or {}
     limited = [(p.name, p.config or {}) for p in run.platforms if (p.config or {}).get("cpus") is not None
                or (p.config or {}).get("memory") is not None]
-    if not scaling and not limited:
+    if not scaling and not verdicts:  # a run stored before either was recorded: its report as it was
         return None
     rows = []
     for name, config in limited:
