@@ -389,9 +389,10 @@ class Fleet:
         return n
 
     def brake(self) -> None:
-        """A guard trip during the workload: end the workload, and only where nothing of it could
-        be found in the instances' cgroups (a VM's guest, a sandbox's own kernel) the instances."""
-        if self.kill_workloads() == 0:
+        """A guard trip during the workload: end the workload. A container's workload runs as
+        host processes in its cgroup (none found: it has ended); a VM's runs in its guest and a
+        sandbox's inside its own kernel, out of reach: there every instance is killed."""
+        if self.kill_workloads() == 0 and self.platform.kind in ("vm", "sandbox"):
             self.kill()
 
     def close(self) -> list[str]:
