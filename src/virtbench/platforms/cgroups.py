@@ -19,6 +19,7 @@ import re
 import signal
 import sys
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -363,15 +364,15 @@ class Confinement:
         return remove_tree(self.relative, timeout)
 
 
-def kill_tasks(relative: str) -> int:
-    """SIGKILL every process in a memory cgroup and below it; how many were signalled. The
-    density guard's brake: stopping 1024 thrashing containers one by one took minutes while
-    the host stalled, a kill of their processes frees their memory at once. Never the
-    hierarchy's root."""
+def kill_tasks(relative: str, spare: Collection[int] = ()) -> int:
+    """SIGKILL every process in a memory cgroup and below it but those in `spare`; how many
+    were signalled. The density guard's brake: stopping 1024 thrashing containers one by one
+    took minutes while the host stalled, a kill of their processes frees their memory at once.
+    Never the hierarchy's root."""
     if not relative.strip("/"):
         raise ValueError("refusing to kill every process of the root cgroup")
     n = 0
-    for pid in tasks(relative):
+    for pid in set(tasks(relative)) - set(spare):
         try:
             os.kill(pid, signal.SIGKILL)
             n += 1

@@ -16,7 +16,6 @@ instance, whatever happened.
 from __future__ import annotations
 
 import dataclasses
-import os
 import signal
 import threading
 import time
@@ -378,15 +377,7 @@ class Fleet:
         """The guard's brake during the workload: SIGKILL, at once, every process of an
         instance's cgroup that was not there at idle (the workload and what it started); the
         instances themselves keep running. How many were signalled."""
-        n = 0
-        for cg, before in self.idle.items():
-            for pid in set(cgroups.tasks(cg)) - before:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                    n += 1
-                except ProcessLookupError:
-                    pass
-        return n
+        return sum(cgroups.kill_tasks(cg, spare=before) for cg, before in self.idle.items())
 
     def brake(self) -> None:
         """A guard trip during the workload: end the workload. A container's workload runs as
