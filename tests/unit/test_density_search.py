@@ -186,3 +186,20 @@ def test_a_growth_stopped_below_the_count_measures_the_fleet_it_has_first(tmp_pa
     assert result.max_count == 700 and result.stop.count == 701 and result.stop.reason == "kernel_limit"
     assert [c for c, _, _ in seen][-1] == 700 and 512 in [c for c, _, _ in seen]
     assert len(seen) == 11  # 1..512 (10 counts), 1024 never reached (growth stopped at 700), then 700: done
+
+
+def test_a_signal_during_a_parallel_batch_leaves_nothing_running(tmp_path):
+    """SIGINT while four instances start at once: the starts under way finish first (their
+    instances are known to the fleet), so close() removes every one and no thread outlives it."""
+    import os
+    import signal
+
+    plat = Counting(tmp_path, start_s=0.3)
+    fleet = ramp_module.Fleet(plat, None, "r", "p", None)
+    timer = threading.Timer(0.1, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        fleet.add_many(4)
+    assert len(plat.live) == 4 and len(fleet.created) == 4 and fleet.members == []
+    assert fleet.close() == [] and plat.live == set()
+    assert not [t for t in threading.enumerate() if t.name.startswith("ThreadPoolExecutor")]

@@ -144,8 +144,16 @@ class Fleet:
         if k == 1:
             results = [one(names[0])]
         else:
-            with ThreadPoolExecutor(max_workers=k) as pool:
-                results = list(pool.map(one, names))
+            pool = ThreadPoolExecutor(max_workers=k)
+            futures = [pool.submit(one, n) for n in names]
+            try:
+                results = [f.result() for f in futures]
+            except BaseException:  # a signal: every create and start under way ends first, so what
+                with signals_held():  # they made is in `created` for close() and no thread outlives it
+                    wait(futures)
+                    pool.shutdown()
+                raise
+            pool.shutdown()
         seconds = time.monotonic() - t0
         started = [dataclasses.replace(r, start_s=seconds, batch=k) for r in results if isinstance(r, Member)]
         self.members.extend(started)
