@@ -184,7 +184,7 @@ class Ramp:
                 if (not confirm or good < 1 or stop.reason == "interrupted" or "bisection_stopped" in stop.evidence
                         or len(checks) >= MAX_CONFIRMATIONS):
                     break
-                check = self.confirm(good, stop, probes)
+                check = self.confirm(good, stop, probes, cap=counts[-1])
                 checks.append({k: v for k, v in check.items() if k != "stop"})
                 if check["agrees"]:
                     break
@@ -239,12 +239,14 @@ class Ramp:
                     break
         return good, stop
 
-    def confirm(self, good: int, stop: Stop, probes: list[dict]) -> dict[str, Any]:
+    def confirm(self, good: int, stop: Stop, probes: list[dict], cap: int | None = None) -> dict[str, Any]:
         """The found maximum from an empty fleet: `good` must run correctly and 1 % above it
-        (at least one more instance) must fail. Returns the verdict, and on disagreement the
-        bracket to search on: (good, stop) where the fresh fleet failed lower, or (the higher
-        count, no stop) where it ran more."""
-        above = good + max(1, math.ceil(good * CONFIRM_ABOVE))
+        (at least the failing count, at most `cap`) must fail. Returns the verdict, and on
+        disagreement the bracket to search on: (good, stop) where the fresh fleet failed lower,
+        or (the higher count, no stop) where it ran more."""
+        above = max(stop.count or good + 1, good + max(1, math.ceil(good * CONFIRM_ABOVE)))
+        if cap is not None:
+            above = max(good + 1, min(above, cap))
         self.close_fleet()
         t0 = time.monotonic()
         out: dict[str, Any] = {"count": good, "above": above, "fleet": self.probe_no + 1}
