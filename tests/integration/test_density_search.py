@@ -60,7 +60,7 @@ def test_a_kept_fleet_search_is_confirmed_from_empty_and_its_costs_fitted(env, t
     assert host_side and host_side["slope"] > 0
     assert any(p["where"] == "confined host" and p["measured"] == e["max_count"] for p in s["predictions"])
     text = vb(env, "report").stdout
-    assert "Sizing: what one instance costs" in text and "keeping the guard's floor" in text
+    assert "What one instance costs" in text and "keeping the guard's floor" in text
     assert "confirmed by a fresh fleet" in text
 
 

@@ -138,7 +138,7 @@ def test_the_sizing_section_on_every_surface():
     assert any(p["where"] == "host" and p["memory_bytes"] == 8 << 30 for p in d["predictions"])
     assert d["pod_overhead"] == {"memory": "3Mi", "cpu": "1m"}
     titles = [t.title for t in section.tables]
-    assert any("what one instance costs" in t for t in titles) and any("podFixed" in t for t in titles)
+    assert any("What one instance costs" in t for t in titles) and any("podFixed" in t for t in titles)
     assert any(n.startswith("lxc: on a host with 8 GiB, keeping the guard's floor, about ") for n in section.notes)
     assert any("Assumed" in n for n in section.notes)
     fig = section.figures[0]

@@ -34,6 +34,10 @@ ASSUMPTIONS = (
     "A real host keeps the guard's floor (max(256 MiB, 10 % of its memory)) and also holds the host-side processes "
     "(shims, monitors, conmon, daemons) that a confined run leaves outside its parent; not counted: what the "
     "host's own system uses (subtract it from the host's memory).",
+    "Columns: in cgroup = memory held inside the confining cgroup at idle; in workload = the parent's peak while "
+    "the workload ran; host side = PSS of the platform's processes outside the instances' cgroups; idle mCPU = "
+    "CPU of the instances at idle (thousandths of a CPU); start s = seconds per instance started, at the first "
+    "and the last count. CPU is not modelled: a bigger host's instances share its CPUs too.",
 )
 
 
@@ -41,17 +45,16 @@ def _mib(v: float | None, digits: int = 1) -> str:
     return "-" if v is None else f"{v / M.MIB:.{digits}f} MiB"
 
 
-def _slope(f: M.Fit | None, scale: float = M.MIB, unit: str = "MiB", digits: int = 2) -> str:
+def _slope(f: M.Fit | None, scale: float = M.MIB, digits: int = 2) -> str:
+    """The per-instance part with its 95 % interval, in the column's unit."""
     if f is None:
         return "-"
     text = f"{f.slope / scale:.{digits}f}"
-    if f.slope_ci:
-        text += f" [{f.slope_ci[0] / scale:.{digits}f}-{f.slope_ci[1] / scale:.{digits}f}]"
-    return f"{text} {unit}"
+    return text + (f" [{f.slope_ci[0] / scale:.{digits}f}, {f.slope_ci[1] / scale:.{digits}f}]" if f.slope_ci else "")
 
 
 def _fixed(f: M.Fit | None) -> str:
-    return "-" if f is None else f"{f.intercept / M.MIB:.1f} MiB"
+    return "-" if f is None else f"{f.intercept / M.MIB:.1f}"
 
 
 def platform_sizing(entry: dict[str, Any], guard: dict[str, Any]) -> dict[str, Any]:
@@ -122,23 +125,22 @@ def build(store: Store, run: Run) -> Section | None:
         start = c["start_s_per_instance"]
         cost_rows.append([_named(e), d["stopped_by"], _slope(c["memory_inside"]), _fixed(c["memory_inside"]),
                           _slope(c["memory_peak"]), _slope(c["host_side_outside_parent"] or c["host_side_pss"]),
-                          _slope(c["idle_cpu"], 1e-3, "mCPU", 1),
-                          "-" if start is None else
-                          f"{start.at(start.x_range[0]):.2f} -> {start.at(start.x_range[1]):.2f} s",
+                          _slope(c["idle_cpu"], 1e-3, 1),
+                          "-" if start is None else f"{start.at(start.x_range[0]):.2f}-{start.at(start.x_range[1]):.2f}",
                           d["points"]])
     pred_rows = [[d["platform"], p["where"], f"{p['memory_bytes'] / M.GIB:g} GiB", p["count"],
                   "-" if not p.get("range") else f"{p['range'][0]}-{p['range'][1]}",
                   "-" if p.get("measured") is None else p["measured"]]
                  for d in data for p in d["predictions"]]
-    tables = [Table("Sizing: what one instance costs (per instance, 95 % interval)",
-                    ["platform", "stopped by", "memory in cgroup", "fixed", "peak in workload", "host side (PSS)",
-                     "idle CPU", "start time (first -> last count)", "points"], cost_rows),
-              Table("Sizing: how many instances fit above the guard's floor",
-                    ["platform", "host", "memory", "instances", "range", "measured"], pred_rows)]
+    tables = [Table("What one instance costs: per instance [95 % interval], fixed part, fitted over the counts",
+                    ["platform", "stopped by", "in cgroup MiB", "fixed MiB", "in workload MiB", "host side MiB",
+                     "idle mCPU", "start s", "counts"], cost_rows, key_columns=1),
+              Table("How many instances fit above the guard's floor",
+                    ["platform", "host", "memory", "instances", "range", "measured"], pred_rows, key_columns=1)]
     pods = [[d["platform"], d["pod_overhead"]["memory"], d["pod_overhead"]["cpu"]]
             for d in data if d.get("pod_overhead")]
     if pods:
-        tables.append(Table("Sizing: RuntimeClass overhead.podFixed that covers what was measured",
+        tables.append(Table("RuntimeClass overhead.podFixed that covers what was measured",
                             ["platform", "memory", "cpu"], pods))
     notes = [a for d in data if (a := _advice(d))] + list(ASSUMPTIONS)
     for d in data:
