@@ -213,3 +213,22 @@ def test_whole_disk_maps_a_partition_to_its_disk(tmp_path):
 def test_whole_disk_of_this_hosts_root():
     major, minor = throttle.whole_disk(Path("/"))
     assert Path(f"/sys/dev/block/{major}:{minor}").exists() or major == 0
+
+
+def test_cpu_quota_judged_again_from_its_recorded_readings():
+    """A real cpu-quota check's readings (runc on this machine, cgroup v1) judged again: the
+    judgement is a pure function of what the cgroup counted and the scaling beside it."""
+    import json
+
+    rec = json.loads((Path(__file__).parent.parent / "data" / "selftest" / "cpu_quota_runc.json").read_text())["check"]
+    d = rec["details"]
+    limited = [t["cpu_per_s"] for t in d["turns"]["limited"]]
+    assert all(t["throttled_periods"] > 0 and t["periods"] >= 19 for t in d["turns"]["limited"])
+    assert all(t["periods"] is None or t["periods"] == 0 for t in d["turns"]["twin"])  # no quota, no periods
+    j = cpu_quota.judge(d["quota"], limited, d["twin_cpu"], d["throttled"], d["ratio"], d["expected_ratio"])
+    assert j.passed and j.measured == rec["measured"]
+    assert cpu_quota.quota_held(d) is True
+    # the same cgroup readings on a host whose second CPU adds little (the issue's 1.06x): a held
+    # quota leaves 0.94 expected, so this host's 0.54 would be a quota costing more than its share
+    poor = cpu_quota.judge(d["quota"], limited, d["twin_cpu"], d["throttled"], d["ratio"], 1 / 1.06)
+    assert not poor.passed and "did not follow" in poor.reason

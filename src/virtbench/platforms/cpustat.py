@@ -70,17 +70,40 @@ def read(relative: str) -> CpuReading:
     return CpuReading(usage, st.get("nr_periods"), st.get("nr_throttled"), st.get("throttled_time"))
 
 
-def quota(relative: str) -> float | None:
-    """The cgroup's CFS quota in CPUs (None: unlimited or not readable)."""
+def _bandwidth(relative: str) -> tuple[int | None, int] | None:
+    """(quota µs or None for unlimited, period µs) of a cgroup; None when not readable."""
     try:
         if cgroups.is_v2():
             q, p = (_dir("", relative) / "cpu.max").read_text().split()[:2]
-            return None if q == "max" else int(q) / int(p)
+            return (None if q == "max" else int(q)), int(p)
         qi = int((_dir("cpu", relative) / "cpu.cfs_quota_us").read_text())
         pi = int((_dir("cpu", relative) / "cpu.cfs_period_us").read_text())
     except (OSError, ValueError):
         return None
-    return None if qi < 0 else qi / pi
+    return (None if qi < 0 else qi), pi
+
+
+def quota(relative: str) -> float | None:
+    """The cgroup's CFS quota in CPUs (None: unlimited or not readable)."""
+    bw = _bandwidth(relative)
+    return None if bw is None or bw[0] is None else bw[0] / bw[1]
+
+
+def period_s(relative: str) -> float | None:
+    """The cgroup's CFS period in seconds (the window its quota is enforced over)."""
+    bw = _bandwidth(relative)
+    return None if bw is None else bw[1] / 1e6
+
+
+def rate(d: CpuReading, seconds: float, period: float | None) -> float | None:
+    """CPU-seconds per second of a cgroup over a load: with a quota, over the CFS periods in
+    which it had runnable tasks (those its quota is enforced in: exactly the quota's measure,
+    not diluted by the idle time around the load), else over `seconds`."""
+    if d.usage_ns is None:
+        return None
+    if d.periods and period:
+        return d.usage_ns / 1e9 / (d.periods * period)
+    return d.usage_ns / 1e9 / seconds if seconds > 0 else None
 
 
 def cgroup_of(pid: int) -> str | None:

@@ -99,9 +99,9 @@ def cpu_limit(cgroup: str, before: cpustat.CpuReading, seconds: float) -> dict[s
     """The instance's CPU quota and what its cgroup counted over the execution: CPU-seconds per
     second, CFS periods and how many were throttled (whether a `cpus` limit held, and acted)."""
     d = cpustat.read(cgroup).since(before)
+    per_s = cpustat.rate(d, seconds, cpustat.period_s(cgroup))
     return {"cgroup": cgroup, "quota_cpus": cpustat.quota(cgroup), "seconds": round(seconds, 3),
-            "cpu_per_s": None if d.usage_ns is None or seconds <= 0 else round(d.usage_ns / 1e9 / seconds, 4),
-            **d.as_dict()}
+            "cpu_per_s": None if per_s is None else round(per_s, 4), **d.as_dict()}
 
 
 def _round(v: float | None) -> float | None:

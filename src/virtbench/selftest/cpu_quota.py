@@ -4,9 +4,10 @@ Two instances of the platform (`selftest --platform P`, runc by default), identi
 `cpus: 1` (half a CPU on a one-CPU host), run a CPU-bound 2-thread load (openssl speed
 -multi 2) in turns (unlimited, limited, limited, unlimited). Around each turn the instance's
 cgroup is read: CPU time (cgroup v1 cpuacct.usage, v2 cpu.stat usage_usec) and CFS
-throttling (nr_throttled). The quota holds when the limited instance got at most 1.05 x its
-quota in CPU-seconds per second of the load, and was throttled wherever the unlimited twin
-took more than that.
+bandwidth periods and throttling (nr_periods, nr_throttled). The quota holds when the limited
+instance got at most 1.05 x its quota in CPU-seconds per second over the periods it ran in
+(the quota's own window; the unlimited twin over the load's seconds), and was throttled
+wherever the unlimited twin took more than that.
 
 Throughput is read too, but judged against what the host's measured parallel scaling
 predicts (hostinfo.expected_ratio: min(1, quota / scaling(2)), the scaling measured before
@@ -95,7 +96,7 @@ class CpuQuota(Check):
     def measure(self, ctx: Context) -> tuple[Judgement, dict[str, Any]]:
         ctx.require_platform(ctx.platform)
         quota = QUOTA if len(os.sched_getaffinity(0)) >= 2 else QUOTA / 2  # one CPU: half of it
-        campaign = parse_campaign({"name": "selftest-cpu-quota", "image": {"profile": "quick"},
+        campaign = parse_campaign({"name": "selftest-cpu-quota", "image": {"profile": "quick"}, "baseline": "twin",
                                    "platforms": [{"name": "twin", "type": ctx.platform},
                                                  {"name": "limited", "type": ctx.platform, "cpus": quota}],
                                    "benchmarks": [BENCHMARK]}, "selftest cpu-quota campaign")
@@ -157,6 +158,6 @@ class CpuQuota(Check):
         value = None
         if r.returncode == 0:
             value = bench.parse(r.stdout, r.stderr, source=f"{plat.name} openssl")[METRIC]
-        return {"cpu_per_s": None if d.usage_ns is None else d.usage_ns / 1e9 / SECONDS, "wall_s": round(wall, 3),
+        return {"cpu_per_s": cpustat.rate(d, SECONDS, cpustat.period_s(cgroup)), "wall_s": round(wall, 3),
                 "cgroup": cgroup, **d.as_dict(), "throughput": value, "exit": r.returncode,
                 "error": "" if r.returncode == 0 else (r.stderr or r.stdout)[-300:]}
