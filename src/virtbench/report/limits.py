@@ -70,7 +70,9 @@ def build(store: Store, run: Run) -> Section | None:
                     if verdict.get("checked") is False else "held" if verdict.get("held") else "DID NOT HOLD")
             expected = (_threads_note(float(config["cpus"]), scaling) if limit == "cpu" and scaling
                         else "-")
-            rows.append([name, f"{option}: {config[option]}", held, verdict.get("measured", "-"), expected])
+            value = config[option]
+            shown = f"{value / 2**20:g} MiB" if option == "memory" and isinstance(value, int | float) else value
+            rows.append([name, f"{option}: {shown}", held, verdict.get("measured", "-"), expected])
     notes = []
     if words := scaling_words(scaling):
         notes.append(f"host parallel scaling when the run started: {words}, CPU-bound SHA-256 processes; a quota "

@@ -4,9 +4,12 @@ Per measured count (fleet idle, after `settle`):
 - the confining parent's memory: usage, and usage minus its reclaimable page cache ("held":
   what the guard and a real host of that size must keep);
 - the memory of the host-side processes that serve the instances from outside their own
-  cgroups (the platform's `host_processes`: shims, LXC's monitors, conmon, the runtime's
-  daemons): their PSS (proportional set size: shared pages split among their users), all of
-  it and the part outside the confining parent (which the parent's usage does not hold);
+  cgroups (the platform's `host_processes`: shims, LXC's monitors, conmon): their PSS
+  (proportional set size: shared pages split among their users), all of it and the part
+  outside the confining parent (which the parent's usage does not hold). Outside the parent
+  only processes started since the search began count: on a shared host other work's
+  monitors and shims are not this fleet's, and a daemon serving everyone (dockerd,
+  containerd) is not counted (its growth per instance shows in the host's MemAvailable drop);
 - CPU time over the settle window: of the instances (the parent's cpuacct, else each
   instance's cgroup) and of those host-side processes.
 The density model (model.py) regresses each against the count: per instance and fixed part.
@@ -70,15 +73,29 @@ def _names(pid: str) -> set[str]:
     return out
 
 
-def host_side(names: tuple[str, ...], instance_cgroups: list[str], parent: str | None) -> HostSide:
+def _started(pid: str) -> float | None:
+    """When a process started (seconds since the epoch), from /proc/PID/stat and the boot time."""
+    try:
+        ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+        boot = next(int(ln.split()[1]) for ln in Path("/proc/stat").read_text().splitlines()
+                    if ln.startswith("btime "))
+    except (OSError, IndexError, ValueError, StopIteration):
+        return None
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
+
+
+def host_side(names: tuple[str, ...], instance_cgroups: list[str], parent: str | None,
+              since: float | None = None) -> HostSide:
     """The host-side processes named `names` (command name, or argv[0]'s base name; a name of
     15 characters also matches longer ones, as the kernel cuts command names there) that are
-    not in an instance's own memory cgroup."""
+    not in an instance's own memory cgroup: in the confining parent (LXC's monitors), or,
+    outside it, started since `since` (the search's start: the shims and monitors of this
+    fleet, not those of other work on the host, nor a daemon serving everyone)."""
     out = HostSide()
     if not names:
         return out
     inside = tuple(c.rstrip("/") + "/" for c in instance_cgroups if c)
-    top = parent.strip("/") + "/" if parent else None
+    top = parent.strip("/") if parent else None
     for pid in filter(str.isdigit, os.listdir("/proc")):
         found = _names(pid)
         name = next((n for n in names for f in found if f == n or (len(f) == 15 and n.startswith(f))), None)
@@ -87,12 +104,15 @@ def host_side(names: tuple[str, ...], instance_cgroups: list[str], parent: str |
         cg = cgroups.memory_cgroup_of(int(pid))
         if cg is None or (cg.rstrip("/") + "/").startswith(inside):
             continue
+        in_parent = top is not None and (cg.strip("/") + "/").startswith(top + "/")
+        if not in_parent and since is not None and (_started(pid) or 0) < since:
+            continue
         pss = _pss(pid)
         if pss is None:
             continue
         out.processes += 1
         out.pss += pss
-        if top is None or not cg.strip("/").startswith(top.rstrip("/")):
+        if not in_parent:
             out.pss_outside_parent += pss
         out.cpu_ns += cpustat.process_cpu_ns(int(pid)) or 0
         out.names[name] = out.names.get(name, 0) + 1
@@ -110,13 +130,13 @@ def instances_cpu_ns(instance_cgroups: list[str], parent: str | None) -> int | N
 
 
 def read_idle(count: int, instance_cgroups: list[str], parent: str | None,
-              names: tuple[str, ...]) -> IdleReading:
+              names: tuple[str, ...], since: float | None = None) -> IdleReading:
     usage = cgroups.memory_usage(parent) if parent else None
     held = None
     if usage is not None:
         held = usage - (cgroups.memory_reclaimable(parent or "") or 0)
     return IdleReading(time.monotonic(), count, usage, held, instances_cpu_ns(instance_cgroups, parent),
-                       host_side(names, instance_cgroups, parent))
+                       host_side(names, instance_cgroups, parent, since))
 
 
 def idle_samples(before: IdleReading, after: IdleReading) -> list[dict]:

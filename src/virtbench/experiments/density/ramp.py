@@ -126,6 +126,8 @@ class Ramp:
     failed_last: bool = False
     """The last measured count failed: the next one first drops dead instances and waits for calm."""
     step_no: int = 0
+    started_at: float | None = None
+    """When the search began: host-side processes outside the parent started before are not its fleet's."""
     grew_to: int | None = None
     """The fleet's size when the last growth stopped (a start failed, the guard said the next
     would not fit): one below the failing count, already running, so measured first."""
@@ -164,6 +166,7 @@ class Ramp:
         straight into the bisection when a count above it already failed."""
         probes: list[dict] = []
         good, stop = 0, None
+        self.started_at = time.time()
         if resume is not None:
             self.probe_no = resume.probe_no
             self.best_total.update(resume.totals)
@@ -363,10 +366,10 @@ class Ramp:
     def _run(self, fleet: Fleet, count: int, batches: list[dict]) -> Stop | None:
         cgs = [m.cgroup for m in fleet.members if m.cgroup]
         names = self.platform.host_processes
-        before = costs.read_idle(count, cgs, self.parent, names)
+        before = costs.read_idle(count, cgs, self.parent, names, self.started_at)
         if self.section.settle:
             time.sleep(self.section.settle)
-        after = costs.read_idle(count, cgs, self.parent, names)
+        after = costs.read_idle(count, cgs, self.parent, names, self.started_at)
         extra = costs.idle_samples(before, after)
         base = {"instance": 0, "category": "cost", "higher_is_better": False}
         extra.append({"metric": "fleet_grown", "value": 1.0 if self.grown else 0.0, "unit": "bool", **base})
