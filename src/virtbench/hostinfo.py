@@ -10,10 +10,14 @@ import os
 import platform
 import re
 import socket
+import sys
+import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from . import boards, proc
+from .errors import VirtbenchError
 
 INTERESTING_FLAGS = ("aes", "avx", "avx2", "avx512f", "sha_ni", "vmx", "svm", "hypervisor",
                      "pmull", "sha1", "sha2", "asimd", "neon", "sse4_2", "rdrand", "pclmulqdq")
@@ -213,7 +217,65 @@ def conditions(scratch: Path | None = None) -> dict[str, Any]:
 
 
 def facts(scratch: Path | None = None) -> dict[str, Any]:
-    return {**stable_facts(), **conditions(scratch)}
+    return {**stable_facts(), **conditions(scratch), "parallel_scaling": parallel_scaling()}
+
+
+_SPIN = """
+import hashlib, sys, time
+me, start, seconds, phases = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4].split(",")
+buf, out = bytes(65536), []
+for k, who in enumerate(phases):
+    begin, end = start + int(k * seconds * 1e9), start + int((k + 1) * seconds * 1e9)
+    while time.time_ns() < begin:
+        time.sleep(min(0.005, max(0.0, (begin - time.time_ns()) / 1e9)))
+    if who == "1" and me > 0:
+        out.append("-"); continue
+    n, t0 = 0, time.perf_counter()
+    while time.time_ns() < end:
+        hashlib.sha256(buf).digest(); n += 1
+    out.append(str(n * len(buf) / (time.perf_counter() - t0)))
+print(" ".join(out))
+"""
+"""One CPU-bound process: SHA-256 (OpenSSL's, through hashlib) over 64 KiB in each phase it
+takes part in ("1": process 0 alone, "n": all), from a shared start time; prints its bytes per
+second per phase ("-" where it sat out)."""
+
+
+def parallel_scaling(processes: int | None = None, seconds: float = 0.2, turns: int = 2) -> dict[str, Any]:
+    """How much N CPU-bound processes at once get done against one: the host's parallel
+    scaling, measured now (it changes: on 2-vCPU cloud VMs two processes gave 1.06x one at one
+    moment and 2.0x twenty minutes later). A CPU limit's expected effect follows from it
+    (expected_ratio). N defaults to the CPUs this process may use; N processes start once and
+    spin in phases, one alone and all together in turns (1 N N 1 ...), so drift hits both alike:
+    about 0.4 + 2 x turns x seconds of wall time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    n = processes or len(os.sched_getaffinity(0))
+    phases = ",".join("1,n" if i % 2 == 0 else "n,1" for i in range(turns))
+    start = str(time.time_ns() + int(0.4e9))  # past the interpreters' start-up
+    try:
+        with ThreadPoolExecutor(max_workers=n) as pool:
+            results = list(pool.map(lambda i: proc.run([sys.executable, "-c", _SPIN, str(i), start, str(seconds),
+                                                        phases], timeout=60), range(n)))
+        rates = [r.stdout.split() for r in results]
+        kinds = phases.split(",")
+        one = [float(rates[0][k]) for k, who in enumerate(kinds) if who == "1"]
+        many = [sum(float(r[k]) for r in rates) for k, who in enumerate(kinds) if who == "n"]
+    except (OSError, ValueError, IndexError, VirtbenchError) as exc:
+        return {"processes": n, "error": f"{type(exc).__name__}: {exc}"}
+    single, total = sum(one) / len(one), sum(many) / len(many)
+    ratio = total / single if single > 0 else None
+    return {"processes": n, "single_Bps": round(single), "parallel_Bps": round(total),
+            "scaling": None if ratio is None else round(ratio, 3),
+            "efficiency": None if ratio is None else round(ratio / n, 3), "seconds": seconds, "turns": turns,
+            "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def scaling_words(s: dict[str, Any] | None) -> str:
+    """One line: '2 processes give 1.97x one (0.98 per CPU)'; '' when not measured."""
+    if not s or s.get("scaling") is None:
+        return ""
+    return f"{s['processes']} processes give {s['scaling']:.2f}x one ({s['efficiency']:.2f} per CPU)"
 
 
 def _os_release() -> str:
@@ -260,3 +322,25 @@ def cpus_off(irq: set[int] | None, online: list[int]) -> str | None:
         return None
     rest = [c for c in online if c not in irq]
     return ",".join(map(str, rest)) if rest else None
+
+
+def scaling_at(scaling: Mapping[str, Any] | None, threads: int) -> float | None:
+    """The host's throughput with `threads` CPU-bound processes against one: measured for N,
+    linear between 1 (1.0) and N, flat beyond."""
+    if not scaling or scaling.get("scaling") is None:
+        return None
+    n, s = int(scaling.get("processes") or 1), float(scaling["scaling"])
+    if threads <= 1 or n <= 1:
+        return 1.0 if threads <= 1 else s
+    k = min(threads, n)
+    return 1.0 + (s - 1.0) * (k - 1) / (n - 1)
+
+
+def expected_ratio(quota: float, threads: int, scaling: Mapping[str, Any] | None) -> float | None:
+    """What a quota of `quota` CPUs is expected to leave of a `threads`-thread CPU-bound load's
+    unlimited throughput. Unlimited, the load gets scaling(threads) CPUs' worth of work done;
+    under the quota, `quota` CPUs' worth: min(1, quota / scaling(threads)). On a host whose second
+    CPU adds little (two processes 1.06x one) `cpus: 1` leaves a 2-thread load at 0.94 although
+    the quota holds. None when the scaling is unknown."""
+    s = scaling_at(scaling, threads)
+    return None if s is None else min(1.0, quota / s)

@@ -75,7 +75,7 @@ density:
     # already handled and cleaned up, during the interpreter's exit (default action by then)
     assert p.returncode == 130 or (p.returncode == -signal.SIGTERM and "interrupted" in err), err
     assert "Traceback" not in err, err
-    assert leftovers(env) == [] and _instances(state) == [] and _attached(state) == []  # no cleanup needed
+    assert leftovers(env) == [] and _instances(state) == [] and _attached(state) == [], err  # no cleanup needed
 
 
 @pytest.fixture

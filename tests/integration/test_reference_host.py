@@ -16,9 +16,11 @@ under a parent slice of virtbench.slice (`--cgroup-parent` as the systemd driver
 is stopped by the guard judging that confined host, with the parent's own v2 counters
 (memory.events, memory.pressure, memory.peak) as the evidence. The self-test runs on the guest
 itself, as a user runs it on a new host: the shipped virtbench's `selftest` over SSH, with
-the checks whose known answers hold on an emulated CPU: io-throttle (io.max) and oom (read
-from memory.events). cpu-quota and netem skip themselves under TCG, which is checked (a guest
-CPU-second's work varies there, and a 1 ms netem delay read as +2.2 ms: late timers);
+the checks whose known answers hold on an emulated CPU: io-throttle (io.max), and on runc and
+crun (`--platform`) oom (read from memory.events) and cpu-quota, whose answer is read from the
+scope's cpu.stat (usage_usec, nr_throttled: the quota holds in guest CPU time under TCG too; its
+throughput is not judged there, a guest CPU-second's work varies). netem skips itself under
+TCG, which is checked (a 1 ms netem delay read as +2.2 ms: late timers);
 harness-overhead (about 4 min under TCG) and the A/A check (17 % noise there) are left to
 hosts with real CPUs.
 """
@@ -126,6 +128,15 @@ def test_every_platform_measured_with_limits_taking_effect_and_cleanup_leaving_n
         # do a fixed amount of work (the vCPU threads are descheduled while the guest runs on).
         assert cores[f"{p}-1cpu"] <= 1.1, (p, cores)
         assert cores[p] >= 1.2 * cores[f"{p}-1cpu"], (p, cores)
+    # the quota's own counters over each execution (cgroup v2 cpu.stat): held, and it acted
+    limits = {(x["platform"], x["benchmark"]): x for x in report["probes"]["pressure"]["cpu_limits"]}
+    for p in HALVED:
+        lim = limits[f"{p}-1cpu", "openssl"]
+        assert lim["quota_cpus"] == 1.0 and lim["cpu_per_s"] <= 1.05 and lim["throttled_periods"] > 0, lim
+        assert limits[p, "openssl"]["quota_cpus"] is None, limits[p, "openssl"]
+    notes = report.get("notes", {}).get("probes", [])
+    assert any(f"{HALVED[0]}-1cpu's CPU quota of 1 held during the run" in n for n in notes), notes
+    assert report["host"]["parallel_scaling"]["scaling"] > 0  # measured in the guest when the run started there
     config = {p["name"]: p["config"] for p in report["platforms"]}
     assert config["docker"]["engine"]["cgroup_driver"] == "systemd", config["docker"]
     assert config["podman"]["engine"]["cgroup_manager"] == "systemd", config["podman"]
@@ -215,21 +226,37 @@ def test_selftest_on_the_reference_host(ref, tmp_path):
             ship.ensure_image(executor, image.root, str(images.DEFAULT_CACHE), ship.Shipment())
         t0 = time.monotonic()
         res = executor.run(["env", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", virtbench,
-                            "selftest", "--json", "cpu-quota", "io-throttle", "netem", "oom"], timeout=3600, check=False)
+                            "selftest", "--json", "--platform", "runc", "--platform", "crun", "cpu-quota",
+                            "io-throttle", "netem", "oom"], timeout=3600, check=False)
+        limits = executor.run(["cat", "/var/lib/virtbench/selftest/limits.json"], timeout=60, check=False).stdout
     finally:
         executor.close()
     print(f"selftest on the reference host: {time.monotonic() - t0:.0f} s, exit {res.returncode}", res.stderr[-3000:])
     outcome = json.loads(res.stdout)
-    checks = {c["name"]: c for c in outcome["checks"]}
+    checks = {(c["name"], c["platform"]): c for c in outcome["checks"]}
     for c in checks.values():
-        print(f"{c['name']}: passed {c['passed']}, skipped {c['skipped']}: {c['measured']} {c['reason']}")
-    assert [checks[n]["passed"] for n in ("io-throttle", "oom")] == [True, True], checks
-    oom = json.dumps(checks["oom"]["details"])  # the kill read from the scope's memory.events, in virtbench.slice
-    assert "OOM killer killed 1 process (memory cgroup virtbench.slice/" in oom, oom
-    for timed in ("cpu-quota", "netem"):  # answers in work per CPU-second and in timer precision
-        if ref.accel == "tcg":
-            assert checks[timed]["skipped"] and "emulated" in checks[timed]["reason"], checks[timed]
-        else:
-            assert checks[timed]["passed"], checks[timed]
+        print(f"{c['name']} on {c['platform']}: passed {c['passed']}, skipped {c['skipped']}: {c['measured']} "
+              f"{c['reason']}")
+    assert sorted(checks) == sorted([("cpu-quota", "runc"), ("cpu-quota", "crun"), ("io-throttle", None),
+                                     ("netem", None), ("oom", "runc"), ("oom", "crun")]), sorted(checks)
+    assert checks["io-throttle", None]["passed"], checks
+    for platform in ("runc", "crun"):  # crun: a runtime these hybrid machines cannot run, on v2 it does
+        oom = checks["oom", platform]
+        assert oom["passed"], oom
+        # the kill read from the scope's memory.events, in virtbench.slice
+        assert "OOM killer killed 1 process (memory cgroup virtbench.slice/" in json.dumps(oom["details"]), oom
+        # The quota read from cgroup v2's cpu.stat (usage_usec, nr_throttled): it holds in guest
+        # CPU time under TCG too; the throughput is shown, judged only on a real CPU.
+        quota = checks["cpu-quota", platform]
+        assert quota["passed"], quota
+        assert max(quota["details"]["limited_cpu"]) <= 1.05 and quota["details"]["throttled"] > 0, quota["details"]
+        assert "CPU-s/s under cpus: 1" in quota["measured"] and quota["details"]["scaling"][0]["scaling"], quota
+    verdicts = json.loads(limits)["platforms"]  # kept for the reports of runs on this host
+    assert {verdicts[p][k]["held"] for p in ("runc", "crun") for k in ("cpu", "memory")} == {True}, verdicts
+    netem_check = checks["netem", None]  # an answer in timer precision
+    if ref.accel == "tcg":
+        assert netem_check["skipped"] and "emulated" in netem_check["reason"], netem_check
+    else:
+        assert netem_check["passed"], netem_check
     assert res.returncode == 0 and outcome["passed"], res.stdout[-3000:]
     assert not _leftovers(ref, after_run=True)

@@ -130,3 +130,36 @@ def test_netem_check_measures_a_link_here_with_a_qdisc_that_delays_nothing(tmp_p
     j = netem.judge(base, delayed)
     assert j.passed is False and "outside 1 +- 0.1 ms" in j.reason
     assert not _leftovers()
+
+
+@pytest.mark.slow
+@pytest.mark.measures  # times CPU quotas: alone
+def test_limits_are_proven_per_platform_here(env):
+    """`selftest --platform P` for every platform of this machine: the cpu-quota and oom checks
+    on each, read from the instance's cgroup. A platform doctor finds unavailable is skipped with
+    its reason; runsc's result is reported whatever it is; the verdicts are kept for reports."""
+    platforms = ["runc", "lxc", "docker", "podman", "containerd", "crun", "runsc"]
+    args = [a for p in platforms for a in ("--platform", p)]
+    r = subprocess.run([sys.executable, "-m", "virtbench", "selftest", "--json", *args], env=env,
+                       capture_output=True, text=True, timeout=1800)
+    doc = json.loads(r.stdout)
+    checks = {(c["name"], c["platform"]): c for c in doc["checks"]}
+    for c in doc["checks"]:
+        print(f"{c['name']} on {c['platform']}: {'skipped' if c['skipped'] else c['passed']}: {c['measured']} "
+              f"{c['reason']}")
+    assert sorted(checks) == sorted((n, p) for n in ("cpu-quota", "oom") for p in platforms)
+    verdicts = json.loads((Path(env["VIRTBENCH_STATE_DIR"]) / "selftest" / "limits.json").read_text())["platforms"]
+    for p in platforms:
+        for name, limit in (("cpu-quota", "cpu"), ("oom", "memory")):
+            c = checks[name, p]
+            if c["skipped"]:
+                assert "not available here" in c["reason"] and verdicts[p][limit]["checked"] is False, c
+                continue
+            assert verdicts[p][limit]["checked"] and verdicts[p][limit]["measured"] == c["measured"]
+            if p == "runsc":
+                continue  # gVisor's answer is reported as it is (its limits are the subject)
+            assert c["passed"], f"{name} on {p} at load {doc['load']}: {c['measured']} {c['reason']}"
+            if name == "cpu-quota":
+                assert max(c["details"]["limited_cpu"]) <= 1.05 and c["details"]["throttled"] > 0, c["details"]
+    assert not [p for p in ("runc", "lxc", "docker") if checks["cpu-quota", p]["skipped"]], "these run here"
+    assert not _leftovers()

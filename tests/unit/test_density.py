@@ -8,9 +8,9 @@ import pytest
 
 from virtbench.config import parse_campaign
 from virtbench.errors import InputError
-from virtbench.experiments.density.fleet import classify_failure, next_instance_blocked
 from virtbench.experiments.density.guard import Guard, GuardSettings, ParentPressure, Pressure, read_host
 from virtbench.experiments.density.kind import DensitySection, Until
+from virtbench.experiments.density.limits import classify_failure, next_instance_blocked
 from virtbench.platforms import cgroups
 from virtbench.platforms.lxc import LXCOptions, build_lxc_config, lxc_cgroup_lines
 from virtbench.probes.hostpressure import PressureReader
@@ -323,22 +323,21 @@ def _stored(count: int, rnd: int, ok: bool, total: float | None = None, eid: int
     return e, samples
 
 
-def _prober(calls: list[list[int]], fail_from: int):
+def _prober(calls: list[int], fail_from: int):
+    """A search whose counts fail from `fail_from` on (measure recorded, no instance started)."""
+    from types import SimpleNamespace
+
     from virtbench.experiments.density.ramp import Ramp, Stop
 
-    ramp = Ramp(ctx=None, platform=None, image=None, section=None, guard=None, parent=None, bench=None)
+    ramp = Ramp(ctx=SimpleNamespace(log=lambda m: None), platform=SimpleNamespace(name="lxc"), image=None,
+                section=None, guard=None, parent=None, bench=None)
 
-    def probe(counts, probes):
-        calls.append(list(counts))
-        ramp.probe_no += 1
-        good = 0
-        for c in counts:
-            if c >= fail_from:
-                return good, Stop("oom", "x", c)
-            good = c
-        return good, None
+    def measure(count, probes):
+        calls.append(count)
+        probes.append({"count": count})
+        return Stop("oom", "x", count) if count >= fail_from else None
 
-    ramp.step = probe
+    ramp.measure = measure
     return ramp
 
 
@@ -349,13 +348,15 @@ def test_a_resumed_ramp_goes_on_after_the_last_good_count():
     state = resumed([e for e, _ in stored], [s for _, ss in stored for s in ss], "lxc", "throughput")
     assert (state.probe_no, state.good, state.failing, state.stop) == (1, 4, None, None)
     assert state.totals == {1: 10.0, 2: 19.0, 4: 30.0} and state.points[4]["memory_per_instance"] == 5e6
-    calls: list[list[int]] = []
+    calls: list[int] = []
     ramp = _prober(calls, fail_from=11)
     result = ramp.search([1, 2, 4, 8, 16, 32], bisect=True, resume=state)
-    assert calls[0] == [8, 16, 32]                 # not 1, 2, 4 again
-    assert calls[1:] == [[12], [10], [11]]       # then the bisection between 8 and 16
+    assert calls[:2] == [8, 16]                   # not 1, 2, 4 again
+    assert calls[2:5] == [12, 10, 11]             # then the bisection between 8 and 16
+    assert calls[5:] == [10, 11]                  # and the confirmation from an empty fleet
     assert result.max_count == 10 and result.stop.count == 11
-    assert ramp.best_total[4] == 30.0 and ramp.probe_no == 1 + len(calls)   # rounds go on, never reused
+    assert result.stop.evidence["confirmation"][0]["agrees"]
+    assert ramp.best_total[4] == 30.0 and ramp.probe_no == 1  # the next fleet is round 2: rounds never reused
 
 
 def test_a_resumed_bisection_goes_on_between_good_and_failing():
@@ -364,12 +365,13 @@ def test_a_resumed_bisection_goes_on_between_good_and_failing():
     stored = [_stored(8, 1, True, 50.0), _stored(16, 1, False), _stored(12, 2, True, 55.0)]
     state = resumed([e for e, _ in stored], [s for _, ss in stored for s in ss], "lxc", "throughput")
     assert (state.probe_no, state.good, state.failing) == (2, 12, 16) and state.stop.reason == "oom"
-    calls: list[list[int]] = []
-    result = _prober(calls, fail_from=15).search([1, 2, 4, 8, 16, 32], bisect=True, resume=state)
-    assert calls == [[14], [15]] and result.max_count == 14 and result.stop.count == 15
+    calls: list[int] = []
+    result = _prober(calls, fail_from=15).search([1, 2, 4, 8, 16, 32], bisect=True, resume=state, confirm=False)
+    assert calls == [14, 15] and result.max_count == 14 and result.stop.count == 15
     done = resumed([e for e, _ in stored[:1]] + [_stored(9, 3, False)[0]], [], "lxc", "throughput")
     calls.clear()
-    assert _prober(calls, 9).search([1, 2, 4, 8, 16], bisect=True, resume=done).max_count == 8 and calls == []
+    assert _prober(calls, 9).search([1, 2, 4, 8, 16], bisect=True, resume=done,
+                                    confirm=False).max_count == 8 and calls == []
 
 
 def test_confined_guard_v1_reads_the_parent_s_peak_during_the_workload():

@@ -13,9 +13,11 @@ import pytest
 
 from virtbench import proc
 from virtbench.errors import disk_full as disk_full_error
-from virtbench.experiments.density import fleet as density_fleet
-from virtbench.experiments.density.fleet import Fleet, Member, Outcome, disk_full
-from virtbench.experiments.density.kind import DensitySection
+from virtbench.experiments.density import limits as density_limits
+from virtbench.experiments.density.fleet import Fleet, Member, Outcome
+from virtbench.experiments.density.growth import new_kills
+from virtbench.experiments.density.kind import DensitySection, Until
+from virtbench.experiments.density.limits import disk_full
 from virtbench.experiments.density.ramp import Ramp, Stop
 from virtbench.platforms import cgroups, kernellog
 from virtbench.platforms.base import Instance, Paths
@@ -143,37 +145,31 @@ def test_v1_parent_oom_kills_are_summed_over_its_subtree(tmp_path: Path, monkeyp
 
 # -- bisection after a failure: the host's leftovers are not the count's -----------------------
 def _search_prober(fail: dict[int, list[int | None]], waits: list[str],
-                   limit: int = 12) -> tuple[Ramp, list[list[int]]]:
-    """probe([n]) fails at the instance `fail[n].pop(0)` (None: healthy), else every count from
+                   limit: int = 12) -> tuple[Ramp, list[int]]:
+    """measure(n) fails at the instance `fail[n].pop(0)` (None: healthy), else every count from
     `limit` on fails; await_recovery is recorded instead of waiting."""
-    calls: list[list[int]] = []
+    calls: list[int] = []
     ramp = Ramp(ctx=SimpleNamespace(log=lambda m: None), platform=SimpleNamespace(name="lxc"), image=None,
-                    section=None, guard=None, parent=None, bench=None)
+                section=None, guard=None, parent=None, bench=None)
 
-    def probe(counts, probes):
-        calls.append(list(counts))
-        ramp.probe_no += 1
-        probes.append({"probe": ramp.probe_no})
-        good = 0
-        for c in counts:
-            at = fail[c].pop(0) if fail.get(c) else (c if c >= limit else None)
-            if at is not None:
-                return good, Stop("start_failure", f"instance {at} did not start", at)
-            good = c
-        return good, None
+    def measure(c, probes):
+        calls.append(c)
+        probes.append({"count": c})
+        at = fail[c].pop(0) if fail.get(c) else (c if c >= limit else None)
+        return None if at is None else Stop("start_failure", f"instance {at} did not start", at)
 
-    ramp.step = probe
+    ramp.measure = measure
     ramp.await_recovery = lambda: waits.append("wait") or {"waited_s": 0.0, "recovered": True}
     return ramp, calls
 
 
 def test_a_failure_below_the_known_good_count_waits_and_probes_again():
     """After 16 failed, the probe of 12 fails at instance 3 (memory of the failed probe not yet
-    back): the maximum must not drop to 2; wait, probe 12 again, go on bisecting."""
+    back): the maximum must not drop to 2; wait, probe 12 again afresh, go on bisecting."""
     waits: list[str] = []
     ramp, calls = _search_prober({12: [3, None]}, waits, limit=13)
-    result = ramp.search([1, 2, 4, 8, 16], bisect=True)
-    assert calls == [[1, 2, 4, 8, 16], [12], [12], [14], [13]]
+    result = ramp.search([1, 2, 4, 8, 16], bisect=True, confirm=False)
+    assert calls == [1, 2, 4, 8, 16, 12, 12, 14, 13]
     assert waits == ["wait"] and result.max_count == 12 and result.stop.count == 13
 
 
@@ -181,15 +177,22 @@ def test_a_host_that_never_recovers_stops_the_bisection_without_lowering_the_max
     waits: list[str] = []
     ramp, calls = _search_prober({12: [3, 3, 3, 3]}, waits)
     result = ramp.search([1, 2, 4, 8, 16], bisect=True)
-    assert result.max_count == 8 and len(waits) == 2 and calls[1:] == [[12], [12], [12]]
+    assert result.max_count == 8 and len(waits) == 2 and calls[5:] == [12, 12, 12]  # and no confirmation
     assert "did not recover" in result.stop.evidence["bisection_stopped"] and result.stop.count == 16
 
 
 def test_a_start_failure_between_good_and_mid_narrows_to_that_instance():
     ramp, calls = _search_prober({24: [20]}, [], limit=30)
-    result = ramp.search([1, 2, 4, 8, 16, 32], bisect=True)
-    assert calls[1] == [24] and calls[2] == [18]  # failing is 20 now, not 24
+    result = ramp.search([1, 2, 4, 8, 16, 32], bisect=True, confirm=False)
+    assert calls[6] == 24 and calls[7] == 18  # failing is 20 now, not 24
     assert result.max_count == 19
+
+
+def test_precision_ends_the_bisection_that_close():
+    ramp, calls = _search_prober({}, [], limit=700)
+    result = ramp.search(Until(until="failure", max=1024).ramp(), bisect=True, precision=8, confirm=False)
+    assert result.max_count >= 692 and result.stop.count - result.max_count <= 8
+    assert len(calls) == 11 + 6  # 1..1024, then 512..1024 narrowed to 8 in six steps
 
 
 # -- a full disk ---------------------------------------------------------------------------------
@@ -197,7 +200,7 @@ def test_enospc_on_a_full_filesystem_is_a_full_disk(tmp_path: Path, monkeypatch)
     text = f"create vb-1: [Errno 28] No space left on device: '{tmp_path}/lxc/vb-1/config'"
     assert disk_full(text, tmp_path) is None  # plenty free here: ENOSPC of inotify watches, say
     full = os.statvfs_result((4096, 4096, 1000, 0, 0, 100, 0, 0, 0, 255))
-    monkeypatch.setattr(density_fleet.os, "statvfs", lambda p: full)
+    monkeypatch.setattr(density_limits.os, "statvfs", lambda p: full)
     ev = disk_full(text, tmp_path)
     assert ev["free_bytes"] == 0 and ev["size_bytes"] == 4096 * 1000 and "Errno 28" in ev["error"]
     assert disk_full("exit 1: permission denied", tmp_path) is None
@@ -224,10 +227,10 @@ def test_a_start_whose_oom_only_the_kernel_log_shows_is_an_oom(monkeypatch):
     monkeypatch.setattr(kernellog, "oom_lines_since", lambda mark: [OTHER_OOM, OOM_LINE])
     fleet = Fleet(platform=None, image=None, run_id="r", prefix="p", guard=None, parent=PARENT)
     monkeypatch.setattr(fleet, "oom_counters", lambda: {PARENT: {"oom_kill": 0}})
-    kills, log = Ramp._new_kills(fleet, {PARENT: {"oom_kill": 0}}, 0)
+    kills, log = new_kills(fleet, {PARENT: {"oom_kill": 0}}, 0)
     assert kills == {"kernel log": 1} and log == [OOM_LINE]
     monkeypatch.setattr(kernellog, "oom_lines_since", lambda mark: [OTHER_OOM])
-    assert Ramp._new_kills(fleet, {PARENT: {"oom_kill": 0}}, 0)[0] == {}
+    assert new_kills(fleet, {PARENT: {"oom_kill": 0}}, 0)[0] == {}
 
 
 # -- a signal mid-create -------------------------------------------------------------------------
@@ -273,9 +276,9 @@ def test_a_signal_during_create_is_cleaned_up_through_the_platform():
     fleet.add()
     with pytest.raises(KeyboardInterrupt):
         fleet.add()
-    assert fleet.creating == "p-3"
+    assert fleet.creating == {"p-3"}
     assert fleet.close() == [] and plat.removed == ["p-2", "p-1"] and _Platform.cleaned == ["r1"]
-    assert fleet.creating is None and fleet.created == []
+    assert fleet.creating == set() and fleet.created == []
     plat2 = _Platform(cut=5)
     fleet2 = Fleet(platform=plat2, image=None, run_id="r2", prefix="q", guard=None)
     fleet2.add()

@@ -181,6 +181,22 @@ def test_pressure_series_at_10_hz():
     assert row["mem_available"] > 0 and row["psi_cpu"] is not None
     assert row["inst_memory"] > 0  # this test process's own cgroup
     assert data.data["summary"]["readings"] == len(rows)
+    limit = data.data["cpu_limit"]  # the cgroup's own CPU counters over the execution (whether a quota held)
+    assert limit["cpu_per_s"] is not None and 0 <= limit["cpu_per_s"] <= os.cpu_count() and limit["seconds"] > 0.5
+
+
+def test_the_pressure_report_says_whether_a_cpu_quota_held_during_the_run():
+    from virtbench.report.probes.pressure import quota_notes
+
+    limits = [{"platform": "docker-1", "quota_cpus": 1.0, "cpu_per_s": 0.99, "periods": 20, "throttled_periods": 19},
+              {"platform": "docker-1", "quota_cpus": 1.0, "cpu_per_s": 1.01, "periods": 21, "throttled_periods": 20},
+              {"platform": "gvisor", "quota_cpus": 1.0, "cpu_per_s": 2.54, "periods": 20, "throttled_periods": 0},
+              {"platform": "native", "quota_cpus": None, "cpu_per_s": 1.9}]
+    notes = quota_notes(limits)
+    assert notes == ["pressure: docker-1's CPU quota of 1 held during the run: at most 1.01 CPU-seconds per second "
+                     "in an execution (its cgroup's counters), throttled in 39 of 41 periods",
+                     "pressure: gvisor's CPU quota of 1 DID NOT HOLD during the run: at most 2.54 CPU-seconds per "
+                     "second in an execution (its cgroup's counters), throttled in 0 of 20 periods"]
 
 
 # -- campaign and runner ---------------------------------------------------------------

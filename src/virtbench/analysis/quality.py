@@ -196,6 +196,10 @@ def check_many(items: Sequence[tuple[Sequence[float], Sequence[int], Sequence[fl
     return result
 
 
+SCALING_WARN = 0.75
+"""Parallel scaling per CPU below which the host's CPUs are said not to scale."""
+
+
 def host_conditions(facts: dict[str, Any]) -> list[Flag]:
     """What the run's recorded host facts say about the conditions of the measurement."""
     out: list[Flag] = []
@@ -206,6 +210,12 @@ def host_conditions(facts: dict[str, Any]) -> list[Flag]:
         if load1 > LOAD_PER_CPU * cpus:
             out.append(Flag("host", "warn", f"host load average {load1:.2f} on {cpus} CPUs when the run started: "
                             "other work may have competed with the benchmarks", load1))
+    scaling = facts.get("parallel_scaling")
+    if isinstance(scaling, dict) and scaling.get("efficiency") is not None and scaling["efficiency"] < SCALING_WARN:
+        out.append(Flag("host", "warn", f"{scaling['processes']} CPU-bound processes got only {scaling['scaling']:.2f}x "
+                        "the work of one when the run started: the CPUs did not scale (shared or stolen vCPUs, "
+                        "other work); multi-threaded results and CPU limits change less than their share "
+                        "(the limits section gives each limit's expected effect)", float(scaling["efficiency"])))
     gov = str(facts.get("governor", ""))
     if gov.startswith("unknown"):
         out.append(Flag("host", "info", "CPU frequency governor not visible (no cpufreq; usual in a VM): "

@@ -49,6 +49,9 @@ def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
     console.print(f"  flags: {' '.join(facts['cpu_flags']) or '-'}; AES in hardware: {'yes' if facts['aes'] else 'no'}")
     console.print(f"  governor {facts['governor']}, turbo {facts['turbo']}, cgroup {facts['cgroup']}, "
                   f"virtualized: vm={virt['vm']} container={virt['container']}")
+    if words := hostinfo.scaling_words(facts.get("parallel_scaling")):  # a last probe of an older virtbench has none
+        console.print(f"  parallel scaling: {words} (a cpus: q limit leaves a k-thread CPU-bound load "
+                      "min(1, q / scaling(k)) of its throughput)", markup=False)
     if doc.get("host_kind"):  # a last probe saved by an older virtbench has none
         console.print(f"  host kind: {doc['host_kind']}", markup=False)
     console.print(f"  results store: {doc['store']}; image cache: {doc['image_cache']}")

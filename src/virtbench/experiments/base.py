@@ -306,10 +306,12 @@ class Experiment(ABC):
         """What the run records about the host that measures it (besides its host id)."""
         from .. import __version__
         from .. import hostinfo as hostfacts
+        from ..platforms import enforcement
 
+        limits = enforcement.for_platforms(self.paths, [(p.name, p.type, p.options) for p in self.campaign.platforms])
         return {"host_facts": hostfacts.facts(), "image": {},
                 "provenance": {"virtbench": __version__, "experiment": self.campaign.experiment,
-                               **self.provenance()},
+                               **({"limits": limits} if limits else {}), **self.provenance()},
                 "platforms": self.platform_rows(), "benchmarks": []}
 
     def recorded(self) -> dict[str, Any]:

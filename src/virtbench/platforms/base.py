@@ -220,6 +220,13 @@ class Platform(ABC):
     description: ClassVar[str] = ""
     confinable: ClassVar[bool] = False
     """Whether instances honour `cgroup_parent` (placed under a confining parent cgroup)."""
+    host_processes: ClassVar[tuple[str, ...]] = ()
+    """Names of the host processes that serve its instances from outside their cgroups (shims,
+    monitors, conmon, the runtime's daemons): density counts their memory (PSS) and CPU as
+    each instance's host-side cost."""
+    pod: ClassVar[bool] = False
+    """Its instances are Kubernetes pods: density's sizing advice adds the RuntimeClass
+    `overhead.podFixed` that covers what one instance was measured to cost."""
     exec_outlives_client: ClassVar[bool] = True
     """Whether a process started by exec_argv keeps running when its host-side client is
     killed (docker exec and the like); spawn() then stops it inside the instance."""

@@ -19,6 +19,7 @@ import re
 import signal
 import sys
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -363,23 +364,28 @@ class Confinement:
         return remove_tree(self.relative, timeout)
 
 
-def kill_tasks(relative: str) -> int:
-    """SIGKILL every process in a memory cgroup and below it; how many were signalled. The
-    density guard's brake: stopping 1024 thrashing containers one by one took minutes while
-    the host stalled, a kill of their processes frees their memory at once. Never the
-    hierarchy's root."""
+def kill_tasks(relative: str, spare: Collection[int] = ()) -> int:
+    """SIGKILL every process in a memory cgroup and below it but those in `spare`; how many
+    were signalled. The density guard's brake: stopping 1024 thrashing containers one by one
+    took minutes while the host stalled, a kill of their processes frees their memory at once.
+    Never the hierarchy's root."""
     if not relative.strip("/"):
         raise ValueError("refusing to kill every process of the root cgroup")
-    d = memory_dir(relative)
     n = 0
-    for procs in [d / "cgroup.procs", *d.glob("*/**/cgroup.procs")] if d.is_dir() else []:
-        for pid in (_read(procs) or "").split():
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-                n += 1
-            except (ProcessLookupError, ValueError):
-                pass
+    for pid in set(tasks(relative)) - set(spare):
+        try:
+            os.kill(pid, signal.SIGKILL)
+            n += 1
+        except ProcessLookupError:
+            pass
     return n
+
+
+def tasks(relative: str) -> list[int]:
+    """The processes of a memory cgroup and of every cgroup below it ([] when it is gone)."""
+    d = memory_dir(relative)
+    return [int(pid) for procs in ([d / "cgroup.procs", *d.glob("*/**/cgroup.procs")] if d.is_dir() else [])
+            for pid in (_read(procs) or "").split() if pid.isdigit()]
 
 
 def reclaim(relative: str) -> None:

@@ -69,6 +69,7 @@ class Containerd(Platform):
     """containerd + runc through ctr, without docker."""
 
     type = "containerd"
+    host_processes = ("containerd", "containerd-shim", "containerd-shim-runc-v2")
     kind = "container"
     quick_rank = 4
     reachable_network = "host"

@@ -253,6 +253,7 @@ class Docker(EngineCLI):
     """Docker Engine (dockerd on the system containerd, runc, or a sandbox runtime)."""
 
     type = "docker"
+    host_processes = ("dockerd", "containerd", "containerd-shim", "containerd-shim-runc-v2")
     quick_rank = 1
     runs_inside = True
     Options = DockerOptions

@@ -155,6 +155,8 @@ def build_lxc_config(*, name: str, run_id: str, rootfs: str, options: PlatformOp
 class LXC(Platform):
     confinable = True
     type = "lxc"
+    host_processes = ("lxc-start",)
+    """LXC's monitor of each container (`[lxc monitor]`, a forked lxc-start)."""
     quick_rank = 3
     live_migration = "criu"
     migrates_to_host = True

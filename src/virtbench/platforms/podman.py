@@ -97,6 +97,7 @@ class Podman(EngineCLI):
     """Podman with runc (or crun, runsc); no daemon to start."""
 
     type = "podman"
+    host_processes = ("conmon",)
     quick_rank = 2
     runs_inside = True
     Options = PodmanOptions

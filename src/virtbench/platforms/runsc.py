@@ -101,6 +101,8 @@ class Runsc(_OCIRuntime):
     """gVisor's runsc on the OCI bundle: a user-space kernel between workload and host."""
 
     type = "runsc"
+    host_processes = ("runsc", "runsc-gofer", "runsc-sandbox")
+    """The gofer (file access for the sandbox) and the runsc processes outside the sandbox's cgroup."""
     needs_root = True
     runtime = "runsc"
     kind = "sandbox"

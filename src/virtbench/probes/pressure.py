@@ -4,7 +4,9 @@ Each reading: host CPU utilisation since the previous reading (/proc/stat), MemA
 and the share of the interval in which tasks stalled on cpu, memory and io (PSI `some`,
 from the delta of the cumulative `total` counters, exact where the avg10 figures are
 smoothed over 10 s); for the instance (when its platform gives a host pid): cgroup memory
-and its CPU use in cores. Reports use it for drift and noisy-neighbour warnings, and the
+and its CPU use in cores; over the whole execution, the instance's CPU quota with the CPU time
+and the CFS throttling its cgroup counted (whether a `cpus` limit held and acted, read from the
+kernel). Reports use it for drift and noisy-neighbour warnings, and the
 density experiment's host guard reads the same `PressureReader`.
 """
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 from pydantic import Field
 
+from ..platforms import cpustat
 from .base import Availability, ProbeData, ProbeOptions, SamplingProbe, Target
 from .hostpressure import PSI_RESOURCES, CpuTimes, PressureReader
 
@@ -51,7 +54,10 @@ class Pressure(SamplingProbe):
         self.rows: list[list[Any]] = []
         self.ncpu = os.cpu_count() or 1
         self.files = self.reader.usage_files(target.pids[0]) if target.pids else None
+        self.cpu_cgroup = cpustat.cgroup_of(target.pids[0]) if target.pids else None
+        self.cpu_before = cpustat.read(self.cpu_cgroup) if self.cpu_cgroup else None
         self.prev = self._raw()
+        self.began = self.prev[0]
 
     def _raw(self) -> tuple[float, CpuTimes | None, dict[str, int], int | None, int | None]:
         psi = {r: p.some_total_us for r in PSI_RESOURCES if (p := self.reader.psi(r)) is not None}
@@ -82,9 +88,20 @@ class Pressure(SamplingProbe):
                 "instance": ("cgroup of pid " + str(self.target.pids[0])) if self.target.pids else
                 "not available for this platform (no host pid of the instance)",
                 "summary": summarize(self.rows), "errors": self.errors}
+        if self.cpu_cgroup and self.cpu_before is not None:
+            data["cpu_limit"] = cpu_limit(self.cpu_cgroup, self.cpu_before, self.now() - self.began)
         if not self.rows:
             return ProbeData.failed("no reading taken" + (f": {self.errors[0]}" if self.errors else ""), **data)
         return ProbeData("ok", data)
+
+
+def cpu_limit(cgroup: str, before: cpustat.CpuReading, seconds: float) -> dict[str, Any]:
+    """The instance's CPU quota and what its cgroup counted over the execution: CPU-seconds per
+    second, CFS periods and how many were throttled (whether a `cpus` limit held, and acted)."""
+    d = cpustat.read(cgroup).since(before)
+    per_s = cpustat.rate(d, seconds, cpustat.period_s(cgroup))
+    return {"cgroup": cgroup, "quota_cpus": cpustat.quota(cgroup), "seconds": round(seconds, 3),
+            "cpu_per_s": None if per_s is None else round(per_s, 4), **d.as_dict()}
 
 
 def _round(v: float | None) -> float | None:

@@ -165,6 +165,9 @@ def host_notes(facts: Mapping[str, Any]) -> list[str]:
     gov = str(facts.get("governor") or "")
     if gov:
         out.append(f"governor {gov.split(' ')[0]}")
+    scaling = facts.get("parallel_scaling")
+    if isinstance(scaling, dict) and scaling.get("scaling") is not None:
+        out.append(f"parallel scaling {scaling['scaling']:.2f}x with {scaling.get('processes')} processes")
     load = facts.get("loadavg")
     if isinstance(load, (list, tuple)) and load:
         busy = float(load[0]) > quality.LOAD_PER_CPU * (facts.get("cpus") or 1)

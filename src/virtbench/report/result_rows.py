@@ -16,7 +16,7 @@ from ..constants import LIFECYCLE, LIFECYCLE_STEPS
 from ..store import results
 from ..store.db import Store
 from ..store.models import Run
-from . import boards, cache
+from . import boards, cache, limits
 from .runinfo import in_main_table, run_hosts
 
 OUTPUT_TAIL = 400
@@ -74,6 +74,7 @@ def compute(store: Store, run: Run, *, alpha: float = stats.ALPHA, min_effect: f
             r.host = host or ""
         rows += part
     boards.flag_rows(rows, boards.throttled(store, run))
+    limits.flag_rows(rows, run)
     failures_list = [{"platform": e.platform, "benchmark": e.benchmark, "round": e.round,
                       "error": e.error, "exit_code": e.exit_code, "argv": e.argv,
                       "output_tail": (e.stderr or e.stdout)[-OUTPUT_TAIL:], **({"host": e.host} if hosts else {})}

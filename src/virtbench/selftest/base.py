@@ -44,10 +44,12 @@ class CheckResult:
     details: dict[str, Any] = field(default_factory=dict)
     """The numbers behind `measured` (values, load, run ids) for scripts and bug reports."""
     seconds: float = 0.0
+    platform: str | None = None
+    """The platform type a per-platform check ran on (None: a check of the host's chain)."""
 
     def public(self) -> dict[str, Any]:
-        return {"name": self.name, "expected": self.expected, "measured": self.measured, "passed": self.passed,
-                "skipped": self.skipped, "reason": self.reason, "details": self.details,
+        return {"name": self.name, "platform": self.platform, "expected": self.expected, "measured": self.measured,
+                "passed": self.passed, "skipped": self.skipped, "reason": self.reason, "details": self.details,
                 "seconds": round(self.seconds, 1)}
 
 
@@ -59,6 +61,12 @@ class Check(ABC):
     name: ClassVar[str]
     title: ClassVar[str]
     """What the check proves, in one line (README, --help)."""
+    limit: ClassVar[str | None] = None
+    """The platform limit the check proves enforced ("cpu", "memory"): it then runs on the
+    platform `selftest --platform P` names (ctx.platform; runc by default) and its verdict is
+    recorded for P (platforms/enforcement.py)."""
+    on: str = "runc"
+    """The platform type the check runs on now (set by run())."""
 
     @abstractmethod
     def expected(self) -> str:
@@ -72,19 +80,23 @@ class Check(ABC):
     def run(self, ctx: Context) -> CheckResult:
         """measure(), timed; a skip or an error becomes a result, never an escape."""
         t0 = time.monotonic()
+        self.on = getattr(ctx, "platform", self.on)
+        platform = self.on if self.limit else None
         try:
             judgement, details = self.measure(ctx)
         except Skip as exc:
             reason = exc.message + (f" (fix: {exc.fix})" if exc.fix else "")
-            return CheckResult(self.name, self.expected(), "-", None, True, reason, seconds=time.monotonic() - t0)
+            return CheckResult(self.name, self.expected(), "-", None, True, reason, seconds=time.monotonic() - t0,
+                               platform=platform)
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as exc:  # noqa: BLE001 - a check that cannot measure has failed, with why
             reason = f"could not measure: {exc}" if isinstance(exc, VirtbenchError) else \
                 f"could not measure: {type(exc).__name__}: {exc}"
-            return CheckResult(self.name, self.expected(), "-", False, False, reason, seconds=time.monotonic() - t0)
+            return CheckResult(self.name, self.expected(), "-", False, False, reason, seconds=time.monotonic() - t0,
+                               platform=platform)
         return CheckResult(self.name, self.expected(), judgement.measured, judgement.passed, False, judgement.reason,
-                           details, time.monotonic() - t0)
+                           details, time.monotonic() - t0, platform)
 
 
 CHECKS: Registry[Check] = Registry("virtbench.selftest", "selftest check")

@@ -98,6 +98,8 @@ class Context:
     token: str
     log: Callable[[str], None] = lambda _m: None
     cgroup_parent: str | None = None
+    platform: str = "runc"
+    """The platform type a limit check runs on (`selftest --platform P`)."""
 
     def require_platform(self, platform_type: str) -> None:
         """Skip the check, with doctor's reason and fix, when the platform cannot run here."""

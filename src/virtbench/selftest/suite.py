@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
-from ..platforms import slices
+from ..platforms import enforcement, slices
 from ..platforms.base import Paths
-from ..registry import hint
+from ..registry import PLATFORMS, hint
 from ..runner import hostlock
 from ..store.db import Store
 from .base import CHECKS, CheckResult
@@ -50,18 +50,28 @@ def names() -> list[str]:
     return [n for n in ORDER if n in known] + sorted(n for n in known if n not in ORDER)
 
 
-def select(wanted: Sequence[str]) -> list[str]:
-    """The checks to run: all, or the named ones (an unknown name: one line, exit 2)."""
+def select(wanted: Sequence[str], platforms: Sequence[str] = ()) -> list[str]:
+    """The checks to run: all, or the named ones (an unknown name: one line, exit 2); with
+    platforms named, only the limit checks unless checks are named too."""
     every = names()
     for name in wanted:
         if name not in every:
             raise InputError(f"unknown selftest check {name!r}", hint(name, every))
+    if platforms:
+        known = PLATFORMS.names()
+        for p in platforms:
+            if p not in known:
+                raise InputError(f"unknown platform {p!r}", hint(p, known))
+        if not wanted:
+            return [n for n in every if CHECKS.get(n).limit]
     return [n for n in every if not wanted or n in wanted]
 
 
 def run(paths: Paths, wanted: Sequence[str] = (), *, log: Callable[[str], None] = lambda _m: None,
-        wait: bool = False) -> SuiteResult:
-    chosen = select(wanted)
+        wait: bool = False, platforms: Sequence[str] = ()) -> SuiteResult:
+    """The chosen checks, each limit check once per platform named (runc when none is), its
+    verdict recorded for that platform (platforms/enforcement.py)."""
+    chosen = select(wanted, platforms)
     t0, before = time.monotonic(), load()
     token = secrets.token_hex(3)
     work = paths.runtime / f"selftest-{token}"
@@ -75,12 +85,33 @@ def run(paths: Paths, wanted: Sequence[str] = (), *, log: Callable[[str], None] 
             ctx = Context(paths, store, token, log, cgroup_parent=slices.parent_path(f"vbst-{token}"))
             with Priority(paths, ctx.cgroup_parent or ""):
                 for name in chosen:
-                    log(f"{name}: measuring ...")
-                    result = CHECKS.get(name)().run(ctx)
-                    results.append(result)
-                    log(f"{name}: {'skipped' if result.skipped else 'passed' if result.passed else 'FAILED'} "
-                        f"({result.seconds:.0f} s)")
+                    check = CHECKS.get(name)
+                    for platform in (platforms or [ctx.platform]) if check.limit else [None]:
+                        if platform is not None:
+                            ctx.platform = platform
+                        label = name + (f" ({platform})" if platform and platforms else "")
+                        log(f"{label}: measuring ...")
+                        result = check().run(ctx)
+                        results.append(result)
+                        if check.limit and platform is not None:
+                            remember(paths, check.limit, result)
+                        log(f"{label}: {'skipped' if result.skipped else 'passed' if result.passed else 'FAILED'} "
+                            f"({result.seconds:.0f} s)")
         finally:
             removed += cleanup(paths)
             shutil.rmtree(work, ignore_errors=True)
     return SuiteResult(results, before, load(), time.monotonic() - t0, removed)
+
+
+def remember(paths: Paths, limit: str, result: CheckResult) -> None:
+    """Record whether the platform's limit held (skipped: not checked; a check that could not
+    measure: not shown), for the reports of runs that use it."""
+    if result.platform is None:
+        return
+    if result.skipped:
+        enforcement.record(paths, result.platform, limit, {"checked": False, "reason": result.reason})
+        return
+    held = result.details.get("held")
+    enforcement.record(paths, result.platform, limit, {
+        "checked": True, "held": held, "check_passed": result.passed, "measured": result.measured,
+        "reason": result.reason})

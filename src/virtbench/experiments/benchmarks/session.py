@@ -272,14 +272,16 @@ def _stacked_row(session: Session, name: str, platform: Platform) -> dict[str, A
 def session_details(session: Session) -> dict[str, Any]:
     """What a run records about the host that measures it (a remote agent sends its own)."""
     from ... import __version__
+    from ...platforms import enforcement
     from .probing import probe_facts
 
     assert session.image is not None
     versions = tool_versions(session)
+    limits = enforcement.for_platforms(session.paths, [(p.name, p.type, p.options) for p in session.campaign.platforms])
     return {
         "host_facts": hostfacts.facts(session.paths.state),
         "image": session.image.provenance(),
-        "provenance": {"virtbench": __version__, "tools": versions,
+        "provenance": {"virtbench": __version__, "tools": versions, **({"limits": limits} if limits else {}),
                        "availability": {k: v.reason for k, v in session.availability.items()},
                        **({"probes": probe_facts(session.probes)} if session.probes else {})},
         "platforms": platform_rows(session),

@@ -1,18 +1,21 @@
-"""The instances of one density probe: started one by one, kept running, measured together.
+"""The instances of one density search: started in parallel batches, kept running, measured together.
 
-A `Fleet` grows by one instance at a time (the guard and the kernel limits are checked
-before each), runs the workload in all of them from one start time shared inside the
-instances (sync.py: per-instance and aggregate throughput are real concurrent
-measurements, and the overlap says how far), and reads the evidence of what
-went wrong from the kernel itself: OOM counters of every instance's memory cgroup and of
-the confining parent (an instance's own cgroup may vanish with it), the kernel log, the
-runtime's error text. `close()` stops and removes every instance, whatever happened.
+A `Fleet` lives for a whole search: it grows to the next count (`add_many`: a batch of
+instances created and started at once, the guard and the kernel limits checked before each
+batch by the ramp), shrinks back by stopping its newest instances (`shrink`), and runs the
+workload in all of them from one start time shared inside the instances (sync.py:
+per-instance and aggregate throughput are real concurrent measurements, and the overlap says
+how far). It reads the evidence of what went wrong from the kernel itself: OOM counters of
+every instance's memory cgroup and of the confining parent (an instance's own cgroup may
+vanish with it), the kernel log, the runtime's error text. A guard trip during the workload
+kills the workload's processes only (what was not in the instances' cgroups at idle), so the
+instances survive for the next count; where that finds nothing to kill (a VM's workload runs
+in its guest) every instance is killed as before. `close()` stops and removes every
+instance, whatever happened.
 """
 from __future__ import annotations
 
 import dataclasses
-import os
-import re
 import signal
 import threading
 import time
@@ -20,7 +23,6 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ... import proc
 from ...benchmarks.base import Benchmark
@@ -31,102 +33,8 @@ from . import sync as density_sync
 from .guard import Guard, Trip, read_host
 
 SCRATCH = "/var/tmp/virtbench"
-BRIDGE_PORT_LIMIT = 1023
-"""A Linux bridge holds at most BR_MAX_PORTS = 1024 ports (port 0 is reserved)."""
-
-_LIMIT_PATTERNS = (
-    (r"exchange full|EXFULL", "bridge ports: a Linux bridge holds at most 1023 ports"),
-    (r"too many open files|inotify|EMFILE", "inotify instances or open files (fs.inotify.max_user_instances, "
-                                            "ulimit -n)"),
-    (r"resource temporarily unavailable|EAGAIN|fork.*failed|pids\.max", "pids (kernel.pid_max, threads-max or a "
-                                                                        "pids cgroup)"),
-    (r"cannot allocate memory|ENOMEM|out of memory", "memory (the runtime could not allocate)"),
-    (r"no space left on device|ENOSPC", "disk space or inotify watches (ENOSPC)"),
-)
-
-
-def classify_failure(text: str) -> str | None:
-    """Name the limit a runtime's error text points at (None: not a known limit)."""
-    for pattern, name in _LIMIT_PATTERNS:
-        if re.search(pattern, text, re.IGNORECASE):
-            return name
-    return None
-
-
-def _sysctl(name: str) -> int | None:
-    try:
-        return int(Path("/proc/sys", *name.split(".")).read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def inotify_instances(uid: int = 0) -> int:
-    """inotify instances held by processes of `uid` (what fs.inotify.max_user_instances caps)."""
-    count = 0
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if os.stat(f"/proc/{pid}").st_uid != uid:
-                continue
-            for fd in os.listdir(f"/proc/{pid}/fd"):
-                if os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:inotify":
-                    count += 1
-        except OSError:
-            continue
-    return count
-
-
-def kernel_usage(network: str) -> dict[str, tuple[int, int, str]]:
-    """Use and maximum of the kernel limits that stop density early: {name: (used, max, what)}."""
-    out: dict[str, tuple[int, int, str]] = {}
-    if network == "bridge":
-        for bridge in ("vbbr0", "docker0"):
-            brif = Path(f"/sys/class/net/{bridge}/brif")
-            if brif.is_dir():
-                out[f"bridge ports ({bridge})"] = (len(os.listdir(brif)), BRIDGE_PORT_LIMIT, "BR_MAX_PORTS")
-    tasks = int(Path("/proc/loadavg").read_text().split()[3].split("/")[1])
-    caps = [(c, n) for n in ("kernel.pid_max", "kernel.threads-max") if (c := _sysctl(n))]
-    if caps:
-        cap, name = min(caps)
-        out["pids"] = (tasks, cap, name)
-    if (icap := _sysctl("fs.inotify.max_user_instances")) is not None:
-        out["inotify instances"] = (inotify_instances(), icap, "fs.inotify.max_user_instances")
-    return out
-
-
-def next_instance_blocked(before: dict[str, tuple[int, int, str]] | None,
-                          now: dict[str, tuple[int, int, str]]) -> dict | None:
-    """A kernel limit the next instance would cross: what the last instance took (at least 1)
-    added to what is used now exceeds the maximum. None when clear."""
-    for name, (used, cap, what) in now.items():
-        cost = max(1, used - before[name][0]) if before and name in before else 1
-        if used + cost > cap:
-            return {"limit": name, "setting": what, "used": used, "max": cap, "last_instance_took": cost}
-    return None
-
-
-DISK_FULL_FREE = 64 << 20
-"""ENOSPC with less than this free on the state directory's filesystem is a full disk (not
-inotify watches, whose exhaustion also says ENOSPC)."""
-
-
-def disk_full(text: str, where: Path) -> dict | None:
-    """The evidence that an error is the host's disk being full: ENOSPC in the error and
-    little left on the filesystem of `where` (the state directory: instances' layers, the
-    store) or of a path the error names. None otherwise."""
-    if not re.search(r"no space left on device|ENOSPC|errno 28|disk is full", text, re.IGNORECASE):
-        return None
-    for candidate in [where, *(Path(p) for p in re.findall(r"(/[\w.+@-]+(?:/[\w.+@-]+)*)", text))]:
-        while not candidate.exists() and candidate != candidate.parent:
-            candidate = candidate.parent
-        try:
-            st = os.statvfs(candidate)
-        except OSError:
-            continue
-        free, size = st.f_bavail * st.f_frsize, st.f_blocks * st.f_frsize
-        if free <= max(DISK_FULL_FREE, size // 100):
-            return {"path": str(candidate), "free_bytes": free, "size_bytes": size,
-                    "free_inodes": st.f_favail, "error": text[-1500:]}
-    return None
+REMOVERS = 8
+"""Instances stopped and removed at once when a fleet shrinks or closes."""
 
 
 class StartFailure(Exception):
@@ -138,6 +46,10 @@ class Member:
     instance: Instance
     cgroup: str | None
     """Memory cgroup (relative path) of the instance's main process, read once it started."""
+    start_s: float = 0.0
+    """Seconds its batch took to create and start (each instance of a batch: the batch's time)."""
+    batch: int = 1
+    """How many instances started together with it."""
 
 
 @dataclass
@@ -183,8 +95,14 @@ class Fleet:
     parent: str | None = None
     members: list[Member] = field(default_factory=list)
     created: list[Instance] = field(default_factory=list)
-    creating: str | None = None
-    """The name being created: a signal during create leaves an instance `created` misses."""
+    creating: set[str] = field(default_factory=set)
+    """Names being created: a signal during create leaves an instance `created` misses."""
+    serial: int = 0
+    """Instances named so far: a name is never used twice, also after the fleet shrank."""
+    killed: bool = False
+    """Every instance was killed (a brake that found no workload of its own to kill): none is usable."""
+    idle: dict[str, set[int]] = field(default_factory=dict)
+    """The processes of each instance's cgroup before the workload: what the brake spares."""
 
     def name(self, n: int) -> str:
         """The n-th instance's name (naming keeps it valid and unique, however long the prefix)."""
@@ -192,21 +110,114 @@ class Fleet:
 
     def add(self) -> Member:
         """Create and start one more instance; StartFailure carries the runtime's text."""
-        name = self.name(len(self.members) + 1)
-        self.creating = name
-        try:
-            inst = self.platform.create(self.image, name, self.run_id)
-        except Exception as exc:  # noqa: BLE001 - the text is the evidence
-            raise StartFailure(f"create {name}: {exc}") from exc
-        self.created.append(inst)
-        self.creating = None
-        try:
-            self.platform.start(inst)
-        except Exception as exc:  # noqa: BLE001
-            raise StartFailure(f"start {name}: {exc}") from exc
-        member = Member(inst, self.platform.memory_cgroup(inst))
-        self.members.append(member)
-        return member
+        started, errors = self.add_many(1)
+        if errors:
+            raise StartFailure(errors[0])
+        return started[0]
+
+    def add_many(self, k: int) -> tuple[list[Member], list[str]]:
+        """Create and start `k` instances at once (threads; each platform's create and start are
+        independent per instance). Returns those that started, in name order, and the runtime's
+        error text of each that did not (a failed one is removed again)."""
+        names = []
+        for _ in range(k):
+            self.serial += 1
+            names.append(self.name(self.serial))
+        t0 = time.monotonic()
+
+        def one(name: str) -> Member | str:
+            self.creating.add(name)
+            try:
+                inst = self.platform.create(self.image, name, self.run_id)
+            except Exception as exc:  # noqa: BLE001 - the text is the evidence
+                self.creating.discard(name)
+                return f"create {name}: {exc}"
+            self.created.append(inst)
+            self.creating.discard(name)
+            try:
+                self.platform.start(inst)
+            except Exception as exc:  # noqa: BLE001
+                self._remove([inst])
+                return f"start {name}: {exc}"
+            return Member(inst, self.platform.memory_cgroup(inst))
+
+        if k == 1:
+            results = [one(names[0])]
+        else:
+            pool = ThreadPoolExecutor(max_workers=k)
+            futures = [pool.submit(one, n) for n in names]
+            try:
+                results = [f.result() for f in futures]
+            except BaseException:  # a signal: every create and start under way ends first, so what
+                with signals_held():  # they made is in `created` for close() and no thread outlives it
+                    wait(futures)
+                    pool.shutdown()
+                raise
+            pool.shutdown()
+        seconds = time.monotonic() - t0
+        started = [dataclasses.replace(r, start_s=seconds, batch=k) for r in results if isinstance(r, Member)]
+        self.members.extend(started)
+        return started, [r for r in results if isinstance(r, str)]
+
+    def shrink(self, count: int, brake: bool = False) -> list[str]:
+        """Stop and remove the newest instances until `count` are left (errors collected).
+        brake: their processes are SIGKILLed first, all at once (a host that is pressed now)."""
+        gone = self.members[count:]
+        if not gone:
+            return []
+        if brake:
+            self._kill_members(gone)
+        del self.members[count:]
+        return self._remove([m.instance for m in gone])
+
+    def drop_dead(self) -> list[str]:
+        """After a failed count: remove the instances that no longer answer (an OOM kill of an
+        instance's init, a killed fleet); returns their names. The others are kept."""
+        if self.killed:
+            dead = list(self.members)
+            self.killed = False
+        else:
+            probe = ["true"]
+
+            def answers(m: Member) -> bool:
+                """Its cgroup still has processes (a file read), else (no cgroup known) an exec answers."""
+                if m.cgroup:
+                    return bool(cgroups.tasks(m.cgroup))
+                r = self.platform.host.run(self.platform.exec_argv(m.instance, probe), timeout=60, check=False)
+                return r.returncode == 0
+
+            with ThreadPoolExecutor(max_workers=max(1, min(32, len(self.members)))) as pool:
+                alive = list(pool.map(answers, self.members))
+            dead = [m for m, ok in zip(self.members, alive) if not ok]
+        if dead:
+            self.members = [m for m in self.members if m not in dead]
+            self._remove([m.instance for m in dead])
+        return [m.instance.name for m in dead]
+
+    def _remove(self, instances: list[Instance]) -> list[str]:
+        """Stop and remove these instances, newest first (REMOVERS at once when there are more:
+        stopping 500 LXC containers one after another took minutes); errors collected, every
+        step tried."""
+        def one(inst: Instance) -> list[str]:
+            errors = []
+            for step in (self.platform.stop, self.platform.remove):
+                try:
+                    step(inst)
+                except Exception as exc:  # noqa: BLE001 - try every instance, then report
+                    errors.append(f"{inst.name}: {step.__name__}: {exc}")
+            return errors
+
+        newest_first = list(reversed(instances))
+        with signals_held():
+            if len(newest_first) <= REMOVERS:
+                found = [one(inst) for inst in newest_first]
+            else:
+                with ThreadPoolExecutor(max_workers=REMOVERS) as pool:
+                    found = list(pool.map(one, newest_first))
+            for inst in newest_first:
+                if inst in self.created:
+                    self.created.remove(inst)
+        return [e for errors in found for e in errors]
 
     def cgroups(self) -> list[str]:
         return [m.cgroup for m in self.members if m.cgroup] + ([self.parent] if self.parent else [])
@@ -224,12 +235,13 @@ class Fleet:
 
     def run_workload(self, bench: Benchmark, workdir_key: str, min_overlap: float = 0.5) -> Outcome:
         """Every instance starts the workload at one shared start time, inside the instance
-        (sync.py); the guard watches throughout and, on a trip, the instances are
-        killed at once (which ends every workload). When the instances did not run together
+        (sync.py); the guard watches throughout and, on a trip, the workloads are killed at
+        once (`brake`). When the instances did not run together
         because some arrived after the start time, the count is run once more with a longer
         lead; what was measured is kept with the outcome either way."""
         count = len(self.members)
         workdir = f"{SCRATCH}/{workdir_key}"
+        self.note_idle()
         usage = self.memory_usage()
         mem_before = read_host().mem_available
         oom_before = self.oom_counters()
@@ -280,7 +292,7 @@ class Fleet:
                     if not pending:
                         break
                     if tripped:
-                        self.kill()
+                        self.brake()
                         wait(futures)
                         break
             except BaseException:  # a signal: end the workloads now instead of waiting them out
@@ -345,42 +357,57 @@ class Fleet:
         return results, sync
 
     def kill(self) -> None:
-        """End every instance now (a guard trip, a signal). Under a confining parent the
-        processes of each instance's own cgroup are SIGKILLed first, all at once: one by one,
-        the stops of 1024 thrashing LXC containers took minutes while the host stalled. Only
-        cgroups strictly below the parent: never the parent itself (LXC's monitors live
-        there) nor a cgroup outside it."""
-        if self.parent:
-            top = self.parent.strip("/") + "/"
-            for m in self.members:
-                if m.cgroup and m.cgroup.strip("/").startswith(top):
-                    cgroups.kill_tasks(m.cgroup)
+        """End every instance now (a signal, or a brake that found no workload to kill). Under a
+        confining parent the processes of each instance's own cgroup are SIGKILLed first, all at
+        once: one by one, the stops of 1024 thrashing LXC containers took minutes while the host
+        stalled. Only cgroups strictly below the parent: never the parent itself (LXC's monitors
+        live there) nor a cgroup outside it."""
+        self._kill_members(self.members)
+        self.killed = True
         for inst in self.created:
             try:
                 self.platform.stop(inst)
             except Exception:  # noqa: BLE001 - close() removes what is left
                 pass
 
+    def _kill_members(self, members: list[Member]) -> None:
+        if self.parent:
+            top = self.parent.strip("/") + "/"
+            for m in members:
+                if m.cgroup and m.cgroup.strip("/").startswith(top):
+                    cgroups.kill_tasks(m.cgroup)
+
+    def note_idle(self) -> None:
+        """Before the workload: the processes each instance runs at idle (the brake spares them)."""
+        self.idle = {m.cgroup: set(cgroups.tasks(m.cgroup)) for m in self.members if m.cgroup}
+
+    def kill_workloads(self) -> int:
+        """The guard's brake during the workload: SIGKILL, at once, every process of an
+        instance's cgroup that was not there at idle (the workload and what it started); the
+        instances themselves keep running. How many were signalled."""
+        return sum(cgroups.kill_tasks(cg, spare=before) for cg, before in self.idle.items())
+
+    def brake(self) -> None:
+        """A guard trip during the workload: end the workload. A container's workload runs as
+        host processes in its cgroup (none found: it has ended); a VM's runs in its guest and a
+        sandbox's inside its own kernel, out of reach: there every instance is killed."""
+        if self.kill_workloads() == 0 and self.platform.kind in ("vm", "sandbox"):
+            self.kill()
+
     def close(self) -> list[str]:
         """Stop and remove every instance created (newest first); errors are collected. A
         second signal must not cut this short (SIGTERM and SIGINT wait until it is done), and
         whatever a step could not remove, or a create cut short by a signal left, is removed
         through the platform's own cleanup of this run."""
-        errors = []
         with signals_held():
-            for inst in reversed(self.created):
-                for step in (self.platform.stop, self.platform.remove):
-                    try:
-                        step(inst)
-                    except Exception as exc:  # noqa: BLE001 - try every instance, then report
-                        errors.append(f"{inst.name}: {step.__name__}: {exc}")
-            if errors or self.creating is not None:
+            errors = self._remove(list(self.created))
+            if errors or self.creating:
                 try:
                     type(self.platform).cleanup(self.platform.paths, self.run_id)
                     errors = [f"{e} (removed by the platform's cleanup afterwards)" for e in errors]
                 except Exception as exc:  # noqa: BLE001
                     errors.append(f"cleanup of run {self.run_id}: {exc}")
-            self.creating = None
+            self.creating.clear()
             self.created.clear()
             self.members.clear()
         return errors

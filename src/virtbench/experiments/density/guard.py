@@ -252,9 +252,24 @@ class Guard:
         r = self.read()
         return r.mem_total - r.mem_available
 
-    def note_start(self, held_before: int) -> None:
-        """After an instance started: what it took (`held` now minus before), the costliest so far."""
-        self.costliest = max(self.costliest, self.held() - held_before)
+    def note_start(self, held_before: int, instances: int = 1) -> None:
+        """After instances started together: what one took (`held` now minus before, shared
+        among them), the costliest so far."""
+        self.costliest = max(self.costliest, (self.held() - held_before) // max(1, instances))
+
+    def room(self) -> int | None:
+        """How many more instances, each costing what the costliest so far took, keep the host
+        (and the confined host) above its floor: the most a parallel batch may start. None
+        when the guard is off or nothing is known of an instance's cost yet."""
+        if not self.settings.enabled or self.costliest <= 0:
+            return None
+        r = self.read()
+        p = self.parent() if self.parent is not None else None
+        limits = self.thresholds(r.mem_total, p.limit if p is not None else None)
+        rooms = [(r.mem_available - limits["min_available"]) // self.costliest]
+        if p is not None and "confined_min_available" in limits and p.available is not None:
+            rooms.append((p.available - limits["confined_min_available"]) // self.costliest)
+        return max(0, min(rooms))
 
     def next_fits(self, when: str) -> Trip | None:
         """Would one more instance, costing what the costliest so far took, push the confined

@@ -1,13 +1,15 @@
 """The `density` experiment kind: how many instances fit, what each gets, and what stops it.
 
 Studies 000 and 002 (`seeds/`): 54 Debian 12 containers on an 8 GB Raspberry Pi, boards that
-crashed when two 256 MB VMs did not fit. For each platform, instances are started one by
-one and kept running; at each count of the schedule every instance runs the workload at the
-same time, and the count is healthy when every instance started, every workload succeeded,
-no OOM kill happened (kernel counters), throughput did not collapse and the host guard did
-not trip. `counts: [..]` measures the listed counts; `counts: {until: failure, max: N}`
-ramps (doubling, or by `step`) until a count fails, then bisects between the last good and
-the failing count, each probe with fresh instances, so the maximum is exact.
+crashed when two 256 MB VMs did not fit. For each platform, instances are started (in
+parallel batches, as many as the host takes) and kept running; at each count of the schedule
+every instance runs the workload at the same time, and the count is healthy when every
+instance started, every workload succeeded, no OOM kill happened (kernel counters),
+throughput did not collapse and the host guard did not trip. `counts: [..]` measures the
+listed counts; `counts: {until: failure, max: N}` ramps (doubling, or by `step`) until a
+count fails, then bisects between the last good and the failing count keeping the fleet
+(shrinking it by its newest instances, growing it again), and confirms the maximum from an
+empty fleet (ramp.py).
 
 Throughput collapse (documented thresholds, configurable): the aggregate throughput at a
 count falls below `collapse` (0.25) x the median aggregate of the lower counts (CPU sharing
@@ -30,6 +32,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ... import hostinfo
 from ...benchmarks.base import PairBenchmark
 from ...errors import InputError
 from ...images import build as images
@@ -69,6 +72,10 @@ class Until(BaseModel):
     bisect: bool = Field(True, description=(
         "after a failing count, bisect down to the exact maximum (false: the last healthy count is the maximum, "
         "as the paper's groups report it)"))
+    precision: int = Field(1, ge=1, le=MAX_COUNT, description=(
+        "bisect until the last good and the failing count are this close (1: the exact maximum)"))
+    confirm: bool = Field(True, description=(
+        "confirm the maximum from an empty fleet (it must run, and 1 % above it must fail)"))
 
     @field_validator("step")
     @classmethod
@@ -114,6 +121,16 @@ class DensitySection(BaseModel):
         "(its aggregate is not a concurrent measurement). Under CPU oversubscription the tools' own "
         "start-up spreads the starts (N instances share the CPUs), so 1.0 is out of reach at high counts"))
     settle: float = Field(1.0, ge=0, le=600, description="seconds to wait after the last start before measuring")
+    parallel: int | Literal["auto"] = Field("auto", description=(
+        "instances started at once while the fleet grows: auto (doubling while starts get faster, "
+        "up to 16, within the guard's room), or at most this many (1: one by one)"))
+
+    @field_validator("parallel")
+    @classmethod
+    def _parallel(cls, v: int | str) -> int | str:
+        if isinstance(v, int) and not 1 <= v <= 256:
+            raise ValueError("parallel must be from 1 to 256, or auto")
+        return v
 
     @field_validator("workload", mode="before")
     @classmethod
@@ -340,13 +357,16 @@ class Density(Experiment):
                 if state is not None and (state.probe_no or state.stop):
                     ctx.log(f"{name}: resuming the search after probe {state.probe_no}: last good count "
                             f"{state.good}" + (f", {state.failing} failed" if state.failing else ""))
+                scaling = hostinfo.parallel_scaling()
                 if name == self.baseline:
                     result = ramp.search([1], bisect=False, resume=state)
+                elif isinstance(section.counts, Until):
+                    result = ramp.search(section.counts.ramp(), bisect=section.counts.bisect, resume=state,
+                                         precision=section.counts.precision, confirm=section.counts.confirm)
                 else:
-                    bisect = isinstance(section.counts, Until) and section.counts.bisect
-                    counts = section.counts.ramp() if isinstance(section.counts, Until) else section.counts
-                    result = ramp.search(counts, bisect=bisect, resume=state)
-                self._record_stop(ctx, name, plat, result, ramp, guard, parent, time.time() - started)
+                    result = ramp.search(section.counts, bisect=False, resume=state)
+                self._record_stop(ctx, name, plat, result, ramp, guard, parent, time.time() - started,
+                                  {"before": scaling, "after": hostinfo.parallel_scaling()})
         finally:
             with signals_held():  # a second signal must not cut the removal short
                 for plat in self.platforms.values():  # what a signal mid-create or a failed stop left
@@ -366,7 +386,8 @@ class Density(Experiment):
         return lambda: read_parent(parent.relative, parent.memory)
 
     def _record_stop(self, ctx: ExperimentContext, name: str, plat: Platform, result: Any, ramp: Ramp,
-                     guard: Guard, parent: cgroups.Confinement | None, seconds: float) -> None:
+                     guard: Guard, parent: cgroups.Confinement | None, seconds: float,
+                     scaling: dict[str, Any]) -> None:
         summary = {
             "platform": name, "label": plat.label(), "type": plat.type,
             "max_count": result.max_count, "stop_reason": result.stop.reason, "stop_detail": result.stop.detail,
@@ -377,7 +398,8 @@ class Density(Experiment):
             "mem_total": cgroups.host_memory_total(), "guard_thresholds": guard.thresholds(
                 cgroups.host_memory_total(), parent.memory if parent is not None and plat.confinable else None),
             "guard_series": guard.series[-400:], "min_overlap": self.section.min_overlap, "probes": result.probes,
-            "duration_s": round(seconds, 1),
+            "duration_s": round(seconds, 1), "scaling": scaling, "pod": plat.pod,
+            "start_batches": ramp.grower.batches[-400:],
             "image": {"name": guest.describe(self.images[name]), "release": self.images[name].release,
                       "short": self.images[name].short, "tool_version": self.tool_versions.get(name)},
         }

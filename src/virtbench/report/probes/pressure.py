@@ -43,7 +43,11 @@ def part(rec: ProbeRecords) -> ProbePart:
                                                [None if r[c] is None else 100 * r[c] for r in rows]))
             series[ex.benchmark].append(Series(f"{name} CPU stall % (PSI)", [r[t] for r in rows],
                                                [r[p] for r in rows], style="dashed"))
-    out = ProbePart(data={"executions": [dict(zip(_PRESSURE_COLS, r)) for r in table], "warnings": warnings})
+    limits = [{"benchmark": ex.benchmark, "platform": ex.platform, "round": ex.round, **att.json()["cpu_limit"]}
+              for ex, att in items if att.status == "ok" and not ex.warmup and att.json().get("cpu_limit")]
+    out = ProbePart(data={"executions": [dict(zip(_PRESSURE_COLS, r)) for r in table], "warnings": warnings,
+                          "cpu_limits": limits})
+    out.notes += quota_notes(limits)
     if table:
         out.tables.append(SectionTable(
             "host pressure, measured rounds (CPU busy and stall: % of time; memory in MiB)",
@@ -92,3 +96,27 @@ def _pressure_summary(table: list[list[Any]]) -> list[list[Any]]:
 _PRESSURE_COLS = ("benchmark", "platform", "round", "readings", "host CPU busy (mean, 0..1)", "CPU stall % (mean)",
                   "CPU stall % (max)", "memory stall % (max)", "io stall % (max)", "MemAvailable min [B]",
                   "instance CPU (mean, cores)", "instance memory max [B]")
+
+
+HELD = 1.05
+"""The most CPU-seconds per second per quota CPU a held quota may show (as the self-test's cpu-quota)."""
+
+
+def quota_notes(limits: list[dict[str, Any]]) -> list[str]:
+    """Per platform with a CPU quota: the most CPU time per second its cgroup counted in an
+    execution and the throttled periods: whether the quota held and acted during this run."""
+    by: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for lim in limits:
+        if lim.get("quota_cpus") and lim.get("cpu_per_s") is not None:
+            by[lim["platform"]].append(lim)
+    out = []
+    for platform, rows in sorted(by.items()):
+        quota = rows[0]["quota_cpus"]
+        most = max(r["cpu_per_s"] for r in rows)
+        throttled = sum(r.get("throttled_periods") or 0 for r in rows)
+        periods = sum(r.get("periods") or 0 for r in rows)
+        held = "held" if most <= HELD * quota + 1e-9 else "DID NOT HOLD"
+        out.append(f"pressure: {platform}'s CPU quota of {quota:g} {held} during the run: at most {most:.2f} "
+                   f"CPU-seconds per second in an execution (its cgroup's counters), throttled in {throttled} of "
+                   f"{periods} periods")
+    return out

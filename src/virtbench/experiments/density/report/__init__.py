@@ -13,10 +13,10 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from ...report.figures import FigureSpec, Series, slug
-from ...report.model import Section, Table
-from ...store.db import Store
-from ...store.models import Run
+from ....report.figures import FigureSpec, Series, slug
+from ....report.model import Section, Table
+from ....store.db import Store
+from ....store.models import Run
 
 STOP_KEY = "density-stop"
 _COUNT = re.compile(r"^density\[count=(\d+)\]$")
@@ -62,7 +62,7 @@ def density_data(store: Store, run: Run) -> list[dict[str, Any]]:
             continue
         count = int(m.group(1))
         samples = by_exec.get(e.id, [])
-        work = [s for s in samples if s.category != "sync" and s.metric not in _BOOKKEEPING]
+        work = [s for s in samples if s.category not in ("sync", "cost") and s.metric not in _BOOKKEEPING]
         per = sorted((s.instance, s.value) for s in work if s.instance > 0 and not s.metric.endswith("_total"))
         mean = next((s.value for s in work if s.instance == 0 and not s.metric.endswith("_total")), None)
         total = next((s.value for s in work if s.metric.endswith("_total")), None)
@@ -81,7 +81,8 @@ def density_data(store: Store, run: Run) -> list[dict[str, Any]]:
             "unit": unit, "per_instance": [v for _, v in per], "memory_per_instance_bytes": memory,
             "mem_available_drop_per_instance_bytes": drop, "error": e.error or None,
             "start_spread_s": spread, "overlap": overlap, "parent_memory_peak_bytes": peak,
-            "duration_s": round(e.duration_s, 2)}
+            "duration_s": round(e.duration_s, 2),
+            "cost": {s.metric: s.value for s in samples if s.category == "cost" and s.instance == 0}}
     out = []
     for (host, name), summary in summaries.items():
         pts = [points[host, name][c] for c in sorted(points[host, name])]
@@ -100,7 +101,8 @@ def density_data(store: Store, run: Run) -> list[dict[str, Any]]:
             "confined": summary.get("confined", False), "host_memory": summary.get("host_memory"),
             "mem_total": summary.get("mem_total"), "guard_thresholds": summary.get("guard_thresholds"),
             "duration_s": summary.get("duration_s"), "probes": summary.get("probes", []), "points": pts,
-            "min_overlap": summary.get("min_overlap"),
+            "min_overlap": summary.get("min_overlap"), "scaling": summary.get("scaling"),
+            "pod": summary.get("pod", False), "start_batches": summary.get("start_batches", []),
             "confined_memory_per_instance_bytes": confined_cost(top),
         })
     return out
@@ -195,8 +197,22 @@ def notes(entries: list[dict[str, Any]]) -> list[str]:
                    f"{e['stop_detail']}" + (f"; evidence: {json.dumps(brief, default=str)[:600]}" if brief else ""))
     out.append("Health of a count: every instance started, every workload succeeded, no new OOM kill in any "
                "instance's or the parent's memory cgroup, aggregate throughput not below the collapse threshold, "
-               "host guard (MemAvailable, PSI memory) not tripped. Until-failure searches bisect between the last "
-               "good and the failing count with fresh instances per probe.")
+               "host guard (MemAvailable, PSI memory) not tripped. Until-failure searches keep their fleet: it "
+               "grows to the next count (instances started in parallel batches) and shrinks by its newest "
+               "instances below a failed count; the maximum is then confirmed by a fresh fleet grown from empty "
+               "(it must run, and 1 % above it must fail).")
+    for e in entries:
+        for c in (e.get("stop_evidence") or {}).get("confirmation", []):
+            verdict = ("confirmed" if c.get("agrees") else f"not confirmed ({c.get('why')})")
+            out.append(f"{_named(e)}: maximum {c.get('count')} {verdict} by a fresh fleet: {c.get('count')} "
+                       f"{'ran' if c.get('healthy') else 'failed'}" + (
+                           f", {c.get('above')} {'failed' if c.get('above_failed') else 'ran'}"
+                           if c.get("healthy") else "") + f" ({c.get('seconds')} s)")
+        if e.get("duration_s") is not None:
+            batches = e.get("start_batches") or []
+            widest = max((b.get("size", 1) for b in batches), default=1)
+            out.append(f"{_named(e)}: search took {e['duration_s'] / 60:.1f} min, {len(e.get('probes') or [])} counts "
+                       f"measured, up to {widest} instances started at once")
     for e in entries:
         bad = [p["count"] for p in e["points"] if _unsynchronized(e, p)]
         if bad:

@@ -1,0 +1,205 @@
+"""The density search with a kept fleet, on a platform that only counts: the fleet grows to the
+next count in parallel batches and shrinks by its newest instances, no name is used twice,
+the maximum is confirmed from an empty fleet, and far fewer instances are started than with
+a fresh fleet per probe. The workload is replaced by a capacity (a count above it fails)."""
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from virtbench import proc
+from virtbench.experiments.density import growth
+from virtbench.experiments.density import ramp as ramp_module
+from virtbench.experiments.density.growth import Batch
+from virtbench.experiments.density.guard import Guard, GuardSettings, Pressure
+from virtbench.experiments.density.kind import Until
+from virtbench.experiments.density.ramp import Ramp, Stop
+from virtbench.platforms.base import Instance, Paths
+
+GIB = 1 << 30
+
+
+class Counting:
+    """A platform whose instances are names: create/start/stop/remove recorded, starts take
+    `start_s` (so parallel starts are faster), `fail_at` names an instance number whose start fails."""
+
+    type = name = "counting"
+    kind = "container"
+    host_processes: tuple[str, ...] = ()
+    pod = False
+
+    def __init__(self, tmp: Path, start_s: float = 0.002, fail_start: set[int] | None = None,
+                 ports: int | None = None) -> None:
+        self.paths = Paths(state=tmp)
+        self.options = SimpleNamespace(network="none")
+        self.start_s, self.fail_start, self.ports = start_s, fail_start or set(), ports
+        self.names: list[str] = []
+        self.live: set[str] = set()
+        self.starts = 0
+        self.concurrent = self.most_concurrent = 0
+        self.lock = threading.Lock()
+        self.host = SimpleNamespace(run=lambda argv, timeout=None, check=False: proc.Result(
+            argv, 0 if argv[-1] in self.live else 1, "", "", 0.0))
+
+    def create(self, image, name, run_id):
+        with self.lock:
+            assert name not in self.names, f"{name} used twice"
+            self.names.append(name)
+        return Instance(name, "counting", run_id)
+
+    def start(self, inst):
+        with self.lock:
+            self.concurrent += 1
+            self.most_concurrent = max(self.most_concurrent, self.concurrent)
+        time.sleep(self.start_s)
+        with self.lock:
+            self.concurrent -= 1
+            if int(inst.name.rsplit("-", 1)[1]) in self.fail_start:
+                raise RuntimeError("start failed: a transient error")
+            if self.ports is not None and len(self.live) >= self.ports:
+                raise RuntimeError("RTNETLINK answers: Exchange full")
+            self.live.add(inst.name)
+            self.starts += 1
+
+    def exec_argv(self, inst, argv):
+        return [*argv, inst.name]
+
+    def memory_cgroup(self, inst):
+        return None
+
+    def stop(self, inst):
+        self.live.discard(inst.name)
+
+    def remove(self, inst):
+        self.live.discard(inst.name)
+
+    def discard(self, inst):
+        self.remove(inst)
+        return []
+
+    @classmethod
+    def cleanup(cls, paths, run_id=None):
+        return []
+
+
+def _search(tmp_path: Path, monkeypatch, capacity, *, counts=None, parallel="auto", **kw):
+    """A search where count N fails when capacity(N, ramp) says so; returns (result, platform, ramp)."""
+    monkeypatch.setattr(growth, "kernel_usage", lambda network: {})
+    monkeypatch.setattr(growth.kernellog, "mark", lambda: 0)
+    monkeypatch.setattr(growth.kernellog, "oom_lines_since", lambda mark: [])
+    plat = Counting(tmp_path, **{k: v for k, v in kw.items() if k in ("start_s", "fail_start", "ports")})
+    logs: list[str] = []
+    ctx = SimpleNamespace(run_id="r1", log=logs.append, step=lambda m: None, stop_requested=lambda: False)
+    calm = Pressure(time=0.0, mem_total=24 * GIB, mem_available=20 * GIB, psi_some_avg10=0.0, psi_full_avg10=0.0)
+    guard = Guard(GuardSettings(calm_wait=0), read=lambda: calm)
+    section = SimpleNamespace(parallel=parallel, settle=0, min_overlap=0.5)
+    r = Ramp(ctx=ctx, platform=plat, image=None, section=section, guard=guard, parent=None, bench=None)
+    seen: list[tuple[int, int, bool]] = []
+
+    def run(fleet, count, batches):
+        assert len(fleet.members) == count and {m.instance.name for m in fleet.members} <= plat.live
+        seen.append((count, r.probe_no, r.grown))
+        return None if count <= capacity(count, r) else Stop("oom", f"OOM at {count}", count)
+
+    r._run = run
+    result = r.search(counts or Until(until="failure", max=1024).ramp(), bisect=True,
+                      **{k: v for k, v in kw.items() if k in ("precision", "confirm")})
+    return result, plat, r, seen
+
+
+def test_the_kept_fleet_finds_the_exact_maximum_with_few_starts(tmp_path, monkeypatch):
+    result, plat, r, seen = _search(tmp_path, monkeypatch, lambda n, r: 700)
+    assert result.max_count == 700 and result.stop.count == 701
+    check = result.stop.evidence["confirmation"][0]
+    assert check["agrees"] and check["healthy"] and check["above"] == 707 and check["above_failed"]
+    assert [(c, p) for c, p, _ in seen[-2:]] == [(700, 2), (707, 2)]  # a second fleet, grown from empty
+    assert plat.live == set()                                         # nothing left running
+    assert len(set(plat.names)) == len(plat.names)                    # no name twice
+    # ramp 1..1024 (1024 starts), the bisection grows by 256+64+16+8+4+2, the confirmation 707:
+    # a fresh fleet per probe would start about 7000
+    assert plat.starts <= 1024 + 350 + 707, plat.starts
+    assert plat.most_concurrent > 1 and max(b["size"] for b in r.grower.batches) > 1
+    shrunk = [c for c, p, grown in seen if not grown]
+    assert shrunk and all(p == 1 for c, p, g in seen if not g)        # only the kept fleet shrank
+
+
+def test_a_fresh_fleet_that_disagrees_moves_the_maximum(tmp_path, monkeypatch):
+    """A kept fleet that shrank fails above 690 (memory its removed instances left charged);
+    a fleet grown from empty holds 700. The confirmation finds 697 running from empty, the
+    search goes on, and the maximum ends within 1 % of the fresh fleets' 700."""
+    result, plat, _, _ = _search(tmp_path, monkeypatch, lambda n, r: 700 if r.grown else 690)
+    checks = result.stop.evidence["confirmation"]
+    assert not checks[0]["agrees"] and "ran correctly from an empty fleet" in checks[0]["why"]
+    assert abs(result.max_count - 700) <= 7 and plat.live == set()
+
+
+def test_parallel_1_starts_one_by_one_and_a_failed_batch_start_is_retried_alone(tmp_path, monkeypatch):
+    result, plat, r, _ = _search(tmp_path, monkeypatch, lambda n, r: 100, counts=[1, 2, 4, 8], parallel=1)
+    assert plat.most_concurrent == 1 and result.max_count == 8 and result.stop.reason == "max_reached"
+    result, plat, r, _ = _search(tmp_path / "b", monkeypatch, lambda n, r: 100, counts=[1, 16, 64], parallel=4,
+                                 start_s=0.02, fail_start={40}, confirm=False)
+    # the start of the 40th name failed once, in a batch: started alone again, the search goes on
+    assert result.stop.reason == "max_reached" and result.max_count == 64 and plat.live == set()
+    assert any(b["started"] < b["size"] for b in r.grower.batches)  # the batch with the failed start
+    result, plat, r, _ = _search(tmp_path / "c", monkeypatch, lambda n, r: 100, counts=[1, 16, 64], parallel=4,
+                                 start_s=0.02, ports=39, confirm=False)
+    # a real limit: the 40th instance fails in its batch and alone: a kernel limit at 40
+    assert result.stop.reason == "kernel_limit" and "bridge ports" in result.stop.detail, result.stop
+    assert result.stop.count == 40 and result.max_count == 39 and plat.live == set()
+
+
+def test_the_batch_size_follows_the_starts_throughput():
+    b = Batch(cap=16)
+    b.done(1, 1.0)
+    assert b.size == 2
+    b.done(2, 1.0)      # twice as fast: double again
+    assert b.size == 4
+    b.done(4, 4.0)      # slower than 2 at once: halve
+    assert b.size == 2
+    b.failed()
+    assert b.take(10) == 1
+
+
+@pytest.mark.parametrize("room, expected", [(None, 16), (3, 3), (0, 1)])
+def test_the_guard_s_room_caps_a_batch(room, expected, tmp_path, monkeypatch):
+    """Never more instances at once than the guard's floor leaves room for (the costliest so far each)."""
+    monkeypatch.setattr(growth, "kernel_usage", lambda network: {})
+    plat = Counting(tmp_path, start_s=0)
+    ctx = SimpleNamespace(run_id="r", log=lambda m: None, step=lambda m: None, stop_requested=lambda: False)
+    guard = SimpleNamespace(check=lambda when: None, next_fits=lambda when: None, room=lambda: room,
+                            held=lambda: 0, note_start=lambda held, n=1: None)
+    g = growth.Grower(ctx, plat, guard, None, Batch(cap=16, size=16))
+    fleet = ramp_module.Fleet(plat, None, "r", "p", guard)
+    assert g.grow(fleet, 20, "fleet 1") is None
+    assert g.batches[0]["size"] == expected
+    fleet.close()
+
+
+def test_a_growth_stopped_below_the_count_measures_the_fleet_it_has_first(tmp_path, monkeypatch):
+    """1024 cannot grow beyond 700 (the 701st does not start): the 700 running are measured
+    next, not half-way down to 512."""
+    result, plat, r, seen = _search(tmp_path, monkeypatch, lambda n, r: 10_000, ports=700, confirm=False)
+    assert result.max_count == 700 and result.stop.count == 701 and result.stop.reason == "kernel_limit"
+    assert [c for c, _, _ in seen][-1] == 700 and 512 in [c for c, _, _ in seen]
+    assert len(seen) == 11  # 1..512 (10 counts), 1024 never reached (growth stopped at 700), then 700: done
+
+
+def test_a_signal_during_a_parallel_batch_leaves_nothing_running(tmp_path):
+    """SIGINT while four instances start at once: the starts under way finish first (their
+    instances are known to the fleet), so close() removes every one and no thread outlives it."""
+    import os
+    import signal
+
+    plat = Counting(tmp_path, start_s=0.3)
+    fleet = ramp_module.Fleet(plat, None, "r", "p", None)
+    timer = threading.Timer(0.1, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        fleet.add_many(4)
+    assert len(plat.live) == 4 and len(fleet.created) == 4 and fleet.members == []
+    assert fleet.close() == [] and plat.live == set()
+    assert not [t for t in threading.enumerate() if t.name.startswith("ThreadPoolExecutor")]
