@@ -46,6 +46,12 @@ def _report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, 
             interactive: bool = False) -> None:
     from ..report import builder, text
 
+    from ..report.targets import writable_dir, writable_file
+
+    if html_file:
+        writable_file(html_file, "--html")
+    if figures_dir:
+        writable_dir(figures_dir, "--figures")
     store = read_store(db_url)
     refs = run_refs or ("latest",)
     if len(refs) == 1 and not (html_file or figures_dir):
