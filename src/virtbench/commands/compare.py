@@ -23,7 +23,7 @@ def compare(run_a: str, run_b: str, as_json: bool, min_effect: float, db_url: st
     from ..report import builder, text
 
     store = read_store(db_url)
-    ra, rb = store.run(run_a), store.run(run_b)
+    ra, rb = store.run_with_data(run_a), store.run_with_data(run_b)
     if ra.id == rb.id:
         raise InputError(f"A and B are the same run {ra.id}: a run compared with itself tells nothing; "
                          "give the run before and the run after the change")

@@ -18,5 +18,6 @@ def export_cmd(run_ref: str, fmt: str, out_dir: Path, db_url: str | None) -> Non
     """Raw samples, executions and summaries as files pandas reads as they are."""
     from ..report.export import export
 
-    for path in export(read_store(db_url), run_ref, out_dir, fmt):
+    store = read_store(db_url)
+    for path in export(store, store.run_with_data(run_ref).id, out_dir, fmt):
         console.print(str(path), markup=False)

@@ -57,7 +57,8 @@ def _report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, 
     if len(refs) == 1 and not (html_file or figures_dir):
         print_report(store, refs[0], as_json=as_json, detail=detail, min_effect=min_effect, wide=wide)
         return
-    reports = [builder.build(store, ref, min_effect=min_effect) for ref in refs]
+    ids = [store.run_with_data(ref).id for ref in refs]  # every one refused before any is built
+    reports = [builder.build(store, run_id, min_effect=min_effect) for run_id in ids]
     secs = [r.sections for r in reports]
     triples = [(r.run, r.rows, r.failures) for r in reports]  # what the renderers below take
     if html_file:

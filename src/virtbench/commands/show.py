@@ -50,7 +50,7 @@ def show(run_ref: str, failed: bool, platform: str | None, benchmark: str | None
     from ..errors import InputError
 
     store = read_store(db_url)
-    run_obj = store.run(run_ref)
+    run_obj = store.run_with_data(run_ref)
     selected = [ex for ex in store.executions(run_obj.id, status="failed" if failed else None)
                 if not (platform and ex.platform != platform) and not (benchmark and ex.benchmark != benchmark)
                 and (execution_id is None or ex.id == execution_id)]

@@ -16,7 +16,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markupsafe import Markup
 
 from .. import __version__
-from ..errors import InputError
+from ..errors import InputError, NoData
 from ..report import builder, layout
 from ..report.model import Report, Section
 from . import api, campaigns, downloads, forms, hostpaths, queries, results, svg
@@ -143,9 +143,11 @@ def section_view(sec: Section) -> dict[str, Any]:
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
-def run_page(request: Request, run_id: str = RUN_ID) -> HTMLResponse:
+def run_page(request: Request, run_id: str = RUN_ID) -> Response:
     require_read(request)
     store = store_of(request)
+    if (canonical := queries.resolve(store, run_id)) != run_id:  # 'latest' or a prefix: the run's own address
+        return RedirectResponse(f"/runs/{quote(canonical)}", 307)
     run = queries.get_run(store, run_id)
     prog = results.progress(store, run.id)
     report = None
@@ -189,6 +191,7 @@ async def delete_form(request: Request, run_id: str = RUN_ID) -> Response:
 def verify_page(request: Request, run_id: str = RUN_ID, benchmark: str | None = Query(None, max_length=255),
                 metric: str | None = Query(None, max_length=128), all: bool = Query(False)) -> HTMLResponse:
     require_read(request)
+    run_id = queries.measured_id(store_of(request), run_id)
     doc = results.verify(store_of(request), request.app.state.cache, run_id, benchmark, metric,
                          table_limit=None if all else VERIFY_ROWS)
     colors = svg.Colors(p["platform"] for p in doc["platforms"])
@@ -236,10 +239,11 @@ def before_after_page(request: Request, a: str = Query("", max_length=64),
     doc = error = None
     if a and b:
         try:
-            doc = results.before_after(store, request.app.state.cache, a, b)
+            doc = results.before_after(store, request.app.state.cache, queries.measured_id(store, a),
+                                       queries.measured_id(store, b))
         except InputError as exc:
             error = exc
-    return render(request, "before_after.html", 400 if error else 200, title="Before / after", doc=doc,
+    return render(request, "before_after.html", (409 if isinstance(error, NoData) else 400) if error else 200, title="Before / after", doc=doc,
                   error=error, a=a, b=b, choices=queries.finished_runs(store))
 
 
