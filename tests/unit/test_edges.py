@@ -33,7 +33,8 @@ def stored(tmp_path) -> str:
 
 
 @pytest.mark.parametrize("what", ["text", "directory", "/dev/null", "/proc/self/environ", "/etc/passwd"])
-@pytest.mark.parametrize("command", [["runs"], ["report", "latest"], ["compare", "a", "b"], ["export", "latest", "-o", "/tmp/voice-never"]])
+@pytest.mark.parametrize("command", [["runs"], ["report", "latest"], ["compare", "a", "b"],
+                                     ["export", "latest", "-o", "/tmp/vb-never-made"]])
 def test_a_db_that_is_no_database_is_one_line(tmp_path, monkeypatch, capsys, what, command):
     path = {"text": tmp_path / "notes.txt", "directory": tmp_path}.get(what, Path(what))
     if what == "text":

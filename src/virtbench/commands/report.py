@@ -45,7 +45,6 @@ def _report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, 
             figures_dir: Path | None, min_effect: float, db_url: str | None, *, figure_width: str = "page",
             interactive: bool = False) -> None:
     from ..report import builder, text
-
     from ..report.targets import writable_dir, writable_file
 
     if html_file:

@@ -243,7 +243,8 @@ def before_after_page(request: Request, a: str = Query("", max_length=64),
                                        queries.measured_id(store, b))
         except InputError as exc:
             error = exc
-    return render(request, "before_after.html", (409 if isinstance(error, NoData) else 400) if error else 200, title="Before / after", doc=doc,
+    code = (409 if isinstance(error, NoData) else 400) if error else 200
+    return render(request, "before_after.html", code, title="Before / after", doc=doc,
                   error=error, a=a, b=b, choices=queries.finished_runs(store))
 
 
