@@ -59,6 +59,8 @@ def test_run_lookup(store):
     make_run(store, "20260102-000000-newer")  # newer, but nothing measured: not 'latest'
     assert store.run("latest").id == "20260101-000000-abcd"
     assert store.run("20260101").id == "20260101-000000-abcd"
+    make_run(store, "20260101-000000-abcd2")  # an exact id wins over the longer id it is a prefix of
+    assert store.run("20260101-000000-abcd").id == "20260101-000000-abcd"
     with pytest.raises(InputError, match="no run"):
         store.run("nope")
 

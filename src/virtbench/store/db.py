@@ -344,6 +344,8 @@ class Store:
                     raise NoData(f"no finished run with measurements in {self.shown} yet (the newest, {newest.id}, "
                                  f"is {newest.status})", "wait until it has finished, or name a run (`virtbench runs` "
                                  "lists them)")
+            elif (exact := s.get(Run, ref)) is not None:  # an id that is also the prefix of another's
+                run = exact
             else:
                 matches = s.scalars(select(Run).where(Run.id.startswith(ref, autoescape=True)).limit(2)).all()
                 if len(matches) != 1:
