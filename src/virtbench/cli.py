@@ -21,14 +21,15 @@ from .commands.run import run
 from .commands.runs import cancel, delete, runs_cmd
 from .commands.selftest import selftest
 from .commands.serve import serve
-from .commands.shared import errconsole
+from .commands.shared import errconsole, width_of
 from .commands.show import show
 from .commands.study import study
 from .commands.worker import worker
 from .errors import VirtbenchError, disk_full
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "terminal_width": width_of(sys.stdout),
+                                "max_content_width": width_of(sys.stdout)})
 @click.version_option(__version__, prog_name="virtbench")
 def cli() -> None:
     """What does virtualization cost me, here, for my workloads?"""

@@ -6,7 +6,7 @@ import json
 import click
 
 from ..errors import InputError
-from .shared import FiniteRange, console, db_option, read_store
+from .shared import MIN_EFFECT_HELP, FiniteRange, console, db_option, read_store
 
 
 @click.command()
@@ -14,7 +14,7 @@ from .shared import FiniteRange, console, db_option, read_store
 @click.argument("run_b")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--min-effect", type=FiniteRange(0, 1), default=0.02, show_default=True,
-              help="Smallest relative difference called better/worse when significant.")
+              help=MIN_EFFECT_HELP)
 @db_option
 def compare(run_a: str, run_b: str, as_json: bool, min_effect: float, db_url: str | None) -> None:
     """The same platforms in two runs (before/after an upgrade): B against A by the verdict rule of
@@ -22,8 +22,10 @@ def compare(run_a: str, run_b: str, as_json: bool, min_effect: float, db_url: st
     from ..analysis.compare import compare as do_compare
     from ..report import builder, text
 
+    from ..store.lookup import run_with_data
+
     store = read_store(db_url)
-    ra, rb = store.run_with_data(run_a), store.run_with_data(run_b)
+    ra, rb = run_with_data(store, run_a), run_with_data(store, run_b)
     if ra.id == rb.id:
         raise InputError(f"A and B are the same run {ra.id}: a run compared with itself tells nothing; "
                          "give the run before and the run after the change")

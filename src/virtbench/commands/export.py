@@ -18,6 +18,8 @@ def export_cmd(run_ref: str, fmt: str, out_dir: Path, db_url: str | None) -> Non
     """Raw samples, executions and summaries as files pandas reads as they are."""
     from ..report.export import export
 
+    from ..store.lookup import run_with_data
+
     store = read_store(db_url)
-    for path in export(store, store.run_with_data(run_ref).id, out_dir, fmt):
+    for path in export(store, run_with_data(store, run_ref).id, out_dir, fmt):
         console.print(str(path), markup=False)

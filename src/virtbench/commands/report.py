@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..extras import require
-from .shared import FiniteRange, console, db_option, errconsole, one_shot, print_report, read_store
+from .shared import MIN_EFFECT_HELP, FiniteRange, console, db_option, errconsole, one_shot, print_report, read_store
 
 
 @click.command()
@@ -26,7 +26,7 @@ from .shared import FiniteRange, console, db_option, errconsole, one_shot, print
 @click.option("--interactive", is_flag=True, help="With --html: plotly.js figures (zoom, hover; 4.6 MB more) "
               "instead of inline SVG.")
 @click.option("--min-effect", type=FiniteRange(0, 1), default=0.02, show_default=True,
-              help="Margin of the 'same' verdict: the ratio's 95% interval within 1 +- this.")
+              help=MIN_EFFECT_HELP)
 @db_option
 def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, html_file: Path | None,
            figures_dir: Path | None, figure_width: str, interactive: bool, min_effect: float,
@@ -51,12 +51,14 @@ def _report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, 
         writable_file(html_file, "--html")
     if figures_dir:
         writable_dir(figures_dir, "--figures")
+    from ..store.lookup import run_with_data
+
     store = read_store(db_url)
     refs = run_refs or ("latest",)
     if len(refs) == 1 and not (html_file or figures_dir):
         print_report(store, refs[0], as_json=as_json, detail=detail, min_effect=min_effect, wide=wide)
         return
-    ids = [store.run_with_data(ref).id for ref in refs]  # every one refused before any is built
+    ids = [run_with_data(store, ref).id for ref in refs]  # every one refused before any is built
     reports = [builder.build(store, run_id, min_effect=min_effect) for run_id in ids]
     secs = [r.sections for r in reports]
     triples = [(r.run, r.rows, r.failures) for r in reports]  # what the renderers below take

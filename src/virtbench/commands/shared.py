@@ -9,6 +9,7 @@ import gc
 import json
 import math
 import os
+import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,11 +19,26 @@ import click
 from rich.console import Console
 
 from ..analysis.blas import BLAS_THREADS, one_blas_thread
+from ..constants import VERDICT_CONFIDENCE, VERDICT_EQUIVALENCE
 from ..errors import InputError
 
-# Piped output (make run | tee, CI logs) gets wide tables instead of 80-column wrapping.
-console = Console(stderr=False, highlight=False, width=None if sys.stdout.isatty() else 200)
-errconsole = Console(stderr=True, highlight=False)
+PIPE_WIDTH = 100
+"""Columns of everything printed to a pipe or file (make run | tee, CI logs); a terminal's own width on a tty."""
+
+
+def width_of(stream: Any) -> int:
+    """The columns to fill on this stream: the terminal's on a tty, PIPE_WIDTH otherwise."""
+    try:
+        return shutil.get_terminal_size((PIPE_WIDTH, 24)).columns if stream.isatty() else PIPE_WIDTH
+    except (AttributeError, ValueError, OSError):
+        return PIPE_WIDTH
+
+
+console = Console(stderr=False, highlight=False, width=None if sys.stdout.isatty() else PIPE_WIDTH)
+errconsole = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else PIPE_WIDTH)
+MIN_EFFECT_HELP = (f"Margin of the 'same' verdict: same when the ratio's {VERDICT_EQUIVALENCE * 100:.0f} % interval "
+                   f"lies within 1 +- this; slower or faster when its {VERDICT_CONFIDENCE * 100:.0f} % interval "
+                   "excludes 1.")
 db_option = click.option("--db", "db_url", envvar="VIRTBENCH_DB", default=None,
                          help="SQLAlchemy URL of the results store (default: SQLite under /var/lib/virtbench).")
 
@@ -92,8 +108,9 @@ def print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool, min_e
                  wide: bool = False) -> None:
     """One run's report, as text or the JSON contract: what `report` prints, and `run` when done."""
     from ..report import builder, runinfo, text
+    from ..store.lookup import run_with_data
 
-    report = builder.build(store, store.run_with_data(run_ref).id, min_effect=min_effect)
+    report = builder.build(store, run_with_data(store, run_ref).id, min_effect=min_effect)
     if as_json:
         click.echo(json.dumps(builder.report_json(report, min_effect=min_effect), indent=2, default=str))
     elif runinfo.run_hosts(report.run):  # one host at a time, then the hosts side by side

@@ -37,8 +37,8 @@ def _raw(ex: Any) -> None:
 @click.command()
 @click.argument("run_ref", default="latest")
 @click.option("--failed", is_flag=True, help="Only failed executions, with their raw output.")
-@click.option("--platform", default=None)
-@click.option("--benchmark", default=None)
+@click.option("--platform", default=None, metavar="NAME", help="Only the executions of this platform (its name in the run).")
+@click.option("--benchmark", default=None, metavar="KEY", help="Only the executions of this benchmark (its key in the run).")
 @click.option("--execution", "execution_id", type=int, default=None, metavar="ID",
               help="The raw output of this one execution (its id is the first column).")
 @click.option("--raw", is_flag=True, help="The raw output of every selected execution (long).")
@@ -49,8 +49,10 @@ def show(run_ref: str, failed: bool, platform: str | None, benchmark: str | None
     ID, --failed or --raw."""
     from ..errors import InputError
 
+    from ..store.lookup import run_with_data
+
     store = read_store(db_url)
-    run_obj = store.run_with_data(run_ref)
+    run_obj = run_with_data(store, run_ref)
     selected = [ex for ex in store.executions(run_obj.id, status="failed" if failed else None)
                 if not (platform and ex.platform != platform) and not (benchmark and ex.benchmark != benchmark)
                 and (execution_id is None or ex.id == execution_id)]

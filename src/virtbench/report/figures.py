@@ -20,6 +20,8 @@ from typing import Any
 from ..analysis.summary import Row
 from ..analysis.tables import CategoryCell, StackRow, category_table, stack_predictions
 from ..constants import LIFECYCLE
+from ..notation import change, ratio
+from ..notation import unit as unit_of
 from .runinfo import host_labels, hosts_of, platform_infos
 
 COUNT_PARAMS = ("instances", "count", "containers", "vms", "copies", "parallel", "clients", "n", "multi", "threads",
@@ -147,7 +149,7 @@ def category_figure(table: dict[str, dict[str, CategoryCell]], baseline: str, ho
     cats = list(table)
     platforms = list(dict.fromkeys(p for cells in table.values() for p in cells if p != baseline))
     def rng(cell: CategoryCell | None) -> str:
-        return f"{cell.verdict}; metrics from {cell.low:.3g} to {cell.high:.3g}" if cell else ""
+        return f"{cell.verdict}; metrics from {ratio(cell.low)} to {ratio(cell.high)}" if cell else ""
     series = [Series(p, cats, [table[c][p].geomean if p in table[c] else None for c in cats], style="points",
                      text=[rng(table[c].get(p)) for c in cats],
                      marks=[table[c][p].verdict if p in table[c] else None for c in cats]) for p in platforms]
@@ -187,7 +189,7 @@ def box_figures(rows: Sequence[Row], names: dict[str, str] | None = None) -> lis
                          text=[f"round {k}" for k in r.rounds]) for r in mrs if r.values]
         if series:
             out.append(FigureSpec(slug("box", bench, metric), "box", f"{bench} {metric}: all repetitions",
-                                  "platform", f"{metric} [{mrs[0].unit}] ({_arrow(mrs[0])})", series,
+                                  "platform", f"{metric} [{unit_of(mrs[0].unit)}] ({_arrow(mrs[0])})", series,
                                   group=names.get(bench, bench)))
     return out
 
@@ -207,7 +209,7 @@ def trend_figures(rows: Sequence[Row], names: dict[str, str] | None = None) -> l
         if series:
             flagged = sorted({r.platform for r in mrs for f in r.quality if f["check"] == "drift"})
             out.append(FigureSpec(slug("trend", bench, metric), "trend", f"{bench} {metric}: per repetition",
-                                  "round", f"{metric} [{mrs[0].unit}]", series, group=names.get(bench, bench),
+                                  "round", f"{metric} [{unit_of(mrs[0].unit)}]", series, group=names.get(bench, bench),
                                   note=f"drift flagged: {', '.join(flagged)}" if flagged else ""))
     return out
 
@@ -305,7 +307,7 @@ def sweep_figures(rows: Sequence[Row], benchmarks: Sequence[Any]) -> list[Figure
             title = f"{name}: {metric} against {param}" + (" (instances at once)" if is_count else "") \
                 + (f" ({where})" if where else "")
             out.append(FigureSpec(slug(kind, name, metric, param, where), kind, title, param,
-                                  f"{metric} [{sample_row.unit}] ({_arrow(sample_row)})", series, group=name,
+                                  f"{metric} [{unit_of(sample_row.unit)}] ({_arrow(sample_row)})", series, group=name,
                                   xlog=bool(xlog), note="mean and 95% bootstrap CI per point",
                                   meta={"param": param, "fixed": fixed, "categorical_x": not numeric}))
     return out
@@ -352,7 +354,8 @@ def latency_figures(rows: Sequence[Row], names: dict[str, str] | None = None) ->
         unit = per_p[ps[0]][0].unit
         label = tag.replace("|", " ").strip() or "latency"
         out.append(FigureSpec(slug("latency", bench, tag), "latency", f"{bench}: {label} percentiles (HDR axis)",
-                              "percentile", f"latency [{unit}]", series, group=names.get(bench, bench), xlog=True, ylog=True,
+                              "percentile", f"latency [{unit_of(unit)}]", series, group=names.get(bench, bench), xlog=True,
+                              ylog=True,
                               xticks=hdr_ticks(ps), note="median over repetitions, 95% bootstrap CI; "
                               "p99.999 needs well over 10^5 samples per repetition to mean anything"))
     return out
@@ -368,7 +371,7 @@ def stack_figures(stacks: Sequence[StackRow]) -> list[FigureSpec]:
                           [s.measured_ci95[0] if s.measured_ci95 else None for s in rs],
                           [s.measured_ci95[1] if s.measured_ci95 else None for s in rs], "points")
         predicted = Series(f"predicted ({rs[0].outer} x {rs[0].inner})", xs, [s.predicted for s in rs], style="points",
-                           text=[f"prediction error {s.error:+.1%}" for s in rs])
+                           text=[f"prediction error {change(1 + s.error)}" for s in rs])
         out.append(FigureSpec(slug("stack", platform), "stack", f"{platform}: measured against predicted "
                               f"({rs[0].outer} x {rs[0].inner})", "benchmark metric", "relative to baseline",
                               [measured, predicted], group="stacks", refline=1.0,

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..notation import ratio_with_interval
 from . import layout
 from .model import Comparison, Mark
 from .model import Report as Model
@@ -23,9 +24,7 @@ def text_cell(v: Any) -> str:
     if isinstance(v, Comparison):
         if v.relative is None:
             return f"failed x{v.failed}" if v.failed else "-"
-        out = f"{v.relative:.3f}"
-        if v.ci:
-            out += f" [{v.ci[0]:.3f}, {v.ci[1]:.3f}]"
+        out = ratio_with_interval(v.relative, v.ci)
         return out + (f" {WORD.get(v.verdict or '', v.verdict or '')}".rstrip())
     if isinstance(v, Mark):
         return v.text

@@ -20,6 +20,7 @@ from typing import Any
 from rich.console import Console
 
 from ..errors import InputError
+from ..notation import number
 from ..registry import Registry
 from ..store.db import Store
 from ..store.models import Run
@@ -91,10 +92,9 @@ def add_to_json(doc: dict[str, Any], secs: list[ReportSection]) -> dict[str, Any
 
 
 def cell(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.4g}" if abs(v) < 1e6 else f"{v:,.0f}"
+    """A plain table cell as text, in the report's one notation (notation.py)."""
+    if v is None or isinstance(v, int | float):
+        return number(v)
     return str(v)
 
 

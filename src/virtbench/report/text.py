@@ -1,6 +1,8 @@
 """The report in a terminal: the verdict first (relative performance), details on request."""
 from __future__ import annotations
 
+import re
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,6 +14,7 @@ from rich.text import Text
 
 from ..analysis.compare import CompareRow
 from ..analysis.summary import Row
+from ..notation import interval, number, percent, ratio, ratio_with_interval
 from ..store.models import Run
 from . import boards, layout, units
 from .model import Comparison, Mark, Report, Section
@@ -19,16 +22,7 @@ from .model import Table as ModelTable
 
 
 def _fmt(x: float | None, digits: int = 4) -> str:
-    if x is None:
-        return "-"
-    if x == 0:
-        return "0"
-    mag = abs(x)
-    if mag >= 1e6 or mag < 1e-3:
-        return f"{x:.{digits - 1}e}"
-    if mag >= 10 ** digits:
-        return f"{x:,.0f}"
-    return f"{x:.{digits}g}"
+    return number(x, digits)
 
 
 MARK = {"slower": " [red]▼[/red]", "faster": " [green]▲[/green]", "same": " [dim]=[/dim]",
@@ -47,13 +41,31 @@ def _rel(row: Row | Comparison, ci: bool = True) -> str:
     colour = {"slower": "red", "faster": "green"}.get(c.verdict or "", "default")
     text = f"[{colour}]{c.relative:.3f}[/{colour}]"
     if ci and c.ci:
-        text += f" [dim][{c.ci[0]:.2f}-{c.ci[1]:.2f}][/dim]"
+        text += f" [dim]{escape(interval(*c.ci))}[/dim]"
     text += MARK.get(c.verdict or "", "")
     if c.warnings:
         text += " [yellow]⚑[/yellow]"
     if c.failed:
         text += f" [red]({c.failed} failed)[/red]"
     return text
+
+
+_BOUND = re.compile(r"(?<=\S) (?=[+±-]?\d|%|\[)|(?<=\d) (?=\S)|(?<=\d,) (?=[+±-]?\d)")
+"""Spaces a line is never broken at: before a number, a % or an interval ('load 0.40', '9.8 %',
+'by 9.8 % [-17.5, -1.5]'), and after a number ('8 CPUs'): a phrase keeps its number."""
+_GLUE = "\x00"
+
+
+def say(console: Console, text: str, style: str = "", indent: str = "") -> None:
+    """Free text (a header, a note) wrapped at word boundaries to the console's width, never
+    inside a phrase with a number (report/text.py's _BOUND), continuation lines indented."""
+    glued = _BOUND.sub(_GLUE, text)
+    width = max(20, (console.width or WIDTH) - 1)
+    lines = textwrap.wrap(glued, width, subsequent_indent=indent + "  ", break_long_words=False,
+                          break_on_hyphens=False) or [""]
+    for line in lines:
+        shown = escape(line.replace(_GLUE, " "))
+        console.print(f"[{style}]{shown}[/{style}]" if style else shown, soft_wrap=True)
 
 
 COLOUR = {"slower": "red", "faster": "green", "same": "dim", "mixed": "yellow", "inconclusive": "yellow"}
@@ -95,16 +107,18 @@ def render(run: Run, rows: list[Row], failures: list[dict[str, Any]], console: C
 
 def _intro(run: Run, rows: list[Row], console: Console) -> None:
     facts = boards.measured_on(run)
-    console.print(f"host {facts.get('hostname', '?')}: {facts.get('cpu_model', '?')}, {facts.get('cpus', '?')} CPUs, "
-                  f"{(facts.get('memory_bytes') or 0) / 2**30:.1f} GiB, kernel {facts.get('kernel', '?')}, "
-                  f"governor {facts.get('governor', '?')}, cgroup {facts.get('cgroup', '?')}")
+    say(console, f"host {facts.get('hostname', '?')}: {facts.get('cpu_model', '?')}, {facts.get('cpus', '?')} CPUs, "
+                 f"{(facts.get('memory_bytes') or 0) / 2**30:.1f} GiB, kernel {facts.get('kernel', '?')}, "
+                 f"governor {facts.get('governor', '?')}, cgroup {facts.get('cgroup', '?')}")
     image = (f"image {run.image['recipe_hash'][:12]} ({run.image.get('release')}/{run.image.get('arch')}), "
              "same binaries on every platform" if run.image.get("recipe_hash")
              else "images named per platform in the sections below")
     warm = units.warmups(run, rows)
-    console.print(f"{image}; {units.rounds_measured(run, rows)}" + (f" after {warm} warm-up" if warm is not None else "")
-                  + f", randomized order (seed {run.seed}); started {units.when(run.started_at or run.created_at)}")
-    console.print(f"[dim]{escape(LEGEND)}[/dim]")
+    say(console, f"{image}; {units.rounds_measured(run, rows)}" + (f" after {warm} warm-up" if warm is not None else "")
+                  + (f", randomized order (seed {run.seed})" if (run.campaign or {}).get("shuffle", True)
+                     else ", fixed order (shuffle: false)")
+                  + f"; started {units.when(run.started_at or run.created_at)}")
+    say(console, LEGEND, "dim")
 
 
 def render_sections(secs: Sequence[Section], console: Console, *, detail: bool = False, wide: bool = False) -> None:
@@ -115,11 +129,11 @@ def render_sections(secs: Sequence[Section], console: Console, *, detail: bool =
         for t in s.tables:
             if not t.rows:
                 if t.empty:
-                    console.print(f"[dim]{escape(t.empty)}[/dim]")
+                    say(console, t.empty, "dim")
                 continue
             _table(t, console, wide, f"{s.title}: {t.title}" if s.in_json else t.title)
         for note in s.notes:
-            console.print(f"[dim]note: {escape(note)}[/dim]")
+            say(console, f"note: {note}", "dim")
 
 
 def _table(t: ModelTable, console: Console, wide: bool, title: str) -> None:
@@ -141,10 +155,10 @@ def _table(t: ModelTable, console: Console, wide: bool, title: str) -> None:
     rest = list(range(k, len(t.columns)))
     chunks = _chunks(console, rest, build, wide, lambda i: [r[i] for r in rows],
                      label=lambda i: t.columns[i]) if k else [rest]
-    console.print(escape(title))  # a table's own title wraps to its width
+    say(console, title)  # a table's own title wraps to its width
     for n, chunk in enumerate(chunks, 1):
         if len(chunks) > 1:
-            console.print(escape(f"part {n} of {len(chunks)}: {', '.join(t.columns[i] for i in chunk)}"))
+            say(console, f"part {n} of {len(chunks)}: {', '.join(t.columns[i] for i in chunk)}")
         console.print(build(chunk))
 
 
@@ -194,11 +208,12 @@ def _headline(s: Section, console: Console) -> None:
         for i, c in enumerate(t.columns):
             table.add_column(escape(c), justify="right" if i > 1 else "left")
         for row in t.rows:
-            table.add_row(*[cell(v) for v in row])
+            # an undecided cell's interval on a line of its own, never broken inside ('[-4,' / '+1]')
+            table.add_row(*[cell(Mark(v.text.replace(" [", "\n[", 1), v.verdict) if isinstance(v, Mark) else v)
+                            for v in row])
         console.print(table)
     for note in s.notes:
-        text = escape(note)
-        console.print(f"  {text}" if ": biggest cost " in note else f"[dim]{text}[/dim]")
+        say(console, f"  {note}", indent="  ") if ": biggest cost " in note else say(console, note, "dim")
 
 
 def render_merged(doc: dict[str, Any], console: Console) -> None:
@@ -215,7 +230,7 @@ def render_merged(doc: dict[str, Any], console: Console) -> None:
             c = line["hosts"].get(h)
             cells.append("-" if not c or c["relative"] is None else
                          f"{c['relative']:.3f}{MARK.get(c['verdict'] or '', '')}")
-        rng = "-" if line["min"] is None else f"{line['min']:.3f}-{line['max']:.3f}"
+        rng = "-" if line["min"] is None else f"{ratio(line['min'])} to {ratio(line['max'])}"
         table.add_row(escape(f"{line['benchmark']} {line['metric']}"), escape(line["platform"]), *cells, rng)
     console.print(table)
     ct = Table(title="Geometric mean per category and host", title_justify="left")
@@ -224,7 +239,7 @@ def render_merged(doc: dict[str, Any], console: Console) -> None:
     for cat, per in doc["categories"].items():
         for platform, v in per.items():
             ct.add_row(cat, platform, *[_fmt(v["hosts"].get(h), 3) for h in hosts],
-                       f"{v['min']:.0%}-{v['max']:.0%}")
+                       f"{percent(v['min'])} to {percent(v['max'])}")
     console.print(ct)
 
 
@@ -255,10 +270,9 @@ def _compare(run_a: Run, run_b: Run, rows: list[CompareRow], console: Console, n
         c = colour.get(r.verdict, "dim")
         factor, unit = units.scale([r.mean_a, r.mean_b], r.unit)
         mean = [f"{_fmt(m / factor)} {unit}" if m is not None else "-" for m in (r.mean_a, r.mean_b)]
-        ratio = "-" if r.ratio is None else f"{r.ratio:.3f}" + (
-            f" [{r.ratio_ci95[0]:.2f}-{r.ratio_ci95[1]:.2f}]" if r.ratio_ci95 else "")
+        shown = ratio_with_interval(r.ratio, r.ratio_ci95)
         table.add_row(escape(f"{r.benchmark} {r.metric} {'↑' if r.higher_is_better else '↓'}"), escape(r.platform),
-                      escape(mean[0]), escape(mean[1]), ratio, f"[{c}]{escape(r.verdict)}[/{c}]")
+                      escape(mean[0]), escape(mean[1]), escape(shown), f"[{c}]{escape(r.verdict)}[/{c}]")
     console.print(table)
     undecided = [r for r in rows if r.verdict == "inconclusive"]
     if undecided:

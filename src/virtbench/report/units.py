@@ -11,10 +11,13 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..notation import UNITS
+from ..notation import when as notation_when
+
 SCALABLE = {"B/s": "B/s", "B": "B", "bit/s": "bit/s", "Hz": "Hz", "b/s": "bit/s"}
 """Units an SI prefix goes in front of (k, M, G, T)."""
 PREFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
-SPELLED = {"us": "µs"}
+SPELLED = UNITS
 
 
 def scale(values: Iterable[float | None], unit: str) -> tuple[float, str]:
@@ -80,7 +83,5 @@ def warmups(run: Any, rows: Iterable[Any]) -> int | None:
 
 
 def when(t: Any) -> str:
-    """A stored time (UTC, naive or aware) with its zone: '2026-11-27 12:58:44 UTC'."""
-    if t is None:
-        return "-"
-    return f"{t:%Y-%m-%d %H:%M:%S} UTC" if hasattr(t, "strftime") else f"{t} UTC"
+    """A stored time (UTC, naive or aware) with its zone: '2026-11-27 12:58:44 UTC' (notation.when)."""
+    return notation_when(t)

@@ -355,20 +355,6 @@ class Store:
             _ = run.platforms, run.benchmarks, run.host  # load while the session is open
             return run
 
-    def measured(self, run_id: str) -> bool:
-        """Whether the run recorded any execution (a failed one too: its report lists the failure)."""
-        with self.session() as s:
-            return s.scalar(select(Execution.id).where(Execution.run_id == run_id).limit(1)) is not None
-
-    def run_with_data(self, ref: str = LATEST) -> Run:
-        """run(ref), refused (NoData) while it has recorded nothing: the report of a queued run
-        made up facts and said 'no failed executions', a comparison with one was an empty table."""
-        run = self.run(ref)
-        if not self.measured(run.id):
-            raise NoData(f"run {run.id} is {run.status} and has no measurements yet: nothing to read",
-                         "wait until it has measured (`virtbench runs` shows its status), or name another run")
-        return run
-
     def runs(self, limit: int = 50) -> list[Run]:
         self.reap_dead()
         with self.session() as s:

@@ -6,7 +6,6 @@ redirected (303), so a reload never repeats it.
 """
 from __future__ import annotations
 
-import math
 import secrets
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -15,7 +14,7 @@ from fastapi import APIRouter, HTTPException, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markupsafe import Markup
 
-from .. import __version__
+from .. import __version__, notation
 from ..errors import InputError, NoData
 from ..report import builder, layout
 from ..report.model import Report, Section
@@ -39,40 +38,39 @@ VERIFY_ROWS = 40
 
 # -- template helpers -----------------------------------------------------------------------------
 def fmt_num(v: Any, digits: int = 4) -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "–"
-    if isinstance(v, int):
-        return f"{v:,}"
-    a = abs(v)
-    if a and (a >= 1e7 or a < 1e-3):
-        return f"{v:.{digits - 1}e}"
-    if a >= 1000:
-        return f"{v:,.0f}"
-    return f"{v:.{digits}g}"
+    text = notation.number(v, digits)
+    return "–" if text == notation.MISSING else text
 
 
 def fmt_pct(v: Any) -> str:
-    return "–" if v is None else f"{v:+.1%}"
+    return "–" if v is None else notation.change(1 + v)
 
 
 def fmt_rel(v: Any) -> str:
-    return "–" if v is None else f"{v:.3f}"
+    return "–" if v is None else notation.ratio(v)
 
 
 def fmt_ci(ci: Any) -> str:
-    return "" if not ci else f"[{fmt_num(ci[0])}, {fmt_num(ci[1])}]"
+    return "" if not ci else notation.interval(ci[0], ci[1], fmt_num)
+
+
+def fmt_ratio_ci(ci: Any) -> str:
+    return "" if not ci else notation.interval(ci[0], ci[1])
 
 
 def fmt_p(v: Any) -> str:
-    return "–" if v is None else (f"{v:.2g}" if v >= 0.001 else f"{v:.1e}")
+    return "–" if v is None else (f"{v:.2g}" if v >= 0.001 else "< 0.001")
 
 
 def fmt_time(iso: Any) -> str:
     """Stored times are UTC; say so (the lab's hosts and its browsers may be in other zones)."""
-    return "–" if not iso else str(iso).replace("T", " ").removesuffix("Z")[:19] + " UTC"
+    text = notation.when(iso)
+    return "–" if text == notation.MISSING else text
 
 
-FILTERS = {"num": fmt_num, "pct": fmt_pct, "rel": fmt_rel, "ci": fmt_ci, "p": fmt_p, "when": fmt_time}
+FILTERS = {"num": fmt_num, "pct": fmt_pct, "rel": fmt_rel, "ci": fmt_ci, "rci": fmt_ratio_ci, "p": fmt_p,
+           "when": fmt_time, "unit": notation.unit, "plain": notation.plain, "ms": notation.milliseconds,
+           "label": notation.label, "change": notation.change, "params": notation.params}
 
 
 def render(request: Request, name: str, code: int = 200, headers: dict[str, str] | None = None,

@@ -38,6 +38,7 @@ from ..store.browse import (  # noqa: F401 - the web's read API, re-exported for
     workers,
 )
 from ..store.db import Store
+from ..store.lookup import run_with_data
 
 
 def recent_results(store: Store, rows_of: Callable[[str], Sequence[Row]], limit: int = 3) -> list[dict[str, Any]]:
@@ -66,4 +67,4 @@ def measured_id(store: Store, ref: str) -> str:
     """The run id a reference names (resolve: an id, 'latest' or a unique prefix), refused with
     NoData (409) while the run has recorded nothing: its report, download or comparison would
     be empty or made up."""
-    return store.run_with_data(resolve(store, ref)).id
+    return run_with_data(store, resolve(store, ref)).id

@@ -27,7 +27,7 @@ NOTES = [
     "Each node forwards in the kernel (veth pairs, ip_forward, routes through every node); traffic is 1 flow "
     "of UDP from iperf 2 in the source namespace to its sink in the sink namespace, on this host.",
     "Latency is one-way, per packet, from the source's send timestamp (in the packet) to the sink's receive "
-    "time, one clock, software timestamps, binned by iperf in 1 us bins (recorded at the bin's middle) and "
+    "time, one clock, software timestamps, binned by iperf in 1 µs bins (recorded at the bin's middle) and "
     "kept whole as HDR histograms (3 significant digits; `virtbench export` writes them).",
     "A percentile is shown only when at least 10 packets lie beyond it (p99.999 needs 10^6 packets).",
     "NDR/PDR: the MLRsearch-like search (both goals at once, short trials, bisection to the precision, each "
