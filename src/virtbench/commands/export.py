@@ -10,7 +10,8 @@ from .shared import console, db_option, read_store
 
 @click.command("export")
 @click.argument("run_ref", default="latest")
-@click.option("--format", "fmt", type=click.Choice(["csv", "json", "parquet"]), default="csv", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["csv", "json", "parquet"]), default="csv", show_default=True,
+              help="File format: csv and json read by pandas as they are, parquet needs pyarrow.")
 @click.option("--output", "-o", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
               show_default=True, help="Directory for <run>-samples, <run>-executions and <run>-summary files.")
 @db_option

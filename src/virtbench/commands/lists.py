@@ -36,7 +36,7 @@ def list_group() -> None:
 
 
 @list_group.command("benchmarks")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--markdown", is_flag=True, help="The README's reference tables.")
 def list_benchmarks(as_json: bool, markdown: bool) -> None:
     """Benchmarks a campaign names under `benchmarks:`: each one's tool, metrics (unit, direction,
@@ -69,7 +69,7 @@ def list_platforms() -> None:
 
 
 @list_group.command("probes")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def list_probes(as_json: bool) -> None:
     """Probes a campaign lists under `probes:`, and whether each works on this host (and why not)."""
     from ..registry import PROBES
