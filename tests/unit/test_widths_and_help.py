@@ -76,8 +76,16 @@ def test_read_commands_keep_to_100_columns_on_a_pipe(hosts_store, args):
     assert lines and max(cell_len(line) for line in lines) <= WIDTH, [line for line in lines if cell_len(line) > WIDTH]
 
 
-def test_free_text_never_breaks_before_a_number(hosts_store):
-    out = CliRunner().invoke(cli, ["report", "one", "--db", hosts_store.url]).output
-    free = [line for line in out.splitlines() if not set(line) & set("│┃┏┡└━─")]
+@pytest.mark.parametrize("width", range(60, 101, 4))
+def test_free_text_never_breaks_before_a_number(hosts_store, width):
+    """At any width the header and the notes break between phrases, never 'load ⏎0.40'."""
+    from rich.console import Console
+
+    from virtbench.report import builder, text
+
+    report = builder.build(hosts_store, "one")
+    console = Console(record=True, width=width, file=open("/dev/null", "w"))  # noqa: SIM115
+    text.render(report.run, report.rows, report.failures, console, sections=report.sections)
+    free = [line for line in console.export_text().splitlines() if not set(line) & set("│┃┏┡└━─┳╇┓┩┗┛")]
     broken = [(a, b) for a, b in zip(free, free[1:]) if a.strip() and NUMBER_START.match(b) and a[-1:].isalpha()]
     assert not broken, broken
