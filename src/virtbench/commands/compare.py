@@ -21,7 +21,6 @@ def compare(run_a: str, run_b: str, as_json: bool, min_effect: float, db_url: st
     `report` (unpaired: two runs' rounds share nothing to pair on)."""
     from ..analysis.compare import compare as do_compare
     from ..report import builder, text
-
     from ..store.lookup import run_with_data
 
     store = read_store(db_url)

@@ -18,7 +18,6 @@ from .shared import console, db_option, read_store
 def export_cmd(run_ref: str, fmt: str, out_dir: Path, db_url: str | None) -> None:
     """Raw samples, executions and summaries as files pandas reads as they are."""
     from ..report.export import export
-
     from ..store.lookup import run_with_data
 
     store = read_store(db_url)

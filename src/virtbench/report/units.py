@@ -8,7 +8,7 @@ comparable at a glance: openssl's 1.873e+09 B/s is 1.873 GB/s.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..notation import UNITS
@@ -74,6 +74,27 @@ def rounds_measured(run: Any, rows: Iterable[Any]) -> str:
         return f"{n} rounds measured"
     return f"{n} rounds measured ({asked} asked, {n - asked} added to decide)" if n > asked else \
         f"{n} rounds measured (of {asked} asked)"
+
+
+def round_numbers(campaign: Mapping[str, Any] | None) -> Callable[[int, bool], int]:
+    """stored round -> the round a reader sees: the measured rounds 1, 2, 3..., the warm-up
+    rounds 0 and below, the adaptive noise check's executions (stored as rounds of their own
+    after the warm-up, though they run inside its last round) 0 too. Before, a quick run's
+    trend figure drew its three noise-check executions as rounds 1-3 and its warnings named
+    the measured rounds 4, 5, 6 of a run that said '3 rounds measured'."""
+    warm = int((campaign or {}).get("warmups") or 0)
+    noise = int(((campaign or {}).get("adaptive") or {}).get("noise_check") or 0)
+    first = warm + noise
+
+    def shown(stored: int, warmup: bool) -> int:
+        if stored >= first:
+            return stored - first + 1
+        return min(stored - warm + 1, 0)
+    return shown
+
+
+def noise_checked(campaign: Mapping[str, Any] | None) -> bool:
+    return bool(((campaign or {}).get("adaptive") or {}).get("noise_check"))
 
 
 def warmups(run: Any, rows: Iterable[Any]) -> int | None:

@@ -7,6 +7,7 @@ redirected (303), so a reload never repeats it.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -125,14 +126,16 @@ def _sections(report: Report) -> list[dict[str, Any]]:
     """The report's layout as the HTML file shows it (report/layout.py: results, lifecycle,
     categories, stacks, failures, then the run's own sections), with each section's figures
     drawn on the server like every chart here; 'every statistic' is left to the downloads."""
-    return [section_view(sec) for sec in layout.of(report) if not sec.detail]
+    order = [p.name for p in report.run.platforms]  # each platform the colour it has in the report's figures
+    return [section_view(sec, order) for sec in layout.of(report) if not sec.detail]
 
 
-def section_view(sec: Section) -> dict[str, Any]:
-    """One report section for the templates: its notes, tables (cells escaped) and charts drawn here."""
+def section_view(sec: Section, platforms: Sequence[str] = ()) -> dict[str, Any]:
+    """One report section for the templates: its notes, tables (cells escaped) and charts drawn
+    here, each platform in the colour the report's files give it (platforms: the run's order)."""
     from ..report.html_parts import cell
 
-    names = [s.name for f in sec.figures for s in f.series]
+    names = [*platforms, *(s.name for f in sec.figures for s in f.series)]
     colors = svg.Colors(list(dict.fromkeys(names)))
     return {"key": sec.key, "title": sec.title, "notes": sec.notes,
             "tables": [{"title": t.title, "columns": t.columns, "empty": t.empty,
