@@ -12,7 +12,6 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.compare import CompareRow
 from ..analysis.summary import Row
 from ..notation import interval, number, percent, ratio, ratio_with_interval
 from ..store.models import Run
@@ -243,43 +242,49 @@ def render_merged(doc: dict[str, Any], console: Console) -> None:
     console.print(ct)
 
 
-def render_compare(run_a: Run, run_b: Run, rows: list[CompareRow], console: Console,
-                   notes: list[str] | None = None) -> None:
-    """Before/after: each platform against itself in the other run, at most WIDTH columns."""
+def render_compare(doc: dict[str, Any], console: Console) -> None:
+    """Before/after (report/before_after.py's document): each platform against itself in the
+    other run, at most WIDTH columns, in the rows' one order."""
     width = console.width
     console.width = min(width, WIDTH)
     try:
-        _compare(run_a, run_b, rows, console, notes or [])
+        _compare(doc, console)
     finally:
         console.width = width
 
 
-def _compare(run_a: Run, run_b: Run, rows: list[CompareRow], console: Console, notes: list[str]) -> None:
-    for note in notes:
-        console.print(f"[yellow]note:[/yellow] {escape(note)}")
-    console.print(f"[bold]compare {escape(run_a.id)} (A) -> {escape(run_b.id)} (B)[/bold]")
-    console.print("[dim]" + escape("B / A direction-aware (above 1: B better), with the 95 % interval the verdict "
-                                   "reads (report's rule, unpaired: two runs' rounds share nothing to pair on)")
-                  + "[/dim]")
+def _compare(doc: dict[str, Any], console: Console) -> None:
+    from .before_after import shown
+
+    for note in doc["notes"]:
+        say(console, f"note: {note}", "yellow")
+    console.print(f"[bold]compare {escape(doc['a'])} (A) -> {escape(doc['b'])} (B)[/bold]")
+    basis = (f"A and B: each platform's ratio to its own run's baseline ({doc['baseline']}); the baseline and "
+             "lifecycle steps (median) absolute" if doc["mode"] == "relative" else
+             "A and B: the means (lifecycle steps: the medians), absolute")
+    say(console, "B / A direction-aware (above 1: B better), with the 95 % interval the verdict reads (the report's "
+                 f"rule, unpaired: two runs' rounds share nothing to pair on). {basis}", "dim")
     table = Table(title_justify="left", pad_edge=False, box=None, header_style="bold")
-    table.add_column("benchmark / metric", ratio=1)
-    for col in ("platform", "mean A", "mean B", "B / A [95 %]", "verdict"):
+    table.add_column("benchmark / metric", ratio=1, overflow="fold")
+    for col in ("platform", "A", "B", "B / A [95 %]", "verdict"):
         table.add_column(col, no_wrap=True)
     colour = {"faster": "green", "slower": "red", "same": "default"}
-    for r in sorted(rows, key=lambda r: r.category == "lifecycle"):  # stable: lifecycle after the benchmarks
-        c = colour.get(r.verdict, "dim")
-        factor, unit = units.scale([r.mean_a, r.mean_b], r.unit)
-        mean = [f"{_fmt(m / factor)} {unit}" if m is not None else "-" for m in (r.mean_a, r.mean_b)]
-        shown = ratio_with_interval(r.ratio, r.ratio_ci95)
-        table.add_row(escape(f"{r.benchmark} {r.metric} {'↑' if r.higher_is_better else '↓'}"), escape(r.platform),
-                      escape(mean[0]), escape(mean[1]), escape(shown), f"[{c}]{escape(r.verdict)}[/{c}]")
+    for r in doc["results"]:
+        c = colour.get(r["verdict"], "dim")
+        moved = " ⚑" if r["baseline_moved"] and r["basis"] == "absolute" and r["platform"] != doc["baseline"] else ""
+        table.add_row(escape(f"{r['benchmark']} {r['metric']} {'↑' if r['higher_is_better'] else '↓'}"),
+                      escape(r["platform"]), escape(shown(r, "a")), escape(shown(r, "b")),
+                      escape(ratio_with_interval(r["ratio"], r["ratio_ci95"])),
+                      f"[{c}]{escape(r['verdict'])}[/{c}]{moved}")
     console.print(table)
-    undecided = [r for r in rows if r.verdict == "inconclusive"]
+    if any(r["baseline_moved"] and r["basis"] == "absolute" and r["platform"] != doc["baseline"]
+           for r in doc["results"]):
+        say(console, f"⚑ the baseline {doc['baseline']} moved in this metric too: part of the change is the host's",
+            "yellow")
+    undecided = [r for r in doc["results"] if r["verdict"] == "inconclusive"]
     if undecided:
-        console.print(f"{len(undecided)} of {len(rows)} undecided; what would decide each:")
+        console.print(f"{len(undecided)} of {len(doc['results'])} undecided; what would decide each:")
         for r in undecided:
-            console.print(escape(f"  {r.benchmark} {r.metric} @{r.platform}: {r.verdict_reason}"))
-    common = {p.name for p in run_a.platforms} & {p.name for p in run_b.platforms}
-    only = sorted(({p.name for p in run_a.platforms} | {p.name for p in run_b.platforms}) - common)
-    if only:
-        console.print(f"[yellow]platforms in only one run (not compared): {escape(', '.join(only))}[/yellow]")
+            say(console, f"  {r['benchmark']} {r['metric']} @{r['platform']}: {r['verdict_reason']}", indent="  ")
+    if doc["only_one_run"]:
+        say(console, f"platforms in only one run (not compared): {', '.join(doc['only_one_run'])}", "yellow")

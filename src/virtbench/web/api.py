@@ -286,10 +286,12 @@ def compare(request: Request, run: list[str] = Query([], max_length=100, descrip
 @router.get("/compare/before-after", summary="Before/after: run B against run A per platform and metric (the "
             "`virtbench compare A B --json` document)", responses={400: {"model": Problem}})
 def before_after(request: Request, a: str = Query(..., max_length=64, description="run A (before)"),
-                 b: str = Query(..., max_length=64, description="run B (after)")) -> Any:
+                 b: str = Query(..., max_length=64, description="run B (after)"),
+                 absolute: bool = Query(False, description="raw values (default: each platform relative to its "
+                                                           "own run's baseline)")) -> Any:
     a, b = queries.measured_id(store_of(request), a), queries.measured_id(store_of(request), b)
     try:
-        return downloads.clean(results.before_after(store_of(request), cache_of(request), a, b))
+        return downloads.clean(results.before_after(store_of(request), cache_of(request), a, b, absolute=absolute))
     except InputError as exc:
         return _problem(exc)
 

@@ -17,7 +17,7 @@ from markupsafe import Markup
 
 from .. import __version__, notation
 from ..errors import InputError, NoData
-from ..report import builder, layout
+from ..report import before_after, builder, layout
 from ..report.model import Report, Section
 from . import api, campaigns, downloads, forms, hostpaths, queries, results, svg
 from .security import (
@@ -71,7 +71,8 @@ def fmt_time(iso: Any) -> str:
 
 FILTERS = {"num": fmt_num, "pct": fmt_pct, "rel": fmt_rel, "ci": fmt_ci, "rci": fmt_ratio_ci, "p": fmt_p,
            "when": fmt_time, "unit": notation.unit, "plain": notation.plain, "ms": notation.milliseconds,
-           "label": notation.label, "change": notation.change, "params": notation.params}
+           "label": notation.label, "change": notation.change, "params": notation.params,
+           "compare_a": lambda r: before_after.shown(r, "a"), "compare_b": lambda r: before_after.shown(r, "b")}
 
 
 def render(request: Request, name: str, code: int = 200, headers: dict[str, str] | None = None,
@@ -233,7 +234,7 @@ def compare_page(request: Request, run: list[str] = Query([], max_length=100),
 
 @router.get("/compare/before-after", response_class=HTMLResponse)
 def before_after_page(request: Request, a: str = Query("", max_length=64),
-                      b: str = Query("", max_length=64)) -> HTMLResponse:
+                      b: str = Query("", max_length=64), absolute: bool = Query(False)) -> HTMLResponse:
     """Run B against run A, platform by platform: what `virtbench compare A B` prints."""
     require_read(request)
     store = store_of(request)
@@ -241,12 +242,12 @@ def before_after_page(request: Request, a: str = Query("", max_length=64),
     if a and b:
         try:
             doc = results.before_after(store, request.app.state.cache, queries.measured_id(store, a),
-                                       queries.measured_id(store, b))
+                                       queries.measured_id(store, b), absolute=absolute)
         except InputError as exc:
             error = exc
     code = (409 if isinstance(error, NoData) else 400) if error else 200
     return render(request, "before_after.html", code, title="Before / after", doc=doc,
-                  error=error, a=a, b=b, choices=queries.finished_runs(store))
+                  error=error, a=a, b=b, absolute=absolute, choices=queries.finished_runs(store))
 
 
 # -- schedule -------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import numpy as np
 from ..analysis import quality, tables
 from ..analysis import summary as summary_mod
 from ..analysis.summary import Row
-from ..report import builder, figures, headline, run_warnings, runinfo
+from ..report import figures, headline, run_warnings, runinfo
 from ..report.model import Report
 from ..report.progress import Cap, eta_words, remaining
 from ..report.result_rows import declared_metrics
@@ -314,23 +314,24 @@ def compare(store: Store, cache: ReportCache, run_ids: Sequence[str], *, baselin
     return out
 
 
-def before_after(store: Store, cache: ReportCache, run_a: str, run_b: str) -> dict[str, Any]:
+def before_after(store: Store, cache: ReportCache, run_a: str, run_b: str, *, absolute: bool = False
+                 ) -> dict[str, Any]:
     """`virtbench compare A B` for the web: each platform of run B against itself in run A, by the
-    report's verdict rule (analysis.compare); the same document as `compare --json`."""
+    report's verdict rule, relative to each run's baseline unless absolute (analysis.compare);
+    the same document as `compare --json` (report/before_after.py)."""
     from ..analysis.compare import compare as compare_runs
     from ..errors import InputError
+    from ..report import before_after as ba
 
     if run_a == run_b:
         raise InputError(f"A and B are the same run {run_a}: a run compared with itself tells nothing",
                          "choose the run before and the run after the change")
     ra, rows_a, _ = cache.report(store, run_a)
     rb, rows_b, _ = cache.report(store, run_b)
-    rows = compare_runs(rows_a, rows_b)
-    doc = builder.compare_json(ra, rb, rows)
-    common = {p.name for p in ra.platforms} & {p.name for p in rb.platforms}
-    doc["only_one_run"] = sorted(({p.name for p in ra.platforms} | {p.name for p in rb.platforms}) - common)
-    doc["names"] = {"a": ra.name, "b": rb.name}
-    return doc
+    mode = "absolute" if absolute else "relative"
+    rows = compare_runs(rows_a, rows_b, baseline=ra.baseline if ra.baseline == rb.baseline else None, mode=mode,
+                        platforms=[p.name for p in rb.platforms])
+    return ba.document(ra, rb, rows, mode=mode)
 
 
 def category_verdicts(rows: Sequence[Row], platforms: Sequence[str], baseline: str) -> dict[str, dict[str, str]]:
