@@ -18,13 +18,13 @@ steps the median (in ms). Rows come in one order for every surface: benchmarks, 
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..constants import LIFECYCLE
 from . import stats as st
+from .tables import geomean
 from .verdict import decide
 
 MODES = ("relative", "absolute")
@@ -73,7 +73,7 @@ def order(rows: Sequence[CompareRow], platforms: Sequence[str] = ()) -> list[Com
                                        pos.get(r.platform, len(pos)), r.platform))
 
 
-def _ratios(row: Any, base: Any) -> list[float]:
+def ratios_to_baseline(row: Any, base: Any) -> list[float]:
     """The row's direction-aware ratios to its run's baseline, round by round where the rounds
     pair (the report's estimate), else each value against the baseline's mean."""
     if base is None or not row.values or not base.values:
@@ -92,10 +92,6 @@ def _ratios(row: Any, base: Any) -> list[float]:
 
 def _center(row: Any) -> float | None:
     return row.median if row.category == LIFECYCLE else row.mean
-
-
-def _geomean(values: Sequence[float]) -> float | None:
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
 def compare(rows_a: Sequence[Any], rows_b: Sequence[Any], *, baseline: str | None = None, mode: str = "relative",
@@ -128,8 +124,8 @@ def compare(rows_a: Sequence[Any], rows_b: Sequence[Any], *, baseline: str | Non
             out.append(row)
             continue
         if relative:
-            va, vb = _ratios(ra, base_a), _ratios(rb, base_b)
-            row.value_a, row.value_b = _geomean(va), _geomean(vb)
+            va, vb = ratios_to_baseline(ra, base_a), ratios_to_baseline(rb, base_b)
+            row.value_a, row.value_b = geomean(va), geomean(vb)
             row.statistic, row.basis = "ratio", f"relative to {baseline}"
             v = decide(vb, va, True, min_effect=min_effect)
         else:
@@ -152,5 +148,5 @@ def baseline_drift(rows: Sequence[CompareRow], baseline: str | None) -> dict[str
     if not moved:
         return None
     return {"platform": baseline, "moved": len(moved), "of": len(base),
-            "change": _geomean([r.ratio for r in moved if r.ratio]),
+            "change": geomean([r.ratio for r in moved if r.ratio]),
             "metrics": [f"{r.benchmark} {r.metric}" for r in moved]}

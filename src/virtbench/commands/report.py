@@ -33,7 +33,9 @@ def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, h
            db_url: str | None) -> None:
     """Statistics and relative performance of runs (RUN_ID, a unique prefix, or 'latest').
 
-    Several runs (e.g. one per host) merge into one comparison with hosts as columns.
+    Several runs (e.g. one per host) merge into one comparison with hosts as columns; repeated
+    runs of one campaign on one host are pooled: one verdict per cell from each run's ratios to
+    its own baseline, the cells the runs disagreed on flagged.
     With --html or --figures the files are written and the text report is skipped.
     """
     with one_shot():
@@ -73,9 +75,16 @@ def _report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, 
 
         written = write_figures(reports, figures_dir, size=figure_width)
         errconsole.print(f"wrote {len(written)} figure and table files to {figures_dir}")
+    from ..report import repeats
+
+    pooled = repeats.document(reports, min_effect=min_effect) if repeats.repeated(reports) else None
     if as_json:
         doc = (builder.report_json(reports[0], min_effect=min_effect) if len(reports) == 1
                else builder.merged_json(triples, min_effect=min_effect))
+        if pooled is not None:
+            doc["repeats"] = pooled  # repetitions of one campaign on one host: one verdict per cell
         click.echo(json.dumps(doc, indent=2, default=str))
+    elif pooled is not None and not (html_file or figures_dir):
+        text.render_pooled(pooled, console)
     elif len(reports) > 1 and not (html_file or figures_dir):
         text.render_merged(builder.merged_json(triples, min_effect=min_effect), console)

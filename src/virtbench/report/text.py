@@ -288,3 +288,40 @@ def _compare(doc: dict[str, Any], console: Console) -> None:
             say(console, f"  {r['benchmark']} {r['metric']} @{r['platform']}: {r['verdict_reason']}", indent="  ")
     if doc["only_one_run"]:
         say(console, f"platforms in only one run (not compared): {', '.join(doc['only_one_run'])}", "yellow")
+
+
+def render_pooled(doc: dict[str, Any], console: Console) -> None:
+    """Repeated runs of one campaign on one host (report/repeats.py): one pooled verdict per
+    cell with each run's own verdict beside it, ⚑ where they disagreed, then per category."""
+    from .repeats import SYMBOL, cell_text
+
+    width = console.width
+    console.width = min(width, WIDTH)
+    try:
+        say(console, f"virtbench: {len(doc['runs'])} repeated runs on {doc['host'] or '?'}, pooled ("
+                     + ", ".join(doc["runs"]) + ")")
+        say(console, f"note: {doc['method']}", "dim")
+        table = Table(title_justify="left", pad_edge=False, box=None, header_style="bold")
+        table.add_column("benchmark / metric", ratio=1, overflow="fold")
+        table.add_column("platform", no_wrap=True)
+        table.add_column(f"pooled against {doc['baseline']} [95 %]", no_wrap=True)
+        for c in doc["cells"]:
+            colour = COLOUR.get(c["verdict"], "default")
+            table.add_row(escape(f"{c['benchmark']} {c['metric']} {'↑' if c['higher_is_better'] else '↓'}"),
+                          escape(c["platform"]), f"[{colour}]{escape(cell_text(c))}[/{colour}]")
+        console.print(table)
+        cats = list(dict.fromkeys(cat for per in doc["categories"].values() for cat in per))
+        summary = Table(title_justify="left", header_style="bold")
+        for col in ("platform", *cats):
+            summary.add_column(col)
+        for platform, per in doc["categories"].items():
+            summary.add_row(escape(platform), *[
+                "-" if cat not in per else f"{SYMBOL.get(per[cat]['verdict'], '?')} {ratio(per[cat]['relative'])}"
+                + (f" ⚑{per[cat]['disagree']}" if per[cat]["disagree"] else "") for cat in cats])
+        say(console, "Per category: the pooled verdicts combined (the headline's rule), ⚑ cells the runs disagreed on")
+        console.print(summary)
+        if doc["disagreements"]:
+            say(console, f"⚑ {doc['disagreements']} of {len(doc['cells'])} cells were decided differently by the "
+                         "runs: read the pooled verdict, which weighs every round of every run", "yellow")
+    finally:
+        console.width = width

@@ -121,7 +121,8 @@ def dashboard(request: Request) -> dict[str, Any]:
                                                                                           limit=20),
         "recent_runs": queries.list_runs(store, limit=25),
         "recent_results": [results.with_verdicts(store, cache_of(request), r) for r in
-                           queries.recent_results(store, lambda run_id: cache_of(request).rows(store, run_id)[0])]})
+                           queries.recent_results(store, lambda run_id: cache_of(request).rows(store, run_id)[0])],
+        "repeated": results.repeated_results(store, cache_of(request))})
 
 
 @router.get("/hosts", summary="Hosts with their facts, run counts and live workers")

@@ -109,6 +109,7 @@ def dashboard(request: Request) -> HTMLResponse:
     return render(request, "dashboard.html", title="virtbench", hosts=doc["hosts"], counts=doc["counts"],
                   active=results.with_planned(store, doc["active"]),
                   recent=results.with_planned(store, doc["recent_runs"]), results=doc["recent_results"],
+                  repeated=doc["repeated"],
                   workers=doc["workers"])
 
 

@@ -20,6 +20,7 @@ from ..report import figures, headline, run_warnings, runinfo
 from ..report.model import Report
 from ..report.progress import Cap, eta_words, remaining
 from ..report.result_rows import declared_metrics
+from ..store import browse
 from ..store.db import Store, now
 from ..store.models import Run
 from . import queries
@@ -166,6 +167,29 @@ def with_verdicts(store: Store, cache: ReportCache, result: dict[str, Any]) -> d
     dashboard colours what the statistics decided, never the raw ratio."""
     rows, _ = cache.rows(store, result["id"])
     return {**result, "verdicts": category_verdicts(rows, list(result["table"]), result["baseline"])}
+
+
+def repeated_results(store: Store, cache: ReportCache, recent: int = 12, most: int = 5) -> list[dict[str, Any]]:
+    """Repetitions of one campaign on one host among the recent finished runs, each group pooled
+    (analysis/repeats.py: one verdict per cell from each run's ratios to its own baseline) per
+    platform and category, with the cells the runs decided differently counted. Three identical
+    quick runs showed lxc application ▼, = and ? side by side with nothing pooling them."""
+    from ..analysis.repeats import by_category, pool, repeat_key
+
+    runs = queries.get_runs(store, [r.id for r in browse.recent_finished(store, recent)])
+    groups: dict[tuple[Any, ...], list[Run]] = defaultdict(list)
+    for run in runs:
+        groups[repeat_key(run)].append(run)
+    out = []
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        group = sorted(group[:most], key=lambda r: r.created_at)
+        cells = pool([(r.id, cache.rows(store, r.id)[0]) for r in group], group[0].baseline)
+        out.append({"runs": [r.id for r in group], "name": group[0].name, "baseline": group[0].baseline,
+                    "host": group[0].host.hostname if group[0].host else None, "cells": len(cells),
+                    "disagreements": sum(c.disagree for c in cells), "categories": by_category(cells)})
+    return out
 
 
 # -- compare ------------------------------------------------------------------------------------
