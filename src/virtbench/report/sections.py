@@ -50,6 +50,22 @@ def in_main_table(run: Run) -> bool:
     return kind not in EXPERIMENTS.known() or EXPERIMENTS.get(kind).main_table
 
 
+CORRECTIONS: Registry[Any] = Registry("virtbench.report_corrections", "report correction")
+"""A kind's replacements for results its run judged disturbed and measured again, under the
+kind's name: `(store, run) -> {(benchmark key, metric, platform): value}` (the line's re-measured
+implausible points), applied to the main rows so every surface carries one number."""
+
+
+def corrections(store: Store, run: Run) -> dict[tuple[str, str, str], float]:
+    kind = experiment_of(run)
+    if kind not in CORRECTIONS.known():
+        return {}
+    try:
+        return dict(CORRECTIONS.get(kind)(store, run))
+    except InputError:
+        return {}  # a plugin that fails to import: the report goes on without its corrections
+
+
 def sections(store: Store, run: Run) -> list[ReportSection]:
     """The run's sections: its experiment kind's, then those of report parts for every run.
 
