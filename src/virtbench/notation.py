@@ -39,11 +39,19 @@ LABELS = {
 """Field names of stored or computed records -> the words a reader sees."""
 
 
+class Ratio(float):
+    """A ratio to the baseline in a table: every renderer writes it as `ratio` does (0.800, never
+    0.8000 beside 1.000)."""
+
+
 def number(x: float | int | None, digits: int = 4) -> str:
     """A plain number: `MISSING` for none or NaN, integers grouped, others with `digits`
-    significant digits, positional (0.0007646, never 7.646e-04), grouped from 10^digits up."""
+    significant digits, positional (0.0007646, never 7.646e-04), grouped from 10^digits up; a
+    Ratio with three decimals."""
     if x is None or isinstance(x, float) and not math.isfinite(x):
         return MISSING
+    if isinstance(x, Ratio):
+        return ratio(x)
     if isinstance(x, bool):
         return yes_no(x)
     if isinstance(x, int) or float(x).is_integer() and abs(x) >= 10 ** digits:

@@ -18,7 +18,7 @@ from typing import Any
 from ..analysis import tables
 from ..analysis.summary import Row
 from ..constants import LIFECYCLE, LIFECYCLE_STEPS
-from ..notation import change, interval, label, number, percent, plain
+from ..notation import Ratio, change, interval, label, number, percent, plain
 from . import boards, run_warnings, runinfo, units
 from . import headline as H
 from .model import Comparison, Mark, Report, Section, Table
@@ -229,7 +229,7 @@ def lifecycle(rows: Sequence[Row], platforms: Sequence[str]) -> Section:
 
 def categories(cat: dict[str, dict[str, tables.CategoryCell]], platforms: Sequence[str]) -> Section:
     """Platforms as rows: any number of them fits the width."""
-    body = [[p, *[cells[p].geomean if p in cells else None for cells in cat.values()]]
+    body = [[p, *[_ratio(cells[p].geomean) if p in cells else None for cells in cat.values()]]
             for p in platforms if any(p in cells for cells in cat.values())]
     return _own("categories", "Per category", Table(
         "Geometric mean of relative performance per category (1.0 = baseline)", ["platform", *cat], body,
@@ -240,7 +240,8 @@ def best(rows: Sequence[tables.BestRow], kind: str) -> Section:
     names = list(dict.fromkeys(n for b in rows for n in b.values))
     title = {"vm": "Hypervisors compared: the best of them per category",
              "container": "Container runtimes compared: the best of them per category"}.get(kind, kind)
-    body = [[b.category, *[b.values.get(n) for n in names], b.best or ("tie" if b.decided else "?"), b.worst or "-"]
+    body = [[b.category, *[_ratio(b.values.get(n)) for n in names], b.best or ("tie" if b.decided else "?"),
+             b.worst or "-"]
             for b in rows if b.values]
     return _own(f"best_{kind}", f"Best {kind}", Table(title, ["category", *names, "best", "worst"], body, key_columns=1,
                                                       empty=f"No {kind} platforms measured directly on the host."),
@@ -260,8 +261,8 @@ def availability(avail: Sequence[dict[str, Any]], kinds: Sequence[str] = ("conta
 
 
 def stacks(rows: Sequence[tables.StackRow]) -> Section:
-    body = [[s.platform, f"{s.outer} × {s.inner}", f"{s.benchmark} {s.metric}", s.outer_relative, s.inner_relative,
-             s.predicted, s.measured, change(1 + s.error)] for s in rows]
+    body = [[s.platform, f"{s.outer} × {s.inner}", f"{s.benchmark} {s.metric}", _ratio(s.outer_relative),
+             _ratio(s.inner_relative), _ratio(s.predicted), _ratio(s.measured), change(1 + s.error)] for s in rows]
     return _own("stacks", "Stacked platforms", Table(
         "Stack prediction: measured against the product of the layers' relative performances",
         ["stack", "layers", "benchmark / metric", "outer", "inner", "predicted", "measured", "error"], body,
@@ -284,6 +285,10 @@ def statistics(rows: Sequence[Row]) -> Section:
     body = [[_plain(p[c]) for c in cols] for p in (r.public() for r in rows)]  # each row's fields once
     return _own("statistics", "Every statistic", Table("All statistics", [label(c) for c in cols], body, key_columns=3),
                 detail=True)
+
+
+def _ratio(v: float | None) -> Ratio | None:
+    return None if v is None else Ratio(v)
 
 
 def _plain(v: Any) -> Any:
