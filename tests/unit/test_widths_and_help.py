@@ -74,6 +74,7 @@ def test_read_commands_keep_to_100_columns_on_a_pipe(hosts_store, args):
     out = CliRunner().invoke(cli, [*args, "--db", hosts_store.url]).output
     lines = out.splitlines()
     assert lines and max(cell_len(line) for line in lines) <= WIDTH, [line for line in lines if cell_len(line) > WIDTH]
+    assert "…" not in out, "a cell wraps inside a long name, never cut"
 
 
 @pytest.mark.parametrize("width", range(60, 101, 4))

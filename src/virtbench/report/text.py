@@ -146,7 +146,8 @@ def _table(t: ModelTable, console: Console, wide: bool, title: str) -> None:
     def build(cols: Sequence[int]) -> Table:
         table = Table(title_justify="left")
         for i in [*range(k), *cols]:
-            table.add_column(escape(t.columns[i]), justify="right" if numeric[i] and not wide else "left")
+            table.add_column(escape(t.columns[i]), justify="right" if numeric[i] and not wide else "left",
+                             overflow="fold")  # a long name wraps inside itself, never cut to "…"
         for row in rows:
             table.add_row(*[row[i] for i in [*range(k), *cols]])
         return table
