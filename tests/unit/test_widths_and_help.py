@@ -90,3 +90,34 @@ def test_free_text_never_breaks_before_a_number(hosts_store, width):
     free = [line for line in console.export_text().splitlines() if not set(line) & set("│┃┏┡└━─┳╇┓┩┗┛")]
     broken = [(a, b) for a, b in zip(free, free[1:]) if a.strip() and NUMBER_START.match(b) and a[-1:].isalpha()]
     assert not broken, broken
+
+
+def test_an_error_wraps_to_the_terminal_and_stays_one_line_on_a_pipe(tmp_path):
+    """Before: a 144-column error line on any stream. A terminal now wraps it at word boundaries
+    (its continuation indented); a pipe keeps the one line scripts and logs read."""
+    import os
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "virtbench", "report", "--db", "sqlite:///no/such-store.db"]
+    env = {**os.environ, "COLUMNS": "60"}
+    piped = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    assert piped.returncode == 2 and len(piped.stderr.splitlines()) == 1 and len(piped.stderr) > 100
+    master, slave = os.openpty()
+    try:
+        tty = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=slave, env=env, timeout=120, cwd=tmp_path)
+        os.close(slave)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        os.close(master)
+    lines = out.decode().replace("\r", "").splitlines()
+    assert tty.returncode == 2 and len(lines) > 1 and all(cell_len(line) <= 60 for line in lines), lines
+    assert " ".join(line.strip() for line in lines) == " ".join(piped.stderr.split())
