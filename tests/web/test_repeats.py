@@ -58,3 +58,10 @@ def test_the_dashboard_pools_repeated_runs_and_flags_disagreement(repeated):
     assert "Repeated runs, pooled" in page
     section = page[page.index("Repeated runs, pooled"):page.index("Recent results")]
     assert re.search(r"⚑\d", section) and all(f"/runs/{r}" in section for r in RUNS)
+
+
+def test_the_html_file_of_repeated_runs_pools_them_too(repeated, tmp_path):
+    out = tmp_path / "r.html"
+    assert CliRunner().invoke(cli, ["report", *RUNS, "--html", str(out), "--db", repeated.url]).exit_code == 0
+    page = out.read_text()
+    assert "3 repeated runs on sim-host, pooled" in page and "(runs = = ▼) ⚑" in page

@@ -39,3 +39,23 @@ def cell_text(cell: dict[str, Any]) -> str:
     """A pooled cell as the terminal and the web write it: '0.953 [0.931, 0.976] ▼ (runs ▼ = ?) ⚑'."""
     return (f"{ratio_with_interval(cell['relative'], cell['relative_ci95'])} {SYMBOL.get(cell['verdict'], '?')} "
             f"(runs {verdict_marks(cell['verdicts'])})" + (" ⚑" if cell["disagree"] else ""))
+
+
+def html(doc: dict[str, Any]) -> str:
+    """The pooled comparison as an HTML fragment (the HTML file of `report RUN1 RUN2 ... --html`)."""
+    from html import escape
+
+    def e(x: Any) -> str:
+        return escape(str(x), quote=True)
+
+    rows = "".join(
+        f'<tr><td>{e(c["benchmark"])} {e(c["metric"])}</td><td>{e(c["platform"])}</td>'
+        f'<td class="v-{e(c["verdict"])}" title="{e(c["verdict_reason"])}">{e(cell_text(c))}</td></tr>'
+        for c in doc["cells"])
+    flagged = (f'<p class="flag warn">⚑ {doc["disagreements"]} of {len(doc["cells"])} results were decided '
+               "differently by the runs: read the pooled verdict, which weighs every round of every run</p>"
+               if doc["disagreements"] else "")
+    return (f'<h2 id="pooled">{len(doc["runs"])} repeated runs on {e(doc["host"] or "?")}, pooled</h2>'
+            f'<p class="cap">{e(doc["method"])}</p>{flagged}<table class="filterable"><thead><tr><th>benchmark metric'
+            f'</th><th>platform</th><th>pooled against {e(doc["baseline"])} [95 %] (each run\'s verdict)</th></tr>'
+            f"</thead><tbody>{rows}</tbody></table>")
