@@ -13,6 +13,7 @@ from html import escape
 
 from markupsafe import Markup
 
+from ..notation import number
 from ..report.figures import FigureSpec, Series
 
 W, H = 980, 320
@@ -25,14 +26,20 @@ def _e(value: object) -> str:
 
 
 def _num(v: float) -> str:
-    if v == 0:
-        return "0"
-    a = abs(v)
-    if a >= 1e6 or a < 1e-3:
-        return f"{v:.3g}"
-    if a >= 100:
-        return f"{v:,.0f}"
-    return f"{v:.3g}"
+    """Tooltips in the report's notation: three significant digits, never an exponent."""
+    return number(v, 3)
+
+
+def tick_labels(ticks: Sequence[float]) -> list[str]:
+    """An axis's ticks with one number of decimals, the fewest that tell them apart (0.95, 1.00, 1.05)."""
+    if all(float(t).is_integer() for t in ticks):
+        return [f"{int(t):,}" for t in ticks]
+    for d in range(1, 7):
+        texts = [f"{t:,.{d}f}" for t in ticks]
+        if len(set(texts)) == len(texts) and all(abs(float(x.replace(",", "")) - t) <= abs(t) * 1e-9 + 10 ** -d / 2
+                                                 for x, t in zip(texts, ticks)):
+            return texts
+    return [_num(t) for t in ticks]
 
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
@@ -90,10 +97,10 @@ def _frame(spec: FigureSpec, width: int, ticks: list[float], y: Callable[[float]
     out = [f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
            f'aria-label="{_e(spec.title)}" xmlns="http://www.w3.org/2000/svg">',
            f'<text class="title" x="{PAD_L}" y="16">{_e(spec.title)}</text>']
-    for t in ticks:
+    for t, label in zip(ticks, tick_labels(ticks)):
         yy = y(t)
         out.append(f'<line class="grid" x1="{PAD_L}" x2="{width - PAD_R}" y1="{yy:.1f}" y2="{yy:.1f}"/>'
-                   f'<text class="tick" x="{PAD_L - 6}" y="{yy + 4:.1f}" text-anchor="end">{_e(_num(t))}</text>')
+                   f'<text class="tick" x="{PAD_L - 6}" y="{yy + 4:.1f}" text-anchor="end">{_e(label)}</text>')
     out.append(f'<text class="axis" transform="translate(14 {PAD_T + (H - PAD_T - PAD_B) / 2:.0f}) rotate(-90)" '
                f'text-anchor="middle">{_e(spec.ylabel[:60])}</text>')
     if spec.refline is not None:
@@ -226,10 +233,10 @@ def points(spec: FigureSpec, colors: Colors) -> Markup:
         a, b = xv(max(lo, band[0])), xv(min(hi, band[1]))
         body.append(f'<rect class="band" x="{a:.1f}" y="{top:.1f}" width="{max(0.5, b - a):.1f}" '
                     f'height="{bottom - top:.1f}"><title>{_e(spec.meta.get("band_label", "the same"))}</title></rect>')
-    for t in ticks:
+    for t, label in zip(ticks, tick_labels(ticks)):
         tx = xv(t)
         body.append(f'<line class="grid" x1="{tx:.1f}" x2="{tx:.1f}" y1="{top:.1f}" y2="{bottom:.1f}"/>'
-                    f'<text class="tick" x="{tx:.1f}" y="{bottom + 14:.1f}" text-anchor="middle">{_e(_num(t))}</text>')
+                    f'<text class="tick" x="{tx:.1f}" y="{bottom + 14:.1f}" text-anchor="middle">{_e(label)}</text>')
     if spec.refline is not None and lo <= spec.refline <= hi:
         rx = xv(spec.refline)
         body.append(f'<line class="ref" x1="{rx:.1f}" x2="{rx:.1f}" y1="{top:.1f}" y2="{bottom:.1f}"/>')
