@@ -81,7 +81,7 @@ def _legend_rows(legend: Sequence[tuple[str, str, bool]], width: int) -> list[li
     rows: list[list[tuple[float, str, str, bool]]] = [[]]
     x = float(PAD_L)
     for name, cls, hollow in legend:
-        w = 24 + 6.6 * len(name)
+        w = 30 + 7.0 * len(name)
         if rows[-1] and x + w > width - PAD_R:
             rows.append([])
             x = float(PAD_L)
