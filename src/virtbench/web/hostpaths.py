@@ -78,7 +78,8 @@ def allowed_dirs(dirs: Sequence[str | Path]) -> tuple[Path, ...]:
                              "of this host", "give a directory of its own, e.g. /srv/virtbench")
         if problem := _others_can_write(real):
             raise InputError(f"--allow-path {str(d)!r}: {problem}",
-                             f"give a directory only its owner can write (`chmod go-w {real}`), e.g. /srv/virtbench")
+                             "give a directory of its own that only its owner can write, e.g. one made by "
+                             "`mkdir -m 0700 /srv/virtbench`")
         out.append(real)
     return tuple(out)
 
