@@ -58,7 +58,8 @@ def _report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, 
     store = read_store(db_url)
     refs = run_refs or ("latest",)
     if len(refs) == 1 and not (html_file or figures_dir):
-        print_report(store, refs[0], as_json=as_json, detail=detail, min_effect=min_effect, wide=wide)
+        print_report(store, run_with_data(store, refs[0]).id, as_json=as_json, detail=detail, min_effect=min_effect,
+                     wide=wide)
         return
     ids = [run_with_data(store, ref).id for ref in refs]  # every one refused before any is built
     reports = [builder.build(store, run_id, min_effect=min_effect) for run_id in ids]

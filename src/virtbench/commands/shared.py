@@ -108,9 +108,8 @@ def print_report(store: Any, run_ref: str, *, as_json: bool, detail: bool, min_e
                  wide: bool = False) -> None:
     """One run's report, as text or the JSON contract: what `report` prints, and `run` when done."""
     from ..report import builder, runinfo, text
-    from ..store.lookup import run_with_data
 
-    report = builder.build(store, run_with_data(store, run_ref).id, min_effect=min_effect)
+    report = builder.build(store, run_ref, min_effect=min_effect)
     if as_json:
         click.echo(json.dumps(builder.report_json(report, min_effect=min_effect), indent=2, default=str))
     elif runinfo.run_hosts(report.run):  # one host at a time, then the hosts side by side
