@@ -89,7 +89,7 @@ def round_numbers(campaign: Mapping[str, Any] | None) -> Callable[[int, bool], i
     def shown(stored: int, warmup: bool) -> int:
         if stored >= first:
             return stored - first + 1
-        return min(stored - warm + 1, 0)
+        return min(stored - warm + 1, 0) if warmup else stored - warm + 1  # a kind measuring from round 0
     return shown
 
 
