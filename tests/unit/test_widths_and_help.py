@@ -58,9 +58,9 @@ def test_min_effect_help_states_the_rule(command):
     assert slower.verdict == "slower" and slower.ci[1] < 1
 
 
-@pytest.fixture()
-def hosts_store(tmp_path):
-    store = Store(f"sqlite:///{tmp_path / 'h.db'}")
+@pytest.fixture(scope="module")
+def hosts_store(tmp_path_factory):
+    store = Store(f"sqlite:///{tmp_path_factory.mktemp('widths') / 'h.db'}")
     synthetic.fill(store, "hosts", repetitions=3, hosts=("pi5-a.example.org", "pi5-b.example.org"),
                    fail={("docker", "sim-fio"): [2]})
     synthetic.fill(store, "one", repetitions=3, facts={"loadavg": [0.4, 0.38, 0.31]})
