@@ -3,9 +3,9 @@ tests/data/report, a synthetic benchmarks run with a stack, density, migration, 
 through every surface: the terminal report (and --detail), the HTML file (the web's download
 renders the same), the figures (their titles, axes and notes, as every drawing shows them) and
 tables.md/tables.tex, the web run page, `compare` in the terminal and the web's Before/after
-and compare pages, the dashboard, `show` and `list`. Every text a person reads must follow notation.py: one interval style `[lo, hi]`, no
-exponents, µs (never us), no Python reprs, labels instead of raw keys, times with their zone to
-the second, no signed zero.
+and compare pages, the dashboard, `show` and `list`. Every text a person reads must follow
+notation.py: one interval style `[lo, hi]`, no exponents, µs (never us), no Python reprs, labels
+instead of raw keys, times with their zone to the second, no signed zero.
 
 Before: seven notations for one interval (`[0.982–1.005]`, `[0.893, 0.962]`, `0.8928..0.9619`,
 `[0.94-1.02]`, `[0.9431, 1.023]`, `[-5..+2]`, `[-10.7 to -3.8 %]`), `7.646e-04`, `[us]` on the
