@@ -21,14 +21,15 @@ from .commands.run import run
 from .commands.runs import cancel, delete, runs_cmd
 from .commands.selftest import selftest
 from .commands.serve import serve
-from .commands.shared import errconsole
+from .commands.shared import errconsole, width_of
 from .commands.show import show
 from .commands.study import study
 from .commands.worker import worker
 from .errors import VirtbenchError, disk_full
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "terminal_width": width_of(sys.stdout),
+                                "max_content_width": width_of(sys.stdout)})
 @click.version_option(__version__, prog_name="virtbench")
 def cli() -> None:
     """What does virtualization cost me, here, for my workloads?"""
@@ -57,6 +58,18 @@ def _sigterm_to_interrupt(signum, frame) -> None:  # noqa: ARG001
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def say_error(line: str) -> None:
+    """An error: one line on a pipe or in a file (scripts, logs and tests read it whole), wrapped
+    at word boundaries to the terminal's width on a tty, its continuation indented."""
+    if sys.stderr.isatty() and "\n" not in line:
+        import textwrap
+
+        width = width_of(sys.stderr)
+        line = "\n".join(textwrap.wrap(line, width - 1, subsequent_indent="  ", break_long_words=False,
+                                        break_on_hyphens=False)) or line
+    click.echo(line, err=True)
+
+
 def main() -> None:
     # SIGTERM (kill, a service manager) stops virtbench like Ctrl-C: instances are removed and
     # the run is marked interrupted instead of leaving containers and mounts behind.
@@ -70,17 +83,16 @@ def main() -> None:
         from .config.messages import one_line
 
         ctx = getattr(exc, "ctx", None)
-        click.echo(f"error: {one_line(' '.join(exc.format_message().split(' ')))} "
-                   f"(fix: see `{ctx.command_path if ctx else 'virtbench'} --help`)", err=True)
+        say_error(f"error: {one_line(' '.join(exc.format_message().split(' ')))} "
+                  f"(fix: see `{ctx.command_path if ctx else 'virtbench'} --help`)")
         sys.exit(2)
     except VirtbenchError as exc:
-        # One plain, unwrapped line with the cause and the fix: scripts and tests read it,
-        # terminals wrap it anyway. Bad input (exit 2) stays one line whatever it quotes: a
-        # newline in a name is shown escaped.
+        # One plain line with the cause and the fix: scripts and tests read it. Bad input (exit 2)
+        # stays one line whatever it quotes: a newline in a name is shown escaped.
         from .config.messages import one_line
 
         tidy = one_line if exc.exit_code == 2 else str
-        click.echo(f"error: {tidy(exc.message)}" + (f" (fix: {tidy(exc.fix)})" if exc.fix else ""), err=True)
+        say_error(f"error: {tidy(exc.message)}" + (f" (fix: {tidy(exc.fix)})" if exc.fix else ""))
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         errconsole.print("interrupted")

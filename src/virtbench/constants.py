@@ -12,3 +12,8 @@ LIFECYCLE_STEPS = ("create", "start", "stop", "remove")
 
 UNREACHED = "not reached:"
 """Error prefix of an execution a lost host never ran: `run --resume` measures these again."""
+
+VERDICT_CONFIDENCE = 0.95
+"""The verdict rule's interval for slower/faster (analysis/verdict.py): it must exclude 1.0."""
+VERDICT_EQUIVALENCE = 0.90
+"""The interval of the 'same' verdict: TOST at 5 % each side (a 1 - 2 alpha interval), within 1 +- the margin."""

@@ -26,6 +26,11 @@ class InputError(VirtbenchError):
     exit_code = 2
 
 
+class NoData(InputError):
+    """A run asked for its results before it has any (queued, or stopped before measuring):
+    refused in one line by the CLI (exit 2) and with 409 Conflict by the web app."""
+
+
 class UnavailableError(VirtbenchError):
     """A platform or tool the user asked for cannot run on this host."""
 

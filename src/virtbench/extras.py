@@ -11,7 +11,7 @@ import importlib.util
 from .errors import InputError
 
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "web": ("fastapi", "uvicorn", "jinja2", "multipart"),
+    "web": ("fastapi", "uvicorn", "jinja2", "multipart", "zxcvbn"),
     "figures": ("matplotlib", "plotly"),
     "parquet": ("pyarrow",),
     "postgres": ("psycopg",),

@@ -22,6 +22,7 @@ from click.testing import CliRunner
 
 from virtbench.analysis import synthetic
 from virtbench.cli import cli
+from virtbench.notation import ratio_with_interval
 from virtbench.report import builder, layout
 from virtbench.report.layout import base_key
 from virtbench.store.db import Store, now
@@ -171,7 +172,7 @@ def test_every_surface_carries_the_same_parts_and_numbers(store, run_id, tmp_pat
             continue
         lo, hi = r["relative_ci95"]
         assert lo <= r["relative"] <= hi, (r["benchmark"], r["metric"], r["platform"])
-        cell = f"{r['relative']:.3f} [{lo:.3f}–{hi:.3f}]"
+        cell = ratio_with_interval(r['relative'], [lo, hi])  # the one notation (#42)
         for name, text in (("HTML file", html_text), ("web run page", _text_of(page))):
             assert cell in " ".join(text.split()), f"{name} lacks {cell} of {r['benchmark']} {r['platform']}"
         assert f"{r['relative']:.3f}" in terminal

@@ -48,9 +48,9 @@ def test_the_headline_names_each_hosts_arch_aes_and_an_emulated_board():
 
 def test_an_undecided_category_shows_its_estimate_and_interval_not_a_bare_question_mark():
     """Before: '?' alone; the reader could not tell a possible 30 % cost from a possible 1 %."""
-    assert _cell([_row("a", "cpu", 0.95, "inconclusive", [0.90, 1.02])]) == "? -5% [-10..+2]"
+    assert _cell([_row("a", "cpu", 0.95, "inconclusive", [0.90, 1.02])]) == "? -5% [-10, +2]"
     two = [_row("a", "cpu", 0.95, "inconclusive", [0.90, 1.02]), _row("b", "cpu", 1.0, "inconclusive", [0.97, 1.04])]
-    assert _cell(two) == "? -3% [-10..+4]", "the geometric mean, inside the span of its cells' intervals"
+    assert _cell(two) == "? -3% [-10, +4]", "the geometric mean, inside the span of its cells' intervals"
 
 
 def test_categories_have_one_name_and_one_order_everywhere():

@@ -39,8 +39,10 @@ def _names(platforms: list[str], run_id: str, rounds: int = 12) -> list[str]:
     return [naming.unit_name(run_id, p, r) for p in platforms for r in range(rounds)]
 
 
-@pytest.mark.parametrize("run_id", ["20261124-210000-abcd", new_run_id(), "x"])
+@pytest.mark.parametrize("run_id", ["20261124-210000-abcd", "new", "x"])
 def test_names_are_unique_and_valid_for_every_runtime(run_id: str) -> None:
+    """A fixed id, one made now (inside the test: xdist workers must collect the same names), one short."""
+    run_id = new_run_id() if run_id == "new" else run_id
     platforms = LONG + UNUSUAL
     assert all(re.fullmatch(PLATFORM_NAME_RE, p) for p in platforms)  # all valid campaign names
     names = _names(platforms, run_id)

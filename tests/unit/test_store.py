@@ -54,8 +54,13 @@ def test_duplicate_execution_is_rejected_and_nothing_half_written(store):
 
 def test_run_lookup(store):
     make_run(store, "20260101-000000-abcd")
+    record(store, "20260101-000000-abcd")
+    store.update_run("20260101-000000-abcd", status="finished")
+    make_run(store, "20260102-000000-newer")  # newer, but nothing measured: not 'latest'
     assert store.run("latest").id == "20260101-000000-abcd"
     assert store.run("20260101").id == "20260101-000000-abcd"
+    make_run(store, "20260101-000000-abcd2")  # an exact id wins over the longer id it is a prefix of
+    assert store.run("20260101-000000-abcd").id == "20260101-000000-abcd"
     with pytest.raises(InputError, match="no run"):
         store.run("nope")
 

@@ -27,7 +27,7 @@ def test_text_report_has_category_best_and_stack_tables(tmp_path):
     text.render(report, console)
     out = console.export_text()
     assert "Geometric mean of relative performance per category" in out
-    assert "best of the container runtimes per category" in out
+    assert "Container runtimes compared: the best of them per category" in out
     assert any(p.config.get("inside") for p in run.platforms), "the synthetic run has a stack"
     assert "measured against the product of the layers" in out
 

@@ -186,3 +186,37 @@ def test_a_meter_command_is_refused_unless_the_server_allows_it(client, filled, 
     allowing = make_client(filled, allow_meter=True)
     assert allowing.post("/api/campaigns/validate", json={"campaign": campaign}, headers=AUTH).status_code == 200
     assert not marker.exists()  # validating runs nothing, even where the meter is allowed
+
+
+@pytest.mark.parametrize("make", ["/tmp", "/", "world", "group"])
+def test_allow_path_refuses_a_directory_others_can_write_or_the_root(tmp_path, make, capsys):
+    """Before (#42): `serve --allow-path /tmp` (world-writable: another user swaps a symlink
+    between the check and the use) and `--allow-path /` (every file of the host) were accepted
+    silently. Now `serve` refuses them in one line, exit 2, before anything starts."""
+    from virtbench.cli import main
+    from virtbench.web import hostpaths
+
+    target = tmp_path / make
+    if make in ("world", "group"):
+        target.mkdir()
+        target.chmod(0o777 if make == "world" else 0o770)
+        os.chown(target, os.geteuid(), 4242)
+    else:
+        target = make
+    with pytest.raises(hostpaths.InputError):
+        hostpaths.allowed_dirs([target])
+    db = tmp_path / "never.db"
+    argv = ["virtbench", "serve", "--no-worker", "--token", TOKEN, "--allow-path", str(target), "--db", f"sqlite:///{db}"]
+    with pytest.MonkeyPatch.context() as mp, pytest.raises(SystemExit) as exit_:
+        mp.setattr("sys.argv", argv)
+        main()
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert exit_.value.code == 2 and len(err) == 1 and err[0].startswith("error: --allow-path") and not db.exists()
+
+
+def test_allow_path_accepts_a_private_directory(tmp_path):
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    from virtbench.web import hostpaths
+
+    assert hostpaths.allowed_dirs([private]) == (private.resolve(),)

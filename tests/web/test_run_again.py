@@ -67,3 +67,30 @@ def test_run_again_keeps_the_size_limit_of_scheduling(client, filled, auth):
     filled.update_run(first, campaign_source=yaml.safe_dump(CAMPAIGN) + "# " + "x" * limit + "\n")
     r = client.post(f"/api/runs/{first}/again", headers=auth)
     assert r.status_code == 400 and f"larger than {limit} bytes" in r.json()["detail"]
+
+
+ALIASED = """name: aliased
+platforms: [native]
+benchmarks:
+  - &cpu {name: sysbench-cpu, time: 1}
+  - {<<: *cpu, threads: 2}
+"""
+
+
+def test_a_campaign_with_yaml_aliases_runs_again(client, filled, auth, tmp_path):
+    """Before (#42): the CLI ran a campaign file that used YAML aliases, but the web refused every
+    alias, so such a run could not be run again (nor the file be pasted). Now the web accepts what
+    the CLI accepts: aliases, bounded by the values they expand to (the billion laughs stays out,
+    tests/web/test_security.py)."""
+    from virtbench.config.files import read_campaign
+
+    (tmp_path / "aliased.yaml").write_text(ALIASED)
+    cli_campaign, _ = read_campaign(tmp_path / "aliased.yaml")  # what `virtbench run FILE` accepts
+    first = client.post("/api/runs", json={"yaml": ALIASED}, headers=auth)
+    assert first.status_code == 201, first.text
+    run_id = first.json()["run_id"]
+    assert stored(filled, run_id).campaign_source == ALIASED
+    r = client.post(f"/api/runs/{run_id}/again", headers=auth)
+    assert r.status_code == 201, r.text
+    again = stored(filled, r.json()["run_id"]).campaign
+    assert again == cli_campaign.model_dump(mode="json") == stored(filled, run_id).campaign

@@ -61,6 +61,26 @@ def test_weak_tokens_are_refused(token):
         server.check_token(token)
 
 
+@pytest.mark.parametrize("token", ["password1234567890123456", "qwertyuiopasdfghjklzxcvbnm", "abcdefghijklmnopqrstuvwx",
+                                   "Summer2026Summer2026Summer2026", "iloveyouiloveyou12345678"])
+def test_guessable_tokens_are_refused_by_the_strength_estimator(token):
+    """Before (#42): these passed the length and distinct-character rule and served the app.
+    Now a password-strength estimator (zxcvbn) must give its top score, and the fix offers a
+    generated token."""
+    problem = security.token_problem(token)
+    assert problem and "zxcvbn" in problem
+    with pytest.raises(server.InputError) as err:
+        server.check_token(token)
+    suggested = re.search(r"such as (\S+)", err.value.fix or "")
+    assert suggested and security.token_problem(suggested.group(1)) is None and token not in str(err.value)
+
+
+def test_a_non_ascii_token_is_refused():
+    """Before (#42): accepted at start, yet no client can send it (HTTP headers are ASCII)."""
+    problem = security.token_problem("Zq8-Lr2vT9wYk3mN7pB4cX6hJ1-grüße")
+    assert problem and "non-ASCII" in problem
+
+
 @pytest.mark.parametrize("token", [TOKEN, "Zq8-Lr2vT9wYk3mN7pB4cX6hJ1", "correct horse battery staple"])
 def test_strong_tokens_are_accepted(token):
     assert security.token_problem(token) is None

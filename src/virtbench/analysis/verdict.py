@@ -39,12 +39,15 @@ from typing import Any
 
 import numpy as np
 
+from ..constants import VERDICT_CONFIDENCE, VERDICT_EQUIVALENCE
+from ..notation import change, change_interval
 from .special import t_sf
 from .stats import MIN_EFFECT, t_quantile
 
-CONFIDENCE = 0.95
-EQUIVALENCE = 0.90
-"""The interval of the 'same' verdict: TOST at 5 % each side (a 1 - 2 alpha interval)."""
+CONFIDENCE = VERDICT_CONFIDENCE
+EQUIVALENCE = VERDICT_EQUIVALENCE
+"""The interval of the 'same' verdict: TOST at 5 % each side (a 1 - 2 alpha interval). Both are
+constants.py's, so the CLI's help states them without importing the statistics."""
 MIN_PAIRS = 3
 """Fewer common rounds than this: the unpaired interval (a paired one on 2 pairs has 1 degree of freedom)."""
 MAX_ADVICE = 100
@@ -57,7 +60,7 @@ class Verdict:
     verdict: str
     """slower, faster, same or inconclusive."""
     reason: str
-    """One sentence with the number: 'slower by 7.1 % [3.2-11.0 %]', or why undecided and what would decide."""
+    """One sentence with the number: 'slower by 7.1 % [-11.0, -3.2], 3 rounds paired', or why undecided and what would decide."""
     ci: tuple[float, float] | None = None
     """The ratio's interval the verdict was read from."""
     needed: int | None = None
@@ -278,10 +281,10 @@ def decide(values: Sequence[float], base: Sequence[float], higher_is_better: boo
     se, df = _log_se(values, base, logs, moments)
     log_r, margin = math.log(ratio), math.log1p(min_effect)
     paired = f", {len(logs)} rounds paired" if logs is not None else ""
-    span = f"[{(lo - 1) * 100:+.1f} to {(hi - 1) * 100:+.1f} %{paired}]"
+    span = f"{change_interval(lo, hi)}{paired}"
     if eq[1] >= 1 / (1 + min_effect) and eq[2] <= 1 + min_effect:
-        eq_span = f"[{(eq[1] - 1) * 100:+.1f} to {(eq[2] - 1) * 100:+.1f} %, {equivalence * 100:.0f} % interval{paired}]"
-        return Verdict("same", f"same within +-{min_effect:.0%}: {(ratio - 1) * 100:+.1f} % {eq_span}", (lo, hi),
+        eq_span = f"{change_interval(eq[1], eq[2])}, {equivalence * 100:.0f} % interval{paired}"
+        return Verdict("same", f"same within +-{min_effect:.0%}: {change(ratio)} {eq_span}", (lo, hi),
                        ratio=ratio, p=p_value(log_r, se, df, "same", margin))
     if hi < 1:
         return Verdict("slower", f"slower by {_pct(1 - ratio)} {span}", (lo, hi), ratio=ratio,
@@ -302,5 +305,5 @@ def decide(values: Sequence[float], base: Sequence[float], higher_is_better: boo
     advice = (f"needs about {needed} repetitions" if needed is not None and needed > n
               else f"more than {MAX_ADVICE} repetitions at this noise: the noise dominates" if needed is None
               else "one more repetition may decide it")
-    return Verdict("inconclusive", f"noise +-{half * 100:.1f} % ({(ratio - 1) * 100:+.1f} % {span}): {advice}",
+    return Verdict("inconclusive", f"noise +-{half * 100:.1f} % ({change(ratio)} {span}): {advice}",
                    (lo, hi), needed, ratio=ratio)

@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import re
+import sys
 
 import click
 from rich.console import Console
+
+from .shared import PIPE_WIDTH
 
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 """Run ids as runs are named (runner.execute.new_run_id: date-time-hex); no glob or path characters."""
@@ -27,7 +30,7 @@ def cleanup(run_id: str | None, wait: bool, host: str | None, db_url: str | None
     if run_id is not None and not RUN_ID.fullmatch(run_id):  # it becomes part of names matched on disk
         raise InputError(f"--run {run_id!r} is not a run id", "give an id as `virtbench runs` lists it, "
                          "e.g. 20261127-125031-a656")
-    console = Console(highlight=False)
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else PIPE_WIDTH)
     from ..runner.execute import cleanup as do_cleanup
 
     remote = host is not None and host != "local"

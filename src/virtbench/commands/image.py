@@ -5,6 +5,7 @@ import click
 from rich.markup import escape
 
 from ..errors import InputError
+from ..notation import when
 from .shared import console
 
 
@@ -14,13 +15,15 @@ def image() -> None:
 
 
 @image.command("build")
-@click.option("--profile", type=click.Choice(["quick", "full"]), default="quick", show_default=True)
+@click.option("--profile", type=click.Choice(["quick", "full"]), default="quick", show_default=True,
+              help="quick: the quick comparison's tools; full: every benchmark's (Blender and PyTorch: 2 GB).")
 @click.option("--release", default="bookworm", show_default=True, help="Debian release.")
 @click.option("--arch", default=None, metavar="ARCH",
               help="Debian architecture (arm64, armhf, ...; default: this host's), another one through qemu-user.")
 @click.option("--mirror", "mirrors", multiple=True, metavar="LINE", help="apt source line instead of the default ones.")
 @click.option("--force", is_flag=True, help="Rebuild even if cached.")
 def image_build(profile: str, release: str, arch: str | None, mirrors: tuple[str, ...], force: bool) -> None:
+    """Build the guest image (a Debian root filesystem with every tool), cached under its recipe's hash."""
     from ..images.build import build, recipe_for
 
     img = build(recipe_for(profile, release, arch, mirrors=mirrors), force=force, log=console.print)
@@ -31,11 +34,12 @@ def image_build(profile: str, release: str, arch: str | None, mirrors: tuple[str
 
 @image.command("list")
 def image_list() -> None:
+    """The cached guest images: recipe hash, release/architecture, profile, build time, packages."""
     from ..images.build import list_images
 
     for img in list_images():
         console.print(f"{img.recipe_hash[:12]}  {img.release}/{img.arch}  {img.profile:<6} "
-                      f"{img.manifest.get('built_at', '')}  {' '.join(img.packages)}")
+                      f"{when(img.manifest.get('built_at'))}  {' '.join(img.packages)}", markup=False)
 
 
 @image.command("prune")

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from ..notation import params
 from ..report.progress import LOG_WIDTH
 from .shared import console
 
@@ -35,9 +36,11 @@ def list_group() -> None:
 
 
 @list_group.command("benchmarks")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--markdown", is_flag=True, help="The README's reference tables.")
 def list_benchmarks(as_json: bool, markdown: bool) -> None:
+    """Benchmarks a campaign names under `benchmarks:`: each one's tool, metrics (unit, direction,
+    category) and parameters with their defaults."""
     from ..docs import benchmark_catalog, metric_line, readme_section
 
     if markdown:
@@ -52,11 +55,12 @@ def list_benchmarks(as_json: bool, markdown: bool) -> None:
         _say("metrics:", 2)
         for m in d["metrics"]:
             _say(metric_line(m), 4)
-        _say("parameters: " + ", ".join(f"{p['name']}={p['default']}" for p in d["parameters"]), 2)
+        _say("parameters: " + params({p["name"]: p["default"] for p in d["parameters"]}), 2)
 
 
 @list_group.command("platforms")
 def list_platforms() -> None:
+    """Platform types a campaign names under `platforms:` (`type:`), each with its kind and options."""
     from ..registry import PLATFORMS
 
     for name, cls in PLATFORMS.items():
@@ -65,7 +69,7 @@ def list_platforms() -> None:
 
 
 @list_group.command("probes")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def list_probes(as_json: bool) -> None:
     """Probes a campaign lists under `probes:`, and whether each works on this host (and why not)."""
     from ..registry import PROBES
@@ -83,7 +87,7 @@ def list_probes(as_json: bool) -> None:
     for d in docs:
         _say(f"{d['name']}: {d['description']} ({'works here' if d['works'] else 'not here'})", bold=d["name"])
         _say(d["reason"] + (f" (fix: {d['fix']})" if d["fix"] else ""), 2)
-        _say("options: " + ", ".join(f"{o['name']}={o['default']}" for o in d["options"]), 2)
+        _say("options: " + params({o["name"]: o["default"] for o in d["options"]}), 2)
 
 
 @list_group.command("experiments")

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..extras import require
-from .shared import FiniteRange, console, db_option, errconsole, one_shot, print_report, read_store
+from .shared import MIN_EFFECT_HELP, FiniteRange, console, db_option, errconsole, one_shot, print_report, read_store
 
 
 @click.command()
@@ -26,14 +26,16 @@ from .shared import FiniteRange, console, db_option, errconsole, one_shot, print
 @click.option("--interactive", is_flag=True, help="With --html: plotly.js figures (zoom, hover; 4.6 MB more) "
               "instead of inline SVG.")
 @click.option("--min-effect", type=FiniteRange(0, 1), default=0.02, show_default=True,
-              help="Margin of the 'same' verdict: the ratio's 95% interval within 1 +- this.")
+              help=MIN_EFFECT_HELP)
 @db_option
 def report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, html_file: Path | None,
            figures_dir: Path | None, figure_width: str, interactive: bool, min_effect: float,
            db_url: str | None) -> None:
     """Statistics and relative performance of runs (RUN_ID, a unique prefix, or 'latest').
 
-    Several runs (e.g. one per host) merge into one comparison with hosts as columns.
+    Several runs (e.g. one per host) merge into one comparison with hosts as columns; repeated
+    runs of one campaign on one host are pooled: one verdict per cell from each run's ratios to
+    its own baseline, the cells the runs disagreed on flagged.
     With --html or --figures the files are written and the text report is skipped.
     """
     with one_shot():
@@ -45,13 +47,22 @@ def _report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, 
             figures_dir: Path | None, min_effect: float, db_url: str | None, *, figure_width: str = "page",
             interactive: bool = False) -> None:
     from ..report import builder, text
+    from ..report.targets import writable_dir, writable_file
+
+    if html_file:
+        writable_file(html_file, "--html")
+    if figures_dir:
+        writable_dir(figures_dir, "--figures")
+    from ..store.lookup import run_with_data
 
     store = read_store(db_url)
     refs = run_refs or ("latest",)
     if len(refs) == 1 and not (html_file or figures_dir):
-        print_report(store, refs[0], as_json=as_json, detail=detail, min_effect=min_effect, wide=wide)
+        print_report(store, run_with_data(store, refs[0]).id, as_json=as_json, detail=detail, min_effect=min_effect,
+                     wide=wide)
         return
-    reports = [builder.build(store, ref, min_effect=min_effect) for ref in refs]
+    ids = [run_with_data(store, ref).id for ref in refs]  # every one refused before any is built
+    reports = [builder.build(store, run_id, min_effect=min_effect) for run_id in ids]
     if html_file:
         from ..report import html
 
@@ -63,9 +74,16 @@ def _report(run_refs: tuple[str, ...], as_json: bool, detail: bool, wide: bool, 
 
         written = write_figures(reports, figures_dir, size=figure_width)
         errconsole.print(f"wrote {len(written)} figure and table files to {figures_dir}")
+    from ..report import repeats
+
+    pooled = repeats.document(reports, min_effect=min_effect) if repeats.repeated(reports) else None
     if as_json:
         doc = (builder.report_json(reports[0], min_effect=min_effect) if len(reports) == 1
                else builder.merged_json(reports, min_effect=min_effect))
+        if pooled is not None:
+            doc["repeats"] = pooled  # repetitions of one campaign on one host: one verdict per cell
         click.echo(json.dumps(doc, indent=2, default=str))
+    elif pooled is not None and not (html_file or figures_dir):
+        text.render_pooled(pooled, console)
     elif len(reports) > 1 and not (html_file or figures_dir):
         text.render_merged(builder.merged_json(reports, min_effect=min_effect), console)

@@ -10,7 +10,7 @@ from .shared import db_option
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on; 0.0.0.0 exposes the app to the network.")
-@click.option("--port", default=8080, show_default=True, type=click.IntRange(1, 65535))
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(1, 65535), help="TCP port to listen on.")
 @click.option("--token", envvar="VIRTBENCH_TOKEN", default=None,
               help="Needed to schedule, cancel or delete (prefer VIRTBENCH_TOKEN: argv is visible in ps). "
                    "A random one is printed if not given.")

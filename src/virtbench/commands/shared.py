@@ -9,6 +9,7 @@ import gc
 import json
 import math
 import os
+import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,11 +19,26 @@ import click
 from rich.console import Console
 
 from ..analysis.blas import BLAS_THREADS, one_blas_thread
+from ..constants import VERDICT_CONFIDENCE, VERDICT_EQUIVALENCE
 from ..errors import InputError
 
-# Piped output (make run | tee, CI logs) gets wide tables instead of 80-column wrapping.
-console = Console(stderr=False, highlight=False, width=None if sys.stdout.isatty() else 200)
-errconsole = Console(stderr=True, highlight=False)
+PIPE_WIDTH = 100
+"""Columns of everything printed to a pipe or file (make run | tee, CI logs); a terminal's own width on a tty."""
+
+
+def width_of(stream: Any) -> int:
+    """The columns to fill on this stream: the terminal's on a tty, PIPE_WIDTH otherwise."""
+    try:
+        return shutil.get_terminal_size((PIPE_WIDTH, 24)).columns if stream.isatty() else PIPE_WIDTH
+    except (AttributeError, ValueError, OSError):
+        return PIPE_WIDTH
+
+
+console = Console(stderr=False, highlight=False, width=None if sys.stdout.isatty() else PIPE_WIDTH)
+errconsole = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else PIPE_WIDTH)
+MIN_EFFECT_HELP = (f"Margin of the 'same' verdict: same when the ratio's {VERDICT_EQUIVALENCE * 100:.0f} % interval "
+                   f"lies within 1 +- this; slower or faster when its {VERDICT_CONFIDENCE * 100:.0f} % interval "
+                   "excludes 1.")
 db_option = click.option("--db", "db_url", envvar="VIRTBENCH_DB", default=None,
                          help="SQLAlchemy URL of the results store (default: SQLite under /var/lib/virtbench).")
 

@@ -124,23 +124,3 @@ def merged_json(reports: Sequence[Report], *, alpha: float = stats.ALPHA,
         "categories": tables.category_ranges(cats),
         "availability": tables.availability(cats, infos),
     }
-
-
-COMPARE_METHOD = ("B against A by the verdict rule of `report`: the unpaired 95 % Welch t interval of the log ratio "
-                  "of means (the rounds of two runs share nothing to pair on), same when the 90 % interval lies "
-                  "within the minimum effect")
-
-
-def compare_json(run_a: Run, run_b: Run, rows: Sequence[Any], *,
-                 min_effect: float = stats.MIN_EFFECT) -> dict[str, Any]:
-    """`virtbench compare --json`: the same platforms in two runs, B relative to A."""
-    hosts = [str(facts(r).get("hostname") or "?") for r in (run_a, run_b)]
-    notes = []
-    if hosts[0] != hosts[1]:
-        notes.append(f"the runs are from different hosts ({hosts[0]}, {hosts[1]}): differences include the hardware")
-    conds = [{k: facts(r).get(k) for k in ("kernel", "governor", "turbo", "microcode")} for r in (run_a, run_b)]
-    changed = [k for k in conds[0] if conds[0][k] != conds[1][k]]
-    if changed:
-        notes.append("changed between the runs: " + ", ".join(f"{k} {conds[0][k]} -> {conds[1][k]}" for k in changed))
-    return {"format_version": FORMAT_VERSION, "a": run_a.id, "b": run_b.id, "hosts": hosts,
-            "min_effect": min_effect, "method": COMPARE_METHOD, "notes": notes, "results": [r.public() for r in rows]}

@@ -26,6 +26,7 @@ from ..store.models import Run
 from . import builder as S
 from . import runinfo
 from .model import FORMAT_VERSION
+from .targets import writable_dir
 
 FORMATS = ("csv", "json", "parquet")
 COLUMNS = {
@@ -112,15 +113,10 @@ def export(store: Store, run_ref: str, directory: Path, fmt: str = "csv") -> lis
     """Write <run>-samples, <run>-executions and <run>-summary in the format; returns the files."""
     if fmt not in FORMATS:
         raise InputError(f"unknown export format {fmt!r}", f"use one of {', '.join(FORMATS)}")
+    writable_dir(directory, "-o")
     report = S.build(store, run_ref)
     run, rows = report.run, report.rows
     host = runinfo.host_labels([run])[0]
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"cannot create the output directory {directory}: {exc.strerror}"
-                         + (f" ({exc.filename})" if exc.filename and str(exc.filename) != str(directory) else ""),
-                         "give -o a directory you can create and write") from None
     tables = {"samples": samples_table(store, run, host), "executions": executions_table(store, run, host),
               "summary": summary_table(run, rows, host)}
     written = [write_table(records, directory / f"{run.id}-{name}.{fmt}", fmt, COLUMNS.get(name, ()))

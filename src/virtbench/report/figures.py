@@ -17,10 +17,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..analysis.stats import MIN_EFFECT
 from ..analysis.summary import Row
 from ..analysis.tables import CategoryCell, StackRow, category_table, stack_predictions
-from ..constants import LIFECYCLE
+from ..constants import LIFECYCLE, LIFECYCLE_STEPS
+from ..notation import change, ratio
+from ..notation import unit as unit_of
 from .runinfo import host_labels, hosts_of, platform_infos
+from .units import noise_checked
 
 COUNT_PARAMS = ("instances", "count", "containers", "vms", "copies", "parallel", "clients", "n", "multi", "threads",
                 "jobs", "numjobs")
@@ -45,6 +49,13 @@ class Series:
 RATIO = "ratio"
 """meta key of a figure of ratios to the baseline: drawn as points with their intervals on a
 tight axis around 1.0, never as bars from 0 (a 3-10 % effect would vanish)."""
+POINTS = "points"
+"""meta key of a figure of absolute values drawn as points with their intervals (lifecycle
+times, on a log axis), never as bars from 0."""
+BAND = "band"
+"""meta key: (low, high) of the verdict's 'same' band around 1.0, shaded behind the points."""
+SAME_BAND = (1 / (1 + MIN_EFFECT), 1 + MIN_EFFECT)
+BAND_LABEL = f"shaded: the same within {MIN_EFFECT * 100:.0f} % (the verdict's default margin)"
 
 
 @dataclass
@@ -114,7 +125,8 @@ def story_figure(rows: Sequence[Row], baseline: str, names: dict[str, str] | Non
     series = verdict_series(cells, {id(r): f"{r.benchmark} {r.metric}" for r in cells})
     return FigureSpec("story", "bar", f"Every result relative to {baseline}", "benchmark metric",
                       f"relative to {baseline} (higher = better)", series, group="overview", refline=1.0,
-                      note=INTERVAL_NOTE, meta={RATIO: True, "story": True})
+                      note=f"{INTERVAL_NOTE}; {BAND_LABEL}",
+                      meta={RATIO: True, "story": True, BAND: SAME_BAND, "band_label": BAND_LABEL})
 
 
 def bar_figures(rows: Sequence[Row], baseline: str, names: dict[str, str] | None = None) -> list[FigureSpec]:
@@ -137,7 +149,8 @@ def bar_figures(rows: Sequence[Row], baseline: str, names: dict[str, str] | None
         series = verdict_series(brs, label)
         out.append(FigureSpec(slug("bar", bench), "bar", f"{bench}: performance relative to {baseline}",
                               "metric", f"relative to {baseline} (1.0 = same, higher = better)", series,
-                              group=bench, refline=1.0, note=INTERVAL_NOTE, meta={RATIO: True}))
+                              group=bench, refline=1.0, note=f"{INTERVAL_NOTE}; {BAND_LABEL}",
+                              meta={RATIO: True, BAND: SAME_BAND, "band_label": BAND_LABEL}))
     return out
 
 
@@ -147,7 +160,7 @@ def category_figure(table: dict[str, dict[str, CategoryCell]], baseline: str, ho
     cats = list(table)
     platforms = list(dict.fromkeys(p for cells in table.values() for p in cells if p != baseline))
     def rng(cell: CategoryCell | None) -> str:
-        return f"{cell.verdict}; metrics from {cell.low:.3g} to {cell.high:.3g}" if cell else ""
+        return f"{cell.verdict}; metrics from {ratio(cell.low)} to {ratio(cell.high)}" if cell else ""
     series = [Series(p, cats, [table[c][p].geomean if p in table[c] else None for c in cats], style="points",
                      text=[rng(table[c].get(p)) for c in cats],
                      marks=[table[c][p].verdict if p in table[c] else None for c in cats]) for p in platforms]
@@ -163,7 +176,8 @@ def lifecycle_figure(rows: Sequence[Row]) -> FigureSpec | None:
     life = [r for r in rows if r.benchmark == LIFECYCLE and r.median is not None]
     if not life:
         return None
-    steps = list(dict.fromkeys(r.metric for r in life))
+    known = [f"{s}_s" for s in LIFECYCLE_STEPS]
+    steps = sorted(dict.fromkeys(r.metric for r in life), key=lambda m: known.index(m) if m in known else len(known))
 
     def ms(v: float | None) -> float | None:
         return None if v is None else v * 1000.0
@@ -173,9 +187,11 @@ def lifecycle_figure(rows: Sequence[Row]) -> FigureSpec | None:
         get = [per.get(s) for s in steps]
         series.append(Series(platform, [s.removesuffix("_s") for s in steps], [ms(r.median) if r else None for r in get],
                              [ms(r.median_ci95[0]) if r and r.median_ci95 else None for r in get],
-                             [ms(r.median_ci95[1]) if r and r.median_ci95 else None for r in get], "bar"))
+                             [ms(r.median_ci95[1]) if r and r.median_ci95 else None for r in get], "points"))
     return FigureSpec("lifecycle", "bar", "Instance lifecycle: median ms per step (lower is better)", "step",
-                      "ms", series, group=LIFECYCLE, note="error bars: 95% bootstrap CI of the median")
+                      "ms (log scale)", series, group=LIFECYCLE, ylog=True, meta={POINTS: True},
+                      note="points: the median; error bars: its 95 % bootstrap interval; a log axis, so a step of "
+                           "0.5 ms shows beside one of 250 ms")
 
 
 def box_figures(rows: Sequence[Row], names: dict[str, str] | None = None) -> list[FigureSpec]:
@@ -187,28 +203,33 @@ def box_figures(rows: Sequence[Row], names: dict[str, str] | None = None) -> lis
                          text=[f"round {k}" for k in r.rounds]) for r in mrs if r.values]
         if series:
             out.append(FigureSpec(slug("box", bench, metric), "box", f"{bench} {metric}: all repetitions",
-                                  "platform", f"{metric} [{mrs[0].unit}] ({_arrow(mrs[0])})", series,
+                                  "platform", f"{metric} [{unit_of(mrs[0].unit)}] ({_arrow(mrs[0])})", series,
                                   group=names.get(bench, bench)))
     return out
 
 
-def trend_figures(rows: Sequence[Row], names: dict[str, str] | None = None) -> list[FigureSpec]:
-    """Value against repetition index per platform, warm-up rounds hollow (drift shows as slope)."""
+def trend_figures(rows: Sequence[Row], names: dict[str, str] | None = None, noise_check: bool = False
+                  ) -> list[FigureSpec]:
+    """Value against the measured round (1, 2, ...) per platform; the warm-up at round 0 and below,
+    hollow, in the platform's colour and legend entry (drift shows as slope). noise_check: the
+    baseline's noise-check executions ran inside the last warm-up round, so they are drawn there."""
     names = names or {}
     out = []
     for (bench, metric), mrs in _by_metric(rows).items():
         series: list[Series] = []
         for r in mrs:
             if r.warmup_values:
-                series.append(Series(f"{r.platform} (warm-up)", list(r.warmup_rounds), list(r.warmup_values),
-                                     style="hollow"))
+                series.append(Series(r.platform, list(r.warmup_rounds), list(r.warmup_values), style="hollow"))
             if r.values:
                 series.append(Series(r.platform, list(r.rounds), list(r.values), style="line"))
         if series:
             flagged = sorted({r.platform for r in mrs for f in r.quality if f["check"] == "drift"})
+            notes = ["hollow: warm-up (round 0 and below), not in the statistics"
+                     + (", with the baseline's noise check" if noise_check else "")]
+            notes += [f"drift flagged: {', '.join(flagged)}"] if flagged else []
             out.append(FigureSpec(slug("trend", bench, metric), "trend", f"{bench} {metric}: per repetition",
-                                  "round", f"{metric} [{mrs[0].unit}]", series, group=names.get(bench, bench),
-                                  note=f"drift flagged: {', '.join(flagged)}" if flagged else ""))
+                                  "measured round", f"{metric} [{unit_of(mrs[0].unit)}]", series,
+                                  group=names.get(bench, bench), note="; ".join(notes)))
     return out
 
 
@@ -305,7 +326,7 @@ def sweep_figures(rows: Sequence[Row], benchmarks: Sequence[Any]) -> list[Figure
             title = f"{name}: {metric} against {param}" + (" (instances at once)" if is_count else "") \
                 + (f" ({where})" if where else "")
             out.append(FigureSpec(slug(kind, name, metric, param, where), kind, title, param,
-                                  f"{metric} [{sample_row.unit}] ({_arrow(sample_row)})", series, group=name,
+                                  f"{metric} [{unit_of(sample_row.unit)}] ({_arrow(sample_row)})", series, group=name,
                                   xlog=bool(xlog), note="mean and 95% bootstrap CI per point",
                                   meta={"param": param, "fixed": fixed, "categorical_x": not numeric}))
     return out
@@ -352,7 +373,8 @@ def latency_figures(rows: Sequence[Row], names: dict[str, str] | None = None) ->
         unit = per_p[ps[0]][0].unit
         label = tag.replace("|", " ").strip() or "latency"
         out.append(FigureSpec(slug("latency", bench, tag), "latency", f"{bench}: {label} percentiles (HDR axis)",
-                              "percentile", f"latency [{unit}]", series, group=names.get(bench, bench), xlog=True, ylog=True,
+                              "percentile", f"latency [{unit_of(unit)}]", series, group=names.get(bench, bench), xlog=True,
+                              ylog=True,
                               xticks=hdr_ticks(ps), note="median over repetitions, 95% bootstrap CI; "
                               "p99.999 needs well over 10^5 samples per repetition to mean anything"))
     return out
@@ -368,7 +390,7 @@ def stack_figures(stacks: Sequence[StackRow]) -> list[FigureSpec]:
                           [s.measured_ci95[0] if s.measured_ci95 else None for s in rs],
                           [s.measured_ci95[1] if s.measured_ci95 else None for s in rs], "points")
         predicted = Series(f"predicted ({rs[0].outer} x {rs[0].inner})", xs, [s.predicted for s in rs], style="points",
-                           text=[f"prediction error {s.error:+.1%}" for s in rs])
+                           text=[f"prediction error {change(1 + s.error)}" for s in rs])
         out.append(FigureSpec(slug("stack", platform), "stack", f"{platform}: measured against predicted "
                               f"({rs[0].outer} x {rs[0].inner})", "benchmark metric", "relative to baseline",
                               [measured, predicted], group="stacks", refline=1.0,
@@ -378,7 +400,8 @@ def stack_figures(stacks: Sequence[StackRow]) -> list[FigureSpec]:
 
 
 def all_figures(rows: Sequence[Row], baseline: str, benchmarks: Sequence[Any],
-                categories: dict[str, dict[str, CategoryCell]], stacks: Sequence[StackRow]) -> list[FigureSpec]:
+                categories: dict[str, dict[str, CategoryCell]], stacks: Sequence[StackRow],
+                noise_check: bool = False) -> list[FigureSpec]:
     """Every figure of one run: overview first, then per benchmark in the campaign's order."""
     names = {b.key: b.name for b in benchmarks}
     story = story_figure(rows, baseline, names)
@@ -390,7 +413,7 @@ def all_figures(rows: Sequence[Row], baseline: str, benchmarks: Sequence[Any],
                              *latency_figures(rows, names)]
     life = lifecycle_figure(rows)
     per += [life] if life else []
-    per += box_figures(rows, names) + trend_figures(rows, names)
+    per += box_figures(rows, names) + trend_figures(rows, names, noise_check)
     order = {n: i for i, n in enumerate(dict.fromkeys(b.name for b in benchmarks))}
     return out + sorted(per, key=lambda f: order.get(f.group, len(order)))
 
@@ -400,7 +423,7 @@ def run_figures(run: Any, rows: Sequence[Row]) -> list[FigureSpec]:
     its own baseline), the host in each id and title, as the layout gives each host its tables."""
     def of(rs: Sequence[Row]) -> list[FigureSpec]:
         return all_figures(rs, run.baseline, bench_points(run), category_table(rs),
-                           stack_predictions(rs, platform_infos(run)))
+                           stack_predictions(rs, platform_infos(run)), noise_checked(run.campaign))
 
     hosts = hosts_of(run, rows)
     if not hosts:

@@ -13,7 +13,7 @@ headline can never say more than the cells behind it:
 
 A category's cell says its verdict with its size, never a signed change that can contradict
 the arrow: "▼7%" is 7 % slower (the geometric mean of the category's slower cells), "▲3%" 3 %
-faster, "▼7% ▲3%" mixed, "=" the same; undecided, "? -3% [-8..+2]" says the estimate (the
+faster, "▼7% ▲3%" mixed, "=" the same; undecided, "? -3% [-8, +2]" says the estimate (the
 geometric mean of its ratios) and the interval its cells leave open (from the lowest end of
 their 95 % intervals to the highest: one cell's own interval), so an undecided answer still
 says how large the cost could be (`cell_text`). Lifecycle: the median start time in ms.
@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import notation
 from ..analysis import quality
 from ..analysis.summary import Row
 from ..analysis.tables import CATEGORIES as ORDER
@@ -112,7 +113,7 @@ def cell_text(cv: CategoryVerdict) -> str:
         return " ".join(parts) or "="
     if cv.ratio is None:
         return "?"
-    span = f" [{_signed(cv.ci[0])}..{_signed(cv.ci[1])}]" if cv.ci else ""
+    span = f" {notation.change_interval(cv.ci[0], cv.ci[1], 0)}" if cv.ci else ""
     return f"? {_signed(cv.ratio)}%{span}"
 
 

@@ -24,7 +24,7 @@ from . import builder as S
 from . import figures as F
 from . import html_parts as H
 from . import interactive as I
-from . import layout, runinfo
+from . import layout, repeats, runinfo
 from .model import Report
 from .sections import ReportSection
 
@@ -200,7 +200,8 @@ def render(reports: Sequence[Report], *, alpha: float = stats.ALPHA, min_effect:
     nav = " ".join(f'<a href="#r{i}-run">{H.e(lab)}</a>' for i, lab in enumerate(labels))
     baseline = reports[0].run.baseline
     cat_figs = [f for lab in labels if (f := F.category_figure(cats[lab], baseline, lab))]
-    body = (f"<nav>Hosts: {nav}</nav><h2>Across hosts</h2>"
+    pooled = repeats.html(repeats.document(reports, min_effect=min_effect)) if repeats.repeated(reports) else ""
+    body = (f"<nav>Hosts: {nav}</nav>{pooled}<h2>Across hosts</h2>"
             + H.category_ranges_html(merged["categories"], labels)
             + H.availability_html(merged["availability"])
             + page.grid(cat_figs, "m-")

@@ -8,6 +8,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
+from .. import notation
+from ..notation import interval, number, percent, ratio
 from . import units
 from .model import Comparison, Mark
 
@@ -21,17 +23,11 @@ def e(x: Any) -> str:
 
 
 def fmt(x: float | None, digits: int = 4) -> str:
-    if x is None:
-        return "–"
-    if x == 0:
-        return "0"
-    if abs(x) >= 1e6 or abs(x) < 1e-3:
-        return f"{x:.{digits - 1}e}"
-    return f"{x:.{digits}g}"
+    return "–" if x is None else number(x, digits)
 
 
 def pct(x: float | None) -> str:
-    return "–" if x is None else f"{x:.0%}"
+    return "–" if x is None else percent(x)
 
 
 def table(head: Sequence[str], rows: Iterable[Sequence[str]], cls: str = "", caption: str = "") -> str:
@@ -64,8 +60,8 @@ def provenance(run: Any, facts: Mapping[str, Any], label: str, rows: Sequence[An
                ("memory", f"{mem / 2**30:.1f} GiB"), ("architecture", facts.get("arch", "?")),
                ("kernel", facts.get("kernel", "?")), ("OS", facts.get("os", "?")),
                ("cgroup", facts.get("cgroup", "?")), ("microcode", facts.get("microcode") or "?"),
-               ("virtualized", f"vm: {virt.get('vm', '?')}, container: {virt.get('container', '?')}"),
-               ("governor", facts.get("governor", "?")), ("turbo", facts.get("turbo", "?")),
+               ("virtualized", f"vm: {notation.plain(virt.get('vm'))}, container: {notation.plain(virt.get('container'))}"),
+               ("governor", notation.plain(facts.get("governor"))), ("turbo", notation.plain(facts.get("turbo"))),
                ("load average at start", " ".join(str(x) for x in facts.get("loadavg") or []) or "?"),
                ("mitigations", f"{len(mitig)} listed, vulnerable: {', '.join(vulnerable) or 'none'}"),
                ("CPU flags", " ".join(facts.get("cpu_flags") or []) or "?")])
@@ -76,17 +72,17 @@ def provenance(run: Any, facts: Mapping[str, Any], label: str, rows: Sequence[An
                  ("started", units.when(run.started_at)), ("finished", units.when(run.finished_at)),
                  ("rounds", units.rounds_measured(run, rows)),
                  ("warm-up rounds", "none (steps of its own)" if warm is None else warm),
-                 ("randomized order", f"{camp.get('shuffle', True)} (seed {run.seed})"),
+                 ("order", f"randomized (seed {run.seed})" if camp.get("shuffle", True) else "fixed (shuffle: false)"),
                  ("baseline", run.baseline),
                  ("image", f"{str(img.get('recipe_hash', '?'))[:12]} {img.get('release', '')}/{img.get('arch', '')} "
                            f"profile {img.get('profile', '')}, archive sha256 {str(img.get('tar_sha256', '?'))[:16]}"),
                  ("virtbench", (run.provenance or {}).get("virtbench", "?"))])
     plats = table(["platform", "type", "kind", "inside", "label", "versions"],
                   ([e(p.name), e(p.type), e((p.config or {}).get("kind", "")), e((p.config or {}).get("inside", "")),
-                    e(p.label), e(", ".join(f"{k} {v}" for k, v in (p.versions or {}).items()))]
+                    e(p.label), e(notation.plain(p.versions or {}))]
                    for p in run.platforms))
     benches = table(["benchmark", "tool", "parameters", "tool version"],
-                    ([e(b.key), e(b.name), e(", ".join(f"{k}={v}" for k, v in b.params.items())), e(b.tool_version)]
+                    ([e(b.key), e(b.name), e(notation.params(b.params)), e(b.tool_version)]
                      for b in run.benchmarks))
     return (f'<div class="cols"><div><h3>Host</h3>{host}</div><div><h3>Run</h3>{design}</div></div>'
             f"<h3>Platforms</h3>{plats}<h3>Benchmarks</h3>{benches}{adaptive_html(run)}")
@@ -125,11 +121,11 @@ def comparison(c: Comparison) -> str:
     """A cell comparing a platform with the baseline: ratio, interval, verdict badge, flags."""
     if c.relative is None:
         return f'<span class="bad">failed ×{c.failed}</span>' if c.failed else badge(c.verdict, c.reason) or "–"
-    ci = f' <span class="ci">[{c.ci[0]:.3f}–{c.ci[1]:.3f}]</span>' if c.ci else ""
+    ci = f' <span class="ci">{e(interval(*c.ci))}</span>' if c.ci else ""
     p = f' <span class="ci">{e(c.reason)}</span>' if c.reason and c.verdict == "inconclusive" else ""
     flags = f' <span class="flags" title="{e("; ".join(c.warnings))}">⚑{len(c.warnings)}</span>' if c.warnings else ""
     failed = f' <span class="bad">({c.failed} failed)</span>' if c.failed else ""
-    return f"<b>{c.relative:.3f}</b>{ci} {badge(c.verdict, c.reason)}{p}{flags}{failed}"
+    return f"<b>{ratio(c.relative)}</b>{ci} {badge(c.verdict, c.reason)}{p}{flags}{failed}"
 
 
 def cell(v: Any) -> str:
@@ -151,10 +147,10 @@ def availability_html(avail: Sequence[Mapping[str, Any]], kinds: Sequence[str] =
     def rng(v: Mapping[str, Any] | None) -> str:
         if not v:
             return "–"
-        return pct(v["min"]) if abs(v["max"] - v["min"]) < 5e-3 else f"{pct(v['min'])}–{pct(v['max'])}"
+        return pct(v["min"]) if abs(v["max"] - v["min"]) < 5e-3 else f"{pct(v['min'])} to {pct(v['max'])}"
     body = ([e(a["category"]), "100%", *[e(rng(a.get(k))) for k in kinds]] for a in avail)
-    return table(["category", "bare metal", *kinds], body, "", "Performance availability (Table 7 style): best "
-                 "platform of each kind per category, range over hosts")
+    return table(["category", "bare metal", *kinds], body, "", "Performance availability: the best platform of "
+                 "each kind per category, its range over the hosts")
 
 
 def hosts_html(matrix: Sequence[Mapping[str, Any]], hosts: Sequence[str]) -> str:
@@ -162,11 +158,11 @@ def hosts_html(matrix: Sequence[Mapping[str, Any]], hosts: Sequence[str]) -> str
         if not h or h["relative"] is None:
             return "–"
         ci = h["relative_ci95"]
-        return f"<b>{h['relative']:.3f}</b>" + (f" <span class='ci'>[{ci[0]:.2f}–{ci[1]:.2f}]</span>" if ci else "") \
+        return f"<b>{ratio(h['relative'])}</b>" + (f" <span class='ci'>{e(interval(*ci))}</span>" if ci else "") \
             + " " + badge(h["verdict"])
     shown = [m for m in matrix if any(h["verdict"] != "baseline" for h in m["hosts"].values())]
     body = ([e(f"{m['benchmark']} {m['metric']}"), e(m["platform"]), *[cell(m["hosts"].get(h)) for h in hosts],
-             e(f"{fmt(m['min'], 3)}–{fmt(m['max'], 3)}" if m["min"] is not None else "–")] for m in shown)
+             e(f"{ratio(m['min'])} to {ratio(m['max'])}" if m["min"] is not None else "–")] for m in shown)
     return table(["benchmark metric", "platform", *hosts, "range"], body, "filterable main",
                  "Relative performance per host (each host against its own baseline)")
 
@@ -176,6 +172,6 @@ def category_ranges_html(ranges: Mapping[str, Mapping[str, Any]], hosts: Sequenc
     for cat, per in ranges.items():
         for platform, v in per.items():
             body.append([e(cat), e(platform), *[e(fmt(v["hosts"].get(h), 3)) for h in hosts],
-                         e(f"{pct(v['min'])}–{pct(v['max'])}")])
+                         e(f"{pct(v['min'])} to {pct(v['max'])}")])
     return table(["category", "platform", *hosts, "range"], body, "", "Category geometric means per host and "
                  "their range")

@@ -13,8 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from .figures import RATIO, FigureSpec, Series
+from .figures import BAND, POINTS, RATIO, FigureSpec, Series
 
+SYMBOLS = {"faster": "triangle-up", "slower": "triangle-down", "same": "circle", "inconclusive": "circle-open"}
+"""The verdict as the marker, as in the files and the web's charts."""
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
            "#bcbd22", "#17becf")
 
@@ -104,7 +106,10 @@ def trace(s: Series, spec: FigureSpec, palette: dict[str, str]) -> dict[str, Any
     elif s.style == "dashed":
         t = {"type": "scatter", "mode": "lines", "name": name, "x": x, "y": _nums(s.y),
              "line": {"dash": "dash", "color": "#888"}}
-    elif s.style == "points" and not spec.meta.get(RATIO):  # a cloud (worst latencies over time), no line
+    elif spec.meta.get(RATIO) or spec.meta.get(POINTS):  # estimates with intervals: markers, never joined
+        t = {"type": "scatter", "mode": "markers", "name": name, "x": x, "y": _nums(s.y), "legendgroup": name,
+             "marker": {"size": 8, "symbol": [SYMBOLS.get(m or "", "circle") for m in (s.marks or [None] * len(s.y))]}}
+    elif s.style == "points":  # a cloud (worst latencies over time), no line
         t = {"type": "scatter", "mode": "markers", "name": name, "x": x, "y": _nums(s.y), "marker": {"size": 4},
              "legendgroup": name}
     else:
@@ -138,9 +143,17 @@ def figure(spec: FigureSpec, palette: dict[str, str]) -> dict[str, Any]:
         "title": {"text": txt(spec.title), "font": {"size": 14}}, "xaxis": xaxis, "yaxis": yaxis, "height": 380,
         "margin": {"l": 60, "r": 20, "t": 50, "b": 60}, "barmode": "group", "showlegend": spec.kind != "box",
         "legend": {"orientation": "h", "y": -0.25}, "hovermode": "closest"}
+    shapes = []
+    if (band := spec.meta.get(BAND)) is not None:  # the verdict's 'same' band behind the points
+        shapes.append({"type": "rect", "xref": "paper", "x0": 0, "x1": 1, "y0": band[0], "y1": band[1],
+                       "fillcolor": "#e6e6e6", "line": {"width": 0}, "layer": "below"})
     if spec.refline is not None:
-        layout["shapes"] = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": spec.refline,
-                             "y1": spec.refline, "line": {"dash": "dot", "width": 1, "color": "#444"}}]
+        shapes.append({"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": spec.refline,
+                       "y1": spec.refline, "line": {"dash": "dot", "width": 1, "color": "#444"}})
+    if shapes:
+        layout["shapes"] = shapes
+    if spec.meta.get(RATIO) or spec.meta.get(POINTS):
+        layout["scattermode"] = "group"  # the platforms of a category side by side, never stacked on one spot
     return {"data": [trace(s, spec, palette) for s in spec.series], "layout": layout}
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from ..analysis import tables
 from ..analysis.summary import Row
 from ..constants import LIFECYCLE, LIFECYCLE_STEPS
+from ..notation import Ratio, change, interval, label, number, percent, plain
 from . import boards, run_warnings, runinfo, units
 from . import headline as H
 from .model import Comparison, Mark, Report, Section, Table
@@ -139,7 +140,7 @@ def warnings(report: Report) -> list[Section]:
     cols = ["about", "warning, and its fix"]
 
     def body(ws: Sequence[dict[str, Any]]) -> list[list[Any]]:
-        return [[f"{_about(w)} ({w.get('severity', '')})",
+        return [[_about(w) + (" (context)" if w.get("severity") == "info" else ""),
                  str(w.get("message", "")) + (f"; fix: {w['fix']}" if w.get("fix") else "")] for w in ws]
     return [_own("warnings", "Warnings", Table("Warnings", cols, body(shown),
                                                empty="No warnings: host conditions and every quality check passed.")),
@@ -150,7 +151,8 @@ def warnings(report: Report) -> list[Section]:
 def _about(w: dict[str, Any]) -> str:
     if w.get("scope") == "result":
         return f"{w.get('benchmark')} {w.get('metric')} @{w.get('platform')}: {w.get('check')}"
-    return f"{w.get('scope')}: {w.get('check')}"
+    scope, check = str(w.get("scope") or ""), str(w.get("check") or "")
+    return scope if scope == check or not check else f"{scope}: {check}"
 
 
 def undecided_sections(report: Report) -> list[Section]:
@@ -224,7 +226,7 @@ def lifecycle(rows: Sequence[Row], platforms: Sequence[str]) -> Section:
 
 def categories(cat: dict[str, dict[str, tables.CategoryCell]], platforms: Sequence[str]) -> Section:
     """Platforms as rows: any number of them fits the width."""
-    body = [[p, *[cells[p].geomean if p in cells else None for cells in cat.values()]]
+    body = [[p, *[_ratio(cells[p].geomean) if p in cells else None for cells in cat.values()]]
             for p in platforms if any(p in cells for cells in cat.values())]
     return _own("categories", "Per category", Table(
         "Geometric mean of relative performance per category (1.0 = baseline)", ["platform", *cat], body,
@@ -233,10 +235,10 @@ def categories(cat: dict[str, dict[str, tables.CategoryCell]], platforms: Sequen
 
 def best(rows: Sequence[tables.BestRow], kind: str) -> Section:
     names = list(dict.fromkeys(n for b in rows for n in b.values))
-    title = {"vm": "Hypervisor comparison (Table 5 style): best of the hypervisors per category",
-             "container": "Container runtime comparison (Table 6 style): best of the container runtimes per "
-                          "category"}.get(kind, kind)
-    body = [[b.category, *[b.values.get(n) for n in names], b.best or ("tie" if b.decided else "?"), b.worst or "-"]
+    title = {"vm": "Hypervisors compared: the best of them per category",
+             "container": "Container runtimes compared: the best of them per category"}.get(kind, kind)
+    body = [[b.category, *[_ratio(b.values.get(n)) for n in names], b.best or ("tie" if b.decided else "?"),
+             b.worst or "-"]
             for b in rows if b.values]
     return _own(f"best_{kind}", f"Best {kind}", Table(title, ["category", *names, "best", "worst"], body, key_columns=1,
                                                       empty=f"No {kind} platforms measured directly on the host."),
@@ -248,18 +250,18 @@ def availability(avail: Sequence[dict[str, Any]], kinds: Sequence[str] = ("conta
     def rng(v: dict[str, Any] | None) -> str:
         if not v:
             return "-"
-        return f"{v['min']:.0%}" if abs(v["max"] - v["min"]) < 5e-3 else f"{v['min']:.0%}-{v['max']:.0%}"
-    body = [[a["category"], "100%", *[rng(a.get(k)) for k in kinds]] for a in avail]
+        return percent(v["min"]) if abs(v["max"] - v["min"]) < 5e-3 else f"{percent(v['min'])} to {percent(v['max'])}"
+    body = [[a["category"], percent(1.0), *[rng(a.get(k)) for k in kinds]] for a in avail]
     return _own("availability", "Performance availability", Table(
-        "Performance availability (Table 7 style): best platform of each kind per category, range over hosts",
+        "Performance availability: the best platform of each kind per category, its range over the hosts",
         ["category", "bare metal", *kinds], body, key_columns=1))
 
 
 def stacks(rows: Sequence[tables.StackRow]) -> Section:
-    body = [[s.platform, f"{s.outer} × {s.inner}", f"{s.benchmark} {s.metric}", s.outer_relative, s.inner_relative,
-             s.predicted, s.measured, f"{s.error:+.1%}"] for s in rows]
+    body = [[s.platform, f"{s.outer} × {s.inner}", f"{s.benchmark} {s.metric}", _ratio(s.outer_relative),
+             _ratio(s.inner_relative), _ratio(s.predicted), _ratio(s.measured), change(1 + s.error)] for s in rows]
     return _own("stacks", "Stacked platforms", Table(
-        "Stack prediction (Fig. 4 style): measured against the product of the layers' relative performances",
+        "Stack prediction: measured against the product of the layers' relative performances",
         ["stack", "layers", "benchmark / metric", "outer", "inner", "predicted", "measured", "error"], body,
         key_columns=1, empty="No stacked platforms (a platform with inside:) in this run."))
 
@@ -278,10 +280,16 @@ def statistics(rows: Sequence[Row]) -> Section:
     cols = [k for k in (rows[0].public() if rows else {}) if k not in HIDDEN]
     cols = [*IDENTITY, *[c for c in cols if c not in IDENTITY]]
     body = [[_plain(p[c]) for c in cols] for p in (r.public() for r in rows)]  # each row's fields once
-    return _own("statistics", "Every statistic", Table("All statistics", cols, body, key_columns=3), detail=True)
+    return _own("statistics", "Every statistic", Table("All statistics", [label(c) for c in cols], body, key_columns=3),
+                detail=True)
+
+
+def _ratio(v: float | None) -> Ratio | None:
+    return None if v is None else Ratio(v)
 
 
 def _plain(v: Any) -> Any:
+    """A statistic as the report writes it: an interval `[lo, hi]`, booleans and lists in words."""
     if isinstance(v, list | tuple) and len(v) == 2 and all(isinstance(x, int | float) for x in v):
-        return f"{v[0]:.4g}..{v[1]:.4g}"
-    return v
+        return interval(v[0], v[1], number)
+    return v if isinstance(v, int | float) and not isinstance(v, bool) or v is None else plain(v)

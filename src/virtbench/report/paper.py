@@ -6,10 +6,12 @@ terminal's and the HTML report's mean without their colours and symbols.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..notation import ratio_with_interval
 from . import layout
 from .model import Comparison, Mark
 from .model import Report as Model
@@ -23,13 +25,14 @@ def text_cell(v: Any) -> str:
     if isinstance(v, Comparison):
         if v.relative is None:
             return f"failed x{v.failed}" if v.failed else "-"
-        out = f"{v.relative:.3f}"
-        if v.ci:
-            out += f" [{v.ci[0]:.3f}, {v.ci[1]:.3f}]"
+        out = ratio_with_interval(v.relative, v.ci)
         return out + (f" {WORD.get(v.verdict or '', v.verdict or '')}".rstrip())
-    if isinstance(v, Mark):
-        return v.text
-    return plain_cell(v)
+    if isinstance(v, Mark):  # the headline's symbols as the words the comparison cells use
+        text = v.text.replace("▼", "slower ").replace("▲", "faster ")
+        text = "same" if text == "=" else text
+        return re.sub(r"^\?( |$)", r"undecided\1", text).strip()
+    text = plain_cell(v)
+    return "undecided" if text == "?" else text  # one word for it in every table (the best tables wrote '?')
 
 
 def _tables(report: Model) -> list[tuple[str, Any]]:
@@ -55,7 +58,7 @@ def markdown(reports: Sequence[Model]) -> str:
 LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
                  "↑": r"$\uparrow$", "↓": r"$\downarrow$", "±": r"$\pm$", "×": r"$\times$", "…": "...",
-                 "▼": "slower ", "▲": "faster ", "⚑": " (warning)"}
+                 "▼": "slower ", "▲": "faster ", "⚑": " (warning)", "µ": r"$\mu$"}
 """LaTeX's special characters, and the report's symbols in what plain LaTeX has (or words)."""
 
 
@@ -63,17 +66,58 @@ def latex_escape(s: str) -> str:
     return "".join(LATEX_SPECIAL.get(ch, ch) for ch in s)
 
 
+PAGE_CHARS = 100
+"""Characters of \\footnotesize that fit the text width of a two-column paper's page (7 in): a
+table wider than this is split into parts by its columns, each repeating the columns that name
+a row (a results table of 8 platforms was one table three pages wide)."""
+
+
+WRAP_CHARS = 40
+"""A column of longer texts (warnings, reasons) wraps in a paragraph column this wide."""
+
+
+def _widths(t: Any, cells: list[list[str]]) -> list[int]:
+    """Each column's characters as set: its longest text, a wrapping column at most WRAP_CHARS."""
+    return [min(WRAP_CHARS, max([len(str(c)) for c in [t.columns[i], *(row[i] for row in cells)]])) + 2
+            for i in range(len(t.columns))]
+
+
+def column_parts(t: Any, cells: list[list[str]], limit: int = PAGE_CHARS) -> list[list[int]]:
+    """The table's data columns in parts whose text fits `limit` characters beside its key columns."""
+    k = t.key_columns
+    width = _widths(t, cells)
+    fixed = sum(width[:k])
+    parts: list[list[int]] = [[]]
+    used = fixed
+    for i in range(k, len(t.columns)):
+        if parts[-1] and used + width[i] > limit:
+            parts.append([])
+            used = fixed
+        parts[-1].append(i)
+        used += width[i]
+    return parts
+
+
 def latex(reports: Sequence[Model]) -> str:
-    """One table environment per table (needs \\usepackage{booktabs})."""
+    """One table environment per table, split by columns where it would not fit a page
+    (needs \\usepackage{booktabs})."""
     out = ["% virtbench tables; needs \\usepackage{booktabs}"]
     for r in reports:
         for title, t in _tables(r):
-            out += [r"\begin{table}", r"\centering", r"\small",
-                    rf"\caption{{{latex_escape(t.title or title)} (run {latex_escape(r.run.id)})}}",
-                    r"\begin{tabular}{" + "l" * len(t.columns) + "}", r"\toprule",
-                    " & ".join(latex_escape(str(c)) for c in t.columns) + r" \\", r"\midrule"]
-            out += [" & ".join(latex_escape(text_cell(v)) for v in row) + r" \\" for row in t.rows]
-            out += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
+            cells = [[text_cell(v) for v in row] for row in t.rows]
+            parts = column_parts(t, cells) if t.key_columns else [list(range(len(t.columns)))]
+            width = _widths(t, cells)
+            for n, part in enumerate(parts, 1):
+                cols = [*range(t.key_columns), *part] if t.key_columns else part
+                spec = "".join(f"p{{{WRAP_CHARS / PAGE_CHARS:.2f}\\linewidth}}" if width[i] > WRAP_CHARS else "l"
+                               for i in cols)
+                what = f", part {n} of {len(parts)}" if len(parts) > 1 else ""
+                out += [r"\begin{table*}", r"\centering", r"\footnotesize",
+                        rf"\caption{{{latex_escape(t.title or title)} (run {latex_escape(r.run.id)}{what})}}",
+                        r"\begin{tabular}{" + spec + "}", r"\toprule",
+                        " & ".join(latex_escape(str(t.columns[i])) for i in cols) + r" \\", r"\midrule"]
+                out += [" & ".join(latex_escape(row[i]) for i in cols) + r" \\" for row in cells]
+                out += [r"\bottomrule", r"\end{tabular}", r"\end{table*}", ""]
     return "\n".join(out)
 
 

@@ -16,8 +16,9 @@ from ..constants import LIFECYCLE, LIFECYCLE_STEPS
 from ..store import results
 from ..store.db import Store
 from ..store.models import Run
-from . import boards, cache, limits
+from . import boards, cache, limits, units
 from .runinfo import in_main_table, run_hosts
+from .sections import corrections
 
 OUTPUT_TAIL = 400
 
@@ -58,6 +59,8 @@ def compute(store: Store, run: Run, *, alpha: float = stats.ALPHA, min_effect: f
             ) -> tuple[list[Row], list[dict[str, Any]]]:
     """The run's rows (statistics and verdicts per cell) and failed executions, computed now."""
     failed_execs = [e for e in store.executions(run.id, status="failed") if not e.warmup]
+    shown = units.round_numbers(run.campaign)
+    fixes = corrections(store, run)  # results the run judged disturbed, replaced by their re-measurement
     baseline = run.baseline
     platforms = [p.name for p in run.platforms]
     rows: list[Row] = []
@@ -65,6 +68,8 @@ def compute(store: Store, run: Run, *, alpha: float = stats.ALPHA, min_effect: f
     for host in (hosts or [None]) if in_main_table(run) else []:  # several hosts: each against its own baseline
         failures = Counter((e.platform, e.benchmark) for e in failed_execs if host is None or e.host == host)
         values, meta = results.sample_values(store, run.id, host)
+        values = [(i, b, m, p, v if w else fixes.get((b, m, p), v), shown(r, bool(w)), w)  # rounds as a reader
+                  for i, b, m, p, v, r, w in values]                                      # counts them
         part = summarize_values(values, meta, dict(failures), platforms, baseline, declared_metrics(run),
                                 alpha=alpha, min_effect=min_effect)
         if host is not None:  # only what this host measured (a cross-host pair is its client's)
@@ -75,7 +80,7 @@ def compute(store: Store, run: Run, *, alpha: float = stats.ALPHA, min_effect: f
         rows += part
     boards.flag_rows(rows, boards.throttled(store, run))
     limits.flag_rows(rows, run)
-    failures_list = [{"platform": e.platform, "benchmark": e.benchmark, "round": e.round,
+    failures_list = [{"platform": e.platform, "benchmark": e.benchmark, "round": shown(e.round, e.warmup),
                       "error": e.error, "exit_code": e.exit_code, "argv": e.argv,
                       "output_tail": (e.stderr or e.stdout)[-OUTPUT_TAIL:], **({"host": e.host} if hosts else {})}
                      for e in failed_execs]

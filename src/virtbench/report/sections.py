@@ -20,6 +20,7 @@ from typing import Any
 from rich.console import Console
 
 from ..errors import InputError
+from ..notation import number
 from ..registry import Registry
 from ..store.db import Store
 from ..store.models import Run
@@ -34,6 +35,22 @@ in_main_table is runinfo's, where a run's kind is read once."""
 
 SectionBuilder = Callable[[Store, Run], "ReportSection | None"]
 SECTIONS: Registry[Any] = Registry("virtbench.report_sections", "report section")
+
+
+CORRECTIONS: Registry[Any] = Registry("virtbench.report_corrections", "report correction")
+"""A kind's replacements for results its run judged disturbed and measured again, under the
+kind's name: `(store, run) -> {(benchmark key, metric, platform): value}` (the line's re-measured
+implausible points), applied to the main rows so every surface carries one number."""
+
+
+def corrections(store: Store, run: Run) -> dict[tuple[str, str, str], float]:
+    kind = kind_of(run)
+    if kind not in CORRECTIONS.known():
+        return {}
+    try:
+        return dict(CORRECTIONS.get(kind)(store, run))
+    except InputError:
+        return {}  # a plugin that fails to import: the report goes on without its corrections
 
 
 def sections(store: Store, run: Run) -> list[ReportSection]:
@@ -78,10 +95,9 @@ def add_to_json(doc: dict[str, Any], secs: list[ReportSection]) -> dict[str, Any
 
 
 def cell(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.4g}" if abs(v) < 1e6 else f"{v:,.0f}"
+    """A plain table cell as text, in the report's one notation (notation.py)."""
+    if v is None or isinstance(v, int | float):
+        return number(v)
     return str(v)
 
 

@@ -29,8 +29,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.layout_engine import ConstrainedLayoutEngine  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from .figures import RATIO, FigureSpec, Series  # noqa: E402
+from .figures import BAND, POINTS, RATIO, FigureSpec, Series  # noqa: E402
 from .interactive import colours  # noqa: E402
 
 FORMATS = ("pdf", "svg", "png")
@@ -74,9 +75,12 @@ def _cats(spec: FigureSpec) -> list[str]:
 
 
 def _ratio_limits(spec: FigureSpec) -> tuple[float, float]:
-    """A tight axis around 1.0 that holds every estimate and interval, at least +-2 %."""
+    """A tight axis around 1.0 that holds every estimate and interval, at least +-2 %; for
+    absolute points on a log axis (lifecycle), every value with a margin."""
     vals = [v for s in spec.series for v in (*s.y, *(s.lo or []), *(s.hi or []))
             if v is not None and math.isfinite(v) and v > 0]
+    if not spec.meta.get(RATIO):
+        return (min(vals) / 1.3, max(vals) * 1.3) if vals else (0.1, 10.0)
     lo, hi = min([*vals, 0.98]), max([*vals, 1.02])
     pad = (hi - lo) * 0.06
     return max(lo - pad, 1e-9), hi + pad
@@ -103,14 +107,24 @@ def _ratio(ax, spec: FigureSpec, palette: dict[str, str], horizontal: bool) -> N
             ax.plot(xs[sel], ys[sel], MARKERS.get(mark or "", "o"), ms=4, color=colour, ls="none",
                     mfc="white" if hollow else colour, mew=0.9)
     lo, hi = _ratio_limits(spec)
-    ticks, labels = pos, [_wrap(c, 28) for c in cats]
+    ticks, labels = pos, [_wrap(c, 44 if horizontal else 28) for c in cats]
+    band = spec.meta.get(BAND)
+    ratio = bool(spec.meta.get(RATIO))
     if horizontal:
-        ax.axvline(1.0, color="black", lw=0.8, ls=":")
+        if band:
+            ax.axvspan(band[0], band[1], color="0.9", zorder=0, lw=0)
+        if ratio:
+            ax.axvline(1.0, color="black", lw=0.8, ls=":")
         ax.set_xlim(lo, hi)
         ax.set_yticks(ticks, labels)
         ax.set_ylim(len(cats) - 0.5, -0.5)  # the first result on top
     else:
-        ax.axhline(1.0, color="black", lw=0.8, ls=":")
+        if band:
+            ax.axhspan(band[0], band[1], color="0.9", zorder=0, lw=0)
+        if ratio:
+            ax.axhline(1.0, color="black", lw=0.8, ls=":")
+        if spec.ylog:
+            ax.set_yscale("log")
         ax.set_ylim(lo, hi)
         long = max((len(c) for c in cats), default=0) > 8
         ax.set_xticks(ticks, labels, rotation=30 if long else 0, ha="right" if long else "center")
@@ -144,8 +158,8 @@ def _lines(ax, spec: FigureSpec, palette: dict[str, str]) -> None:
         x = list(range(len(s.x))) if categorical else _floats(s.x)
         y = _floats(s.y)
         colour = _colour(s.name, palette)
-        if s.style == "hollow":
-            ax.plot(x, y, "o", mfc="none", alpha=0.6, label=s.name, color=colour)
+        if s.style == "hollow":  # the warm-up, in its platform's colour; one legend entry says what hollow means
+            ax.plot(x, y, "o", mfc="none", alpha=0.6, label="_nolegend_", color=colour)
         elif s.style == "dashed":
             ax.plot(x, y, "--", color="grey", label=s.name)
         elif s.style == "points":  # a cloud, not a curve (the worst latencies over time): no joining line
@@ -154,12 +168,14 @@ def _lines(ax, spec: FigureSpec, palette: dict[str, str]) -> None:
             ax.errorbar(x, y, yerr=_err(s), marker="o", ms=3, capsize=2, label=s.name, color=colour)
     if categorical and spec.series:
         ax.set_xticks(range(len(spec.series[0].x)), [str(v) for v in spec.series[0].x])
+    elif spec.kind == "trend":  # rounds are whole numbers
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
 def _legend(fig, ax, spec: FigureSpec, palette: dict[str, str], width: float) -> None:
     """Below the axes, outside the data: platforms by colour, and verdicts by marker."""
     handles: list[Line2D] = []
-    if spec.meta.get(RATIO):
+    if spec.meta.get(RATIO) or spec.meta.get(POINTS):
         handles = [Line2D([], [], color=_colour(s.name, palette), marker="s", ls="none", label=s.name)
                    for s in spec.series]
         seen = dict.fromkeys(m for s in spec.series for m in (s.marks or []) if m)
@@ -167,10 +183,16 @@ def _legend(fig, ax, spec: FigureSpec, palette: dict[str, str], width: float) ->
                            mfc="white" if m == "inconclusive" else "grey", label=MARK_LABEL[m])
                     for m in MARKERS if m in seen]
     elif spec.kind != "box" and len(spec.series) > 1:
-        handles, _ = ax.get_legend_handles_labels()
+        found, labels = ax.get_legend_handles_labels()
+        handles = list(dict(zip(labels, found)).values())  # one entry per platform
+        if any(s.style == "hollow" for s in spec.series):
+            handles.append(Line2D([], [], color="grey", marker="o", mfc="none", ls="none", label="warm-up"))
     if handles:
-        per_row = max(1, int(width * 72 / 70))  # about one entry per 70 pt of width
-        fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), per_row), frameon=False)
+        # compact: short entries close together, as many to a row as fit (a story legend was a third of its height)
+        chars = sum(len(str(h.get_label())) + 4 for h in handles)
+        per_row = max(1, min(len(handles), int(len(handles) * width * 72 / max(1.0, chars * 4.6))))
+        fig.legend(handles=handles, loc="outside lower center", ncols=per_row, frameon=False, handletextpad=0.3,
+                   columnspacing=0.9, borderaxespad=0.2, fontsize="x-small" if spec.meta.get("story") else None)
 
 
 def _positive(values: Iterable[Any]) -> bool:
@@ -178,9 +200,11 @@ def _positive(values: Iterable[Any]) -> bool:
 
 
 def _height(spec: FigureSpec, size: str) -> float:
-    if spec.meta.get("story"):
-        rows = len(_cats(spec))
-        return min(20.0, 1.4 + rows * (0.16 if size == "page" else 0.2))
+    if spec.meta.get("story"):  # a row per result, tall enough for its platforms side by side and a 2-line label
+        cats = _cats(spec)
+        lines = max((len(_wrap(c, 44).splitlines()) for c in cats), default=1)
+        per = max(0.16 if size == "page" else 0.2, 0.05 * len(spec.series) + 0.06, 0.13 * lines)
+        return min(20.0, 1.6 + len(cats) * per)
     return 3.2 if size == "page" else 2.6
 
 
@@ -193,7 +217,7 @@ def render(spec: FigureSpec, palette: dict[str, str] | None = None, size: str = 
         # pads in inches: the default 0.04 cut a rotated two-line label by a point
         fig, ax = plt.subplots(figsize=(width, height), layout=ConstrainedLayoutEngine(w_pad=0.07, h_pad=0.05))
         chars = int(width * 72 / (FONT_PT[size] * 0.55))  # characters of the base font per line
-        if spec.meta.get(RATIO):
+        if spec.meta.get(RATIO) or spec.meta.get(POINTS):
             _ratio(ax, spec, palette, horizontal=bool(spec.meta.get("story")))
         elif spec.kind in ("bar", "stack"):
             _bars(ax, spec, palette)
@@ -203,7 +227,7 @@ def render(spec: FigureSpec, palette: dict[str, str] | None = None, size: str = 
             _lines(ax, spec, palette)
         if spec.xlog and _positive(v for s in spec.series for v in s.x):
             ax.set_xscale("log")
-        if spec.ylog and _positive(v for s in spec.series for v in s.y):
+        if spec.ylog and _positive(v for s in spec.series for v in s.y) and not spec.meta.get(POINTS):
             ax.set_yscale("log")  # a log axis needs a positive value (an empty or all-zero series has none)
         if spec.xticks:
             ax.set_xticks(spec.xticks[0], spec.xticks[1])

@@ -1,6 +1,8 @@
 """The report in a terminal: the verdict first (relative performance), details on request."""
 from __future__ import annotations
 
+import re
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,8 +12,8 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.compare import CompareRow
 from ..analysis.summary import Row
+from ..notation import interval, number, percent, ratio, ratio_with_interval
 from ..store.models import Run
 from . import boards, layout, units
 from .model import Comparison, Mark, Report, Section
@@ -19,16 +21,7 @@ from .model import Table as ModelTable
 
 
 def _fmt(x: float | None, digits: int = 4) -> str:
-    if x is None:
-        return "-"
-    if x == 0:
-        return "0"
-    mag = abs(x)
-    if mag >= 1e6 or mag < 1e-3:
-        return f"{x:.{digits - 1}e}"
-    if mag >= 10 ** digits:
-        return f"{x:,.0f}"
-    return f"{x:.{digits}g}"
+    return number(x, digits)
 
 
 MARK = {"slower": " [red]▼[/red]", "faster": " [green]▲[/green]", "same": " [dim]=[/dim]",
@@ -47,13 +40,31 @@ def _rel(row: Row | Comparison, ci: bool = True) -> str:
     colour = {"slower": "red", "faster": "green"}.get(c.verdict or "", "default")
     text = f"[{colour}]{c.relative:.3f}[/{colour}]"
     if ci and c.ci:
-        text += f" [dim][{c.ci[0]:.2f}-{c.ci[1]:.2f}][/dim]"
+        text += f" [dim]{escape(interval(*c.ci))}[/dim]"
     text += MARK.get(c.verdict or "", "")
     if c.warnings:
         text += " [yellow]⚑[/yellow]"
     if c.failed:
         text += f" [red]({c.failed} failed)[/red]"
     return text
+
+
+_BOUND = re.compile(r"(?<=\S) (?=[+±-]?\d|%|\[)|(?<=\d) (?=\S)|(?<=\d,) (?=[+±-]?\d)")
+"""Spaces a line is never broken at: before a number, a % or an interval ('load 0.40', '9.8 %',
+'by 9.8 % [-17.5, -1.5]'), and after a number ('8 CPUs'): a phrase keeps its number."""
+_GLUE = "\x00"
+
+
+def say(console: Console, text: str, style: str = "", indent: str = "") -> None:
+    """Free text (a header, a note) wrapped at word boundaries to the console's width, never
+    inside a phrase with a number (report/text.py's _BOUND), continuation lines indented."""
+    glued = _BOUND.sub(_GLUE, text)
+    width = max(20, (console.width or WIDTH) - 1)
+    lines = textwrap.wrap(glued, width, subsequent_indent=indent + "  ", break_long_words=False,
+                          break_on_hyphens=False) or [""]
+    for line in lines:
+        shown = escape(line.replace(_GLUE, " "))
+        console.print(f"[{style}]{shown}[/{style}]" if style else shown, soft_wrap=True)
 
 
 COLOUR = {"slower": "red", "faster": "green", "same": "dim", "mixed": "yellow", "inconclusive": "yellow"}
@@ -95,16 +106,18 @@ def render(report: Report, console: Console, detail: bool = False, wide: bool = 
 
 def _intro(run: Run, rows: list[Row], console: Console) -> None:
     facts = boards.measured_on(run)
-    console.print(f"host {facts.get('hostname', '?')}: {facts.get('cpu_model', '?')}, {facts.get('cpus', '?')} CPUs, "
-                  f"{(facts.get('memory_bytes') or 0) / 2**30:.1f} GiB, kernel {facts.get('kernel', '?')}, "
-                  f"governor {facts.get('governor', '?')}, cgroup {facts.get('cgroup', '?')}")
+    say(console, f"host {facts.get('hostname', '?')}: {facts.get('cpu_model', '?')}, {facts.get('cpus', '?')} CPUs, "
+                 f"{(facts.get('memory_bytes') or 0) / 2**30:.1f} GiB, kernel {facts.get('kernel', '?')}, "
+                 f"governor {facts.get('governor', '?')}, cgroup {facts.get('cgroup', '?')}")
     image = (f"image {run.image['recipe_hash'][:12]} ({run.image.get('release')}/{run.image.get('arch')}), "
              "same binaries on every platform" if run.image.get("recipe_hash")
              else "images named per platform in the sections below")
     warm = units.warmups(run, rows)
-    console.print(f"{image}; {units.rounds_measured(run, rows)}" + (f" after {warm} warm-up" if warm is not None else "")
-                  + f", randomized order (seed {run.seed}); started {units.when(run.started_at or run.created_at)}")
-    console.print(f"[dim]{escape(LEGEND)}[/dim]")
+    say(console, f"{image}; {units.rounds_measured(run, rows)}" + (f" after {warm} warm-up" if warm is not None else "")
+                  + (f", randomized order (seed {run.seed})" if (run.campaign or {}).get("shuffle", True)
+                     else ", fixed order (shuffle: false)")
+                  + f"; started {units.when(run.started_at or run.created_at)}")
+    say(console, LEGEND, "dim")
 
 
 def render_sections(secs: Sequence[Section], console: Console, *, detail: bool = False, wide: bool = False) -> None:
@@ -115,11 +128,11 @@ def render_sections(secs: Sequence[Section], console: Console, *, detail: bool =
         for t in s.tables:
             if not t.rows:
                 if t.empty:
-                    console.print(f"[dim]{escape(t.empty)}[/dim]")
+                    say(console, t.empty, "dim")
                 continue
             _table(t, console, wide, f"{s.title}: {t.title}" if s.in_json else t.title)
         for note in s.notes:
-            console.print(f"[dim]note: {escape(note)}[/dim]")
+            say(console, f"note: {note}", "dim")
 
 
 def _table(t: ModelTable, console: Console, wide: bool, title: str) -> None:
@@ -133,7 +146,8 @@ def _table(t: ModelTable, console: Console, wide: bool, title: str) -> None:
     def build(cols: Sequence[int]) -> Table:
         table = Table(title_justify="left")
         for i in [*range(k), *cols]:
-            table.add_column(escape(t.columns[i]), justify="right" if numeric[i] and not wide else "left")
+            table.add_column(escape(t.columns[i]), justify="right" if numeric[i] and not wide else "left",
+                             overflow="fold")  # a long name wraps inside itself, never cut to "…"
         for row in rows:
             table.add_row(*[row[i] for i in [*range(k), *cols]])
         return table
@@ -141,10 +155,10 @@ def _table(t: ModelTable, console: Console, wide: bool, title: str) -> None:
     rest = list(range(k, len(t.columns)))
     chunks = _chunks(console, rest, build, wide, lambda i: [r[i] for r in rows],
                      label=lambda i: t.columns[i]) if k else [rest]
-    console.print(escape(title))  # a table's own title wraps to its width
+    say(console, title)  # a table's own title wraps to its width
     for n, chunk in enumerate(chunks, 1):
         if len(chunks) > 1:
-            console.print(escape(f"part {n} of {len(chunks)}: {', '.join(t.columns[i] for i in chunk)}"))
+            say(console, f"part {n} of {len(chunks)}: {', '.join(t.columns[i] for i in chunk)}")
         console.print(build(chunk))
 
 
@@ -194,11 +208,12 @@ def _headline(s: Section, console: Console) -> None:
         for i, c in enumerate(t.columns):
             table.add_column(escape(c), justify="right" if i > 1 else "left")
         for row in t.rows:
-            table.add_row(*[cell(v) for v in row])
+            # an undecided cell's interval on a line of its own, never broken inside ('[-4,' / '+1]')
+            table.add_row(*[cell(Mark(v.text.replace(" [", "\n[", 1), v.verdict) if isinstance(v, Mark) else v)
+                            for v in row])
         console.print(table)
     for note in s.notes:
-        text = escape(note)
-        console.print(f"  {text}" if ": biggest cost " in note else f"[dim]{text}[/dim]")
+        say(console, f"  {note}", indent="  ") if ": biggest cost " in note else say(console, note, "dim")
 
 
 def render_merged(doc: dict[str, Any], console: Console) -> None:
@@ -215,7 +230,7 @@ def render_merged(doc: dict[str, Any], console: Console) -> None:
             c = line["hosts"].get(h)
             cells.append("-" if not c or c["relative"] is None else
                          f"{c['relative']:.3f}{MARK.get(c['verdict'] or '', '')}")
-        rng = "-" if line["min"] is None else f"{line['min']:.3f}-{line['max']:.3f}"
+        rng = "-" if line["min"] is None else f"{ratio(line['min'])} to {ratio(line['max'])}"
         table.add_row(escape(f"{line['benchmark']} {line['metric']}"), escape(line["platform"]), *cells, rng)
     console.print(table)
     ct = Table(title="Geometric mean per category and host", title_justify="left")
@@ -224,48 +239,90 @@ def render_merged(doc: dict[str, Any], console: Console) -> None:
     for cat, per in doc["categories"].items():
         for platform, v in per.items():
             ct.add_row(cat, platform, *[_fmt(v["hosts"].get(h), 3) for h in hosts],
-                       f"{v['min']:.0%}-{v['max']:.0%}")
+                       f"{percent(v['min'])} to {percent(v['max'])}")
     console.print(ct)
 
 
-def render_compare(run_a: Run, run_b: Run, rows: list[CompareRow], console: Console,
-                   notes: list[str] | None = None) -> None:
-    """Before/after: each platform against itself in the other run, at most WIDTH columns."""
+def render_compare(doc: dict[str, Any], console: Console) -> None:
+    """Before/after (report/before_after.py's document): each platform against itself in the
+    other run, at most WIDTH columns, in the rows' one order."""
     width = console.width
     console.width = min(width, WIDTH)
     try:
-        _compare(run_a, run_b, rows, console, notes or [])
+        _compare(doc, console)
     finally:
         console.width = width
 
 
-def _compare(run_a: Run, run_b: Run, rows: list[CompareRow], console: Console, notes: list[str]) -> None:
-    for note in notes:
-        console.print(f"[yellow]note:[/yellow] {escape(note)}")
-    console.print(f"[bold]compare {escape(run_a.id)} (A) -> {escape(run_b.id)} (B)[/bold]")
-    console.print("[dim]" + escape("B / A direction-aware (above 1: B better), with the 95 % interval the verdict "
-                                   "reads (report's rule, unpaired: two runs' rounds share nothing to pair on)")
-                  + "[/dim]")
+def _compare(doc: dict[str, Any], console: Console) -> None:
+    from .before_after import shown
+
+    for note in doc["notes"]:
+        say(console, f"note: {note}", "yellow")
+    console.print(f"[bold]compare {escape(doc['a'])} (A) -> {escape(doc['b'])} (B)[/bold]")
+    basis = (f"A and B: each platform's ratio to its own run's baseline ({doc['baseline']}); the baseline and "
+             "lifecycle steps (median) absolute" if doc["mode"] == "relative" else
+             "A and B: the means (lifecycle steps: the medians), absolute")
+    say(console, "B / A direction-aware (above 1: B better), with the 95 % interval the verdict reads (the report's "
+                 f"rule, unpaired: two runs' rounds share nothing to pair on). {basis}", "dim")
     table = Table(title_justify="left", pad_edge=False, box=None, header_style="bold")
-    table.add_column("benchmark / metric", ratio=1)
-    for col in ("platform", "mean A", "mean B", "B / A [95 %]", "verdict"):
+    table.add_column("benchmark / metric", ratio=1, overflow="fold")
+    for col in ("platform", "A", "B", "B / A [95 %]", "verdict"):
         table.add_column(col, no_wrap=True)
     colour = {"faster": "green", "slower": "red", "same": "default"}
-    for r in sorted(rows, key=lambda r: r.category == "lifecycle"):  # stable: lifecycle after the benchmarks
-        c = colour.get(r.verdict, "dim")
-        factor, unit = units.scale([r.mean_a, r.mean_b], r.unit)
-        mean = [f"{_fmt(m / factor)} {unit}" if m is not None else "-" for m in (r.mean_a, r.mean_b)]
-        ratio = "-" if r.ratio is None else f"{r.ratio:.3f}" + (
-            f" [{r.ratio_ci95[0]:.2f}-{r.ratio_ci95[1]:.2f}]" if r.ratio_ci95 else "")
-        table.add_row(escape(f"{r.benchmark} {r.metric} {'↑' if r.higher_is_better else '↓'}"), escape(r.platform),
-                      escape(mean[0]), escape(mean[1]), ratio, f"[{c}]{escape(r.verdict)}[/{c}]")
+    for r in doc["results"]:
+        c = colour.get(r["verdict"], "dim")
+        moved = " ⚑" if r["baseline_moved"] and r["basis"] == "absolute" and r["platform"] != doc["baseline"] else ""
+        table.add_row(escape(f"{r['benchmark']} {r['metric']} {'↑' if r['higher_is_better'] else '↓'}"),
+                      escape(r["platform"]), escape(shown(r, "a")), escape(shown(r, "b")),
+                      escape(ratio_with_interval(r["ratio"], r["ratio_ci95"])),
+                      f"[{c}]{escape(r['verdict'])}[/{c}]{moved}")
     console.print(table)
-    undecided = [r for r in rows if r.verdict == "inconclusive"]
+    if any(r["baseline_moved"] and r["basis"] == "absolute" and r["platform"] != doc["baseline"]
+           for r in doc["results"]):
+        say(console, f"⚑ the baseline {doc['baseline']} moved in this metric too: part of the change is the host's",
+            "yellow")
+    undecided = [r for r in doc["results"] if r["verdict"] == "inconclusive"]
     if undecided:
-        console.print(f"{len(undecided)} of {len(rows)} undecided; what would decide each:")
+        console.print(f"{len(undecided)} of {len(doc['results'])} undecided; what would decide each:")
         for r in undecided:
-            console.print(escape(f"  {r.benchmark} {r.metric} @{r.platform}: {r.verdict_reason}"))
-    common = {p.name for p in run_a.platforms} & {p.name for p in run_b.platforms}
-    only = sorted(({p.name for p in run_a.platforms} | {p.name for p in run_b.platforms}) - common)
-    if only:
-        console.print(f"[yellow]platforms in only one run (not compared): {escape(', '.join(only))}[/yellow]")
+            say(console, f"  {r['benchmark']} {r['metric']} @{r['platform']}: {r['verdict_reason']}", indent="  ")
+    if doc["only_one_run"]:
+        say(console, f"platforms in only one run (not compared): {', '.join(doc['only_one_run'])}", "yellow")
+
+
+def render_pooled(doc: dict[str, Any], console: Console) -> None:
+    """Repeated runs of one campaign on one host (report/repeats.py): one pooled verdict per
+    cell with each run's own verdict beside it, ⚑ where they disagreed, then per category."""
+    from .repeats import SYMBOL, cell_text
+
+    width = console.width
+    console.width = min(width, WIDTH)
+    try:
+        say(console, f"virtbench: {len(doc['runs'])} repeated runs on {doc['host'] or '?'}, pooled ("
+                     + ", ".join(doc["runs"]) + ")")
+        say(console, f"note: {doc['method']}", "dim")
+        table = Table(title_justify="left", pad_edge=False, box=None, header_style="bold")
+        table.add_column("benchmark / metric", ratio=1, overflow="fold")
+        table.add_column("platform", no_wrap=True)
+        table.add_column(f"pooled against {doc['baseline']} [95 %]", no_wrap=True)
+        for c in doc["cells"]:
+            colour = COLOUR.get(c["verdict"], "default")
+            table.add_row(escape(f"{c['benchmark']} {c['metric']} {'↑' if c['higher_is_better'] else '↓'}"),
+                          escape(c["platform"]), f"[{colour}]{escape(cell_text(c))}[/{colour}]")
+        console.print(table)
+        cats = list(dict.fromkeys(cat for per in doc["categories"].values() for cat in per))
+        summary = Table(title_justify="left", header_style="bold")
+        for col in ("platform", *cats):
+            summary.add_column(col)
+        for platform, per in doc["categories"].items():
+            summary.add_row(escape(platform), *[
+                "-" if cat not in per else f"{SYMBOL.get(per[cat]['verdict'], '?')} {ratio(per[cat]['relative'])}"
+                + (f" ⚑{per[cat]['disagree']}" if per[cat]["disagree"] else "") for cat in cats])
+        say(console, "Per category: the pooled verdicts combined (the headline's rule), ⚑ cells the runs disagreed on")
+        console.print(summary)
+        if doc["disagreements"]:
+            say(console, f"⚑ {doc['disagreements']} of {len(doc['cells'])} cells were decided differently by the "
+                         "runs: read the pooled verdict, which weighs every round of every run", "yellow")
+    finally:
+        console.width = width

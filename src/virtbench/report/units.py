@@ -8,15 +8,17 @@ comparable at a glance: openssl's 1.873e+09 B/s is 1.873 GB/s.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ..notation import UNITS
+from ..notation import when as notation_when
 from .runinfo import kind_of
 
 SCALABLE = {"B/s": "B/s", "B": "B", "bit/s": "bit/s", "Hz": "Hz", "b/s": "bit/s"}
 """Units an SI prefix goes in front of (k, M, G, T)."""
 PREFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
-SPELLED = {"us": "µs"}
+SPELLED = UNITS
 
 
 def scale(values: Iterable[float | None], unit: str) -> tuple[float, str]:
@@ -74,6 +76,27 @@ def rounds_measured(run: Any, rows: Iterable[Any]) -> str:
         f"{n} rounds measured (of {asked} asked)"
 
 
+def round_numbers(campaign: Mapping[str, Any] | None) -> Callable[[int, bool], int]:
+    """stored round -> the round a reader sees: the measured rounds 1, 2, 3..., the warm-up
+    rounds 0 and below, the adaptive noise check's executions (stored as rounds of their own
+    after the warm-up, though they run inside its last round) 0 too. Before, a quick run's
+    trend figure drew its three noise-check executions as rounds 1-3 and its warnings named
+    the measured rounds 4, 5, 6 of a run that said '3 rounds measured'."""
+    warm = int((campaign or {}).get("warmups") or 0)
+    noise = int(((campaign or {}).get("adaptive") or {}).get("noise_check") or 0)
+    first = warm + noise
+
+    def shown(stored: int, warmup: bool) -> int:
+        if stored >= first:
+            return stored - first + 1
+        return min(stored - warm + 1, 0) if warmup else stored - warm + 1  # a kind measuring from round 0
+    return shown
+
+
+def noise_checked(campaign: Mapping[str, Any] | None) -> bool:
+    return bool(((campaign or {}).get("adaptive") or {}).get("noise_check"))
+
+
 def warmups(run: Any, rows: Iterable[Any]) -> int | None:
     """The campaign's warm-up rounds, where the run measured in rounds; None for a kind in steps
     of its own (density ignores `warmups`, so its header must not claim one)."""
@@ -81,7 +104,5 @@ def warmups(run: Any, rows: Iterable[Any]) -> int | None:
 
 
 def when(t: Any) -> str:
-    """A stored time (UTC, naive or aware) with its zone: '2026-11-27 12:58:44 UTC'."""
-    if t is None:
-        return "-"
-    return f"{t:%Y-%m-%d %H:%M:%S} UTC" if hasattr(t, "strftime") else f"{t} UTC"
+    """A stored time (UTC, naive or aware) with its zone: '2026-11-27 12:58:44 UTC' (notation.when)."""
+    return notation_when(t)

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import selectinload
 
+from ..errors import InputError, NoData
 from ..rounds import Rounds
 from .db import Store, now
 from .models import Execution, Host, Run, Sample
@@ -49,6 +50,21 @@ def platform_names(run: Run) -> list[str]:
 
 def benchmark_keys(run: Run) -> list[str]:
     return [b["key"] for b in run.campaign.get("benchmarks") or []] or [b.key for b in run.benchmarks]
+
+
+def resolve(store: Store, ref: str) -> str:
+    """The run id a reference names, read as the CLI reads it: an exact id, 'latest' (the newest
+    finished run with measurements) or a unique prefix. NotFound for none or several; NoData
+    (409) for 'latest' in a store with no finished run yet."""
+    with store.session() as s:
+        if s.get(Run, ref) is not None:
+            return ref
+    try:
+        return store.run(ref).id
+    except NoData:
+        raise
+    except InputError as exc:
+        raise NotFound(exc.message) from None
 
 
 def get_run(store: Store, run_id: str) -> Run:

@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import sessionmaker
 
-from ..errors import InputError, StoreError
+from ..errors import InputError, NoData, StoreError
 from ..extras import require
 from ..filemodes import PRIVATE_FILE
 from . import owner as owners
@@ -91,6 +91,10 @@ def head_revision() -> str:
             downs.add(m.group(1))
     heads = revisions - downs
     return heads.pop() if len(heads) == 1 else ""  # several heads: Alembic decides (and complains)
+
+
+LATEST = "latest"
+"""The run id that names the newest finished run with measurements."""
 
 
 class DatabaseBusy(StoreError):
@@ -332,14 +336,24 @@ class Store:
                 reaped.append(run_id)
         return reaped
 
-    def run(self, ref: str = "latest") -> Run:
-        """A run by id, unique id prefix, or 'latest'."""
+    def run(self, ref: str = LATEST) -> Run:
+        """A run by id, unique id prefix, or 'latest': the newest finished run with measurements
+        (a queued run, or one still measuring, has nothing to report yet)."""
         self.reap_dead()
         with self.session() as s:
-            if ref == "latest":
-                run = s.scalar(select(Run).order_by(Run.created_at.desc()).limit(1))
+            if ref == LATEST:
+                measured = select(Execution.id).where(Execution.run_id == Run.id).exists()
+                run = s.scalar(select(Run).where(Run.status == "finished", measured)
+                               .order_by(Run.created_at.desc()).limit(1))
                 if run is None:
-                    raise InputError(f"no runs in {self.shown} yet", "run `virtbench run --quick` first")
+                    newest = s.scalar(select(Run).order_by(Run.created_at.desc()).limit(1))
+                    if newest is None:
+                        raise InputError(f"no runs in {self.shown} yet", "run `virtbench run --quick` first")
+                    raise NoData(f"no finished run with measurements in {self.shown} yet (the newest, {newest.id}, "
+                                 f"is {newest.status})", "wait until it has finished, or name a run (`virtbench runs` "
+                                 "lists them)")
+            elif (exact := s.get(Run, ref)) is not None:  # an id that is also the prefix of another's
+                run = exact
             else:
                 matches = s.scalars(select(Run).where(Run.id.startswith(ref, autoescape=True)).limit(2)).all()
                 if len(matches) != 1:

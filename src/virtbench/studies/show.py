@@ -25,7 +25,7 @@ def estimate(study: Study, part: Part) -> dict[str, str]:
     for scale in ("quick", "paper"):
         campaigns = presets(study.id, part.name, scale)
         if all(c.experiment == DEFAULT for c in campaigns):
-            out[scale] = est.duration(sum(est.plan(c).max_s for c in campaigns))
+            out[scale] = est.duration(sum(est.estimate(c).max_s for c in campaigns))
     return out
 
 

@@ -121,7 +121,8 @@ def dashboard(request: Request) -> dict[str, Any]:
                                                                                           limit=20),
         "recent_runs": queries.list_runs(store, limit=25),
         "recent_results": [results.with_verdicts(store, cache_of(request), r) for r in
-                           queries.recent_results(store, lambda run_id: cache_of(request).rows(store, run_id)[0])]})
+                           queries.recent_results(store, lambda run_id: cache_of(request).rows(store, run_id)[0])],
+        "repeated": results.repeated_results(store, cache_of(request))})
 
 
 @router.get("/hosts", summary="Hosts with their facts, run counts and live workers")
@@ -187,7 +188,7 @@ def run_again(request: Request, run_id: str) -> str:
 @router.get("/runs/{run_id}", summary="One run: campaign, provenance, platforms, benchmarks, counts")
 def run(request: Request, run_id: str = RUN_ID) -> dict[str, Any]:
     store = store_of(request)
-    r = queries.get_run(store, run_id)
+    r = queries.get_run(store, queries.resolve(store, run_id))
     brief = queries.run_brief(r, queries.execution_counts(store, [r.id]).get(r.id))
     return {**brief, "campaign": r.campaign, "campaign_source": r.campaign_source,
             "campaign_yaml": campaigns.campaign_yaml(r), "seed": r.seed,
@@ -203,7 +204,7 @@ def run(request: Request, run_id: str = RUN_ID) -> dict[str, Any]:
 @router.get("/runs/{run_id}/progress", summary="Live progress: executions done, planned so far and the adaptive "
             "cap; current step, log tail, heartbeat")
 def progress(request: Request, run_id: str = RUN_ID) -> dict[str, Any]:
-    return results.progress(store_of(request), run_id)
+    return results.progress(store_of(request), queries.resolve(store_of(request), run_id))
 
 
 @router.post("/runs/{run_id}/cancel", summary="Cancel a queued or running run",
@@ -243,12 +244,14 @@ def delete_run(request: Request, run_id: str) -> dict[str, Any]:
 
 @router.get("/runs/{run_id}/report", summary="The report (the `virtbench report --json` document)")
 def report(request: Request, run_id: str = RUN_ID) -> dict[str, Any]:
+    run_id = queries.measured_id(store_of(request), run_id)
     return downloads.clean(builder.report_json(results.full_report(store_of(request), cache_of(request), run_id)))
 
 
 @router.get("/runs/{run_id}/verify", summary="Every repetition of one metric per platform, drift and outlier flags")
 def verify(request: Request, run_id: str = RUN_ID, benchmark: str | None = Query(None, max_length=255),
            metric: str | None = Query(None, max_length=128)) -> dict[str, Any]:
+    run_id = queries.measured_id(store_of(request), run_id)
     doc = results.verify(store_of(request), cache_of(request), run_id, benchmark, metric)
     doc.pop("figure", None)
     return downloads.clean(doc)
@@ -259,7 +262,7 @@ def executions(request: Request, run_id: str = RUN_ID,
                status: Literal["ok", "failed"] | None = None, platform: str | None = Query(None, max_length=255),
                benchmark: str | None = Query(None, max_length=255), limit: int = Query(200, ge=1, le=5000),
                offset: int = Query(0, ge=0, le=MAX_OFFSET)) -> list[dict[str, Any]]:
-    queries.get_run(store_of(request), run_id)
+    run_id = queries.resolve(store_of(request), run_id)
     return queries.executions(store_of(request), run_id, status=status, platform=platform, benchmark=benchmark,
                               limit=limit, offset=offset)
 
@@ -284,9 +287,12 @@ def compare(request: Request, run: list[str] = Query([], max_length=100, descrip
 @router.get("/compare/before-after", summary="Before/after: run B against run A per platform and metric (the "
             "`virtbench compare A B --json` document)", responses={400: {"model": Problem}})
 def before_after(request: Request, a: str = Query(..., max_length=64, description="run A (before)"),
-                 b: str = Query(..., max_length=64, description="run B (after)")) -> Any:
+                 b: str = Query(..., max_length=64, description="run B (after)"),
+                 absolute: bool = Query(False, description="raw values (default: each platform relative to its "
+                                                           "own run's baseline)")) -> Any:
+    a, b = queries.measured_id(store_of(request), a), queries.measured_id(store_of(request), b)
     try:
-        return downloads.clean(results.before_after(store_of(request), cache_of(request), a, b))
+        return downloads.clean(results.before_after(store_of(request), cache_of(request), a, b, absolute=absolute))
     except InputError as exc:
         return _problem(exc)
 
@@ -297,7 +303,7 @@ def compare_ids(request: Request, run_ids: list[str], hostnames: list[str]) -> l
         for r in queries.list_runs(store_of(request), status="finished", limit=500):
             if r["host"] in hostnames:
                 ids.append(r["id"])
-    return list(dict.fromkeys(ids))
+    return list(dict.fromkeys(queries.measured_id(store_of(request), r) for r in ids))
 
 
 @router.get("/runs/{run_id}/download/{fmt}", summary="The report as a file: html, csv, json, parquet",
@@ -307,4 +313,5 @@ def download(request: Request, run_id: str = RUN_ID, fmt: str = Path(..., patter
                                        description="report (json, html) or a flat table (default samples)")
              ) -> Response:
     table = table or ("report" if fmt in ("html", "json") else "samples")
+    run_id = queries.measured_id(store_of(request), run_id)
     return downloads.response(store_of(request), cache_of(request), run_id, fmt, table)

@@ -29,7 +29,7 @@ from fastapi.templating import Jinja2Templates
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from .. import __version__
-from ..errors import InputError, VirtbenchError
+from ..errors import InputError, NoData, VirtbenchError
 from ..store.db import DatabaseBusy, Store
 from . import api, pages, studypage
 from .cache import ReportCache, Warmer
@@ -123,6 +123,10 @@ def _errors(app: FastAPI) -> None:
     @app.exception_handler(NotFound)
     async def not_found(request: Request, exc: NotFound) -> Response:
         return reply(request, 404, str(exc))
+
+    @app.exception_handler(NoData)
+    async def no_data(request: Request, exc: NoData) -> Response:
+        return reply(request, 409, exc.message, exc.fix)
 
     @app.exception_handler(InputError)
     async def bad_input(request: Request, exc: InputError) -> Response:

@@ -2,9 +2,10 @@
 
 The form becomes the same mapping a YAML file holds and goes through config.parse_campaign,
 so every message is the CLI's (`<source>: <field>: <what>`, with its fix). Uploaded YAML
-is checked before it is parsed: size, nesting depth, node count, and no aliases (a few
-hundred bytes of anchors can expand into gigabytes: the "billion laughs"). Then
-config.load_yaml (yaml.safe_load: no Python objects) parses it with the CLI's messages.
+is checked before it is parsed: size, nesting depth and node count; then config.load_yaml
+(yaml.safe_load: no Python objects) parses it with the CLI's messages and limits, aliases
+bounded by the values they expand to (a few hundred bytes of anchors can expand into
+gigabytes: the "billion laughs"), exactly as a file given to `virtbench run`.
 """
 from __future__ import annotations
 
@@ -35,15 +36,18 @@ def _line(event: yaml.Event) -> str:
     return str(event.start_mark.line + 1) if event.start_mark else "?"
 
 
-def check_yaml_shape(text: str, source: str, limit: int) -> None:
-    """Refuse what could exhaust memory or CPU before anything builds Python objects from it."""
+def check_yaml_shape(text: str, source: str, limit: int, *, aliases: bool = True) -> None:
+    """Refuse what could exhaust memory or CPU before anything builds Python objects from it.
+    Aliases are accepted as the CLI accepts them (config.load_yaml bounds the values they expand
+    to, the "billion laughs"), so a campaign file that ran from the CLI runs from the web and
+    its run can be run again; aliases=False refuses them (a form field's one value)."""
     if len(text.encode("utf-8", "surrogatepass")) > limit:
         raise InputError(f"{source}: larger than {limit} bytes; not a campaign file",
                          "a campaign is a few hundred bytes; check you uploaded the right file")
     depth = nodes = 0
     try:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
-            if isinstance(event, yaml.AliasEvent):
+            if isinstance(event, yaml.AliasEvent) and not aliases:
                 raise InputError(f"{source}: line {_line(event)}: YAML aliases (*{event.anchor}) "
                                  "are not accepted here", "write the repeated values out")
             if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):

@@ -264,7 +264,7 @@ def _section(kind: str, values: Mapping[str, str]) -> dict[str, Any]:
 def _flow(text: str, where: str) -> Any:
     """One value in YAML flow style, checked like an upload (no aliases, small)."""
     source = f"{FORM_SOURCE}: {where}"
-    check_yaml_shape(text, source, 4096)
+    check_yaml_shape(text, source, 4096, aliases=False)
     return load_yaml(text, source)
 
 

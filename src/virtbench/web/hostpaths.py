@@ -63,15 +63,38 @@ def _mirror_paths(line: Any) -> Iterator[Any]:
 
 
 def allowed_dirs(dirs: Sequence[str | Path]) -> tuple[Path, ...]:
-    """The --allow-path directories, resolved (symlinks followed); each must exist."""
+    """The --allow-path directories, resolved (symlinks followed); each must exist, be no less
+    than a directory of its own (`/` would allow every file of the host) and be writable by no
+    other user: one who can write it could swap a symlink between the check and the use."""
     out = []
     for d in dirs:
         p = Path(d).expanduser()
         if not p.is_absolute() or not p.is_dir():
             raise InputError(f"--allow-path {str(d)!r}: not an absolute path of an existing directory",
                              "give a directory campaigns from the web may name files under, e.g. /srv/virtbench")
-        out.append(Path(os.path.realpath(p)))
+        real = Path(os.path.realpath(p))
+        if real == Path(real.anchor):
+            raise InputError(f"--allow-path {str(d)!r}: the root directory would let requests name every file "
+                             "of this host", "give a directory of its own, e.g. /srv/virtbench")
+        if problem := _others_can_write(real):
+            raise InputError(f"--allow-path {str(d)!r}: {problem}",
+                             "give a directory of its own that only its owner can write, e.g. one made by "
+                             "`mkdir -m 0700 /srv/virtbench`")
+        out.append(real)
     return tuple(out)
+
+
+def _others_can_write(path: Path) -> str | None:
+    """Why another user could change what lies under path (None: no one but its owner and root):
+    the directory writable by all or by a group other than root's, or owned by another user."""
+    st = path.stat()
+    if st.st_mode & 0o002:
+        return f"{path} is writable by every user{' (a shared directory like /tmp)' if st.st_mode & 0o1000 else ''}"
+    if st.st_mode & 0o020 and st.st_gid != 0:
+        return f"{path} is writable by its group (gid {st.st_gid})"
+    if st.st_uid not in (0, os.geteuid()):
+        return f"{path} belongs to another user (uid {st.st_uid})"
+    return None
 
 
 def check(data: Any, allowed: Sequence[Path], source: str) -> None:

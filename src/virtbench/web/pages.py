@@ -6,8 +6,8 @@ redirected (303), so a reload never repeats it.
 """
 from __future__ import annotations
 
-import math
 import secrets
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -15,9 +15,9 @@ from fastapi import APIRouter, HTTPException, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markupsafe import Markup
 
-from .. import __version__
-from ..errors import InputError
-from ..report import builder, layout
+from .. import __version__, notation
+from ..errors import InputError, NoData
+from ..report import before_after, builder, layout
 from ..report.model import Report, Section
 from . import api, campaigns, downloads, forms, hostpaths, queries, results, svg
 from .security import (
@@ -39,40 +39,40 @@ VERIFY_ROWS = 40
 
 # -- template helpers -----------------------------------------------------------------------------
 def fmt_num(v: Any, digits: int = 4) -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "–"
-    if isinstance(v, int):
-        return f"{v:,}"
-    a = abs(v)
-    if a and (a >= 1e7 or a < 1e-3):
-        return f"{v:.{digits - 1}e}"
-    if a >= 1000:
-        return f"{v:,.0f}"
-    return f"{v:.{digits}g}"
+    text = notation.number(v, digits)
+    return "–" if text == notation.MISSING else text
 
 
 def fmt_pct(v: Any) -> str:
-    return "–" if v is None else f"{v:+.1%}"
+    return "–" if v is None else notation.change(1 + v)
 
 
 def fmt_rel(v: Any) -> str:
-    return "–" if v is None else f"{v:.3f}"
+    return "–" if v is None else notation.ratio(v)
 
 
 def fmt_ci(ci: Any) -> str:
-    return "" if not ci else f"[{fmt_num(ci[0])}, {fmt_num(ci[1])}]"
+    return "" if not ci else notation.interval(ci[0], ci[1], fmt_num)
+
+
+def fmt_ratio_ci(ci: Any) -> str:
+    return "" if not ci else notation.interval(ci[0], ci[1])
 
 
 def fmt_p(v: Any) -> str:
-    return "–" if v is None else (f"{v:.2g}" if v >= 0.001 else f"{v:.1e}")
+    return "–" if v is None else (f"{v:.2g}" if v >= 0.001 else "< 0.001")
 
 
 def fmt_time(iso: Any) -> str:
     """Stored times are UTC; say so (the lab's hosts and its browsers may be in other zones)."""
-    return "–" if not iso else str(iso).replace("T", " ").removesuffix("Z")[:19] + " UTC"
+    text = notation.when(iso)
+    return "–" if text == notation.MISSING else text
 
 
-FILTERS = {"num": fmt_num, "pct": fmt_pct, "rel": fmt_rel, "ci": fmt_ci, "p": fmt_p, "when": fmt_time}
+FILTERS = {"num": fmt_num, "pct": fmt_pct, "rel": fmt_rel, "ci": fmt_ci, "rci": fmt_ratio_ci, "p": fmt_p,
+           "when": fmt_time, "unit": notation.unit, "plain": notation.plain, "ms": notation.milliseconds,
+           "label": notation.label, "change": notation.change, "params": notation.params,
+           "compare_a": lambda r: before_after.shown(r, "a"), "compare_b": lambda r: before_after.shown(r, "b")}
 
 
 def render(request: Request, name: str, code: int = 200, headers: dict[str, str] | None = None,
@@ -109,6 +109,7 @@ def dashboard(request: Request) -> HTMLResponse:
     return render(request, "dashboard.html", title="virtbench", hosts=doc["hosts"], counts=doc["counts"],
                   active=results.with_planned(store, doc["active"]),
                   recent=results.with_planned(store, doc["recent_runs"]), results=doc["recent_results"],
+                  repeated=doc["repeated"],
                   workers=doc["workers"])
 
 
@@ -127,14 +128,16 @@ def _sections(report: Report) -> list[dict[str, Any]]:
     """The report's layout as the HTML file shows it (report/layout.py: results, lifecycle,
     categories, stacks, failures, then the run's own sections), with each section's figures
     drawn on the server like every chart here; 'every statistic' is left to the downloads."""
-    return [section_view(sec) for sec in layout.of(report) if not sec.detail]
+    order = [p.name for p in report.run.platforms]  # each platform the colour it has in the report's figures
+    return [section_view(sec, order) for sec in layout.of(report) if not sec.detail]
 
 
-def section_view(sec: Section) -> dict[str, Any]:
-    """One report section for the templates: its notes, tables (cells escaped) and charts drawn here."""
+def section_view(sec: Section, platforms: Sequence[str] = ()) -> dict[str, Any]:
+    """One report section for the templates: its notes, tables (cells escaped) and charts drawn
+    here, each platform in the colour the report's files give it (platforms: the run's order)."""
     from ..report.html_parts import cell
 
-    names = [s.name for f in sec.figures for s in f.series]
+    names = [*platforms, *(s.name for f in sec.figures for s in f.series)]
     colors = svg.Colors(list(dict.fromkeys(names)))
     return {"key": sec.key, "title": sec.title, "notes": sec.notes,
             "tables": [{"title": t.title, "columns": t.columns, "empty": t.empty,
@@ -143,9 +146,11 @@ def section_view(sec: Section) -> dict[str, Any]:
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
-def run_page(request: Request, run_id: str = RUN_ID) -> HTMLResponse:
+def run_page(request: Request, run_id: str = RUN_ID) -> Response:
     require_read(request)
     store = store_of(request)
+    if (canonical := queries.resolve(store, run_id)) != run_id:  # 'latest' or a prefix: the run's own address
+        return RedirectResponse(f"/runs/{quote(canonical)}", 307)
     run = queries.get_run(store, run_id)
     prog = results.progress(store, run.id)
     report = None
@@ -189,6 +194,7 @@ async def delete_form(request: Request, run_id: str = RUN_ID) -> Response:
 def verify_page(request: Request, run_id: str = RUN_ID, benchmark: str | None = Query(None, max_length=255),
                 metric: str | None = Query(None, max_length=128), all: bool = Query(False)) -> HTMLResponse:
     require_read(request)
+    run_id = queries.measured_id(store_of(request), run_id)
     doc = results.verify(store_of(request), request.app.state.cache, run_id, benchmark, metric,
                          table_limit=None if all else VERIFY_ROWS)
     colors = svg.Colors(p["platform"] for p in doc["platforms"])
@@ -229,18 +235,20 @@ def compare_page(request: Request, run: list[str] = Query([], max_length=100),
 
 @router.get("/compare/before-after", response_class=HTMLResponse)
 def before_after_page(request: Request, a: str = Query("", max_length=64),
-                      b: str = Query("", max_length=64)) -> HTMLResponse:
+                      b: str = Query("", max_length=64), absolute: bool = Query(False)) -> HTMLResponse:
     """Run B against run A, platform by platform: what `virtbench compare A B` prints."""
     require_read(request)
     store = store_of(request)
     doc = error = None
     if a and b:
         try:
-            doc = results.before_after(store, request.app.state.cache, a, b)
+            doc = results.before_after(store, request.app.state.cache, queries.measured_id(store, a),
+                                       queries.measured_id(store, b), absolute=absolute)
         except InputError as exc:
             error = exc
-    return render(request, "before_after.html", 400 if error else 200, title="Before / after", doc=doc,
-                  error=error, a=a, b=b, choices=queries.finished_runs(store))
+    code = (409 if isinstance(error, NoData) else 400) if error else 200
+    return render(request, "before_after.html", code, title="Before / after", doc=doc,
+                  error=error, a=a, b=b, absolute=absolute, choices=queries.finished_runs(store))
 
 
 # -- schedule -------------------------------------------------------------------------------------

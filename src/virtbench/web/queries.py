@@ -30,6 +30,7 @@ from ..store.browse import (  # noqa: F401 - the web's read API, re-exported for
     platform_availability,
     platform_names,
     progress,
+    resolve,
     run_brief,
     sample_points,
     status_counts,
@@ -37,6 +38,7 @@ from ..store.browse import (  # noqa: F401 - the web's read API, re-exported for
     workers,
 )
 from ..store.db import Store
+from ..store.lookup import run_with_data
 
 
 def recent_results(store: Store, rows_of: Callable[[str], Sequence[Row]], limit: int = 3) -> list[dict[str, Any]]:
@@ -59,3 +61,10 @@ def recent_results(store: Store, rows_of: Callable[[str], Sequence[Row]], limit:
         out.append({"id": run.id, "name": run.name, "baseline": run.baseline, "finished_at": iso(run.finished_at),
                     "host": run.host.hostname if run.host else None, "categories": categories, "table": table})
     return out
+
+
+def measured_id(store: Store, ref: str) -> str:
+    """The run id a reference names (resolve: an id, 'latest' or a unique prefix), refused with
+    NoData (409) while the run has recorded nothing: its report, download or comparison would
+    be empty or made up."""
+    return run_with_data(store, resolve(store, ref)).id

@@ -16,11 +16,12 @@ import numpy as np
 from ..analysis import quality, tables
 from ..analysis import summary as summary_mod
 from ..analysis.summary import Row
-from ..report import builder, figures, headline, run_warnings, runinfo
+from ..report import figures, headline, run_warnings, runinfo
 from ..report.model import Report
 from ..report.progress import Cap, eta_words, remaining
 from ..report.result_rows import declared_metrics
 from ..rounds import Rounds
+from ..store import browse
 from ..store.db import Store, now
 from ..store.models import Run
 from . import queries
@@ -177,6 +178,29 @@ def with_verdicts(store: Store, cache: ReportCache, result: dict[str, Any]) -> d
     return {**result, "verdicts": category_verdicts(rows, list(result["table"]), result["baseline"])}
 
 
+def repeated_results(store: Store, cache: ReportCache, recent: int = 12, most: int = 5) -> list[dict[str, Any]]:
+    """Repetitions of one campaign on one host among the recent finished runs, each group pooled
+    (analysis/repeats.py: one verdict per cell from each run's ratios to its own baseline) per
+    platform and category, with the cells the runs decided differently counted. Three identical
+    quick runs showed lxc application ▼, = and ? side by side with nothing pooling them."""
+    from ..analysis.repeats import by_category, pool, repeat_key
+
+    runs = queries.get_runs(store, [r.id for r in browse.recent_finished(store, recent)])
+    groups: dict[tuple[Any, ...], list[Run]] = defaultdict(list)
+    for run in runs:
+        groups[repeat_key(run)].append(run)
+    out = []
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        group = sorted(group[:most], key=lambda r: r.created_at)
+        cells = pool([(r.id, cache.rows(store, r.id)[0]) for r in group], group[0].baseline)
+        out.append({"runs": [r.id for r in group], "name": group[0].name, "baseline": group[0].baseline,
+                    "host": group[0].host.hostname if group[0].host else None, "cells": len(cells),
+                    "disagreements": sum(c.disagree for c in cells), "categories": by_category(cells)})
+    return out
+
+
 # -- compare ------------------------------------------------------------------------------------
 def _labels(runs: Sequence[Run], attr: str, ident: str, what: str) -> tuple[dict[tuple[str, str], str], list[str]]:
     """(run id, name) -> label: the name, unless another run uses it with a different setup."""
@@ -323,23 +347,24 @@ def compare(store: Store, cache: ReportCache, run_ids: Sequence[str], *, baselin
     return out
 
 
-def before_after(store: Store, cache: ReportCache, run_a: str, run_b: str) -> dict[str, Any]:
+def before_after(store: Store, cache: ReportCache, run_a: str, run_b: str, *, absolute: bool = False
+                 ) -> dict[str, Any]:
     """`virtbench compare A B` for the web: each platform of run B against itself in run A, by the
-    report's verdict rule (analysis.compare); the same document as `compare --json`."""
+    report's verdict rule, relative to each run's baseline unless absolute (analysis.compare);
+    the same document as `compare --json` (report/before_after.py)."""
     from ..analysis.compare import compare as compare_runs
     from ..errors import InputError
+    from ..report import before_after as ba
 
     if run_a == run_b:
         raise InputError(f"A and B are the same run {run_a}: a run compared with itself tells nothing",
                          "choose the run before and the run after the change")
     a, b = cache.report(store, run_a), cache.report(store, run_b)
     ra, rows_a, rb, rows_b = a.run, a.rows, b.run, b.rows
-    rows = compare_runs(rows_a, rows_b)
-    doc = builder.compare_json(ra, rb, rows)
-    common = {p.name for p in ra.platforms} & {p.name for p in rb.platforms}
-    doc["only_one_run"] = sorted(({p.name for p in ra.platforms} | {p.name for p in rb.platforms}) - common)
-    doc["names"] = {"a": ra.name, "b": rb.name}
-    return doc
+    mode = "absolute" if absolute else "relative"
+    rows = compare_runs(rows_a, rows_b, baseline=ra.baseline if ra.baseline == rb.baseline else None, mode=mode,
+                        platforms=[p.name for p in rb.platforms])
+    return ba.document(ra, rb, rows, mode=mode)
 
 
 def category_verdicts(rows: Sequence[Row], platforms: Sequence[str], baseline: str) -> dict[str, dict[str, str]]:

@@ -71,8 +71,8 @@ def check_token(token: str) -> None:
     problem = token_problem(token)
     if problem:
         raise InputError(f"--token/VIRTBENCH_TOKEN: {problem}",
-                         "leave it out and a strong one is generated and printed, or use "
-                         "`python3 -c 'import secrets; print(secrets.token_urlsafe(32))'`")
+                         "leave it out and a strong one is generated and printed, or use a generated one "
+                         f"such as {secrets.token_urlsafe(32)}")
 
 
 def serve(*, db_url: str | None, host: str, port: int, token: str | None, private: bool, worker: bool,

@@ -13,6 +13,7 @@ from html import escape
 
 from markupsafe import Markup
 
+from ..notation import number
 from ..report.figures import FigureSpec, Series
 
 W, H = 980, 320
@@ -25,14 +26,20 @@ def _e(value: object) -> str:
 
 
 def _num(v: float) -> str:
-    if v == 0:
-        return "0"
-    a = abs(v)
-    if a >= 1e6 or a < 1e-3:
-        return f"{v:.3g}"
-    if a >= 100:
-        return f"{v:,.0f}"
-    return f"{v:.3g}"
+    """Tooltips in the report's notation: three significant digits, never an exponent."""
+    return number(v, 3)
+
+
+def tick_labels(ticks: Sequence[float]) -> list[str]:
+    """An axis's ticks with one number of decimals, the fewest that tell them apart (0.95, 1.00, 1.05)."""
+    if all(float(t).is_integer() for t in ticks):
+        return [f"{int(t):,}" for t in ticks]
+    for d in range(1, 7):
+        texts = [f"{t:,.{d}f}" for t in ticks]
+        if len(set(texts)) == len(texts) and all(abs(float(x.replace(",", "")) - t) <= abs(t) * 1e-9 + 10 ** -d / 2
+                                                 for x, t in zip(texts, ticks)):
+            return texts
+    return [_num(t) for t in ticks]
 
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
@@ -74,7 +81,7 @@ def _legend_rows(legend: Sequence[tuple[str, str, bool]], width: int) -> list[li
     rows: list[list[tuple[float, str, str, bool]]] = [[]]
     x = float(PAD_L)
     for name, cls, hollow in legend:
-        w = 24 + 6.6 * len(name)
+        w = 30 + 7.0 * len(name)
         if rows[-1] and x + w > width - PAD_R:
             rows.append([])
             x = float(PAD_L)
@@ -90,10 +97,10 @@ def _frame(spec: FigureSpec, width: int, ticks: list[float], y: Callable[[float]
     out = [f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
            f'aria-label="{_e(spec.title)}" xmlns="http://www.w3.org/2000/svg">',
            f'<text class="title" x="{PAD_L}" y="16">{_e(spec.title)}</text>']
-    for t in ticks:
+    for t, label in zip(ticks, tick_labels(ticks)):
         yy = y(t)
         out.append(f'<line class="grid" x1="{PAD_L}" x2="{width - PAD_R}" y1="{yy:.1f}" y2="{yy:.1f}"/>'
-                   f'<text class="tick" x="{PAD_L - 6}" y="{yy + 4:.1f}" text-anchor="end">{_e(_num(t))}</text>')
+                   f'<text class="tick" x="{PAD_L - 6}" y="{yy + 4:.1f}" text-anchor="end">{_e(label)}</text>')
     out.append(f'<text class="axis" transform="translate(14 {PAD_T + (H - PAD_T - PAD_B) / 2:.0f}) rotate(-90)" '
                f'text-anchor="middle">{_e(spec.ylabel[:60])}</text>')
     if spec.refline is not None:
@@ -118,56 +125,6 @@ def _range(values: Iterable[float | None], include: Sequence[float] = ()) -> tup
     lo, hi = min(vals), max(vals)
     pad = (hi - lo) * 0.08 or abs(hi) * 0.05 or 1.0
     return lo - pad, hi + pad
-
-
-def bars(spec: FigureSpec, colors: Colors) -> Markup:
-    """Grouped bars (categories on x, one bar per series) with interval whiskers and the 1.0 line."""
-    cats = list(dict.fromkeys(x for s in spec.series for x in s.x))
-    n = max(1, len(spec.series))
-    group_w = 18 * n + 28
-    width = max(420, PAD_L + 7 * len(spec.title), min(1600, PAD_L + PAD_R + group_w * len(cats)))
-    plot_w = width - PAD_L - PAD_R
-    values = [v for s in spec.series for v in (*s.y, *(s.lo or []), *(s.hi or []))]
-    lo, hi = _range(values, [0.0] + ([spec.refline] if spec.refline is not None else []))
-    if all(v is None or v >= 0 for v in values):
-        lo = 0.0  # bars start at zero; no axis below it when nothing is negative
-    ticks = [t for t in nice_ticks(lo, hi) if t >= lo - 1e-12]
-    lo, hi = min(lo, ticks[0]), max(hi, ticks[-1])
-
-    def y(v: float) -> float:
-        return PAD_T + (hi - v) / (hi - lo) * (H - PAD_T - PAD_B)
-
-    body: list[str] = []
-    slot = plot_w / max(1, len(cats))
-    bar_w = max(3.0, min(22.0, (slot - 8) / n))
-    for ci, cat in enumerate(cats):
-        cx = PAD_L + slot * (ci + 0.5)
-        label = str(cat)[:24]
-        body.append(f'<text class="tick" transform="translate({cx:.1f} {H - PAD_B + 12}) rotate(-30)" '
-                    f'text-anchor="end">{_e(label)}</text>')
-        for si, s in enumerate(spec.series):
-            if cat not in s.x:
-                continue
-            i = s.x.index(cat)
-            v = s.y[i]
-            if v is None or not math.isfinite(v):
-                continue
-            x0 = cx - n * bar_w / 2 + si * bar_w
-            top, base = sorted((y(v), y(max(lo, 0.0))))
-            tip = f"{s.name} {cat}: {_num(v)}"
-            if s.lo and s.hi and s.lo[i] is not None and s.hi[i] is not None:
-                tip += f" [{_num(s.lo[i])}, {_num(s.hi[i])}]"  # type: ignore[arg-type]
-            if s.text and s.text[i]:
-                tip += f"; {s.text[i]}"
-            body.append(f'<rect class="{colors.of(s.name)}" x="{x0:.1f}" y="{top:.1f}" width="{bar_w - 1:.1f}" '
-                        f'height="{max(0.5, base - top):.1f}"><title>{_e(tip)}</title></rect>')
-            if s.lo and s.hi and s.lo[i] is not None and s.hi[i] is not None:
-                mx = x0 + (bar_w - 1) / 2
-                y1, y2 = y(s.lo[i]), y(s.hi[i])  # type: ignore[arg-type]
-                body.append(f'<path class="whisker" d="M{mx:.1f} {y1:.1f}V{y2:.1f}M{mx - 3:.1f} {y1:.1f}h6'
-                            f'M{mx - 3:.1f} {y2:.1f}h6"/>')
-    legend = [(s.name, colors.of(s.name), False) for s in spec.series]
-    return _frame(spec, int(width), ticks, y, body, legend)
 
 
 def trend(spec: FigureSpec, colors: Colors, outliers: dict[str, Sequence[int]] | None = None) -> Markup:
@@ -217,11 +174,131 @@ def trend(spec: FigureSpec, colors: Colors, outliers: dict[str, Sequence[int]] |
     return _frame(spec, width, ticks, y, body, legend, note)
 
 
+ROW_LABEL_CHARS = 48
+"""A category's label is shown whole up to this many characters (its full text in the tooltip)."""
+MARK_WORDS = {"faster": "faster", "slower": "slower", "same": "same", "inconclusive": "undecided"}
+
+
+def _marker(mark: str | None, cls: str, cx: float, cy: float, tip: str) -> str:
+    """The verdict as the marker, as the report's figures draw it: ▲ faster, ▼ slower, a filled
+    dot same (or no verdict), a hollow one undecided."""
+    title = f"<title>{_e(tip)}</title>"
+    if mark in ("faster", "slower"):
+        d = f"M{cx:.1f} {cy - 4.5:.1f}l4.5 8h-9z" if mark == "faster" else f"M{cx:.1f} {cy + 4.5:.1f}l4.5 -8h-9z"
+        return f'<path class="{cls} mark" d="{d}">{title}</path>'
+    hollow = " hollow" if mark == "inconclusive" else ""
+    return f'<circle class="{cls}{hollow}" cx="{cx:.1f}" cy="{cy:.1f}" r="3.5">{title}</circle>'
+
+
+def _log_ticks(lo: float, hi: float) -> list[float]:
+    out = [m * 10 ** k for k in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1) for m in (1, 2, 5)]
+    return [t for t in out if lo <= t <= hi] or [lo, hi]
+
+
+def points(spec: FigureSpec, colors: Colors) -> Markup:
+    """Estimates with their intervals as points, one row per category (its label whole, at the
+    left), the platforms dodged within it, the verdict as the marker, the 'same' band shaded
+    and 1.0 marked: the report's figures (static.py) drawn for the web, never bars from 0. A
+    figure with ylog (lifecycle times) gets a log value axis, where a 0.5 ms step still shows."""
+    cats = list(dict.fromkeys(x for s in spec.series for x in s.x))
+    n = max(1, len(spec.series))
+    row_h = max(18.0, 8.0 * n + 8)
+    label_w = min(ROW_LABEL_CHARS, max((len(str(c)) for c in cats), default=4)) * 6.3 + 14
+    width = W
+    x0, x1 = PAD_L + label_w - 50, width - PAD_R - 8
+    values = [v for s in spec.series for v in (*s.y, *(s.lo or []), *(s.hi or []))
+              if v is not None and math.isfinite(v) and (v > 0 or not spec.ylog)]
+    band = spec.meta.get("band")
+    include = [spec.refline] if spec.refline is not None else []
+    if band:
+        include += list(band)
+    log = bool(spec.ylog) and all(v > 0 for v in values + include) and bool(values)
+    if log:
+        lo, hi = min(values + include) / 1.25, max(values + include) * 1.25
+        ticks = _log_ticks(lo, hi)
+        lo, hi = min(lo, ticks[0]), max(hi, ticks[-1])
+    else:
+        lo, hi = _range(values, include)
+        ticks = nice_ticks(lo, hi)
+        lo, hi = min(lo, ticks[0]), max(hi, ticks[-1])
+
+    def xv(v: float) -> float:
+        f = (math.log(v) - math.log(lo)) / (math.log(hi) - math.log(lo)) if log else (v - lo) / (hi - lo)
+        return x0 + f * (x1 - x0)
+
+    top = PAD_T + 8
+    bottom = top + row_h * len(cats)
+    body: list[str] = []
+    if band:
+        a, b = xv(max(lo, band[0])), xv(min(hi, band[1]))
+        body.append(f'<rect class="band" x="{a:.1f}" y="{top:.1f}" width="{max(0.5, b - a):.1f}" '
+                    f'height="{bottom - top:.1f}"><title>{_e(spec.meta.get("band_label", "the same"))}</title></rect>')
+    for t, label in zip(ticks, tick_labels(ticks)):
+        tx = xv(t)
+        body.append(f'<line class="grid" x1="{tx:.1f}" x2="{tx:.1f}" y1="{top:.1f}" y2="{bottom:.1f}"/>'
+                    f'<text class="tick" x="{tx:.1f}" y="{bottom + 14:.1f}" text-anchor="middle">{_e(label)}</text>')
+    if spec.refline is not None and lo <= spec.refline <= hi:
+        rx = xv(spec.refline)
+        body.append(f'<line class="ref" x1="{rx:.1f}" x2="{rx:.1f}" y1="{top:.1f}" y2="{bottom:.1f}"/>')
+    body.append(f'<text class="axis" x="{(x0 + x1) / 2:.0f}" y="{bottom + 30:.1f}" text-anchor="middle">'
+                f'{_e(spec.ylabel)}</text>')
+    marks_seen: dict[str, None] = {}
+    for ci, cat in enumerate(cats):
+        cy = top + row_h * (ci + 0.5)
+        label = str(cat)
+        shown = label if len(label) <= ROW_LABEL_CHARS else label[:ROW_LABEL_CHARS - 1] + "…"
+        body.append(f'<text class="tick" x="{x0 - 8:.1f}" y="{cy + 4:.1f}" text-anchor="end"><title>{_e(label)}'
+                    f'</title>{_e(shown)}</text>')
+        for si, s in enumerate(spec.series):
+            if cat not in s.x:
+                continue
+            i = s.x.index(cat)
+            v = s.y[i]
+            if v is None or not math.isfinite(v) or (log and v <= 0):
+                continue
+            yy = cy + (si - (n - 1) / 2) * min(8.0, (row_h - 6) / n)
+            cls = colors.of(s.name)
+            lo_i, hi_i = (s.lo[i] if s.lo else None), (s.hi[i] if s.hi else None)
+            tip = f"{s.name}, {cat}: {_num(v)}"
+            if lo_i is not None and hi_i is not None and (not log or lo_i > 0):
+                tip += f" [{_num(lo_i)}, {_num(hi_i)}]"
+                a, b = xv(max(lo, lo_i)), xv(min(hi, hi_i))
+                body.append(f'<path class="whisker {cls}" d="M{a:.1f} {yy:.1f}H{b:.1f}M{a:.1f} {yy - 3:.1f}v6'
+                            f'M{b:.1f} {yy - 3:.1f}v6"/>')
+            if s.text and s.text[i]:
+                tip += f"; {s.text[i]}"
+            mark = s.marks[i] if s.marks else None
+            if mark:
+                marks_seen[mark] = None
+            body.append(_marker(mark, cls, xv(v), yy, tip))
+    legend = [(s.name, colors.of(s.name), False) for s in spec.series]
+    legend += [(MARK_WORDS[m], "mark-" + m, m == "inconclusive") for m in MARK_WORDS if m in marks_seen]
+    rows = _legend_rows(legend, width)
+    height = bottom + 44 + 16 * len(rows) + (16 if spec.note else 0)
+    out = [f'<svg class="chart points" viewBox="0 0 {width} {height:.0f}" width="{width}" height="{height:.0f}" '
+           f'role="img" aria-label="{_e(spec.title)}" xmlns="http://www.w3.org/2000/svg">',
+           f'<text class="title" x="{PAD_L - 50}" y="16">{_e(spec.title)}</text>', *body]
+    for r, row in enumerate(rows):
+        ly = bottom + 50 + 16 * r
+        for lx, name, cls, hollow in row:
+            symbol = (f'<path class="legend-mark" d="M{lx + 5:.0f} {ly - 5}l4.5 8h-9z"/>' if cls == "mark-faster" else
+                      f'<path class="legend-mark" d="M{lx + 5:.0f} {ly + 4}l4.5 -8h-9z"/>' if cls == "mark-slower" else
+                      f'<circle class="{"legend-mark" if cls.startswith("mark-") else cls}{" hollow" if hollow else ""}" '
+                      f'cx="{lx + 5:.0f}" cy="{ly}" r="4"/>')
+            out.append(f'<g class="legend">{symbol}<text x="{lx + 13:.0f}" y="{ly + 4}">{_e(name)}</text></g>')
+    if spec.note:
+        out.append(f'<text class="tick" x="{PAD_L - 50}" y="{height - 4:.0f}">{_e(spec.note)}</text>')
+    out.append("</svg>")
+    return Markup("".join(out))
+
+
 def draw(spec: FigureSpec | None, colors: Colors, outliers: dict[str, Sequence[int]] | None = None) -> Markup:
+    """A figure as the report draws it: estimates and absolute times as points with their
+    intervals (points), values per round as a trend."""
     if spec is None:
         return Markup("")
     if spec.kind in ("bar", "stack"):
-        return bars(spec, colors)
+        return points(spec, colors)
     return trend(spec, colors, outliers)
 
 
@@ -233,4 +310,4 @@ def series_names(specs: Iterable[FigureSpec | None]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-__all__ = ["Colors", "Series", "bars", "draw", "nice_ticks", "trend"]
+__all__ = ["Colors", "Series", "draw", "nice_ticks", "points", "trend"]

@@ -16,6 +16,7 @@ from typing import Any
 
 from ...analysis import stats
 from ...analysis.summary import mean_ci
+from ...notation import plain
 from ...report.figures import FigureSpec, Series, slug
 from ...report.sections import ReportSection, SectionTable
 from ...store.db import Store
@@ -124,9 +125,15 @@ def _where(label: str, f: dict[str, Any]) -> str:
         path = f.get("path_throughput") or {}
         how = (f"; the path: {path['MBps']:.0f} MB/s ({path.get('what')}, {path.get('bytes', 0) >> 20} MiB of zeros)"
                if path.get("MBps") else f"; the path not measured: {path.get('error', '?')}")
-        return f"{label}: host {f['host']}, {f.get('path')} on {f.get('device')} mounted at {f.get('mountpoint')}{how}"
-    backing = f" ({f['device']} is the file {f['backing']} on {f.get('backing_device')})" if f.get("backing") else ""
-    return f"{label}: {f.get('path')} on {f.get('device')} mounted at {f.get('mountpoint')}{backing}"
+        return f"{label}: host {f['host']}, {_on(f)}{how}"
+    backing = f" ({f['device']} is the file {f['backing']} on {plain(f.get('backing_device'))})" if f.get("backing") else ""
+    return f"{label}: {_on(f)}{backing}"
+
+
+def _on(f: dict[str, Any]) -> str:
+    """Where a destination lies, as far as it is known (a run stored without its device says only the path)."""
+    device, mount = f.get("device"), f.get("mountpoint")
+    return f"{f.get('path')}" + (f" on {device}" if device else "") + (f" mounted at {mount}" if mount else "")
 
 
 def _figures(mode: str, points: list[dict[str, Any]], units: dict[str, str]) -> list[FigureSpec]:

@@ -98,7 +98,7 @@ def figures(rows: list[dict[str, Any]], hists: Hists, trials: dict, lat_meta: Me
     figs = [FigureSpec("line-ndr", "sweep", "NDR and PDR against line length", "nodes in the line", "rate [pkt/s]",
                        rate, group=GROUP, xlog=True),
             FigureSpec("line-latency", "sweep", "one-way latency against line length (p50 and p99 at the highest "
-                       "rate measured)", "nodes in the line", "latency [us]", latency, group=GROUP, xlog=True,
+                       "rate measured)", "nodes in the line", "latency [µs]", latency, group=GROUP, xlog=True,
                        ylog=True)]
     points = sorted({(p[1], p[2]) for p in hists}, key=lambda x: (x[0], x[1]))
     if points:
@@ -166,12 +166,12 @@ def per_point(hists: Hists, trials: dict, lat_meta: Metas, pins: list[str], leng
     ids = [slug(kind, tag, str(length)) if tag else slug(kind) for kind in ("line-hdr", "line-loss", "line-worst")]
     count = int(worst["count"])
     return [FigureSpec(ids[0], "latency", f"one-way latency percentiles, {length} nodes{where}, the run with the "
-                       "highest worst case", "percentile", "latency [us]", series, group=GROUP, xlog=True, ylog=True,
+                       "highest worst case", "percentile", "latency [µs]", series, group=GROUP, xlog=True, ylog=True,
                        xticks=ticks, note="HDR histogram of every packet of the round with the highest worst-case "
                        "latency (the paper's pick); only percentiles the count supports"),
             FigureSpec(ids[1], "sweep", f"loss against offered rate, {length} nodes{where}",
                        "rate asked of the generator [pkt/s]", "loss [%]", loss, group=GROUP),
             FigureSpec(ids[2], "trend", f"{count} worst latencies over time, {length} nodes{where}, the run with the "
-                       "highest worst case", "time [s]", "latency [us]", worst_s, group=GROUP, ylog=True,
+                       "highest worst case", "time [s]", "latency [µs]", worst_s, group=GROUP, ylog=True,
                        note="; ".join(says) + ". Times to the 100 ms interval (iperf 2 reports its latency "
-                       "histogram per interval, not per packet); each point is one 1 us bin, its packets in the text")]
+                       "histogram per interval, not per packet); each point is one 1 µs bin, its packets in the text")]
