@@ -86,7 +86,7 @@ def test_free_text_never_breaks_before_a_number(hosts_store, width):
 
     report = builder.build(hosts_store, "one")
     console = Console(record=True, width=width, file=open("/dev/null", "w"))  # noqa: SIM115
-    text.render(report.run, report.rows, report.failures, console, sections=report.sections)
+    text.render(report, console)
     free = [line for line in console.export_text().splitlines() if not set(line) & set("│┃┏┡└━─┳╇┓┩┗┛")]
     broken = [(a, b) for a, b in zip(free, free[1:]) if a.strip() and NUMBER_START.match(b) and a[-1:].isalpha()]
     assert not broken, broken

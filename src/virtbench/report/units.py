@@ -87,9 +87,9 @@ def round_numbers(campaign: Mapping[str, Any] | None) -> Callable[[int, bool], i
     first = warm + noise
 
     def shown(stored: int, warmup: bool) -> int:
-        if stored >= first:
-            return stored - first + 1
-        return min(stored - warm + 1, 0) if warmup else stored - warm + 1  # a kind measuring from round 0
+        # one number per stored round outside the warm-up (statistics pair the platforms by it):
+        # the noise check's rounds 0 and below, a kind measuring from round 0 keeps its rounds apart
+        return min(stored - warm + 1, 0) if warmup and stored < first else stored - first + 1
     return shown
 
 

@@ -1,7 +1,6 @@
 """The results store: any SQLAlchemy URL, SQLite by default. Every sample is committed the
 moment it is measured, in one transaction with its execution, so a kill loses at most the
-execution in progress, and the unique keys make a resumed run unable to write a duplicate.
-"""
+execution in progress, and the unique keys make a resumed run unable to write a duplicate."""
 from __future__ import annotations
 
 import fcntl
@@ -93,8 +92,7 @@ def head_revision() -> str:
     return heads.pop() if len(heads) == 1 else ""  # several heads: Alembic decides (and complains)
 
 
-LATEST = "latest"
-"""The run id that names the newest finished run with measurements."""
+LATEST = "latest"  # the run id that names the newest finished run with measurements
 
 
 class DatabaseBusy(StoreError):
@@ -296,8 +294,7 @@ class Store:
                 setattr(run, key, value)
 
     def state(self, run_id: str) -> dict[str, Any]:
-        """What a kind keeps of a run to find again on resume (adaptive rounds' log, the noise
-        check's note): in the run's provenance, where the report reads it."""
+        """A kind's state kept for resume (adaptive log, noise note): the run's provenance."""
         return dict(self.run(run_id).provenance or {})
 
     def set_state(self, run_id: str, key: str, value: Any) -> None:
@@ -350,8 +347,7 @@ class Store:
                     if newest is None:
                         raise InputError(f"no runs in {self.shown} yet", "run `virtbench run --quick` first")
                     raise NoData(f"no finished run with measurements in {self.shown} yet (the newest, {newest.id}, "
-                                 f"is {newest.status})", "wait until it has finished, or name a run (`virtbench runs` "
-                                 "lists them)")
+                                 f"is {newest.status})", "wait until it has finished, or name a run (`virtbench runs`)")
             elif (exact := s.get(Run, ref)) is not None:  # an id that is also the prefix of another's
                 run = exact
             else:
