@@ -27,8 +27,10 @@ import re
 import shutil
 import sys
 import tempfile
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).parent
 DATA = HERE.parent.parent
@@ -82,6 +84,15 @@ def _web(url: str):  # noqa: ANN202 - a TestClient, imported only here
     return TestClient(create_app(Settings(db_url=url, token="t" * 24), Store(url)), base_url="http://testserver")
 
 
+@contextmanager
+def _restored(console: Any, width: int) -> Iterator[None]:
+    """The CLI's console gets its width back (other tests in this process read it)."""
+    try:
+        yield
+    finally:
+        console.width = width
+
+
 def render_all(*, figures: bool = True, runs: tuple[str, ...] = tuple(RUNS)) -> dict[str, str]:
     """File name -> normalized rendering of the golden runs in every format, by today's code:
     the terminal's text, `report --json`, the web API's report and `report --html`.
@@ -93,9 +104,9 @@ def render_all(*, figures: bool = True, runs: tuple[str, ...] = tuple(RUNS)) -> 
     from virtbench.cli import cli
     from virtbench.commands import shared
 
-    shared.console.width = 200  # what a pipe gets (`virtbench report | less`), whatever runs this
+    width, shared.console.width = shared.console.width, shared.PIPE_WIDTH  # a pipe's, whatever runs this
     out: dict[str, str] = {}
-    with tempfile.TemporaryDirectory() as d, \
+    with _restored(shared.console, width), tempfile.TemporaryDirectory() as d, \
             mock.patch("virtbench.report.html.svg_figure", lambda *_a: MASK) if not figures else nullcontext():
         tmp = Path(d)
         urls = _copies(tmp)
@@ -105,7 +116,7 @@ def render_all(*, figures: bool = True, runs: tuple[str, ...] = tuple(RUNS)) -> 
             run_id = _run_id(url, ref)
             runner = CliRunner()
             for args, fmt in (([], "txt"), (["--json"], "json")):
-                res = runner.invoke(cli, ["report", run_id, *args, "--db", url], env={"COLUMNS": "200"})
+                res = runner.invoke(cli, ["report", run_id, *args, "--db", url], env={"COLUMNS": "100"})
                 assert res.exit_code == 0, (ref, fmt, res.output, res.exception)
                 out[f"{ref}.{fmt}"] = res.output
             api = _web(url).get(f"/api/runs/{run_id}/report")
