@@ -109,7 +109,10 @@ def test_every_platform_measured_with_limits_taking_effect_and_cleanup_leaving_n
     print(f"campaign on the reference host: {seconds:.0f} s")
     print(res.stdout[-6000:], res.stderr[-3000:], sep="\n")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    report = json.loads(cli(env, "report", "latest", "--json").stdout)
+    shown = cli(env, "report", "latest", "--json")
+    # the fresh CI run of #39's branch read an empty report here once (not seen since): the why, if again
+    assert shown.returncode == 0 and shown.stdout.strip(), (shown.returncode, shown.stderr[-3000:])
+    report = json.loads(shown.stdout)
     rows = {r["platform"]: r for r in report["results"] if r["benchmark"] == "openssl"}
     names = PLATFORMS + [f"{p}-1cpu" for p in HALVED]
     assert sorted(rows) == sorted(names), sorted(rows)
