@@ -98,7 +98,7 @@ def test_the_wrapper_waits_boosted_and_the_tool_runs_at_its_given_niceness(shell
                        text=True, timeout=30)
     assert r.returncode == 0, r.stderr
     fields = dict(f.split("=") for f in r.stdout.split())
-    given = str(min(19, os.nice(0) + 3))  # `nice -n 3` adds to the test's own niceness (make test's unit lane runs at 5), up to 19
+    given = str(min(19, os.nice(0) + 3))  # `nice -n 3` adds to our niceness (make test's unit lane: 5), up to 19
     assert fields["tool"] == given and int(fields["wrapper"]) < 0, r.stdout   # -10 (util-linux), -7 (busybox)
     # where renice is refused (no CAP_SYS_NICE: Docker's default), nothing changes
     r = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "nice", "-n", "3",
