@@ -72,6 +72,7 @@ def fmt_time(iso: Any) -> str:
 FILTERS = {"num": fmt_num, "pct": fmt_pct, "rel": fmt_rel, "ci": fmt_ci, "rci": fmt_ratio_ci, "p": fmt_p,
            "when": fmt_time, "unit": notation.unit, "plain": notation.plain, "ms": notation.milliseconds,
            "label": notation.label, "change": notation.change, "params": notation.params,
+           "platform_label": notation.platform_label,
            "compare_a": lambda r: before_after.shown(r, "a"), "compare_b": lambda r: before_after.shown(r, "b")}
 
 
