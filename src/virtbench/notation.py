@@ -17,7 +17,9 @@
 """
 from __future__ import annotations
 
+import ast
 import math
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -167,6 +169,33 @@ def params(p: Mapping[str, Any] | None) -> str:
     """Parameters as `name=value` pairs, each value plain: `algorithms=AES-256 Blowfish, msec=1000`."""
     return ", ".join(f"{k}={' '.join(plain(x) for x in v) if isinstance(v, list | tuple) else plain(v)}"
                      for k, v in (p or {}).items())
+
+
+def option(v: Any) -> str:
+    """One platform option's value in its label: plain, a list's items separated by spaces, a
+    number as configured (`cpus=1.5`)."""
+    if isinstance(v, list | tuple):
+        return " ".join(option(x) for x in v) or MISSING
+    return plain(v) if v is None or isinstance(v, bool | Mapping) else str(v)
+
+
+def options(opts: Mapping[str, Any]) -> str:
+    """A platform's options as its label shows them in brackets: `lxcfs=no,init=none`."""
+    return ",".join(f"{k}={option(v)}" for k, v in opts.items())
+
+
+_REPR_OPTION = re.compile(r"=(True|False|None|\[[^\[\]]*\]|\{[^{}]*\})(?=[,)\]/]|$)")
+
+
+def platform_label(text: str | None) -> str:
+    """A stored platform label in this notation: labels stored before it carry Python reprs as
+    option values (`lxc(lxcfs=False,init=none)` -> `lxc(lxcfs=no,init=none)`)."""
+    def value(m: re.Match[str]) -> str:
+        try:
+            return "=" + option(ast.literal_eval(m.group(1)))
+        except (ValueError, SyntaxError):
+            return m.group()
+    return _REPR_OPTION.sub(value, text or "")
 
 
 def label(key: str) -> str:
