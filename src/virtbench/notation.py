@@ -71,11 +71,24 @@ def ratio(x: float | None) -> str:
     return MISSING if x is None or not math.isfinite(x) else f"{x:.3f}"
 
 
+def ratio_end(x: float | None) -> str:
+    """An interval's end as a ratio: one more decimal (up to six) while an end off 1 would read
+    as `1.000`, so an interval that excludes 1 never shows an end of 1 beside "slower"."""
+    if x is None or not math.isfinite(x):
+        return MISSING
+    d = 3
+    while d < 6 and x != 1 and float(f"{x:.{d}f}") == 1:
+        d += 1
+    return f"{x:.{d}f}"
+
+
 def interval(lo: float | None, hi: float | None, fmt: Any = ratio) -> str:
-    """The one interval notation: `[lo, hi]`, each end as fmt writes the estimate."""
+    """The one interval notation: `[lo, hi]`, each end as fmt writes the estimate (a ratio's
+    ends by ratio_end)."""
     if lo is None or hi is None:
         return ""
-    return f"[{fmt(lo)}, {fmt(hi)}]"
+    end = ratio_end if fmt is ratio else fmt
+    return f"[{end(lo)}, {end(hi)}]"
 
 
 def ratio_with_interval(x: float | None, ci: Any) -> str:

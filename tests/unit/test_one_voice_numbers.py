@@ -123,6 +123,9 @@ def test_an_interval_that_excludes_zero_never_reads_as_reaching_it(surfaces):
         assert slower, f"{name} shows no slower row with its interval"
         assert all(float(hi.lstrip("±")) < 0 for _, hi in slower), (name, slower)
     assert any(hi == "-0.004" for _, hi in re.findall(CHANGE_INTERVAL, _flat(surfaces["web before/after"])))
+    # the ratio form beside it: no interval of a ratio below 1 ends at "1.000" (F5 of the evidence)
+    ones = {name: re.findall(r"\[\d\.\d+, 1\.000\] slower", _flat(text)) for name, text in surfaces.items()}
+    assert not any(ones.values()), {name: o[:3] for name, o in ones.items() if o}
 
 
 def _lifecycle_table(name: str, text: str) -> dict[tuple[str, str], str]:
