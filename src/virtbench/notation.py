@@ -82,13 +82,11 @@ def ratio_end(x: float | None) -> str:
     return f"{x:.{d}f}"
 
 
-def interval(lo: float | None, hi: float | None, fmt: Any = ratio) -> str:
-    """The one interval notation: `[lo, hi]`, each end as fmt writes the estimate (a ratio's
-    ends by ratio_end)."""
+def interval(lo: float | None, hi: float | None, fmt: Any = ratio_end) -> str:
+    """The one interval notation: `[lo, hi]`, each end as fmt writes it (a ratio's by ratio_end)."""
     if lo is None or hi is None:
         return ""
-    end = ratio_end if fmt is ratio else fmt
-    return f"[{end(lo)}, {end(hi)}]"
+    return f"[{fmt(lo)}, {fmt(hi)}]"
 
 
 def ratio_with_interval(x: float | None, ci: Any) -> str:

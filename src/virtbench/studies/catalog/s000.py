@@ -65,14 +65,12 @@ RAMP = Difference(
     "the exact maximum; the paper measured fixed groups (1-5, 10 to 50 by 5, 53, 54, 63)",
     "a maximum between two of the paper's groups is found exactly here, where the paper "
     "reported the group below", affects=MAX_IDS, settings=("section.counts.groups",), option="paper-counts")
-RAMP_RAM = Difference(
-    "the count is ramped by doubling, then bisected between the last good and the failing count; "
-    "`--option paper-counts` runs Fig. 4's groups instead",
-    "the paper states its counts for Fig. 4 only (Section IV.A); the maxima of Figs. 8-11 (56, 55, 6, 21) "
-    "lie outside those groups, so it counted differently there, how is not stated",
-    "the exact maximum here is the comparable one; with Fig. 4's groups a maximum can only be one of "
-    "them (56 reads as 54, 6 as 5, 21 as 20)", affects=MAX_IDS, settings=("section.counts.groups",),
-    option="paper-counts")
+RAMP_RAM = replace(
+    RAMP, what=RAMP.what + "; `--option paper-counts` runs Fig. 4's groups instead",
+    why="the paper states its counts for Fig. 4 only (Section IV.A); the maxima of Figs. 8-11 (56, 55, 6, 21) "
+        "lie outside those groups, so it counted differently there, how is not stated",
+    effect="the exact maximum here is the comparable one; with Fig. 4's groups a maximum can only be one of "
+           "them (56 reads as 54, 6 as 5, 21 as 20)")
 HOST = Difference(
     "this host's CPU, memory, disk, OS, kernel and Debian's LXC, where the paper ran the latest Raspberry Pi "
     "OS Lite with Proxmox VE on two Raspberry Pi 4B or two RPi 5 boards (4 cores; a SATA SSD on USB 3.0 or "
