@@ -10,6 +10,7 @@ readings (costs.py, category `cost`) the sizing model is fitted to.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import statistics
@@ -121,6 +122,7 @@ class Judge:
         usage = [u for u in outcome.memory_usage if u is not None]
         mem_per_instance = sum(usage) / len(usage) if usage else None
         drop = (available_at_start - outcome.mem_available_before) / count
+        starved = bool(failures) and self._starved(outcome, failed_output)
         stop: Stop | None = None
         if outcome.trip is not None:
             stop = Stop("guard", outcome.trip.reason, count, self._guard_evidence(outcome.trip))
@@ -132,12 +134,12 @@ class Judge:
         elif failures and (disk := disk_full("\n".join(failed_output), self.platform.paths.state)) is not None:
             stop = Stop("disk_full", f"host disk full: {len(failures)} of {count} workloads could not write, "
                         f"{disk['free_bytes'] >> 20} MiB free on {disk['path']}", count, disk)
-        elif failures and self._starved(outcome, failed_output):
+        elif starved and not self._few(len(failures), count):
             stop = Stop("cpu_starvation", f"{len(failures)} of {count} workloads got no CPU in their window "
                         f"({count * self._workers()} workload processes on {os.cpu_count()} CPUs): throughput "
                         f"per instance collapsed, no OOM kill" + self._memory_note(outcome), count,
                         self._starvation_evidence(outcome, failures, ok_values))
-        elif failures:
+        elif failures and not starved:
             stop = Stop("workload_failure", f"{len(failures)} of {count} workloads failed", count,
                         {"failures": failures[:10], "kernel_log": outcome.kernel_log[-10:],
                          "parent_memory": outcome.parent_memory})
@@ -146,22 +148,36 @@ class Judge:
             lower = [t for c, t in self.best_total.items() if c < count]
             ref = statistics.median(lower) if lower else None
             median = statistics.median(ok_values)
+            low = [v for v in ok_values if v < self.section.starved * median] if count > 1 else []
             if ref is not None and total < self.section.collapse * ref:
                 stop = Stop("throughput_collapse", f"aggregate {total:.4g} below {self.section.collapse:g} x the "
                             f"median of the lower counts ({ref:.4g})", count,
                             {"total": total, "lower_totals": lower, "loadavg": _loadavg(),
                              "curve": self._curve(count, ok_values), "parent_memory": outcome.parent_memory})
-            elif count > 1 and min(ok_values) < self.section.starved * median:
-                stop = Stop("throughput_collapse", f"an instance got {min(ok_values):.4g}, below "
-                            f"{self.section.starved:g} x the median ({median:.4g})", count,
+            elif low and not self._few(len(low) + len(failures), count):
+                stop = Stop("throughput_collapse", f"{len(low)} of {count} instances below "
+                            f"{self.section.starved:g} x the median ({median:.4g}), the lowest {min(low):.4g}"
+                            + (f", and {len(failures)} got no CPU" if failures else ""), count,
                             {"per_instance": ok_values, "loadavg": _loadavg(),
                              "curve": self._curve(count, ok_values), "parent_memory": outcome.parent_memory})
             else:
                 self.best_total[count] = total
                 self.points[count] = {"per_instance": ok_values, "memory_per_instance": mem_per_instance,
-                                      "available_drop_per_instance": drop}
+                                      "available_drop_per_instance": drop,
+                                      "peak": (outcome.parent_memory or {}).get("peak")}
+                if failures or low:  # few enough to be chance: counted and shown, the count is healthy
+                    extra = [*(extra or []), {"metric": "starved_instances", "value": float(len(failures) + len(low)),
+                                              "unit": "count", "higher_is_better": False, "category": "sync",
+                                              "instance": 0}]
+                    self.ctx.log(f"{self.platform.name}: at {count}, {len(failures)} instances got no CPU in their "
+                                 f"window and {len(low)} less than {self.section.starved:g} x the median: within "
+                                 f"starved_share {self.section.starved_share:g}, the count is healthy")
         self._store(outcome, per_instance, mem_per_instance, drop, stop, extra or [])
         return stop
+
+    def _few(self, n: int, count: int) -> bool:
+        """Few enough instances left out of the window to be the scheduler's chance (starved_share)."""
+        return n <= math.floor(self.section.starved_share * count)
 
     def _workers(self) -> int:
         return int(getattr(self.bench.params, "multi", None) or 1)

@@ -33,6 +33,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ...analysis.stats import t_quantile
+
 MIB = 1 << 20
 GIB = 1 << 30
 MEMORY_STOPS = ("oom", "guard")
@@ -75,10 +77,8 @@ def fit(xs: Sequence[float], ys: Sequence[float]) -> Fit | None:
     r2 = 1 - sum(r * r for r in resid) / sst if sst > 0 else 1.0
     slope_ci = intercept_ci = None
     if n >= 3:
-        from scipy.stats import t
-
         s2 = sum(r * r for r in resid) / (n - 2)
-        q = float(t.ppf(0.975, n - 2))
+        q = t_quantile(0.975, n - 2)
         se_b = math.sqrt(s2 / sxx)
         se_a = math.sqrt(s2 * (1 / n + mx * mx / sxx))
         slope_ci = (slope - q * se_b, slope + q * se_b)

@@ -26,7 +26,7 @@ from ...platforms import cgroups
 from ...platforms.base import Platform
 from ...platforms.naming import INSTANCE_PREFIX
 from ..base import ExperimentContext
-from . import costs
+from . import costs, model
 from .fleet import Fleet
 from .growth import AUTO_PARALLEL, Batch, Grower
 from .guard import Guard, read_host
@@ -41,6 +41,10 @@ RECOVERY_TIMEOUT = 180.0
 CONFIRM_ABOVE = 0.01
 """The confirmation's second count lies this share (at least one instance) above the maximum."""
 MAX_CONFIRMATIONS = 2
+AIM_MARGIN = 0.01
+"""The ramp aims this share below the predicted maximum, and steps up from there by twice it, doubling."""
+AIM_FROM = 16
+"""Counts from which the confined host's peak is fitted for the prediction (below, fixed costs dominate)."""
 
 
 @dataclass
@@ -201,11 +205,49 @@ class Ramp:
 
     def _ramp_up(self, todo: list[int], good: int, probes: list[dict]) -> tuple[int, Stop | None]:
         for count in todo:
-            stop = self.measure(count, probes)
+            good, stop = self._aim_below(count, good, probes)
+            if stop is None:
+                stop = self.measure(count, probes)
             if stop is not None:
                 return good, stop
             good = count
         return good, None
+
+    def _aim_below(self, count: int, good: int, probes: list[dict]) -> tuple[int, Stop | None]:
+        """Before a scheduled count beyond the predicted maximum: measure just below the
+        prediction, then step up from there (twice the margin, doubling) until a count fails or
+        the scheduled one is reached. Doubling past the limit squeezes the kept fleet, and its
+        readings then flatter the counts below: session 21's runc fleet ran 640 after 1024 had
+        failed, where a fresh fleet failed 640 and the limit was 562. Aiming also spares the
+        counts that bisect down from the overshoot."""
+        predicted = self.predicted_max()
+        if predicted is None or not good < predicted < count:
+            return good, None
+        margin = max(1, math.ceil(predicted * AIM_MARGIN))
+        aim, step = max(good + 1, predicted - margin), 2 * margin
+        self.ctx.log(f"{self.platform.name}: the confined host's peak so far predicts a maximum of {predicted}: "
+                     f"measuring {aim} before {count}")
+        while aim < count:
+            stop = self.measure(aim, probes)
+            probes[-1]["aimed_at"] = predicted
+            if stop is not None:
+                return good, stop
+            good, aim, step = aim, aim + step, 2 * step
+        return good, None
+
+    def predicted_max(self) -> int | None:
+        """The count at which the confined host's peak during the workload reaches its limit
+        minus the guard's floor: least squares of the peak against the healthy counts (from
+        AIM_FROM) of the first fleet, grown from empty and never shrunk. None unconfined, with
+        fewer than three such counts, or after the first fleet (kept and fresh fleets differ)."""
+        if not self.parent or self.probe_no != 1 or not self.grown or self.guard is None:
+            return None
+        pts = [(c, p["peak"]) for c, p in sorted(self.points.items()) if c >= AIM_FROM and p.get("peak")]
+        limit = cgroups.memory_limit(self.parent)
+        line = model.fit([c for c, _ in pts], [peak for _, peak in pts]) if len(pts) >= 3 else None
+        if line is None or line.slope <= 0 or not limit:
+            return None
+        return int((limit - self.guard.confined_min_available(limit) - line.intercept) / line.slope)
 
     def _bisect(self, good: int, stop: Stop, precision: int, probes: list[dict]) -> tuple[int, Stop]:
         failing = stop.count if stop.count is not None else good + 1

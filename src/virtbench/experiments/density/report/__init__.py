@@ -72,6 +72,7 @@ def density_data(store: Store, run: Run) -> list[dict[str, Any]]:
         memory = next((s.value for s in samples if s.metric == "memory_per_instance"), None)
         drop = next((s.value for s in samples if s.metric == "mem_available_drop_per_instance"), None)
         peak = next((s.value for s in samples if s.metric == "parent_memory_peak"), None)
+        starved = next((int(s.value) for s in samples if s.metric == "starved_instances"), 0)
         healthy = e.status == "ok" and not e.error
         point = points[e.host, e.platform].get(count)
         if point is not None and point["ok"] and not healthy:
@@ -80,7 +81,7 @@ def density_data(store: Store, run: Run) -> list[dict[str, Any]]:
             "count": count, "ok": healthy, "probe": e.round, "per_instance_mean": mean, "aggregate": total,
             "unit": unit, "per_instance": [v for _, v in per], "memory_per_instance_bytes": memory,
             "mem_available_drop_per_instance_bytes": drop, "error": e.error or None,
-            "start_spread_s": spread, "overlap": overlap, "parent_memory_peak_bytes": peak,
+            "start_spread_s": spread, "overlap": overlap, "parent_memory_peak_bytes": peak, "starved": starved,
             "duration_s": round(e.duration_s, 2),
             "cost": {s.metric: s.value for s in samples if s.category == "cost" and s.instance == 0}}
     out = []
@@ -163,7 +164,7 @@ def _num(v: float | None, fmt: str = ".4g") -> str:
 
 
 def points_table(entries: list[dict[str, Any]]) -> Table:
-    rows = [[_named(e), p["count"], "ok" if p["ok"] else (p["error"] or "failed").partition(":")[0],
+    rows = [[_named(e), p["count"], _health(p),
              _num(p["per_instance_mean"]), _num(p["aggregate"]), _mib(p["memory_per_instance_bytes"]),
              _mib(p.get("parent_memory_peak_bytes")), _num(p.get("start_spread_s"), ".3g"),
              _num(p.get("overlap"), ".2f") + (" !" if _unsynchronized(e, p) else "")]
@@ -171,6 +172,13 @@ def points_table(entries: list[dict[str, Any]]) -> Table:
     return Table("Density: every measured count", ["platform", "count", "health", "per instance", "aggregate",
                                                    "cgroup mem/inst", "parent peak", "start spread s", "overlap"],
                  rows)
+
+
+def _health(point: dict[str, Any]) -> str:
+    """ok, ok with the few instances left out of the window by chance (starved_share), or the stop."""
+    if not point["ok"]:
+        return (point["error"] or "failed").partition(":")[0]
+    return f"ok, {point['starved']} starved" if point.get("starved") else "ok"
 
 
 def _unsynchronized(entry: dict[str, Any], point: dict[str, Any]) -> bool:
@@ -197,6 +205,8 @@ def notes(entries: list[dict[str, Any]]) -> list[str]:
                    f"{e['stop_detail']}" + (f"; evidence: {json.dumps(brief, default=str)[:600]}" if brief else ""))
     out.append("Health of a count: every instance started, every workload succeeded, no new OOM kill in any "
                "instance's or the parent's memory cgroup, aggregate throughput not below the collapse threshold, "
+               "no more than starved_share (1 %, rounded down) of the instances without CPU in their window or "
+               "far below the median (\"ok, N starved\" counts those few), "
                "host guard (MemAvailable, PSI memory) not tripped. Until-failure searches keep their fleet: it "
                "grows to the next count (instances started in parallel batches) and shrinks by its newest "
                "instances below a failed count; the maximum is then confirmed by a fresh fleet grown from empty "
