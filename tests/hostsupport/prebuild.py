@@ -80,7 +80,8 @@ needed: the reference guest's campaigns, the measuring tests', then the others."
 def recorded_images(backwards: bool = False) -> str:
     """RECORDED's images, first to last (or last to first: two such steps meet in the middle;
     an image the other is building is waited for, then found built)."""
-    recipes = [Recipe(**{**r, "packages": tuple(r["packages"]), "mirrors": tuple(r["mirrors"])})
+    recipes = [Recipe(**{**r, "packages": tuple(r["packages"]), "mirrors": tuple(r["mirrors"]),
+                         "initrd_modules": tuple(r.get("initrd_modules", ()))})
                for r in json.loads(RECORDED.read_text())] if RECORDED.is_file() else []
     done = []
     for recipe in reversed(recipes) if backwards else recipes:
@@ -105,9 +106,12 @@ def record(since: float, out: Path) -> None:
         built = datetime.strptime(m["built_at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
         if built >= since - 1:
             mirrors = m.get("mirrors")
-            found.append((built, {"release": m["release"], "arch": m["arch"], "profile": m["profile"],
-                                  "packages": list(m["packages"]), "variant": m["variant"],
-                                  "mirrors": mirrors if isinstance(mirrors, list) else []}))
+            recipe = {"release": m["release"], "arch": m["arch"], "profile": m["profile"],
+                      "packages": list(m["packages"]), "variant": m["variant"],
+                      "mirrors": mirrors if isinstance(mirrors, list) else []}
+            if m.get("initrd_modules"):  # only then: the recorded list stays as it was
+                recipe["initrd_modules"] = list(m["initrd_modules"])
+            found.append((built, recipe))
     recipes = [r for _, r in sorted(found, key=lambda f: f[0])]
     out.write_text(json.dumps(recipes, indent=1) + "\n")
     known = json.loads(RECORDED.read_text()) if RECORDED.is_file() else []

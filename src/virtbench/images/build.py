@@ -42,6 +42,10 @@ again, each run of it under qemu-user for another architecture minutes long (two
 emulated arm64 board's build). INITRD=No (initramfs-tools' own switch) skips the first; the
 trigger then finds no initrd to update; this customize hook makes the one initrd, with the same
 initramfs-tools configuration, once everything it packs is there."""
+INITRD_LIST_CONF = "etc/initramfs-tools/conf.d/virtbench-modules"
+"""Where a recipe with initrd_modules sets initramfs-tools' MODULES=list (its conf.d overrides
+initramfs.conf); the modules themselves go to etc/initramfs-tools/modules."""
+_MODULE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 MIRROR_SCHEMES = ("http", "https", "file")
 _URI = re.compile(r"[A-Za-z0-9._~:/?#@%+,=\[\]-]+")
@@ -87,8 +91,16 @@ class Recipe:
     mirrors: tuple[str, ...] = ()
     """apt source lines instead of mmdebstrap's default (the release, -updates and -security from
     deb.debian.org): a local mirror, or the suites of a mirror that is mid-sync. Part of the hash."""
+    initrd_modules: tuple[str, ...] = ()
+    """For an image with a kernel: the only modules its initrd holds (with what they depend on),
+    initramfs-tools' MODULES=list, instead of its default MODULES=most (every disk, network and
+    bus driver of the kernel, hundreds: each copied by a shell function whose programs, under
+    qemu-user, take about a second a module). Part of the hash when set."""
 
     def __post_init__(self) -> None:
+        for module in self.initrd_modules:
+            if not _MODULE.fullmatch(module):
+                raise InputError(f"{module!r} is not a kernel module name", "give names such as virtio_blk")
         for mirror in self.mirrors:  # `image build --mirror`, a campaign, a cached image's manifest
             try:
                 check_mirror(mirror)
@@ -100,6 +112,8 @@ class Recipe:
                                      "packages": sorted(set(self.packages)), "format": 1}
         if self.mirrors:  # only then: every existing image keeps its hash
             fields["mirrors"] = list(self.mirrors)
+        if self.initrd_modules:  # likewise
+            fields["initrd_modules"] = sorted(set(self.initrd_modules))
         doc = json.dumps(fields, sort_keys=True)
         return hashlib.sha256(doc.encode()).hexdigest()
 
@@ -107,6 +121,16 @@ class Recipe:
 def has_kernel_package(recipe: Recipe) -> bool:
     """Whether the image gets a kernel (a VM's or a board's image): `linux-image-*` asked for."""
     return any(p.startswith("linux-image-") for p in recipe.packages)
+
+
+def initrd_hook(recipe: Recipe) -> str:
+    """The customize hook that makes the initrd of an image with a kernel (INITRD_ONCE_HOOK),
+    with MODULES=list and the recipe's initrd_modules configured first when it names them."""
+    if not recipe.initrd_modules:
+        return INITRD_ONCE_HOOK
+    configure = (f'printf "MODULES=list\\n" > "$1/{INITRD_LIST_CONF}" && '
+                 f'printf "%s\\n" {" ".join(recipe.initrd_modules)} >> "$1/etc/initramfs-tools/modules"')
+    return f'[ ! -x "$1/usr/sbin/update-initramfs" ] || {{ {configure} && chroot "$1" update-initramfs -c -k all; }}'
 
 
 def recipe_for(profile: str, release: str = "bookworm", arch: str | None = None,
@@ -165,7 +189,7 @@ def build(recipe: Recipe, cache: Path = DEFAULT_CACHE, *, force: bool = False,
         work.mkdir()
         env = {**os.environ, "TMPDIR": str(work)}
         if has_kernel_package(recipe):
-            options.append(f"--customize-hook={INITRD_ONCE_HOOK}")
+            options.append(f"--customize-hook={initrd_hook(recipe)}")
             env["INITRD"] = "No"
         # "--": SUITE, TARGET and the MIRRORs are never options, whatever they say
         positional = ["--", recipe.release, str(tmp / "rootfs.tar"), *recipe.mirrors]
@@ -199,6 +223,8 @@ def build(recipe: Recipe, cache: Path = DEFAULT_CACHE, *, force: bool = False,
             "mirrors": list(recipe.mirrors) or "mmdebstrap default",
             "emulated_build": not emulated.native,
         }
+        if recipe.initrd_modules:
+            manifest["initrd_modules"] = list(recipe.initrd_modules)
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
         if root.exists():
             shutil.rmtree(root)

@@ -11,7 +11,7 @@ From the VM image's root filesystem `build_disk` makes, once per image and disk 
 
     <vm image>/vm/<key>/disk.img      ext4 (mkfs.ext4 -d rootfs -L vbroot), raw, sparse, read-only
                         vmlinuz       /boot/vmlinuz-<version> of the image
-                        initrd.img    /boot/initrd.img-<version> (initramfs-tools, MODULES=most)
+                        initrd.img    /boot/initrd.img-<version> (initramfs-tools, MODULES=most or a list)
                         disk.json     what went in, for provenance
 
 The disk also carries the guest's init (/usr/local/sbin/vb-init, PID 1, below) and the
@@ -51,6 +51,14 @@ KERNEL_PACKAGES = {"amd64": "linux-image-cloud-amd64", "arm64": "linux-image-clo
 has no cloud flavour: armmp-lpae boots QEMU's `virt` machine (virtio as modules in the initrd)."""
 GUEST_PACKAGES = ("iproute2",)
 """Besides the kernel: what the guest's own init needs (minbase cannot bring up lo)."""
+VIRTIO_INITRD_MODULES = ("virtio_pci", "virtio_mmio", "virtio_blk", "virtio_scsi", "sd_mod", "ext4")
+"""All a VM's initrd needs to mount its root disk (ext4 on virtio-blk or virtio-scsi, PCI or
+MMIO): the initrd_modules of an image that boots only as virtbench's QEMU guest (the arm64
+board of the tests), instead of initramfs-tools' MODULES=most. The guest's init loads the
+others (virtio_net, virtio_console) from the root disk."""
+INITRD_DISK_MODULES = {"VIRTIO_PCI": "virtio_pci", "VIRTIO_BLK": "virtio_blk", "SCSI_VIRTIO": "virtio_scsi",
+                       "BLK_DEV_SD": "sd_mod", "EXT4_FS": "ext4"}
+"""Kernel option -> module: the root disk's drivers, which the initrd must hold when modules."""
 DISK_LABEL = "vbroot"
 INIT_PATH = "/usr/local/sbin/vb-init"
 FORMAT = 1
@@ -253,7 +261,8 @@ def check_boot_support(rootfs: Path, version: str) -> list[str]:
     and from opening the agent's virtio-serial port; empty when all is in place.
 
     Built-in (=y) is enough; a module (=m) must exist in the image, and for the root-disk
-    drivers also be in the initrd (initramfs-tools MODULES=most puts all of these there)."""
+    drivers also be in the initrd (initramfs-tools MODULES=most puts all of these there; with
+    MODULES=list, /etc/initramfs-tools/modules must name them)."""
     config = rootfs / "boot" / f"config-{version}"
     if not config.is_file():
         return [f"no kernel config {config}"]
@@ -272,9 +281,14 @@ def check_boot_support(rootfs: Path, version: str) -> list[str]:
             continue
         problems.append(f"kernel {version}: CONFIG_{opt}={value or 'unset'}"
                         + (f" and {module} missing" if value == "m" else ""))
-    conf = rootfs / "etc/initramfs-tools/initramfs.conf"
-    if conf.is_file() and not re.search(r"^MODULES=(most|netboot)\s*$", conf.read_text(), re.MULTILINE):
-        problems.append(f"{conf}: MODULES is not 'most'; the initrd may lack virtio_blk")
+    setting, where = initrd_modules_setting(rootfs)
+    if setting == "list":  # only what /etc/initramfs-tools/modules names (Recipe.initrd_modules)
+        listed = initrd_listed_modules(rootfs)
+        problems += [f"{where}: MODULES=list, and {name} (CONFIG_{opt}=m) is not in etc/initramfs-tools/modules"
+                     for opt, name in INITRD_DISK_MODULES.items()
+                     if options.get(f"CONFIG_{opt}") == "m" and name not in listed]
+    elif setting not in (None, "most", "netboot"):
+        problems.append(f"{where}: MODULES is {setting!r}, not 'most'; the initrd may lack virtio_blk")
     initrd = rootfs / "boot" / f"initrd.img-{version}"
     wanted = [m for opt, m in (("VIRTIO_PCI", "virtio_pci.ko"), ("VIRTIO_BLK", "virtio_blk.ko"),
                                ("SCSI_VIRTIO", "virtio_scsi.ko"), ("EXT4_FS", "ext4.ko"))
@@ -286,6 +300,26 @@ def check_boot_support(rootfs: Path, version: str) -> list[str]:
             problems += [f"{initrd.name} lacks {m}" for m in wanted
                          if m not in names and m + ".xz" not in names and m + ".zst" not in names]
     return problems
+
+
+def initrd_modules_setting(rootfs: Path) -> tuple[str | None, Path | None]:
+    """initramfs-tools' MODULES in this root filesystem, and the file that set it: initramfs.conf,
+    then conf.d/* in name order, the last assignment winning (as mkinitramfs reads them)."""
+    etc = rootfs / "etc/initramfs-tools"
+    conf_d = sorted(p for p in (etc / "conf.d").glob("*") if p.is_file()) if (etc / "conf.d").is_dir() else []
+    setting: tuple[str | None, Path | None] = (None, None)
+    for path in [etc / "initramfs.conf", *conf_d]:
+        if path.is_file():
+            for m in re.finditer(r"^MODULES=\"?([A-Za-z]*)\"?\s*$", path.read_text(errors="replace"), re.MULTILINE):
+                setting = (m.group(1), path)
+    return setting
+
+
+def initrd_listed_modules(rootfs: Path) -> set[str]:
+    """The modules /etc/initramfs-tools/modules names (a name, then options, per line; # comments)."""
+    path = rootfs / "etc/initramfs-tools/modules"
+    lines = path.read_text(errors="replace").splitlines() if path.is_file() else []
+    return {line.split()[0].replace("-", "_") for line in lines if line.strip() and not line.lstrip().startswith("#")}
 
 
 def disk_key(vm: Image, size: int, carry: Image | None = None) -> str:
