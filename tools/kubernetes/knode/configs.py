@@ -160,7 +160,7 @@ def write_all(node: Node, pause_image: str, runsc: bool) -> None:
 
 def argv(node: Node, component: str) -> list[str]:
     """The command line of one component, as the node's init process starts it."""
-    pki, etc, bin_dir = node.pki, node.etc, Path(node.bin_dir)
+    pki, etc, bin_dir = node.pki, node.etc, Path(node.bin_dir, "bin")
     kc = {u: str(etc / f"{u}.kubeconfig") for u in ("kubelet", "controller-manager", "scheduler")}
     if component == "sshd":
         return ["/usr/sbin/sshd", "-D", "-e", "-f", str(etc / "sshd_config")]

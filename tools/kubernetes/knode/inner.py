@@ -23,7 +23,7 @@ import urllib.request
 from pathlib import Path
 
 from . import configs
-from .layout import COMPONENTS, KUBELET_SYSCTLS, Node, write_file
+from .layout import COMPONENTS, KUBELET_SYSCTLS, Node
 
 READY_TIMEOUT = {"sshd": 20, "containerd": 60, "etcd": 60, "kube-apiserver": 180,
                  "kube-controller-manager": 90, "kube-scheduler": 90, "kubelet": 120}
@@ -44,11 +44,17 @@ class Init:
         self.exited: dict[int, int] = {}  # pid -> wait status, of every child reaped
         self.stopping = False
         self.status: dict[str, object] = {"state": "starting", "stage": "mounts", "pid": os.getpid()}
+        # the state directory as it is before any mount: written through this descriptor, the
+        # status reaches `start` even from a failure half-way through setup_mounts
+        self.state_fd = os.open(node.path("state"), os.O_RDONLY | os.O_DIRECTORY)
 
     # -- status ---------------------------------------------------------------------------------
     def report(self, **fields: object) -> None:
         self.status.update(fields, updated=time.time())
-        write_file(self.node.path("state", "status.json"), json.dumps(self.status, indent=1))
+        fd = os.open(".status.json.tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, dir_fd=self.state_fd)
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(self.status, indent=1))
+        os.rename(".status.json.tmp", "status.json", src_dir_fd=self.state_fd, dst_dir_fd=self.state_fd)
 
     def say(self, text: str) -> None:
         print(f"{time.strftime('%H:%M:%S')} node: {text}", flush=True)
@@ -75,11 +81,16 @@ class Init:
 
     def spawn(self, component: str, env: dict[str, str] | None = None) -> None:
         log = open(self.node.log(component), "ab")  # noqa: SIM115 (the child keeps it)
-        path = f"{self.node.bin_dir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-        self.procs[component] = subprocess.Popen(
-            configs.argv(self.node, component), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-            env={"PATH": path, "HOME": "/root", **(env or {})}, cwd="/")
-        log.close()
+        path = f"{self.node.bin_dir}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+        argv = configs.argv(self.node, component)
+        try:
+            self.procs[component] = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                env={"PATH": path, "HOME": "/root", **(env or {})}, cwd="/")
+        except OSError as exc:
+            raise Failed(component, f"cannot start {argv[0]}: {exc.strerror}") from None
+        finally:
+            log.close()
         self.say(f"{component} started (pid {self.procs[component].pid} in the node)")
 
     def wait_ready(self, component: str, check: object) -> None:
@@ -221,6 +232,24 @@ def _mount(*args: str) -> None:
         raise RuntimeError(f"mount {' '.join(args)}: {res.stderr.strip()}")
 
 
+def detach_foreign_mounts() -> None:
+    """Drop the copies of the host's other mounts that the new mount namespace got (other
+    programs' image builds, loop-mounted disks, container roots): held here, they would keep
+    those filesystems busy on the host for as long as the node runs. Kept: /, and what lies
+    below /proc, /sys and /dev."""
+    keep = ("/proc", "/sys", "/dev")
+    for _ in range(5):  # stacked mounts come off one layer a pass
+        targets = set()
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            target = line.split(" ")[4].replace("\\040", " ")
+            if target != "/" and not any(target == k or target.startswith(k + "/") for k in keep):
+                targets.add(target)
+        if not targets:
+            return
+        for target in sorted(targets, key=lambda t: -t.count("/")):
+            subprocess.run(["umount", "--lazy", target], capture_output=True, timeout=30)
+
+
 def setup_mounts(node: Node) -> None:
     """The node's own /run (tmpfs), /var/log, a copy-on-write /var/lib (an overlay whose upper
     layer is a tmpfs: the CNI plugins' cache lands there, not on the host), its data directories
@@ -228,24 +257,26 @@ def setup_mounts(node: Node) -> None:
     /proc/sys (the kubelet sees them set and writes nothing global: vm.overcommit_memory=1,
     kernel.panic=10, kernel.panic_on_oops=1 on the host otherwise)."""
     d = Path(node.dir)
-    scratch = d / ".ns"  # exists only as a mount point, inside the namespace
-    _mount("-t", "tmpfs", "-o", "mode=700,size=256m", "vbk8s-scratch", str(scratch))
-    keep = scratch / "dir"
-    keep.mkdir()
-    _mount("--bind", str(d), str(keep))  # the node's directory, whatever is mounted over its path
+    detach_foreign_mounts()
+    _mount("-t", "tmpfs", "-o", "mode=755,size=64m", "vbk8s-run", "/run")
+    keep, varlib = Path("/run/vbk8s/dir"), Path("/run/vbk8s/varlib")
+    keep.mkdir(parents=True)
+    varlib.mkdir()
+    # the node's directory, reachable whatever is mounted over its path (it may be below /var/lib)
+    _mount("--bind", str(d), str(keep))
+    _mount("-t", "tmpfs", "-o", "mode=755,size=256m", "vbk8s-varlib", str(varlib))
     for sub in ("upper", "work"):
-        (scratch / "varlib" / sub).mkdir(parents=True)
-    _mount("-t", "overlay", "-o", f"lowerdir=/var/lib,upperdir={scratch}/varlib/upper,"
-           f"workdir={scratch}/varlib/work", "vbk8s-varlib", "/var/lib")
+        (varlib / sub).mkdir()
+    _mount("-t", "overlay", "-o", f"lowerdir=/var/lib,upperdir={varlib}/upper,workdir={varlib}/work",
+           "vbk8s-varlib", "/var/lib")
     for name in ("containerd", "kubelet", "etcd"):
         Path("/var/lib", name).mkdir(exist_ok=True)
         _mount("--bind", str(keep / "data" / name), f"/var/lib/{name}")
     _mount("--bind", str(keep / "log" / "var"), "/var/log")
-    _mount("-t", "tmpfs", "-o", "mode=755,size=64m", "vbk8s-run", "/run")
     for sub in ("containerd", "netns", "sshd", "lock"):
         Path("/run", sub).mkdir(mode=0o755)
     _mount("--bind", str(keep / "run" / "containerd"), "/run/containerd")
-    _mount("--bind", str(keep), str(d))  # the directory itself again (were it below /var/lib)
+    _mount("--bind", str(keep), str(d))  # the directory itself again, over the overlay
     for key, value in KUBELET_SYSCTLS.items():
         f = d / "sysctl" / key.replace("/", ".")
         f.write_text(value + "\n")

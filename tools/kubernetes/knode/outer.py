@@ -199,7 +199,6 @@ def stop(directory: Path, quiet: bool = False) -> list[str]:
             (directory / name).unlink(missing_ok=True)
         shutil.rmtree(directory / "pki", ignore_errors=True)
         shutil.rmtree(directory / "ssh", ignore_errors=True)
-        shutil.rmtree(directory / ".ns", ignore_errors=True)
     for item in left:
         log(f"error: left behind: {item}")
     if not left:
@@ -221,10 +220,10 @@ def _prepare(directory: Path, bin_dir: Path) -> Node:
     if Path(f"/sys/class/net/{node.veth_host}").exists():
         raise StartError(f"interface {node.veth_host} exists already: another node of {directory}? "
                          f"(fix: tools/start-kubernetes stop {directory})")
-    for name in (*STATE_DIRS, "pki", "ssh", ".ns", "log"):
+    for name in (*STATE_DIRS, "pki", "ssh", "log"):
         shutil.rmtree(directory / name, ignore_errors=True)
     for sub in ("data/containerd", "data/kubelet", "data/etcd", "data/opt", "run/containerd", "state",
-                "sysctl", "work", ".ns", "log/var"):
+                "sysctl", "work", "log/var"):
         (directory / sub).mkdir(parents=True, exist_ok=True)
     node.save()
     return node
