@@ -52,6 +52,20 @@ def _run(argv: list[str], check: bool = True, timeout: float = 60) -> subprocess
     return res
 
 
+def lock(directory: Path) -> int:
+    """An exclusive lock on DIR/.lock (held until the process exits); waits for another holder."""
+    import fcntl
+
+    directory.mkdir(parents=True, exist_ok=True)
+    fd = os.open(directory / ".lock", os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        log(f"another start or stop of {directory} is under way: waiting for it")
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
 def check_dir(directory: Path) -> None:
     for top in SHADOWED:
         if directory == Path(top) or Path(top) in directory.parents:
