@@ -75,9 +75,13 @@ class Init:
         """How a component ended, or None while it runs."""
         self.reap()
         p = self.procs.get(component)
-        if p is None or p.pid not in self.exited:
+        if p is None:
             return None
-        return f"exited with status {os.waitstatus_to_exitcode(self.exited[p.pid])}"
+        if p.pid in self.exited:
+            return f"exited with status {os.waitstatus_to_exitcode(self.exited[p.pid])}"
+        if p.returncode is not None:  # reaped by Popen itself (send_signal and kill poll first)
+            return f"exited with status {p.returncode}"
+        return None
 
     def spawn(self, component: str, env: dict[str, str] | None = None) -> None:
         log = open(self.node.log(component), "ab")  # noqa: SIM115 (the child keeps it)
