@@ -15,6 +15,7 @@ import copy
 import math
 import os
 import re
+import time
 import typing
 import uuid
 from abc import ABC, abstractmethod
@@ -76,8 +77,6 @@ class Paths:
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Paths:
         """For the CLI only: VIRTBENCH_STATE_DIR / VIRTBENCH_RUNTIME_DIR move the state (tests use it)."""
-        import os
-
         env = os.environ if environ is None else environ
         return cls(state=Path(env.get("VIRTBENCH_STATE_DIR", "/var/lib/virtbench")),
                    runtime=Path(env.get("VIRTBENCH_RUNTIME_DIR", "/run/virtbench")))
@@ -246,6 +245,8 @@ class Platform(ABC):
     reachable_network: ClassVar[str] = "bridge"
     """The `network:` setting that lets an instance be reached and reach the host (named in the
     fix when a client-server benchmark's ends cannot meet)."""
+    python_extra: ClassVar[str | None] = None
+    """The package extra its module imports (installed on the hosts that run it)."""
 
     @classmethod
     def uses_kvm(cls, options: Mapping[str, Any]) -> bool:
@@ -360,6 +361,16 @@ class Platform(ABC):
     # -- lifecycle (each step is timed by the runner) --------------------------------
     def prepare(self, image: Image) -> None:  # noqa: B027 - optional hook: most platforms need nothing
         """Once per campaign: make the image known to the runtime (import). Idempotent."""
+
+    def preflight(self) -> None:  # noqa: B027 - optional hook: most platforms need nothing
+        """Check the options against what they name (a cluster) before the image is built; raises."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook: most platforms need nothing
+        """After the run, however it ended: remove what prepare() made for it (a namespace)."""
+
+    def event_times(self, instance: Instance) -> dict[str, float]:
+        """Lifecycle steps timed by the platform's own events (a pod's watch): metric -> seconds."""
+        return {}
 
     @abstractmethod
     def create(self, image: Image, name: str, run_id: str) -> Instance:
@@ -477,8 +488,6 @@ class Platform(ABC):
 
     def wait_ready(self, instance: Instance, timeout: float = 60.0) -> None:
         """Poll `true` inside the instance until it succeeds (start-to-ready)."""
-        import time
-
         deadline = time.monotonic() + timeout
         last: Exception | None = None
         while time.monotonic() < deadline:

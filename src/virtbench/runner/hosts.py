@@ -117,7 +117,13 @@ class AcrossHosts(Experiment):
         _run_parts(self.store, ctx.run_id, self.campaign, self.local, own, self.parts, ctx.reporter)
 
     def close(self) -> None:
-        close(self.parts)
+        try:
+            if self.local is not None:
+                Benchmarks.of(self.local).close()
+            elif self.kind is not None:
+                self.kind.close()
+        finally:
+            close(self.parts)
 
 
 def _ready(part: Part) -> str:

@@ -13,7 +13,7 @@ from ...errors import InputError
 from ..base import Experiment, ExperimentContext
 from . import rounds
 from .plan import noise_rounds
-from .session import Session, build_objects, prepare, session_details
+from .session import Session, build_objects, close_platforms, prepare, session_details
 
 if TYPE_CHECKING:
     from ...store.models import Run
@@ -74,3 +74,8 @@ class Benchmarks(Experiment):
 
     def run(self, ctx: ExperimentContext) -> None:
         rounds.run(ctx, self.built())
+
+    def close(self) -> None:
+        """What the platforms made for the run (a Kubernetes namespace, an imported image) removed."""
+        if self.prepared is not None:
+            close_platforms(self.prepared.platforms.values())

@@ -97,6 +97,7 @@ def _run_unit(store: Sink, session: Session, run_id: str, unit: Unit, todo: set[
     log: list[str] = []
     layers: list[tuple[Platform, Instance]] = []  # outermost first, for teardown
     executions = failed = 0
+    instance: Instance | None = None
     started = now()
     try:
         reporter.step(f"{tag}: starting")
@@ -156,7 +157,8 @@ def _run_unit(store: Sink, session: Session, run_id: str, unit: Unit, todo: set[
                      benchmark=LIFECYCLE, status="ok" if ok else "failed", started_at=started,
                      finished_at=now(), duration_s=sum(times.values()), instance=name,
                      stdout="\n".join(log), error="" if ok else (log[-1] if log else "incomplete"),
-                     samples=[_lifecycle_sample(step, times[step]) for step in LIFECYCLE_STEPS] if ok else [])
+                     samples=[_lifecycle_sample(step, times[step]) for step in LIFECYCLE_STEPS]
+                     + _event_samples(platform, instance) if ok else [])
         executions, failed = executions + 1, failed + (0 if ok else 1)
         reporter.advance()
     return executions, failed
@@ -266,6 +268,12 @@ def _probed(session: Session, target: Target | None, attachments: list[dict[str,
 def _lifecycle_sample(step: str, seconds: float) -> dict[str, Any]:
     return {"metric": f"{step}_s", "value": seconds, "unit": "s", "higher_is_better": False,
             "category": "lifecycle"}
+
+
+def _event_samples(platform: Platform, instance: Instance | None) -> list[dict[str, Any]]:
+    """The steps the platform timed by its own events (a pod's scheduled, running, ready, ...)."""
+    return [_lifecycle_sample(k.removesuffix("_s"), v) for k, v in platform.event_times(instance).items()] \
+        if instance is not None else []
 
 
 @contextmanager

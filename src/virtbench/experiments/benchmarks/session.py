@@ -144,6 +144,24 @@ def check_available(session: Session, log: Callable[[str], None] = lambda _m: No
         if left_out is None or name == session.campaign.baseline:
             raise error
         leave_out(session, name, verdict.reason, verdict.fix, left_out, log)
+    for name, platform in list(on_host.items()):
+        if name not in session.platforms:
+            continue
+        try:  # the entry's own options against what they name (a cluster): refused before the image is built
+            platform.preflight()
+        except VirtbenchError as exc:
+            if left_out is None or name == session.campaign.baseline:
+                raise
+            leave_out(session, name, exc.message, exc.fix or "", left_out, log)
+
+
+def close_platforms(platforms: Iterable[Platform], log: Callable[[str], None] = lambda _m: None) -> None:
+    """Each platform's close() (what prepare made for the run), whatever the others do."""
+    for platform in platforms:
+        try:
+            platform.close()
+        except Exception as exc:  # noqa: BLE001 - one platform's trouble must not keep the others' objects
+            log(f"{platform.name}: closing: {exc}")
 
 
 def leave_out(session: Session, name: str, reason: str, fix: str, left_out: LeftOut,
