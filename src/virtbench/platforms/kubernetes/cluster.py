@@ -143,7 +143,7 @@ class Cluster:
                 return InputError(f"{what}: forbidden for the user of {self.where()}: {message}",
                                   "grant the RBAC the README lists for the kubernetes platform")
             return VirtbenchError(f"{what}: the API server answered {status}: {message}")
-        return UnavailableError(f"{what}: the API server of {self.where()} does not answer: "
+        return UnavailableError(f"the API server of {self.where()} does not answer ({what}): "
                                 f"{_short(type(exc).__name__, exc)}",
                                 "check that the cluster is up and that this host reaches its API server")
 
