@@ -236,7 +236,8 @@ def judge(value: P.PaperValue, m: Matcher, caps: dict[str, str], cats: dict[str,
         if spec is not None and value.of:
             _, best, values = m.category(spec, value.of, y)
             names = {k.lower(): k for k in pv if k != "best"}
-            known = {names.get(t, names.get("proxmox") if t == "qemu" else None): g for t, g in values.items()}
+            alias = {"qemu": "proxmox", "kubernetes": "k0s"}  # the paper's column of a platform type
+            known = {names.get(t, names.get(alias.get(t, ""))): g for t, g in values.items()}
             known.pop(None, None)
             if len(known) >= 2:
                 ranked = sorted(known, key=known.__getitem__, reverse=True)
