@@ -232,3 +232,11 @@ def test_a_pod_cgroup_is_found_by_its_uid(tmp_path: Path, monkeypatch: pytest.Mo
 def test_owner_labels_are_label_values():
     owner = owner_of(Path("/var/lib/virtbench"))
     assert len(owner) == 16 and owner.isalnum() and owner != owner_of(Path("/var/lib/virtbench-test/x"))
+
+
+def test_density_with_pods_is_refused_in_one_line():
+    with pytest.raises(InputError) as err:
+        parse_campaign({"name": "d", "experiment": "density", "platforms": [{"name": "pod", "type": "kubernetes"}],
+                        "density": {"workload": {"name": "openssl", "seconds": 1}, "counts": [1, 2]}})
+    assert "density cannot run on it yet" in err.value.message and "helper process" in err.value.message
+    assert "migration with mode: lifecycle" in (err.value.fix or "")

@@ -20,7 +20,7 @@ import typing
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self
@@ -198,10 +198,8 @@ def trial_dir(paths: Paths, name: str) -> Iterator[Path]:
     try:
         yield d
     finally:
-        try:
+        with suppress(Exception):  # best effort: `cleanup` removes what is left
             mounts.teardown_dir(d)
-        except Exception:  # noqa: BLE001 - best effort: `cleanup` removes what is left
-            pass
 
 
 class Platform(ABC):
@@ -247,6 +245,8 @@ class Platform(ABC):
     fix when a client-server benchmark's ends cannot meet)."""
     python_extra: ClassVar[str | None] = None
     """The package extra its module imports (installed on the hosts that run it)."""
+    fleet_gap: ClassVar[str | None] = None
+    """Why a fleet of its instances cannot run a workload each at once (density), or None."""
 
     @classmethod
     def uses_kvm(cls, options: Mapping[str, Any]) -> bool:

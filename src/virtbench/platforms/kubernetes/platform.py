@@ -48,6 +48,9 @@ class Kubernetes(Platform):
     reachable_network = "pod"
     image_per_instance = False
     python_extra: ClassVar[str | None] = "kubernetes"
+    fleet_gap: ClassVar[str | None] = (
+        "each exec is a helper process holding the API client (about 45 MB and 0.4 CPU-seconds to start), so N pods "
+        "running the workload at once would add N such processes to the host the guard watches")
 
     def __init__(self, name: str, options: PlatformOptions, paths: Paths,
                  executor: Executor | None = None) -> None:
