@@ -240,3 +240,45 @@ def test_density_with_pods_is_refused_in_one_line():
                         "density": {"workload": {"name": "openssl", "seconds": 1}, "counts": [1, 2]}})
     assert "density cannot run on it yet" in err.value.message and "helper process" in err.value.message
     assert "migration with mode: lifecycle" in (err.value.fix or "")
+
+
+def test_a_cluster_cleaned_is_forgotten_with_its_file(tmp_path: Path):
+    paths = Paths(state=tmp_path / "s", runtime=tmp_path / "r")
+    ledger.record(paths, {"kubeconfig": "/x", "context": "c"})
+    (key,) = ledger.entries(paths)
+    ledger.forget(paths, key)
+    assert not (tmp_path / "s" / "kubernetes").exists()
+
+
+def test_the_pods_part_gives_percentiles_over_every_measured_pod(tmp_path: Path):
+    from datetime import timedelta
+
+    from virtbench.platforms.kubernetes import report
+    from virtbench.report import builder
+    from virtbench.store.db import Store, now
+
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    store.create_run(run_id="k", name="k", campaign={"name": "k", "platforms": [{"name": "pod", "type": "kubernetes"}]},
+                     source="", seed=1, host_id=None, host_facts={}, image={}, provenance={}, platforms=[],
+                     benchmarks=[])
+    t = now()
+
+    def put(rnd: int, benchmark: str, values: list[float], warmup: bool = False) -> None:
+        base = {"metric": "pod_ready_s", "unit": "s", "higher_is_better": False, "category": "lifecycle"}
+        samples = [{**base, "value": sum(values) / len(values)}]
+        if len(values) > 1:
+            samples += [{**base, "value": v, "instance": i} for i, v in enumerate(values, 1)]
+        store.record(run_id="k", round=rnd, warmup=warmup, platform="pod", benchmark=benchmark, status="ok",
+                     started_at=t, finished_at=t + timedelta(seconds=1), duration_s=1.0, samples=samples)
+
+    put(0, "lifecycle", [99.0], warmup=True)  # a warm-up round: left out
+    for rnd, v in enumerate((1.0, 2.0, 3.0, 4.0)):
+        put(rnd + 1, "lifecycle", [v])
+    put(0, "migration[count=10]", [float(i) for i in range(1, 11)])
+    section = report.build(store, store.run("k"))
+    assert section is not None and section.key == "pods"
+    by = {p["pods_at_once"]: p for p in section.data["points"]}
+    assert by[1]["n"] == 4 and by[1]["p50"] == 2.5 and by[1]["max"] == 4.0
+    assert by[10]["n"] == 10 and by[10]["p90"] == pytest.approx(9.1) and by[10]["p99"] == pytest.approx(9.91)
+    assert section.tables[0].rows[0][:4] == ["pod", 1, "ready", 4]
+    assert any(s.key == "pods" for s in builder.build(store, "k").sections)

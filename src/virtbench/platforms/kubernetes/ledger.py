@@ -9,6 +9,7 @@ images), and forgets a cluster once nothing of it is left.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -36,6 +37,11 @@ def entries(paths: Paths) -> dict[str, dict[str, Any]]:
 
 def _write(paths: Paths, doc: dict[str, dict[str, Any]]) -> None:
     f = _file(paths)
+    if not doc:  # nothing left to visit: no file (a test's state directory empties)
+        f.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            f.parent.rmdir()
+        return
     f.parent.mkdir(parents=True, exist_ok=True)
     tmp = f.with_name(f".{f.name}.{os.getpid()}")
     tmp.write_text(json.dumps(doc, indent=1, sort_keys=True))
