@@ -41,7 +41,11 @@ class Benchmarks(Experiment):
         for platform in session.platforms.values():
             platform.cgroup_parent = self.cgroup_parent if platform.confinable else None
         kwargs: dict[str, Any] = {"cache": self.image_cache} if self.image_cache is not None else {}
-        prepare(session, log=log, left_out=self.left_out, **kwargs)
+        try:
+            prepare(session, log=log, left_out=self.left_out, **kwargs)
+        except BaseException:
+            close_platforms(session.platforms.values())  # what the platforms prepared before the failure
+            raise
         self.prepared, self.campaign = session, session.campaign  # without the platforms left out
 
     def built(self) -> Session:

@@ -102,6 +102,7 @@ class Cluster:
                 raise InputError(f"{self.where()}: the client cannot use it: {_short(type(exc).__name__, exc)}",
                                  "check the context's user entry (certificates, token or exec plugin)") from None
             cfg.retries = False  # one try: an unreachable server is said at once
+            cfg.connection_pool_maxsize = 64  # N pods at once: each start and stop holds a watch open
             self._api = client.ApiClient(configuration=cfg)
         return self._api
 
@@ -123,6 +124,7 @@ class Cluster:
         try:
             resp = method(*args, _preload_content=False, _request_timeout=timeout, **kwargs)
             data = resp.data
+            resp.release_conn()  # back to the pool: a run makes thousands of requests
         except Exception as exc:  # noqa: BLE001 - translated: ApiException, urllib3's, the loader's
             raise self.error(exc, what) from None
         return json.loads(data) if data else {}

@@ -15,6 +15,7 @@ EXEC_FAILED, never a command's status.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,9 @@ def main(args: list[str] | None = None) -> int:
     parser.add_argument("--container", default="bench")
     parser.add_argument("--temp-dir", type=Path)
     parser.add_argument("argv", nargs=argparse.REMAINDER)
+    # a timeout's SIGTERM ends us through sys.exit, so the client's atexit removes the
+    # certificates it wrote out for an inline kubeconfig
+    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
     ns = parser.parse_args(args)
     argv = ns.argv[1:] if ns.argv[:1] == ["--"] else ns.argv
     if not argv:

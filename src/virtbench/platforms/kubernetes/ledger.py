@@ -68,6 +68,11 @@ def cleanup(paths: Paths, run_id: str | None) -> list[str]:
     asked for, its namespaces and imported images too, and forget the cluster once clean."""
     owner = owner_of(paths.state)
     removed: list[str] = []
+    if run_id is None:  # nothing measures now (the host lock): certificates a killed client left
+        for f in temp_dir(paths.runtime).glob("tmp*"):
+            with contextlib.suppress(OSError):
+                f.unlink()
+                removed.append(f"a certificate file the kubernetes client left ({f.name})")
     for key, e in entries(paths).items():
         where = f"context {e.get('context')} of {e.get('kubeconfig')}"
         problems = 0

@@ -289,8 +289,10 @@ class Kubernetes(Platform):
 
     # -- where its processes are -----------------------------------------------------------
     def memory_cgroup(self, instance: Instance) -> str | None:
-        uid = instance.data.get("uid")
-        return podcgroup.memory_cgroup(uid, instance.data.get("container_id")) if uid else None
+        """The container's memory cgroup on this host (found once per pod, by its UID)."""
+        if "memory_cgroup" not in instance.data and instance.data.get("uid") and "container_id" in instance.data:
+            instance.data["memory_cgroup"] = podcgroup.memory_cgroup(instance.data["uid"], instance.data["container_id"])
+        return instance.data.get("memory_cgroup")
 
     def host_pid(self, instance: Instance) -> int | None:
         """A process of the pod's container, read from its cgroup (the node's own view)."""
