@@ -282,3 +282,24 @@ def test_the_pods_part_gives_percentiles_over_every_measured_pod(tmp_path: Path)
     assert by[10]["n"] == 10 and by[10]["p90"] == pytest.approx(9.1) and by[10]["p99"] == pytest.approx(9.91)
     assert section.tables[0].rows[0][:4] == ["pod", 1, "ready", 4]
     assert any(s.key == "pods" for s in builder.build(store, "k").sections)
+
+
+def test_doctor_reports_the_default_cluster_or_why_there_is_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from virtbench.platforms.kubernetes import doctor
+
+    paths = Paths(state=tmp_path / "s", runtime=tmp_path / "r")
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
+    doc = doctor.report(paths)
+    assert not doc["reachable"] and "no kubeconfig at" in doc["reason"] and "KUBECONFIG" in doc["fix"]
+    kc = tmp_path / "kc"
+    kc.write_text("current-context: c\ncontexts: [{name: c, context: {cluster: x, user: u}}]\n"
+                  "clusters: [{name: x, cluster: {server: 'https://127.0.0.1:1'}}]\nusers: [{name: u, user: {}}]\n")
+    monkeypatch.setenv("KUBECONFIG", str(kc))
+    doc = doctor.report(paths)
+    assert doc["context"] == "c" and doc["server"] == "https://127.0.0.1:1" and "does not answer" in doc["reason"]
+    assert doctor.lines(doc)[0].startswith("  default cluster: none usable")
+    up = {"reachable": True, "kubeconfig": str(kc), "context": "c", "server": "https://x:6443", "version": "v1.34.4",
+          "nodes": [{"name": "n1", "ready": True, "kubelet": "v1.34.4", "runtime": "containerd://1.6.20"}],
+          "runtime_classes": ["runc", "runsc"]}
+    assert "reachable, Kubernetes v1.34.4" in doctor.lines(up)[0] and "runc, runsc" in doctor.lines(up)[2]
+    assert Kubernetes.availability(paths).available

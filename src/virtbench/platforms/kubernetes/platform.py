@@ -29,7 +29,7 @@ from ...images.image import Image
 from ..base import Availability, Instance, Paths, Platform, PlatformOptions
 from . import events, image, ledger, manifest, podcgroup, preflight
 from .cluster import Cluster, Gone, temp_dir
-from .options import CONTAINER, NAMESPACE_PREFIX, KubernetesOptions, default_kubeconfig, owner_of, pod_name
+from .options import CONTAINER, NAMESPACE_PREFIX, KubernetesOptions, owner_of, pod_name
 
 STOP_WAIT = manifest.GRACE_SECONDS + 50
 GONE_WAIT = 120.0
@@ -74,29 +74,15 @@ class Kubernetes(Platform):
     # -- discovery -------------------------------------------------------------------------
     @classmethod
     def try_instance(cls, paths: Paths) -> Availability:
-        """The client library, and the default kubeconfig's cluster if there is one (doctor)."""
+        """The client library; a cluster is each entry's own (its preflight), and doctor reports the
+        default kubeconfig's (doctor.py): no kubeconfig is read here, so none's exec plugin runs."""
         try:
             import kubernetes
         except ImportError:
             return Availability(False, "the kubernetes client library is not installed",
                                 "pip install 'virtbench[kubernetes]'")
-        lib = f"client {kubernetes.__version__}"
-        path = default_kubeconfig()
-        if not path.is_file():
-            return Availability(True, f"{lib}; no cluster at the default kubeconfig {path} (a campaign names one "
-                                      "with kubeconfig:)")
-        try:
-            cluster = Cluster(path, None, temp_dir(paths.runtime))
-            try:
-                version = cluster.version().get("gitVersion", "?")
-                nodes = cluster.nodes()
-            finally:
-                cluster.close()
-        except VirtbenchError as exc:
-            return Availability(True, f"{lib}; the default cluster does not answer: {exc.message}")
-        ready = [n["metadata"]["name"] + (" Ready" if preflight.ready(n) else " not Ready") for n in nodes]
-        return Availability(True, f"{lib}; cluster {cluster.server} (context {cluster.context}) reachable: "
-                                  f"Kubernetes {version}, nodes: {', '.join(ready) or 'none'}")
+        return Availability(True, f"client {kubernetes.__version__} (a campaign names its cluster with kubeconfig:; "
+                                  "doctor's kubernetes section: the default one)")
 
     def preflight(self) -> None:
         """Every refusal before anything starts (preflight.py), then the cluster recorded."""
