@@ -368,9 +368,9 @@ class Platform(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook: most platforms need nothing
         """After the run, however it ended: remove what prepare() made for it (a namespace)."""
 
-    def event_times(self, instance: Instance) -> dict[str, float]:
-        """Lifecycle steps timed by the platform's own events (a pod's watch): metric -> seconds."""
-        return {}
+    def event_times(self, instance: Instance) -> tuple[dict[str, float], str]:
+        """Steps timed by its own events (a pod's watch): metric -> seconds, and their raw record."""
+        return {}, ""
 
     @abstractmethod
     def create(self, image: Image, name: str, run_id: str) -> Instance:

@@ -151,6 +151,9 @@ def _run_unit(store: Sink, session: Session, run_id: str, unit: Unit, todo: set[
                     reporter.advance()
         finally:
             _discard(layers)
+    events, record = platform.event_times(instance) if instance is not None else ({}, "")
+    if record:
+        log.append(f"events: {record}")
     if LIFECYCLE in todo:
         ok = set(times) == set(LIFECYCLE_STEPS)
         store.record(run_id=run_id, round=unit.round, warmup=unit.warmup, platform=unit.platform,
@@ -158,7 +161,7 @@ def _run_unit(store: Sink, session: Session, run_id: str, unit: Unit, todo: set[
                      finished_at=now(), duration_s=sum(times.values()), instance=name,
                      stdout="\n".join(log), error="" if ok else (log[-1] if log else "incomplete"),
                      samples=[_lifecycle_sample(step, times[step]) for step in LIFECYCLE_STEPS]
-                     + _event_samples(platform, instance) if ok else [])
+                     + [_lifecycle_sample(k, v) for k, v in events.items()] if ok else [])
         executions, failed = executions + 1, failed + (0 if ok else 1)
         reporter.advance()
     return executions, failed
@@ -268,12 +271,6 @@ def _probed(session: Session, target: Target | None, attachments: list[dict[str,
 def _lifecycle_sample(step: str, seconds: float) -> dict[str, Any]:
     return {"metric": f"{step}_s", "value": seconds, "unit": "s", "higher_is_better": False,
             "category": "lifecycle"}
-
-
-def _event_samples(platform: Platform, instance: Instance | None) -> list[dict[str, Any]]:
-    """The steps the platform timed by its own events (a pod's scheduled, running, ready, ...)."""
-    return [_lifecycle_sample(k.removesuffix("_s"), v) for k, v in platform.event_times(instance).items()] \
-        if instance is not None else []
 
 
 @contextmanager

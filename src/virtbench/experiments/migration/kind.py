@@ -135,11 +135,10 @@ def sample(metric: str, value: float) -> dict[str, Any]:
     return {"metric": metric, "value": float(value), "unit": unit, "higher_is_better": higher, "category": category}
 
 
-def event_samples(platform: Platform, instances: list[Instance]) -> list[dict[str, Any]]:
+def event_samples(per: list[dict[str, float]]) -> list[dict[str, Any]]:
     """The steps each instance's platform timed by its own events (a pod's watch): instance i+1's
     own value, and their mean as the execution's (instance 0), as for N instances of a benchmark."""
     out: list[dict[str, Any]] = []
-    per = [platform.event_times(i) for i in instances]
     for metric in sorted({m for times in per for m in times}):
         values = [times[metric] for times in per if metric in times]
         base = {"metric": f"{metric}_s", "unit": "s", "higher_is_better": False, "category": "lifecycle"}
@@ -370,7 +369,7 @@ class Migration(Experiment):
             self.close_hosts()
 
     def close(self) -> None:
-        close_platforms(getattr(self, "_platforms", None) or {})
+        close_platforms((getattr(self, "_platforms", None) or {}).values())
 
     def rounds(self, ctx: ExperimentContext, platforms: dict[str, Platform], image: Image,
                dests: list[Destination | None], rng: random.Random, rounds: int) -> None:
@@ -414,7 +413,9 @@ class Migration(Experiment):
                 gone_ones, instances = instances, []
                 samples = [sample("create_s", created.seconds), sample("start_s", up.seconds),
                            sample("stop_s", down.seconds), sample("remove_s", time.perf_counter() - t1)]
-                samples += event_samples(platform, gone_ones)
+                events = [platform.event_times(i) for i in gone_ones]
+                samples += event_samples([times for times, _ in events])
+                log += [f"events {i.name}: {record}" for i, (_, record) in zip(gone_ones, events) if record]
                 log.append(f"start each: {up.each}; stop each: {down.each}")
             elif section.mode == "offline" and dest is not None and dest.host is not None:
                 for i in instances:

@@ -18,6 +18,7 @@ are recorded (ledger.py) so `virtbench cleanup` finds them after a crash.
 """
 from __future__ import annotations
 
+import json
 import sys
 import time
 import uuid
@@ -258,7 +259,7 @@ class Kubernetes(Platform):
                 watcher.close()
             if timeline is not None:
                 instance.data["timeline"] = {"steps": timeline.steps, "api": timeline.offsets(),
-                                             "terminated": timeline.terminated}
+                                             "terminated": timeline.terminated, "events": timeline.events}
 
     def _wait_gone(self, pod: str) -> None:
         deadline = time.monotonic() + GONE_WAIT
@@ -267,11 +268,14 @@ class Kubernetes(Platform):
                 raise UnavailableError(f"pod {pod} still exists {GONE_WAIT:g} s after its delete")
             time.sleep(0.2)
 
-    def event_times(self, instance: Instance) -> dict[str, float]:
+    def event_times(self, instance: Instance) -> tuple[dict[str, float], str]:
         """The pod's steps on virtbench's clock (start steps from the create, stop steps from the
-        delete), as `pod_<step>` seconds; the API's whole-second stamps stay in instance.data."""
-        steps = (instance.data.get("timeline") or {}).get("steps") or {}
-        return {f"pod_{k}": float(v) for k, v in steps.items() if k in (*events.START_STEPS, *events.STOP_STEPS)}
+        delete) as `pod_<step>` seconds; the record keeps the API's whole-second stamps of the same
+        steps (from the create, as `api`), the container's terminated state (OOMKilled) and the events."""
+        timeline = instance.data.get("timeline") or {}
+        steps = timeline.get("steps") or {}
+        times = {f"pod_{k}": float(v) for k, v in steps.items() if k in (*events.START_STEPS, *events.STOP_STEPS)}
+        return times, json.dumps(timeline, sort_keys=True) if timeline else ""
 
     # -- where its processes are -----------------------------------------------------------
     def memory_cgroup(self, instance: Instance) -> str | None:
