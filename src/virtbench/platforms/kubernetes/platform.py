@@ -63,6 +63,7 @@ class Kubernetes(Platform):
         self.facts: dict[str, Any] = {}
         self._cluster: Cluster | None = None
         self._live: dict[str, tuple[events.Timeline, events.Watcher | None]] = {}
+        self._namespace_made = False
         if self.options.runtime_class not in (None, "runc"):
             self.kind = "sandbox"  # type: ignore[misc, assignment]  # a sandbox runtime behind the kubelet
 
@@ -148,7 +149,9 @@ class Kubernetes(Platform):
             self.discard(probe)
 
     def ensure_namespace(self) -> None:
-        if not self.own_namespace:
+        """The namespace virtbench owns, made on the first create of the run (not in prepare: a
+        resume's cleanup runs between the two)."""
+        if not self.own_namespace or self._namespace_made:
             return
         found = self.cluster.namespace(self.namespace)
         if found is not None and (found.get("status") or {}).get("phase") == "Terminating":
@@ -162,6 +165,7 @@ class Kubernetes(Platform):
             except VirtbenchError as exc:
                 if "already exists" not in exc.message:
                     raise
+        self._namespace_made = True
 
     def create(self, image_: Image, name: str, run_id: str) -> Instance:
         if self.image_ref is None:
@@ -307,6 +311,7 @@ class Kubernetes(Platform):
         try:
             if self.own_namespace and self.cluster.namespace(self.namespace) is not None:
                 self.cluster.delete_namespace(self.namespace, wait=GONE_WAIT)
+            self._namespace_made = False
             if self.image_ref is not None and not self.options.registry:  # imported now, or left by a crash
                 image.remove_imported(self.options.containerd_socket, self.owner, self.host)
                 self.image_ref = None
