@@ -181,8 +181,8 @@ class Watcher:
         deadline = time.monotonic() + timeout
         with self.changed:
             while step not in self.timeline.steps:
-                if (self.timeline.failure and step in START_STEPS) or self.ended:
-                    return step in self.timeline.steps
+                if (self.timeline.failure and step in START_STEPS) or self.ended or "gone" in self.timeline.steps:
+                    return step in self.timeline.steps  # nothing more will come
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
