@@ -86,6 +86,7 @@ def _run_unit(sink: Sink, session: Session, run_id: str, unit: Unit, todo: set[s
     log: list[str] = []
     layers: list[tuple[Platform, Instance]] = []  # outermost first, for teardown
     executions = failed = 0
+    instance: Instance | None = None
     started = now()
     try:
         reporter.step(f"{tag}: starting")
@@ -139,13 +140,17 @@ def _run_unit(sink: Sink, session: Session, run_id: str, unit: Unit, todo: set[s
                     reporter.advance()
         finally:
             _discard(layers)
+    events, record = platform.event_times(instance) if instance is not None else ({}, "")
+    if record:
+        log.append(f"events: {record}")
     if LIFECYCLE in todo:
         ok = set(times) == set(LIFECYCLE_STEPS)
         sink.record(run_id=run_id, round=unit.round, warmup=unit.warmup, platform=unit.platform,
                      benchmark=LIFECYCLE, status="ok" if ok else "failed", started_at=started,
                      finished_at=now(), duration_s=sum(times.values()), instance=name,
                      stdout="\n".join(log), error="" if ok else (log[-1] if log else "incomplete"),
-                     samples=[_lifecycle_sample(step, times[step]) for step in LIFECYCLE_STEPS] if ok else [])
+                     samples=[_lifecycle_sample(step, times[step]) for step in LIFECYCLE_STEPS]
+                     + [_lifecycle_sample(k, v) for k, v in events.items()] if ok else [])
         executions, failed = executions + 1, failed + (0 if ok else 1)
         reporter.advance()
     return executions, failed
