@@ -62,7 +62,7 @@ def test_self_contained_and_escaped(reports):
 
 def test_content(reports):
     single, merged = (p.read_text() for p in reports)
-    for needle in ("Relative performance", "Hypervisor comparison", "Container runtime comparison",
+    for needle in ("Relative performance", "Hypervisors compared", "Container runtimes compared",
                    "Performance availability", "Stack prediction", "Failures", "Provenance", "Sim CPU 3000",
                    "slower by", "badge bad", "Welch t interval", "drift", "exit status 1: device busy"):
         assert needle in single, needle

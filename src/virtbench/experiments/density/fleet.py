@@ -19,7 +19,7 @@ import dataclasses
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -144,16 +144,7 @@ class Fleet:
         if k == 1:
             results = [one(names[0])]
         else:
-            pool = ThreadPoolExecutor(max_workers=k)
-            futures = [pool.submit(one, n) for n in names]
-            try:
-                results = [f.result() for f in futures]
-            except BaseException:  # a signal: every create and start under way ends first, so what
-                with signals_held():  # they made is in `created` for close() and no thread outlives it
-                    wait(futures)
-                    pool.shutdown()
-                raise
-            pool.shutdown()
+            results = _all_at_once(one, names)
         seconds = time.monotonic() - t0
         started = [dataclasses.replace(r, start_s=seconds, batch=k) for r in results if isinstance(r, Member)]
         self.members.extend(started)
@@ -411,6 +402,39 @@ class Fleet:
             self.created.clear()
             self.members.clear()
         return errors
+
+
+def _all_at_once(one: Callable[[str], Member | str], names: list[str]) -> list[Member | str]:
+    """one(name) for every name, each in a thread of its own, at once. A signal while the threads
+    are being started cancels them all before any creates anything (each waits for `go`); a
+    signal once they run lets every create and start under way end first, so what they made is
+    in the fleet's `created` for close() and no thread outlives the call."""
+    results: dict[str, Member | str] = {}
+    go, cancelled = threading.Event(), threading.Event()
+
+    def run(name: str) -> None:
+        go.wait()
+        if not cancelled.is_set():
+            results[name] = one(name)
+
+    threads = [threading.Thread(target=run, args=(n,), name=f"density-start-{n}", daemon=True) for n in names]
+    try:
+        for t in threads:
+            t.start()
+    except BaseException:
+        cancelled.set()
+        go.set()
+        raise
+    go.set()
+    try:
+        for t in threads:
+            t.join()
+    except BaseException:
+        with signals_held():
+            for t in threads:
+                t.join()
+        raise
+    return [results[n] for n in names]
 
 
 @contextmanager
