@@ -36,6 +36,7 @@ QUICK = {
     "sockperf": {"time": 1},
     "ping": {"count": 5},
     "nginx-wrk": {"duration": 1},
+    "nginx-ab": {"requests": 500, "concurrency": 10},
     "mariadb-oltp": {"time": 2},
     "blender": {"width": 64, "height": 36, "samples": 4, "objects": 4},
     "gan": {"images": 64, "epochs": 1},
