@@ -100,7 +100,7 @@ def test_a_campaign_to_the_second_host_reports_the_phases_and_leaves_nothing(env
         text = rep.stdout
         print(text)
         assert f"offline to {name}" in text and "transfer" in text and "path MB/s" in text
-        assert f"the network path to {name} (SSH)" in text
+        assert f"the network path to {name} (SSH)" in " ".join(text.split())  # notes wrap at 100 columns (#42)
         assert "stayed on this host" not in text
         # nothing left on either host: containers, copies, the record of them
         state = Path(env["VIRTBENCH_STATE_DIR"])
