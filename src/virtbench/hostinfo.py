@@ -252,8 +252,13 @@ def parallel_scaling(processes: int | None = None, seconds: float = 0.2, turns: 
 
     n = processes or len(os.sched_getaffinity(0))
     phases = ",".join("1,n" if i % 2 == 0 else "n,1" for i in range(turns))
-    start = str(time.time_ns() + int(0.4e9))  # past the interpreters' start-up
     try:
+        # past the interpreters' start-up, n of them at once: 0.4 s on a usual host; under an
+        # emulated CPU (a TCG guest) one start took seconds and every phase had ended before
+        # the processes began (no scaling measured), so the lead follows a start timed here
+        t0 = time.monotonic()
+        proc.run([sys.executable, "-c", ""], timeout=60)
+        start = str(time.time_ns() + int(max(0.4, 0.2 + 2 * n * (time.monotonic() - t0)) * 1e9))
         with ThreadPoolExecutor(max_workers=n) as pool:
             results = list(pool.map(lambda i: proc.run([sys.executable, "-c", _SPIN, str(i), start, str(seconds),
                                                         phases], timeout=60), range(n)))

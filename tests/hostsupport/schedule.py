@@ -7,9 +7,11 @@
   CONTENDING below, and every test that uses the shared reference guest (the `refhost`
   fixture), which boots once per run.
 - **Order** (kept by `--no-loadscope-reorder`): the groups that take longest first (FIRST), so
-  that the other worker fills the time beside them; those waiting for a background build late
-  (LATE); the groups holding a `measures` test last, where they find the machine quiet (the
-  builds done). The durations table in tests/README.md is where FIRST comes from.
+  that the other worker fills the time beside them; then the others longest first (DURATIONS:
+  a measuring test waits for the tests under way on the other worker, so the last of them
+  should be short); those waiting for a background build late (LATE); the groups holding a
+  `measures` test last, where they find the machine quiet (the builds done). The durations
+  table in tests/README.md is where FIRST comes from.
 - **The suite lock** (suitelock.py): each test holds it shared, a `measures` test exclusive, so
   a measuring test has nothing of the suite beside it, on any worker or lane; what a worker keeps
   running between its tests (the reference guest) is paused while it waits (`while_waiting`).
@@ -36,6 +38,14 @@ and disk are built in the background from the start, prebuild.py), then five cam
 LATE = ("integration/test_arm_fresh.py", "integration/test_kubernetes.py")
 """Groups that wait for a background build (the emulated arm64 board; the Kubernetes node): after
 the other groups, so that their build is done or nearly by the time they start."""
+
+DURATIONS = Path(__file__).with_name("durations.json")
+"""Each integration test's seconds in a fresh machine's `make test` (its JUnit XML:
+`PYTHONPATH=tests .venv/bin/python -m hostsupport.schedule JUNIT` rewrites it). In the fresh CI run before it was used, the
+groups went in collection order: the last long group (a study campaign, 11 minutes) was still
+running when the other worker reached the measuring tests, whose first waited 17 minutes."""
+UNKNOWN_S = 30.0
+"""A test not in DURATIONS yet (a new one)."""
 
 CONTENDING = {
     # Benchmarks with servers on the host's own ports on `native` (iperf3 5201, sockperf 11111,
@@ -93,25 +103,52 @@ def order(items: list[pytest.Item]) -> list[pytest.Item]:
     tests of one parameter of a module-scoped fixture together)."""
     first_index: dict[str, int] = {}
     measuring: set[str] = set()
+    seconds: dict[str, float] = {}
+    known = _durations()
     for i, item in enumerate(items):
         if is_integration(item):
             g = group_of(item)
             first_index.setdefault(g, i)
+            seconds[g] = seconds.get(g, 0.0) + known.get(duration_key(item), UNKNOWN_S)
             if measures(item):
                 measuring.add(g)
 
-    def key(pair: tuple[int, pytest.Item]) -> tuple[int, int, int]:
+    def key(pair: tuple[int, pytest.Item]) -> tuple[int, float, int, int]:
         i, item = pair
         if not is_integration(item):
-            return (1, i, i)
+            return (1, 0.0, i, i)
         g = group_of(item)
         if g in FIRST:
             rank = FIRST.index(g) - len(FIRST)
         else:
             rank = 3 if g in measuring else 2 if g in LATE else 1
-        return (rank, first_index[g], i)
+        return (rank, -seconds[g], first_index[g], i)
 
     return [item for _, item in sorted(enumerate(items), key=key)]
+
+
+def duration_key(item: pytest.Item) -> str:
+    """`integration/test_x.py::test_name[param]`, as DURATIONS has it."""
+    return f"{_module(item)}::{item.name}"
+
+
+def _durations() -> dict[str, float]:
+    try:
+        return {k: float(v) for k, v in json.loads(DURATIONS.read_text()).items()}
+    except (OSError, ValueError):
+        return {}
+
+
+def record_durations(junit: Path, out: Path = DURATIONS) -> None:
+    """DURATIONS from a run's JUnit XML (classname tests.integration.test_x, name test[param])."""
+    import xml.etree.ElementTree as ET
+
+    found = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        parts = case.get("classname", "").split(".")
+        found["/".join(parts[1:-1] + [parts[-1] + ".py"]) + "::" + case.get("name", "")] = \
+            round(float(case.get("time") or 0))
+    out.write_text(json.dumps(dict(sorted(found.items())), indent=0) + "\n")
 
 
 GROUPS_ENV = "VIRTBENCH_TEST_GROUPS"
@@ -214,3 +251,9 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
     finally:
         if nextitem is None or measures(nextitem) != exclusive or (not exclusive and suitelock.writer_waiting()):
             _release()
+
+
+if __name__ == "__main__":
+    import sys
+
+    record_durations(Path(sys.argv[1]))

@@ -191,7 +191,6 @@ def test_a_growth_stopped_below_the_count_measures_the_fleet_it_has_first(tmp_pa
 def test_a_signal_during_a_parallel_batch_leaves_nothing_running(tmp_path):
     """SIGINT while four instances start at once: the starts under way finish first (their
     instances are known to the fleet), so close() removes every one and no thread outlives it."""
-    import os
     import signal
 
     class SignalledAtFirstStart(Counting):
@@ -204,8 +203,9 @@ def test_a_signal_during_a_parallel_batch_leaves_nothing_running(tmp_path):
             with self.lock:
                 SignalledAtFirstStart.begun += 1
                 send = SignalledAtFirstStart.begun == 4
-            if send:  # from a thread of its own, as a user's Ctrl-C comes from outside the starts
-                threading.Thread(target=os.kill, args=(os.getpid(), signal.SIGINT)).start()
+            if send:  # to the main thread, pending before this start goes on (a thread sending
+                # it came after the batch had ended in the fresh CI run's unit lane, at load 10)
+                signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
             super().start(inst)
 
     plat = SignalledAtFirstStart(tmp_path, start_s=0.3)

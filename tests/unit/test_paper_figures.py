@@ -65,36 +65,38 @@ def _png_size(path: Path) -> tuple[int, int]:
     return w, h
 
 
-@pytest.mark.parametrize("width", ["column", "page"])
-def test_figure_files_pass_a_papers_checks(quick_store, fixture_store, tmp_path, width):
-    for name, store, run_id in (("quick", quick_store, "quick"), ("old", fixture_store, "fixture-0003")):
-        out = tmp_path / f"{name}-{width}"
-        files = _figures(store, run_id, out, width)
-        pdfs = [f for f in files if f.suffix == ".pdf"]
-        assert pdfs and (out / "story.pdf").exists()
-        for pdf in pdfs:
-            stem = pdf.with_suffix("")
-            for ext in (".svg", ".png", ".csv"):
-                assert stem.with_suffix(ext).exists(), f"{stem.name}{ext} missing beside the PDF"
-            data = pdf.read_bytes()
-            fonts = _pdf_fonts(data)
-            assert fonts and "Type3" not in fonts, (pdf.name, fonts)  # TrueType (Type 42) embedded
-            if shutil.which("pdffonts"):
-                listed = subprocess.run(["pdffonts", str(pdf)], capture_output=True, text=True).stdout
-                assert "Type 3" not in listed and "TrueType" in listed, listed
-            box = [float(v) for v in re.search(rb"/MediaBox\s*\[([^\]]*)\]", data)[1].split()]
-            assert box[2] == pytest.approx(WIDTH_IN[width] * 72, abs=0.5), (pdf.name, box)
-            svg = stem.with_suffix(".svg").read_text()
-            assert "<text" in svg and f'width="{WIDTH_IN[width] * 72:g}pt"' in svg
-            assert "DejaVuSans-" not in svg  # no glyphs drawn as paths
-            assert _png_size(stem.with_suffix(".png"))[0] == pytest.approx(WIDTH_IN[width] * 200, abs=2)
-            rows = list(csv.reader(stem.with_suffix(".csv").open()))
-            assert rows[0][0] == "series" and len(rows) > 1
-        md, tex = (out / "tables.md").read_text(), (out / "tables.tex").read_text()
-        assert "| platform" in md.lower() or "| benchmark" in md.lower()
-        assert re.search(r"^\|---(\|---)+\|$", md, re.M)
-        assert "\\begin{tabular}" in tex and "\\toprule" in tex and "\\bottomrule" in tex
-        assert re.search(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\] (slower|faster|same|undecided)", md)
+@pytest.mark.parametrize(("width", "name"), [("column", "quick"), ("page", "old")])
+def test_figure_files_pass_a_papers_checks(quick_store, fixture_store, tmp_path, width, name):
+    """Each width on one of the two runs (every figure of both widths of both runs took 10
+    minutes of CI's unit lane; a figure's width does not depend on the run)."""
+    store, run_id = (quick_store, "quick") if name == "quick" else (fixture_store, "fixture-0003")
+    out = tmp_path / f"{name}-{width}"
+    files = _figures(store, run_id, out, width)
+    pdfs = [f for f in files if f.suffix == ".pdf"]
+    assert pdfs and (out / "story.pdf").exists()
+    for pdf in pdfs:
+        stem = pdf.with_suffix("")
+        for ext in (".svg", ".png", ".csv"):
+            assert stem.with_suffix(ext).exists(), f"{stem.name}{ext} missing beside the PDF"
+        data = pdf.read_bytes()
+        fonts = _pdf_fonts(data)
+        assert fonts and "Type3" not in fonts, (pdf.name, fonts)  # TrueType (Type 42) embedded
+        if shutil.which("pdffonts"):
+            listed = subprocess.run(["pdffonts", str(pdf)], capture_output=True, text=True).stdout
+            assert "Type 3" not in listed and "TrueType" in listed, listed
+        box = [float(v) for v in re.search(rb"/MediaBox\s*\[([^\]]*)\]", data)[1].split()]
+        assert box[2] == pytest.approx(WIDTH_IN[width] * 72, abs=0.5), (pdf.name, box)
+        svg = stem.with_suffix(".svg").read_text()
+        assert "<text" in svg and f'width="{WIDTH_IN[width] * 72:g}pt"' in svg
+        assert "DejaVuSans-" not in svg  # no glyphs drawn as paths
+        assert _png_size(stem.with_suffix(".png"))[0] == pytest.approx(WIDTH_IN[width] * 200, abs=2)
+        rows = list(csv.reader(stem.with_suffix(".csv").open()))
+        assert rows[0][0] == "series" and len(rows) > 1
+    md, tex = (out / "tables.md").read_text(), (out / "tables.tex").read_text()
+    assert "| platform" in md.lower() or "| benchmark" in md.lower()
+    assert re.search(r"^\|---(\|---)+\|$", md, re.M)
+    assert "\\begin{tabular}" in tex and "\\toprule" in tex and "\\bottomrule" in tex
+    assert re.search(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\] (slower|faster|same|undecided)", md)
 
 
 def test_story_figure_every_verdict_with_its_interval(quick_store, tmp_path):

@@ -182,7 +182,7 @@ def test_pressure_series_at_10_hz():
     assert row["inst_memory"] > 0  # this test process's own cgroup
     assert data.data["summary"]["readings"] == len(rows)
     limit = data.data["cpu_limit"]  # the cgroup's own CPU counters over the execution (whether a quota held)
-    assert limit["cpu_per_s"] is not None and 0 <= limit["cpu_per_s"] <= os.cpu_count() and limit["seconds"] > 0.5
+    assert limit["cpu_per_s"] is not None and 0 <= limit["cpu_per_s"] <= 1.1 * os.cpu_count() and limit["seconds"] > 0.5
 
 
 def test_the_pressure_report_says_whether_a_cpu_quota_held_during_the_run():

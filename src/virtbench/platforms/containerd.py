@@ -185,6 +185,16 @@ class Containerd(Platform):
         """The scope systemd made (systemd hosts), else the cgroup of the container's init."""
         return instance.data.get("cgroup") or super().memory_cgroup(instance)
 
+    def host_pid(self, instance: Instance) -> int | None:
+        """The task's init as containerd lists it (probes and the self-test read its cgroups;
+        without it a cgroupfs host's containerd instances had no cgroup to read)."""
+        res = self.host.run([*CTR, "tasks", "ls"], timeout=60, check=False)
+        for line in res.stdout.splitlines()[1:]:
+            fields = line.split()
+            if len(fields) >= 2 and fields[0] == instance.name and fields[1].isdigit() and int(fields[1]) > 0:
+                return int(fields[1])
+        return None
+
     def stop(self, instance: Instance) -> None:
         # Force-deleting the task SIGKILLs it and waits: `sleep` as PID 1 ignores SIGTERM.
         res = self.host.run([*CTR, "tasks", "delete", "--force", instance.name], timeout=60, check=False)

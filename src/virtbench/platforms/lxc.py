@@ -264,6 +264,9 @@ class LXC(Platform):
                     for p in (upper, d / "work"):
                         lxcproxmox.give_to_root(p)
                 rootfs = f"overlay:{lower}:{upper}"
+            if self.options.proxmox:
+                for p in (d, lower):
+                    lxcproxmox.traversable(p)
             if self.options.network == "bridge":
                 bridge.ensure_bridge()
                 iptables.allow_forwarding()  # dockerd may have started since the bridge was made

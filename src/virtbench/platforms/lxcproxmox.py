@@ -104,3 +104,14 @@ def shifted_rootfs(source: Path, cache: Path) -> Path:
 def give_to_root(path: Path) -> None:
     """The container's writable layer owned by its mapped root."""
     os.chown(path, ID_BASE, ID_BASE)
+
+
+def traversable(path: Path) -> None:
+    """Let the container's mapped root reach path: search (o+x, no listing) added to each of its
+    directories that lacks it. virtbench's state directory is 0700 (the results database is
+    private), and an unprivileged container's root, host uid ID_BASE, could not reach its own
+    rootfs under it (lxc-start: "Could not access ... Please grant it x access")."""
+    for p in (path, *path.parents):
+        st = p.stat()
+        if not st.st_mode & 0o001 and st.st_uid == os.geteuid():
+            p.chmod(st.st_mode & 0o7777 | 0o001)

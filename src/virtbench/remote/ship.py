@@ -253,19 +253,45 @@ def ensure_virtbench(ex: SSHExecutor, arch: str, python: str, shipment: Shipment
         return exe
     send(ex, deps.wheels, f"{work}/ship/wheels", shipment, "dependency wheel")
     send(ex, [own], f"{work}/ship/{own.parent.name}", shipment, "virtbench wheel")
+    pip = pip_wheel()
+    if pip is not None:
+        send(ex, [pip], f"{work}/ship/pip", shipment, "pip wheel")
     log(f"{ex.spec.name}: installing virtbench into {venv}")
     ex.run(["rm", "-rf", "--", venv], timeout=120)
-    ex.run(["python3", "-m", "venv", *(["--system-site-packages"] if deps.system else []), venv], timeout=300)
+    system = ["--system-site-packages"] if deps.system else []
+    # With this pip's wheel at hand the environment gets no pip of its own: the host's ensurepip
+    # installs and byte-compiles pip and setuptools, a minute on an emulated (TCG) host, for a
+    # pip used once, here. pip runs from its wheel (a zip on sys.path), as ensurepip runs it.
+    if pip is not None:
+        ex.run(["python3", "-m", "venv", "--without-pip", *system, venv], timeout=300)
+        installer = [f"{venv}/bin/python", f"{work}/ship/pip/{pip.name}/pip"]
+    else:
+        ex.run(["python3", "-m", "venv", *system, venv], timeout=300)
+        installer = [f"{venv}/bin/pip"]
     # exactly these files, no resolution: every version is pinned already, and a Debian package
     # standing in for one (deps.system) is older than virtbench's own floor for the controller.
     # --no-compile: byte-compiling every module of every dependency took over 5 minutes on an
     # emulated (TCG) host; Python compiles the few modules the agent imports when it first does
-    ex.run([f"{venv}/bin/pip", "install", "-q", "--disable-pip-version-check", "--no-index", "--no-deps",
+    ex.run([*installer, "install", "-q", "--disable-pip-version-check", "--no-index", "--no-deps",
             "--no-compile",
             *(f"{work}/ship/wheels/{p.name}" for p in deps.wheels), f"{work}/ship/{own.parent.name}/{own.name}"],
            timeout=1800)
     ex.run(["touch", "--", f"{venv}/.installed"], timeout=60)
     return exe
+
+
+def pip_wheel() -> Path | None:
+    """The pip wheel this Python's ensurepip carries (pure Python, any host's Python 3 runs it);
+    None where a distribution removed it (Debian keeps it in python3-venv's wheel directory,
+    looked at too)."""
+    import ensurepip
+
+    version = ensurepip.version()
+    for d in (Path(ensurepip.__file__).parent / "_bundled", Path("/usr/share/python-wheels")):
+        found = sorted(d.glob(f"pip-{version}-py3-none-any.whl")) or sorted(d.glob("pip-*-py3-none-any.whl"))
+        if found:
+            return found[-1]
+    return None
 
 
 # -- the guest image ---------------------------------------------------------------------------

@@ -171,6 +171,10 @@ def _run(job: dict[str, Any], kind: Experiment, paths: Paths, emit: Emitter, std
         with hostlock.hold(paths, f"a part of run {job['run_id']} for its controller", wait=True,
                            log=lambda m: emit("log", message=m)):
             hostlock.announce_run(paths, run_id)
+            # an earlier attempt of this part that died with its host (killed, power lost) left its
+            # instances: removed before the part runs again, as a local resume does
+            for line in cleanup(paths, run_id):
+                emit("log", message=f"removed leftover: {line}")
             outcome = measure(kind, ExperimentContext(sink=sink, run_id=run_id, seed=int(job["seed"]), paths=paths,
                                                       log=reporter.log, step=reporter.step,
                                                       stop_requested=gone.is_set, reporter=reporter))

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, VirtbenchError
 from ..platforms import enforcement, slices
 from ..platforms.base import Paths
 from ..registry import PLATFORMS, hint
@@ -83,6 +83,7 @@ def run(paths: Paths, wanted: Sequence[str] = (), *, log: Callable[[str], None] 
         try:
             store = Store(f"sqlite:///{work / 'selftest.db'}")
             ctx = Context(paths, store, token, log, cgroup_parent=slices.parent_path(f"vbst-{token}"))
+            _start_engines(paths, platforms or [ctx.platform])
             with Priority(paths, ctx.cgroup_parent or ""):
                 for name in chosen:
                     check = CHECKS.get(name)
@@ -101,6 +102,18 @@ def run(paths: Paths, wanted: Sequence[str] = (), *, log: Callable[[str], None] 
             removed += cleanup(paths)
             shutil.rmtree(work, ignore_errors=True)
     return SuiteResult(results, before, load(), time.monotonic() - t0, removed)
+
+
+def _start_engines(paths: Paths, platforms: Sequence[str]) -> None:
+    """The platforms' daemons (containerd, dockerd) started before the self-test moves into its
+    `harness` cgroup: a daemon outlives the self-test, and one it started from there stayed in
+    that cgroup, which then could not be removed. One that cannot start is left to its check,
+    which says so."""
+    for name in platforms:
+        try:
+            PLATFORMS.get(name).ensure_engine(paths)
+        except VirtbenchError:
+            pass
 
 
 def remember(paths: Paths, limit: str, result: CheckResult) -> None:
