@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ... import boards, proc
+from ... import boards, proc, writeback
 from ...benchmarks.base import Benchmark, PairBenchmark
 from ...constants import LIFECYCLE, LIFECYCLE_STEPS
 from ...errors import CommandError, StoreError, reason_of
@@ -44,6 +44,7 @@ def run(ctx: ExperimentContext, session: Session) -> None:
     done = sink.done_units(run_id)
     reporter.begin(*_planned(units, done))
     noise_due = noise_rounds(campaign) > 0 and "noise" not in sink.state(run_id)
+    flushed = False
     pending = list(units)
     while pending:
         for unit in pending:
@@ -52,6 +53,10 @@ def run(ctx: ExperimentContext, session: Session) -> None:
                 continue
             if stop_requested():
                 raise Interrupted("stop requested")
+            if unit.round >= campaign.warmups and not flushed:  # the warm-up's image imports written back first
+                flushed = True
+                if (flush := writeback.flush()).dirty_bytes >= writeback.WORTH_SAYING or not flush.done:
+                    reporter.log(flush.line())
             if not unit.warmup and noise_due:  # the noise check's rounds are done: say what to expect
                 noise_due = False
                 for line in adaptive.note_noise(sink, campaign, run_id, ctx.started):
