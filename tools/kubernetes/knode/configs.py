@@ -194,7 +194,7 @@ def argv(node: Node, component: str) -> list[str]:
                 f"--authentication-kubeconfig={c}", f"--authorization-kubeconfig={c}",
                 "--bind-address=127.0.0.1", "--secure-port=10257", "--leader-elect=false",
                 f"--service-account-private-key-file={pki / 'sa.key'}", f"--root-ca-file={pki / 'ca.crt'}",
-                "--use-service-account-credentials=false", "--profiling=false"]
+                "--use-service-account-credentials=true", "--profiling=false"]
     if component == "kube-scheduler":
         c = kc["scheduler"]
         return [str(bin_dir / "kube-scheduler"), f"--kubeconfig={c}", f"--authentication-kubeconfig={c}",
