@@ -5,6 +5,7 @@ the node itself is started by tests/integration/test_k8s_node.py.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -48,8 +49,13 @@ def test_containerd_is_its_own_and_keeps_off_the_host(node):
     with_runsc = tomllib.loads(configs.containerd_toml(node, "p:1", runsc=True))
     runsc = with_runsc["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]["runsc"]
     assert runsc["runtime_type"] == "io.containerd.runsc.v1"
-    shim = tomllib.loads(configs.runsc_toml())
+    shim = tomllib.loads(configs.runsc_toml(node))
     assert shim["binary_name"] == "/usr/bin/runsc" and shim["runsc_config"]["platform"] == "ptrace"
+    node = dataclasses.replace(node, bin_dir=str(Path(node.dir) / "build"))  # the build's own runsc
+    built = Path(node.bin_dir, "bin", "runsc")
+    built.parent.mkdir(parents=True)
+    built.write_text("")
+    assert tomllib.loads(configs.runsc_toml(node))["binary_name"] == str(built)
 
 
 def test_kubelet_uses_its_own_cgroup_root_and_files(node):

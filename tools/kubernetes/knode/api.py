@@ -64,9 +64,9 @@ class Api:
             if exc.status != 409:  # already there: start is idempotent
                 raise
 
-    def delete(self, path: str) -> None:
+    def delete(self, path: str, body: dict[str, Any] | None = None) -> None:
         try:
-            self.call("DELETE", path)
+            self.call("DELETE", path, body)
         except ApiError as exc:
             if exc.status != 404:
                 raise

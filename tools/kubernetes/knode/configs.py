@@ -70,11 +70,20 @@ def containerd_toml(node: Node, pause_image: str, runsc: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def runsc_toml() -> str:
-    """The shim's options: Debian's runsc, on ptrace (its kvm platform hangs here, like every
-    nested KVM guest; systrap is newer than this runsc), logs in the shim's bundle."""
+def runsc_binary(node: Node) -> str:
+    """runsc built with the shim from the same gVisor module (build-kubernetes), else Debian's.
+    Debian 12's runsc (20221219) takes every network namespace for the root one on kernels that
+    namespace net.core.rmem_default (it tests that file; 6.18 has it in every namespace) and
+    refuses to start a pod's sandbox: "cannot run with network enabled in root network namespace"."""
+    built = Path(node.bin_dir, "bin", "runsc")
+    return str(built) if built.is_file() else RUNSC
+
+
+def runsc_toml(node: Node) -> str:
+    """The shim's options: runsc_binary, on ptrace (its kvm platform hangs here, like every
+    nested KVM guest), logs in the shim's bundle."""
     return "\n".join([
-        f"binary_name = {_toml_str(RUNSC)}",
+        f"binary_name = {_toml_str(runsc_binary(node))}",
         "[runsc_config]",
         '  platform = "ptrace"',
         "",
@@ -146,7 +155,7 @@ def make_ssh_keys(node: Node) -> None:
 def write_all(node: Node, pause_image: str, runsc: bool) -> None:
     etc = node.etc
     write_file(etc / "containerd.toml", containerd_toml(node, pause_image, runsc))
-    write_file(etc / "runsc.toml", runsc_toml())
+    write_file(etc / "runsc.toml", runsc_toml(node))
     write_file(etc / "cni" / "10-vbk8s.conflist", cni_conflist())
     write_file(etc / "kubelet.json", kubelet_config(node))
     # pods resolve nothing: their DNS queries stay on their own loopback, never leave the node

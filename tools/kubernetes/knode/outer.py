@@ -351,11 +351,15 @@ def _check_api(node: Node, manifest: dict[str, Any]) -> dict[str, Any]:
         failure = _probe(a, node, "runsc", busybox, "runsc", 180)
         if failure:
             log(f"runsc pods unavailable: {failure}")
+            # a sandbox runsc could not start stays 'created' and cannot be killed: the pod would
+            # never go and the namespace never finish deleting. Removed from the API at once; the
+            # node's stop ends whatever is left of it with the node's PID namespace.
+            a.delete(f"/api/v1/namespaces/{PROBE_NS}/pods/runsc", {"gracePeriodSeconds": 0})
             a.delete("/apis/node.k8s.io/v1/runtimeclasses/runsc")
             runsc = {"available": False, "reason": f"the runsc probe pod did not run: {failure}"}
         else:
             runsc = {"available": True, "reason": None, "gvisor_module": manifest["runsc_shim"]["gvisor_module"],
-                     "runsc": configs.RUNSC, "runsc_debian": manifest["debian"].get("runsc")}
+                     "runsc": configs.runsc_binary(node), "runsc_debian": manifest["debian"].get("runsc")}
     log(f"deleting namespace {PROBE_NS}")
     a.delete(f"/api/v1/namespaces/{PROBE_NS}")
     api.wait_for(f"namespace {PROBE_NS} gone {sa_log}", lambda: not a.exists(f"/api/v1/namespaces/{PROBE_NS}"), 180)
