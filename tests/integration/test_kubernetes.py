@@ -132,7 +132,7 @@ def test_a_campaign_on_the_node_compares_pods_with_the_bare_node(k8s_node, env, 
 
 def _quick_shaped() -> list[dict[str, Any]]:
     """The quick comparison's benchmarks (runner/quick.py), shortened: what CI has time for."""
-    from virtbench.runner.quick import QUICK_BENCHMARKS
+    from virtbench.experiments.benchmarks.quick import QUICK_BENCHMARKS
 
     short = {"openssl": {"seconds": 1}, "fio": {"runtime": 1, "passes": 3, "size": "16M"},
              "sqlite": {"rows": 5000, "passes": 3}}
