@@ -196,7 +196,11 @@ def argv(node: Node, component: str) -> list[str]:
                 f"--service-account-signing-key-file={pki / 'sa.key'}",
                 f"--service-cluster-ip-range={SERVICE_SUBNET}",
                 "--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
-                "--allow-privileged=true", "--profiling=false", "--event-ttl=1h"]
+                "--allow-privileged=true", "--profiling=false", "--event-ttl=1h",
+                # Debian's etcd 3.4.23 sends no progress notifications: the watch cache could not
+                # confirm it was current and watches ended at once in an ERROR ("Too large
+                # resource version"; recorded here). Without the cache, watches read etcd itself.
+                "--watch-cache=false"]
     if component == "kube-controller-manager":
         c = kc["controller-manager"]
         return [str(bin_dir / "kube-controller-manager"), f"--kubeconfig={c}",

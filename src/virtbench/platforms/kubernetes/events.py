@@ -13,6 +13,7 @@ the logic is tested on watch events recorded from a real node (tests/data/kubern
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -79,7 +80,10 @@ class Timeline:
 
     def feed(self, kind: str, obj: dict[str, Any], arrival: float) -> None:
         """What one watch event shows. `kind`: ADDED, MODIFIED, DELETED (ERROR and BOOKMARK
-        carry no pod)."""
+        carry no pod: ignored; a watch's ERROR, such as "Too large resource version", was seen
+        here in a recorded watch of a pod that could not be scheduled)."""
+        if kind not in ("ADDED", "MODIFIED", "DELETED"):
+            return
         status = obj.get("status") or {}
         self.events.append({"t": round(arrival - self.t0, 6), "type": kind, "phase": status.get("phase")})
         if kind == "DELETED":
@@ -190,9 +194,17 @@ class Watcher:
             return True
 
     def close(self) -> None:
+        """The socket is shut down first: closing the response while the reader blocks in a
+        read of the same TLS socket waited forever (seen: a pod's remove hung in close)."""
+        sock = getattr(getattr(self.response, "connection", None), "sock", None)
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)  # the blocked read returns, the reader ends
+            except OSError:
+                pass
+        self.thread.join(5)
         for step in (self.response.close, self.response.release_conn):
             try:
                 step()
             except Exception:  # noqa: BLE001 - closing a finished stream
                 pass
-        self.thread.join(5)
