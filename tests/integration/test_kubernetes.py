@@ -58,7 +58,7 @@ def _core(node: dict[str, Any]) -> Any:
                                                           persist_config=False))
 
 
-def _pod(node: dict[str, Any], name: str, **options: Any) -> dict[str, Any]:
+def _pod(node: dict[str, Any], name: str, /, **options: Any) -> dict[str, Any]:
     """A kubernetes platform entry on the test node, run from this host (the image imported
     through the node's socket as seen from here)."""
     return {"name": name, "type": "kubernetes", "kubeconfig": node["kubeconfig"], "node": node["name"],

@@ -41,6 +41,7 @@ class Kubernetes(Platform):
     """Pods on a Kubernetes node, each benchmark exec'd into its pod."""
 
     type = "kubernetes"
+    pod = True
     kind = "container"
     Options = KubernetesOptions
     options: KubernetesOptions
