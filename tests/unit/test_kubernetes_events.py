@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from virtbench.errors import InputError
 from virtbench.platforms.kubernetes import events, kexec, preflight
 from virtbench.platforms.kubernetes.events import Timeline
 
@@ -111,3 +112,20 @@ def test_a_recorded_node_is_ready_and_its_allocatable_read():
     assert preflight.quantity(alloc["cpu"]) >= 1 and preflight.quantity(alloc["memory"]) > 2**30
     with pytest.raises(Exception, match="more than node"):
         preflight._fits("platform pod", node, preflight.quantity(alloc["cpu"]) + 1, None)
+
+
+def test_a_node_under_disk_pressure_is_refused_with_its_taint():
+    """Recorded from the test node in a fresh CI run whose disk had 8.4 GB free (of 252): Ready,
+    but tainted disk-pressure, so a pod would stay Pending until ready_timeout."""
+    node = json.loads((DATA / "node-disk-pressure.json").read_text())
+    assert preflight.ready(node)
+    assert preflight.blocking_taints(node) == ["node.kubernetes.io/disk-pressure:NoSchedule"]
+    assert preflight.blocking_taints(json.loads((DATA / "node.json").read_text())) == []
+
+    class One:
+        def node(self, _name):
+            return node
+
+    with pytest.raises(InputError, match=r"takes no new pods: tainted node.kubernetes.io/disk-pressure:NoSchedule "
+                                         r"\(DiskPressure: kubelet has disk pressure\)"):
+        preflight._node("platform pod", One(), node["metadata"]["name"])

@@ -85,11 +85,32 @@ def _node(who: str, cluster: Cluster, name: str | None) -> dict[str, Any]:
         if not ready(node):
             raise InputError(f"{who}: node {name!r} is not Ready ({_condition_text(node)})",
                              "wait for the node (its kubelet and container runtime) or name another node:")
+        if taints := blocking_taints(node):
+            raise InputError(f"{who}: node {name!r} takes no new pods: tainted {', '.join(taints)}"
+                             f"{_pressure_text(node)}", "clear the node's condition (its kubelet lifts the "
+                             "taint), untaint it, or name another node:")
         return node
-    nodes = [n for n in cluster.nodes() if ready(n)]
+    nodes = [n for n in cluster.nodes() if ready(n) and not blocking_taints(n)]
     if not nodes:
-        raise InputError(f"{who}: {cluster.where()} has no Ready node", "start a node, or name one with node:")
+        raise InputError(f"{who}: {cluster.where()} has no Ready node that takes new pods",
+                         "start a node, or name one with node:")
     return nodes[0]
+
+
+def blocking_taints(node: dict[str, Any]) -> list[str]:
+    """The node's taints that keep virtbench's pods off it (they tolerate none: NoSchedule and
+    NoExecute; the kubelet's disk-pressure taint is one, and a pod would stay Pending until
+    ready_timeout)."""
+    return [f"{t.get('key')}{'=' + t['value'] if t.get('value') else ''}:{t.get('effect')}"
+            for t in (node.get("spec") or {}).get("taints") or [] if t.get("effect") in ("NoSchedule", "NoExecute")]
+
+
+def _pressure_text(node: dict[str, Any]) -> str:
+    """' (DiskPressure: the kubelet's message)' for every pressure condition that is True."""
+    out = [f"{c['type']}: {c.get('message') or c.get('reason') or 'True'}"
+           for c in (node.get("status") or {}).get("conditions") or []
+           if c.get("type", "").endswith("Pressure") and c.get("status") == "True"]
+    return f" ({'; '.join(out)})" if out else ""
 
 
 def ready(node: dict[str, Any]) -> bool:
