@@ -5,6 +5,7 @@ from __future__ import annotations
 import typing
 from typing import Any
 
+from . import notation
 from .registry import BENCHMARKS, PLATFORMS
 
 START, END = "<!-- benchmarks:start -->", "<!-- benchmarks:end -->"
@@ -73,7 +74,9 @@ def platforms_markdown() -> str:
 
 
 def _default(value: object) -> str:
-    text = str(value.value if hasattr(value, "value") else value)
+    """A parameter's default as the README shows it: in words (yes/no, `not set`), never a repr."""
+    value = value.value if hasattr(value, "value") else value
+    text = "not set" if value is None else notation.option(value)
     return text.replace("|", "\\|") if text else '""'
 
 

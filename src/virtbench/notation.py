@@ -17,7 +17,9 @@
 """
 from __future__ import annotations
 
+import ast
 import math
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -69,8 +71,19 @@ def ratio(x: float | None) -> str:
     return MISSING if x is None or not math.isfinite(x) else f"{x:.3f}"
 
 
-def interval(lo: float | None, hi: float | None, fmt: Any = ratio) -> str:
-    """The one interval notation: `[lo, hi]`, each end as fmt writes the estimate."""
+def ratio_end(x: float | None) -> str:
+    """An interval's end as a ratio: one more decimal (up to six) while an end off 1 would read
+    as `1.000`, so an interval that excludes 1 never shows an end of 1 beside "slower"."""
+    if x is None or not math.isfinite(x):
+        return MISSING
+    d = 3
+    while d < 6 and x != 1 and float(f"{x:.{d}f}") == 1:
+        d += 1
+    return f"{x:.{d}f}"
+
+
+def interval(lo: float | None, hi: float | None, fmt: Any = ratio_end) -> str:
+    """The one interval notation: `[lo, hi]`, each end as fmt writes it (a ratio's by ratio_end)."""
     if lo is None or hi is None:
         return ""
     return f"[{fmt(lo)}, {fmt(hi)}]"
@@ -167,6 +180,33 @@ def params(p: Mapping[str, Any] | None) -> str:
     """Parameters as `name=value` pairs, each value plain: `algorithms=AES-256 Blowfish, msec=1000`."""
     return ", ".join(f"{k}={' '.join(plain(x) for x in v) if isinstance(v, list | tuple) else plain(v)}"
                      for k, v in (p or {}).items())
+
+
+def option(v: Any) -> str:
+    """One platform option's value in its label: plain, a list's items separated by spaces, a
+    number as configured (`cpus=1.5`)."""
+    if isinstance(v, list | tuple):
+        return " ".join(option(x) for x in v) or MISSING
+    return plain(v) if v is None or isinstance(v, bool | Mapping) else str(v)
+
+
+def options(opts: Mapping[str, Any]) -> str:
+    """A platform's options as its label shows them in brackets: `lxcfs=no,init=none`."""
+    return ",".join(f"{k}={option(v)}" for k, v in opts.items())
+
+
+_REPR_OPTION = re.compile(r"=(True|False|None|\[[^\[\]]*\]|\{[^{}]*\})(?=[,)\]/]|$)")
+
+
+def platform_label(text: str | None) -> str:
+    """A stored platform label in this notation: labels stored before it carry Python reprs as
+    option values (`lxc(lxcfs=False,init=none)` -> `lxc(lxcfs=no,init=none)`)."""
+    def value(m: re.Match[str]) -> str:
+        try:
+            return "=" + option(ast.literal_eval(m.group(1)))
+        except (ValueError, SyntaxError):
+            return m.group()
+    return _REPR_OPTION.sub(value, text or "")
 
 
 def label(key: str) -> str:

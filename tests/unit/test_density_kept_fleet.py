@@ -211,7 +211,7 @@ def test_a_signal_during_a_parallel_batch_leaves_nothing_running(tmp_path):
     plat = SignalledAtFirstStart(tmp_path, start_s=0.3)
     fleet = ramp_module.Fleet(plat, None, "r", "p", None)
     # Python's own SIGINT handler, unblocked, whatever an earlier test in this worker left (the
-    # fresh CI run of land3's unit lane, load 13, got no KeyboardInterrupt; 8 runs alone did)
+    # fresh CI run of land3's unit lane, load 13, got no KeyboardInterrupt; 12 runs alone did)
     handler = signal.signal(signal.SIGINT, signal.default_int_handler)
     mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     raised = False

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+from html import unescape
 
 from click.testing import CliRunner
 
@@ -87,3 +89,24 @@ def test_study_report_given_a_database_that_does_not_exist_refuses_and_creates_n
                           f"sqlite:///{missing}"], capture_output=True, text=True)
     assert out.returncode == 2 and not missing.exists()
     assert len(out.stderr.strip().splitlines()) == 1 and "no results store at" in out.stderr
+
+
+def test_a_study_reads_in_words_on_the_page_and_in_study_show(filled):
+    """#42: a value a preset leaves to its default read "(paper None)" ("7zip passes 1 (paper None)"),
+    the paper's settings `proxmox True`, `host_memory None`, and on the page Python lists
+    (`memory [201326592, 268435456]`, `jobs [2, 'cpus']`). Now: "not set", yes/no, `192M/256M`."""
+    client = make_client(filled)
+    for sid in ("000", "002", "003"):
+        html = client.get(f"/studies/{sid}").text
+        page = re.sub(r"<script.*?</script>|<code>.*?</code>", " ", html, flags=re.S)
+        surfaces = {"web": unescape(re.sub(r"<[^>]+>", " ", page)),
+                    "study show": CliRunner().invoke(cli, ["study", "show", sid]).output}
+        for name, text in surfaces.items():
+            text = " ".join(text.split())  # as read, across wrapped lines
+            text = re.sub(r"`[^`]*`", " ", text)  # campaign fragments quoted as code are YAML, not reprs
+            reprs = re.findall(r".{30}(?:\bNone\b|\bTrue\b|\bFalse\b|\[\d[\d, ]*\]|\['|\[\d+, ').{0,10}", text)
+            assert not reprs, (sid, name, reprs)
+            if sid == "002":
+                assert "7zip passes 1 (paper not set)" in text and "memory 192M/256M" in text, name
+            if sid == "000":
+                assert "proxmox yes" in text and "host_memory not set (paper 8G)" in text, name

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
-from .. import proc
+from .. import notation, proc
 from ..errors import InputError, UnavailableError, VirtbenchError
 from ..executor import Executor, HostExecutor
 from ..images.image import Image
@@ -323,7 +323,7 @@ class Platform(ABC):
         """Human-readable identity used in reports (e.g. 'docker(cpus=1)')."""
         opts = {k: v for k, v in self.options.model_dump(mode="json").items()
                 if v is not None and k != "network"}
-        inner = ",".join(f"{k}={v}" for k, v in opts.items())
+        inner = notation.options(opts)
         return f"{self.type}({inner})" if inner else self.type
 
     def image_packages(self) -> tuple[str, ...]:

@@ -79,7 +79,7 @@ def provenance(run: Any, facts: Mapping[str, Any], label: str, rows: Sequence[An
                  ("virtbench", (run.provenance or {}).get("virtbench", "?"))])
     plats = table(["platform", "type", "kind", "inside", "label", "versions"],
                   ([e(p.name), e(p.type), e((p.config or {}).get("kind", "")), e((p.config or {}).get("inside", "")),
-                    e(p.label), e(notation.plain(p.versions or {}))]
+                    e(notation.platform_label(p.label)), e(notation.plain(p.versions or {}))]
                    for p in run.platforms))
     benches = table(["benchmark", "tool", "parameters", "tool version"],
                     ([e(b.key), e(b.name), e(notation.params(b.params)), e(b.tool_version)]

@@ -18,7 +18,7 @@ from typing import Any
 from ..analysis import tables
 from ..analysis.summary import Row
 from ..constants import LIFECYCLE, LIFECYCLE_STEPS
-from ..notation import Ratio, change, interval, label, number, percent, plain
+from ..notation import Ratio, change, interval, label, number, percent, plain, platform_label
 from . import boards, run_warnings, runinfo, units
 from . import headline as H
 from .model import Comparison, Mark, Report, Section, Table
@@ -118,7 +118,7 @@ def headline(report: Report) -> Section:
     notes = [H.LEGEND] if body else []
     notes += [f"{line.platform}: biggest cost {b['benchmark']} {b['metric']}: {b['verdict_reason']}"
               for line in lines if (b := line.biggest_cost)]
-    labels = {p.name: p.label for p in run.platforms if p.label and p.label != p.name}
+    labels = {p.name: platform_label(p.label) for p in run.platforms if p.label and p.label != p.name}
     if labels:
         notes.append("platforms: " + "; ".join(f"{k} = {v}" for k, v in labels.items()))
     hosts = boards.host_facts(run)

@@ -118,7 +118,8 @@ def _boards(value: P.PaperValue, m: C.Matcher, out: dict[str, Any]) -> dict[str,
 
 
 def _density_trend(value: P.PaperValue, m: C.Matcher, out: dict[str, Any]) -> dict[str, Any]:
-    """000's Figs. 4-11: per-container throughput at the highest healthy count against one container."""
+    """000's Figs. 4-9 (Sections IV.A-B; IV.C states no trend for Figs. 10-11): per-container throughput
+    at the highest healthy count against one container."""
     assert value.yours is not None
     verdicts, parts = [], []
     for entry, _ in m.entries(value.yours, {}):

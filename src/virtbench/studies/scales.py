@@ -16,9 +16,18 @@ from .model import Part, Study
 SIZES = ("memory", "swap", "disk", "host_memory", "payload")
 
 
-def _short(v: Any, key: str = "") -> str:
+NOT_SET = "not set"
+"""A setting a preset leaves out (or sets to None): the benchmark's, platform's or tool's own default."""
+
+
+def short(v: Any, key: str = "") -> str:
+    """A preset's or the paper's value in the study text: `512M`, `1/2/4`, `yes`, `not set`."""
+    if v is None:
+        return NOT_SET
+    if isinstance(v, bool):
+        return "yes" if v else "no"
     if isinstance(v, (list, tuple)):
-        return "/".join(_short(x, key) for x in v) if len(v) <= 6 else f"{len(v)} values"
+        return "/".join(short(x, key) for x in v) if len(v) <= 6 else f"{len(v)} values"
     if key.split(".")[-1] in SIZES and isinstance(v, int) and v >= 1 << 20 and not v % (1 << 20):
         return f"{v >> 30}G" if not v % (1 << 30) else f"{v >> 20}M"
     return str(v)
@@ -75,17 +84,17 @@ def _changes(s: Study, part: Part) -> list[str]:
             qo, po = qp.options, pp.options
             for k in sorted(set(qo) | set(po)):
                 if not _same(qo.get(k), po.get(k)):
-                    out.append(f"{qp.name} {k} {_short(qo.get(k, '-'), k)} (paper {_short(po.get(k, '-'), k)})")
+                    out.append(f"{qp.name} {k} {short(qo.get(k), k)} (paper {short(po.get(k), k)})")
         qb, pb = _benchmark_values(q), _benchmark_values(p)
         for name in qb:
             for k, vals in qb[name].items():
                 paper = pb.get(name, {}).get(k)
                 if paper is not None and not _same(vals, paper):
-                    out.append(f"{name} {k} {_short(vals, k)} (paper {_short(paper, k)})")
+                    out.append(f"{name} {k} {short(vals, k)} (paper {short(paper, k)})")
         qs, ps = _flat(q.settings), _flat(p.settings)
         for k in sorted(set(qs) | set(ps)):
             if not _same(qs.get(k), ps.get(k)):
-                out.append(f"{q.experiment} {k} {_short(qs.get(k, '-'), k)} (paper {_short(ps.get(k, '-'), k)})")
+                out.append(f"{q.experiment} {k} {short(qs.get(k), k)} (paper {short(ps.get(k), k)})")
     return list(dict.fromkeys(out))
 
 

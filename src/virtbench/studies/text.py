@@ -8,7 +8,7 @@ from typing import Any
 
 from ..report.model import Section
 from .report import cell
-from .scales import _short as short
+from .scales import short
 
 WIDTH = 100
 

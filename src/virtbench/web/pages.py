@@ -19,6 +19,7 @@ from .. import __version__, notation
 from ..errors import InputError, NoData
 from ..report import before_after, builder, layout
 from ..report.model import Report, Section
+from ..studies import scales
 from . import api, campaigns, downloads, forms, hostpaths, queries, results, svg
 from .security import (
     LOGIN_COOKIE,
@@ -72,6 +73,7 @@ def fmt_time(iso: Any) -> str:
 FILTERS = {"num": fmt_num, "pct": fmt_pct, "rel": fmt_rel, "ci": fmt_ci, "rci": fmt_ratio_ci, "p": fmt_p,
            "when": fmt_time, "unit": notation.unit, "plain": notation.plain, "ms": notation.milliseconds,
            "label": notation.label, "change": notation.change, "params": notation.params,
+           "platform_label": notation.platform_label, "setting": lambda v, k="": scales.short(v, k),
            "compare_a": lambda r: before_after.shown(r, "a"), "compare_b": lambda r: before_after.shown(r, "b")}
 
 
