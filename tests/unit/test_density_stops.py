@@ -41,11 +41,13 @@ def _read(name: str) -> str:
 
 GOOD = (_read("des-ede3_multi2.txt"), _read("des-ede3_multi2.stderr.txt"))
 STARVED = (_read("des-ede3_multi2_starved_nan.txt"), _read("des-ede3_multi2_starved_nan.stderr.txt"))
+SINGLE = (_read("des-ede3_single.txt"), _read("des-ede3_single.stderr.txt"))
+STARVED_ZERO = (_read("des-ede3_single_starved_zero.txt"), _read("des-ede3_single_starved_zero.stderr.txt"))
 BROKEN = (_read("fail_des-cbc_nolegacy_single.txt"), _read("fail_des-cbc_nolegacy_single.stderr.txt"))
 
 
-def _prober(tmp_path: Path, points: dict | None = None) -> tuple[Ramp, list[dict]]:
-    section = DensitySection(workload=WORKLOAD, counts=[1, 2])
+def _prober(tmp_path: Path, points: dict | None = None, workload: dict | None = None) -> tuple[Ramp, list[dict]]:
+    section = DensitySection(workload=workload or WORKLOAD, counts=[1, 2])
     stored: list[dict] = []
     ctx = SimpleNamespace(sink=SimpleNamespace(record=lambda **kw: stored.append(kw)), run_id="r", log=lambda m: None,
                           stop_requested=lambda: False)
@@ -94,6 +96,26 @@ def test_starvation_with_the_parent_at_its_limit_says_memory_stalled_too(tmp_pat
     stop = ramp._judge(outcome, 1 << 34)
     assert stop.reason == "cpu_starvation" and "not the limit" not in stop.detail
     assert "at its memory limit too (peak 1024 MiB of 1024 MiB)" in stop.detail
+
+
+def test_a_single_process_that_counted_nothing_in_its_window_is_cpu_starvation(tmp_path: Path):
+    """Session 21's runc search at 1 GiB: at 408 instances of `openssl speed -seconds 2` (no
+    -multi) one counted 0 operations in its 2.14 s (`+R:0:...`, rate 0.00) and the count was
+    judged a workload failure, although it is what the -nan of a -multi child is: no CPU."""
+    ramp, stored = _prober(tmp_path, {1: [1.4e7], 256: [2.2e5] * 256},
+                           workload={**WORKLOAD, "multi": 1, "seconds": 2})
+    stop = ramp._judge(_outcome([SINGLE] * 5 + [STARVED_ZERO]), 1 << 34)
+    assert stop is not None and stop.reason == "cpu_starvation", stop
+    assert "1 of 6" in stop.detail
+    assert any(line.startswith("+R:0:DES-EDE3-CBC:2.14") for line in stop.evidence["starved_output"])
+
+
+def test_a_failed_cipher_with_a_zero_rate_is_not_starvation(tmp_path: Path):
+    """The other way to print a rate of 0: -multi children that could not init their cipher
+    (exit 0, `+F:...:0.00`). They counted nothing because they never started: no `+R` line."""
+    ramp, _ = _prober(tmp_path, {1: [1.4e7]})
+    broken = (_read("fail_des-cbc_nolegacy_multi2.txt"), _read("fail_des-cbc_nolegacy_multi2.stderr.txt"))
+    assert ramp._judge(_outcome([GOOD] * 3 + [broken]), 1 << 34).reason == "workload_failure"
 
 
 def test_nan_without_a_healthy_lower_count_is_a_broken_workload(tmp_path: Path):

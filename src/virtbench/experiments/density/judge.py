@@ -29,10 +29,13 @@ from .limits import disk_full
 
 STOP_REASONS = ("start_failure", "oom", "workload_failure", "cpu_starvation", "throughput_collapse",
                 "kernel_limit", "disk_full", "guard", "max_reached", "counts_done", "interrupted")
-STARVED_OUTPUT = re.compile(r"(?<![a-z])-?nan(?![a-z])|TimeoutExpired|timed out", re.IGNORECASE)
-"""What a workload starved of CPU prints: openssl speed -multi sums its children's counts over
-their times, and a child that never got the CPU in its window reports 0/0 (`-nan`); at worst
-the tool does not finish before its timeout."""
+STARVED_OUTPUT = re.compile(r"(?<![a-z])-?nan(?![a-z])|^\+R\d*:0:[^:\n]+:|TimeoutExpired|timed out",
+                            re.IGNORECASE | re.MULTILINE)
+"""What a workload starved of CPU prints: openssl speed counts its operations in its window
+(`+R:count:cipher:seconds`), and one that never got the CPU there counts 0: a single process
+then reports a rate of 0, and -multi sums its children's counts over their times, so a child
+that never ran reports 0/0 (`-nan`); at worst the tool does not finish before its timeout.
+A tool that cannot run at all prints no `+R` line (it fails on its cipher first)."""
 
 
 @dataclass
