@@ -46,7 +46,7 @@ venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.lock pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check -r requirements.lock
-	$(BIN)/pip install -q --disable-pip-version-check --no-deps -e '.[web,figures,parquet,postgres,test]'
+	$(BIN)/pip install -q --disable-pip-version-check --no-deps -e '.[web,figures,parquet,postgres,kubernetes,test]'
 	touch $@
 
 clean-state:

@@ -15,6 +15,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "figures": ("matplotlib", "plotly"),
     "parquet": ("pyarrow",),
     "postgres": ("psycopg",),
+    "kubernetes": ("kubernetes",),
 }
 """extra name in pyproject.toml -> the modules it provides (checked against pyproject by a test)."""
 

@@ -86,6 +86,21 @@ def _line(store):
                         unit="pps", hib=True, category="network")
 
 
+def _pods(store):
+    """Pods created 1 and 10 at once (migration's lifecycle mode on the kubernetes platform): the
+    `pods` part with start-up percentiles (#38)."""
+    _run(store, "pods", "migration", ["pod"], {"migration": {"mode": "lifecycle", "counts": [1, 10]}})
+    run = store.run("pods")
+    store.update_run("pods", campaign={**run.campaign, "platforms": [{"name": "pod", "type": "kubernetes"}]})
+    for rnd in (0, 1):
+        for n in (1, 10):
+            ready = [0.8 + 0.1 * i + rnd for i in range(n)]
+            _record(store, "pods", "pod", f"migration[count={n}]", rnd,
+                    {"create_s": 0.05 * n, "start_s": max(ready), "stop_s": 1.0, "remove_s": 1.5,
+                     "pod_ready_s": sum(ready) / n}, category="lifecycle",
+                    per_instance={"pod_ready_s": ready} if n > 1 else None)
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("surfaces")
@@ -95,10 +110,11 @@ def store(tmp_path_factory):
     _density(s)
     _migration(s)
     _line(s)
+    _pods(s)
     return s
 
 
-RUNS = ("fixture-0003", "bench", "density", "migration", "line")
+RUNS = ("fixture-0003", "bench", "density", "migration", "line", "pods")
 
 
 def _parts(store, run_id):
@@ -135,6 +151,8 @@ def test_every_surface_carries_the_same_parts_and_numbers(store, run_id, tmp_pat
         assert kind in keys, f"the {kind} section is a part of the report"
     else:
         assert {"headline", "results", "warnings", "charts"} <= keys and costs
+    if run_id == "pods":
+        assert "pods" in keys, "the pods' start-up percentiles are a part of the report"
     runner = CliRunner()
     terminal = runner.invoke(cli, ["report", run_id, "--db", store.url], env={"COLUMNS": "100"}).output
     doc = json.loads(runner.invoke(cli, ["report", run_id, "--json", "--db", store.url]).output)

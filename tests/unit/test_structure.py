@@ -25,8 +25,8 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "virtbench"
 
 LAYERS: list[tuple[str, ...]] = [
     # neutral: imported by everyone, import nothing of virtbench above them
-    ("errors", "proc", "constants", "executor", "extras", "hostinfo", "boards", "services", "filemodes", "rounds",
-     "notation"),
+    ("errors", "proc", "constants", "executor", "extras", "hostinfo", "writeback", "boards", "services", "filemodes",
+     "rounds", "notation"),
     ("store",),
     # plugins and what they share; analysis is pure statistics over stored samples
     ("registry", "benchmarks", "platforms", "images", "probes", "analysis", "remote"),

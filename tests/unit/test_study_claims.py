@@ -141,13 +141,15 @@ def test_study003_table6_ranks_the_runtimes_of_the_lsbs_part_only():
     from virtbench.studies import report as sreport
 
     s = study("003")
-    runs = sreport.part_runs(s, [_lsbs_run("lsbs", {"docker": 0.90, "containerd": 0.95}),  # type: ignore[list-item]
+    runs = sreport.part_runs(s, [_lsbs_run("lsbs", {"docker": 0.90, "kubernetes": 0.95,  # type: ignore[list-item]
+                                                    "containerd": 0.99}),
                                  _lsbs_run("lsbs-vm", {"docker": 1.20})])  # type: ignore[list-item]
     pv = P.load("003")
     out = V.judge(_values("003")["t6-network"], C.Matcher(runs), {}, pv.categories)
-    assert out["yours"] == "Containerd" and out["verdict"] == "agrees", out
+    # the paper's "Containerd" column is k0s: the pods rank there, the containerd platform does not (#38)
+    assert out["yours"] == "k0s" and out["verdict"] == "agrees", out
     out = V.judge(_values("003")["t7-network-container"], C.Matcher(runs), {}, pv.categories)
-    assert out["yours"] == pytest.approx(0.95), out
+    assert out["yours"] == pytest.approx(0.99), out
     assert [(r.part, r.base) for r in runs] == [("lsbs", "lsbs"), ("lsbs-vm", "lsbs-vm")]
 
 

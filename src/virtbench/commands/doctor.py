@@ -21,6 +21,7 @@ def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
     from ..images.build import DEFAULT_CACHE
     from ..platforms import sandboxes, slices
     from ..platforms.availability import availability_of
+    from ..platforms.kubernetes import doctor as kube
     from ..registry import PLATFORMS
     from ..store.db import default_url, redact
     from .lastprobe import probe_or_last
@@ -32,7 +33,8 @@ def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
         return {"host": hostinfo.facts(), "store": redact(db_url or default_url()), "image_cache": str(DEFAULT_CACHE),
                 "platforms": [{"name": n, "kind": PLATFORMS.get(n).kind, "available": v.available,
                                "reason": v.reason, "fix": v.fix} for n, v in verdicts.items()],
-                "sandboxes": sandboxes.report(paths), "cross_build": cross_build_report(),
+                "sandboxes": sandboxes.report(paths), "kubernetes": kube.report(paths),
+                "cross_build": cross_build_report(),
                 "host_kind": slices.host_kind()}
 
     # Probes start tiny instances: never while a run measures here (they would disturb it);
@@ -60,6 +62,10 @@ def doctor(as_json: bool, wait: bool, db_url: str | None) -> None:
         console.print(f"[bold]{p['name']:<11}[/bold] {mark}: {p['reason']}"
                       + (f"\n            fix: {p['fix']}" if p["fix"] and not p["available"] else ""))
     _print_sandboxes(doc["sandboxes"])
+    if doc.get("kubernetes"):  # a last probe saved by an older virtbench has none
+        console.print("[bold]kubernetes[/bold] (`type: kubernetes`)")
+        for line in kube.lines(doc["kubernetes"]):
+            console.print(line, markup=False)
     console.print("[bold]images for other architectures[/bold] (`image build --arch`)")
     for c in doc["cross_build"]:
         console.print(f"  {c['arch']}: {'[green]can build[/green]' if c['ok'] else '[red]cannot build[/red]'}: "

@@ -75,6 +75,8 @@ def _check_host(campaign: Campaign, paths: Paths, cpus: int | None, memory: int 
     memory = memory if memory is not None else hostfacts.meminfo().get("MemTotal", 0)
     for i, p in enumerate(campaign.platforms):
         where = f"platforms[{i}] {p.name!r}"
+        if p.type in PLATFORMS.known() and PLATFORMS.get(p.type).pod:  # on a cluster's node: its preflight reads its allocatable
+            continue
         if p.inside is None:
             _limits(where, p.options, cpus, memory, "this host's", "(MemTotal)")
         else:  # a container in a VM: the VM's vcpus and memory are its host

@@ -49,18 +49,28 @@ def oci_archive(image: Image) -> Path:
 
 
 def write_oci_archive(image: Image, out: Path) -> None:
-    layer_digest, layer_size = _sha256_file(image.tarball)
-    arch, variant = _DEB_TO_OCI.get(image.arch, (image.arch, None))
-    config: dict[str, Any] = {
-        "architecture": arch,
+    write_layout(out, image.tarball, name=image.tag, arch=image.arch,
+                 history={"created_by": f"virtbench image {image.recipe_hash}", "comment": "mmdebstrap"})
+
+
+def write_layout(out: Path, layer: Path, *, name: str, arch: str, history: dict[str, str],
+                 config: dict[str, Any] | None = None) -> None:
+    """One image of one uncompressed layer (a Debian architecture's tar) as an OCI image-layout
+    tar that `ctr images import` names `name`: the guest image, and the test Kubernetes node's
+    pause and busybox images (tools/kubernetes/make-image), which no registry can provide here.
+    config: the image's run configuration (Entrypoint, Cmd, ...); PATH and / by default."""
+    layer_digest, layer_size = _sha256_file(layer)
+    oci_arch, variant = _DEB_TO_OCI.get(arch, (arch, None))
+    image_config: dict[str, Any] = {
+        "architecture": oci_arch,
         "os": "linux",
-        "config": {"Env": [f"PATH={DEFAULT_PATH}"], "WorkingDir": "/"},
+        "config": config or {"Env": [f"PATH={DEFAULT_PATH}"], "WorkingDir": "/"},
         "rootfs": {"type": "layers", "diff_ids": [f"sha256:{layer_digest}"]},
-        "history": [{"created_by": f"virtbench image {image.recipe_hash}", "comment": "mmdebstrap"}],
+        "history": [history],
     }
     if variant:
-        config["variant"] = variant
-    config_blob = _canonical(config)
+        image_config["variant"] = variant
+    config_blob = _canonical(image_config)
     manifest = {
         "schemaVersion": 2,
         "mediaType": MANIFEST_TYPE,
@@ -68,13 +78,13 @@ def write_oci_archive(image: Image, out: Path) -> None:
         "layers": [{"mediaType": LAYER_TYPE, "digest": f"sha256:{layer_digest}", "size": layer_size}],
     }
     manifest_blob = _canonical(manifest)
-    tag = image.tag.rsplit(":", 1)[1]
+    tag = name.rsplit(":", 1)[1]
     index = {
         "schemaVersion": 2,
         "manifests": [{
             "mediaType": MANIFEST_TYPE, "digest": _digest(manifest_blob), "size": len(manifest_blob),
             # containerd takes the full name from its own annotation; the OCI one is a tag only.
-            "annotations": {IMAGE_NAME_ANNOTATION: image.tag, REF_NAME_ANNOTATION: tag},
+            "annotations": {IMAGE_NAME_ANNOTATION: name, REF_NAME_ANNOTATION: tag},
         }],
     }
     with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as tar:
@@ -84,8 +94,8 @@ def write_oci_archive(image: Image, out: Path) -> None:
         _add_bytes(tar, f"blobs/sha256/{_digest(config_blob)[7:]}", config_blob)
         info = tarfile.TarInfo(f"blobs/sha256/{layer_digest}")
         info.size, info.mtime, info.mode = layer_size, int(time.time()), 0o644
-        with open(image.tarball, "rb") as layer:
-            tar.addfile(info, layer)
+        with open(layer, "rb") as f:
+            tar.addfile(info, f)
 
 
 def _canonical(doc: dict[str, Any]) -> bytes:

@@ -6,8 +6,7 @@ virtbench.proc.run; a platform stacked inside another (a container in a VM) gets
 executor that runs inside the outer instance instead, so platforms never care where they are.
 
 Every object a platform creates is named with INSTANCE_PREFIX and labelled with the run id,
-so `virtbench cleanup` can find and remove what a crash left behind.
-"""
+so `virtbench cleanup` can find and remove what a crash left behind."""
 from __future__ import annotations
 
 import builtins
@@ -15,11 +14,12 @@ import copy
 import math
 import os
 import re
+import time
 import typing
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self
@@ -76,8 +76,6 @@ class Paths:
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Paths:
         """For the CLI only: VIRTBENCH_STATE_DIR / VIRTBENCH_RUNTIME_DIR move the state (tests use it)."""
-        import os
-
         env = os.environ if environ is None else environ
         return cls(state=Path(env.get("VIRTBENCH_STATE_DIR", "/var/lib/virtbench")),
                    runtime=Path(env.get("VIRTBENCH_RUNTIME_DIR", "/run/virtbench")))
@@ -199,10 +197,8 @@ def trial_dir(paths: Paths, name: str) -> Iterator[Path]:
     try:
         yield d
     finally:
-        try:
+        with suppress(Exception):  # best effort: `cleanup` removes what is left
             mounts.teardown_dir(d)
-        except Exception:  # noqa: BLE001 - best effort: `cleanup` removes what is left
-            pass
 
 
 class Platform(ABC):
@@ -239,20 +235,17 @@ class Platform(ABC):
     holds_inner: ClassVar[bool] = False
     """Whether other platforms run inside its instances (`inside: NAME`: a VM hosting containers)."""
     runs_inside: ClassVar[bool] = False
-    """Whether it runs inside a platform that holds inner ones: its `packages` are installed in
-    the VM image and its engine is started in each VM."""
+    """Whether it runs inside a platform holding inner ones (its packages in the VM image, its engine started there)."""
     live_migration: ClassVar[Literal["qmp", "criu"] | None] = None
-    """How a running instance is migrated live: through QEMU's QMP (a VM), through CRIU with
-    lxc-checkpoint (an LXC container), or not at all."""
+    """How a running instance migrates live: QEMU's QMP (a VM), CRIU by lxc-checkpoint (LXC), or not at all."""
     migrates_to_host: ClassVar[bool] = False
-    """Whether an offline migration moves its instances to another host (stop, send over SSH,
-    start there); only where nothing of the instance belongs to this host's engine."""
+    """Whether offline migration moves its instances to another host (nothing of them is this host's engine's)."""
     image_per_instance: ClassVar[bool] = True
-    """Whether each instance holds its own copy of the image (an overlay): what an offline
-    migration's `with_image` moves along."""
+    """Whether each instance holds its own copy of the image (an overlay): what `with_image` migrates."""
     reachable_network: ClassVar[str] = "bridge"
-    """The `network:` setting that lets an instance be reached and reach the host (named in the
-    fix when a client-server benchmark's ends cannot meet)."""
+    """The `network:` setting by which an instance and the host reach each other (named in fixes)."""
+    python_extra: ClassVar[str | None] = None  # the package extra its module imports (shipped to hosts)
+    fleet_gap: ClassVar[str | None] = None  # why a fleet of its instances cannot run density, or None
 
     @classmethod
     def uses_kvm(cls, options: Mapping[str, Any]) -> bool:
@@ -367,6 +360,16 @@ class Platform(ABC):
     # -- lifecycle (each step is timed by the runner) --------------------------------
     def prepare(self, image: Image) -> None:  # noqa: B027 - optional hook: most platforms need nothing
         """Once per campaign: make the image known to the runtime (import). Idempotent."""
+
+    def preflight(self) -> None:  # noqa: B027 - optional hook: most platforms need nothing
+        """Check the options against what they name (a cluster) before the image is built; raises."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook: most platforms need nothing
+        """After the run, however it ended: remove what prepare() made for it (a namespace)."""
+
+    def event_times(self, instance: Instance) -> tuple[dict[str, float], str]:
+        """Steps timed by its own events (a pod's watch): metric -> seconds, and their raw record."""
+        return {}, ""
 
     @abstractmethod
     def create(self, image: Image, name: str, run_id: str) -> Instance:
@@ -484,8 +487,6 @@ class Platform(ABC):
 
     def wait_ready(self, instance: Instance, timeout: float = 60.0) -> None:
         """Poll `true` inside the instance until it succeeds (start-to-ready)."""
-        import time
-
         deadline = time.monotonic() + timeout
         last: Exception | None = None
         while time.monotonic() < deadline:

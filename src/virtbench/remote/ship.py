@@ -68,11 +68,13 @@ def source_hash(src: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def runtime_requirements() -> list[str]:
+def runtime_requirements(extras: tuple[str, ...] = ()) -> list[str]:
     """name==version of every installed distribution virtbench needs at run time (its core
-    dependencies and theirs, no extras): exactly what runs here, pinned."""
+    dependencies and theirs, plus those of `extras`, e.g. the kubernetes platform's client):
+    exactly what runs here, pinned."""
     seen: dict[str, str] = {}
-    todo = [r for r in (md.requires("virtbench") or []) if "extra ==" not in r]
+    todo = [r if "extra ==" not in r else r.split(";", 1)[0] for r in (md.requires("virtbench") or [])
+            if "extra ==" not in r or any(re.search(rf"extra == ['\"]{re.escape(x)}['\"]", r) for x in extras)]
     while todo:
         req = todo.pop()
         name = re.split(r"[\s<>=!~;\[(]", req, maxsplit=1)[0]
@@ -112,7 +114,8 @@ class Dependencies:
     system: dict[str, str] = field(default_factory=dict)
 
 
-def wheels(arch: str, python: str, log: Any = print, system: dict[str, str] | None = None) -> Dependencies:
+def wheels(arch: str, python: str, log: Any = print, system: dict[str, str] | None = None,
+           extras: tuple[str, ...] = ()) -> Dependencies:
     """The virtbench wheel and the dependency wheels for a host of machine `arch` (uname -m) and
     this Python, cached here by content. system: the versions of SYSTEM_ONLY packages the
     host's own python3 has (its Debian packages)."""
@@ -126,7 +129,7 @@ def wheels(arch: str, python: str, log: Any = print, system: dict[str, str] | No
                   "-w", str(own), str(src)], timeout=600)
     house = SHIP_CACHE / f"wheels-cp{python.replace('.', '')}-{arch}"
     house.mkdir(parents=True, exist_ok=True)
-    wanted = {_norm(r.split("==")[0]): r for r in runtime_requirements()}
+    wanted = {_norm(r.split("==")[0]): r for r in runtime_requirements(extras)}
     missing = [r for k, r in wanted.items() if not _cached_wheel(house, r)]
     if missing:
         log(f"fetching {len(missing)} dependency wheels for {arch}, Python {python}")
@@ -225,9 +228,11 @@ def host_system_packages(ex: SSHExecutor) -> dict[str, str]:
         return {}
 
 
-def ensure_virtbench(ex: SSHExecutor, arch: str, python: str, shipment: Shipment, log: Any = print) -> str:
-    """A virtual environment with this virtbench on the host; returns its virtbench command."""
-    deps = wheels(arch, python, log, system=host_system_packages(ex))
+def ensure_virtbench(ex: SSHExecutor, arch: str, python: str, shipment: Shipment, log: Any = print,
+                     extras: tuple[str, ...] = ()) -> str:
+    """A virtual environment with this virtbench (and `extras`' dependencies) on the host;
+    returns its virtbench command."""
+    deps = wheels(arch, python, log, system=host_system_packages(ex), extras=extras)
     for b in deps.built:
         shipment.built.append({"requirement": b.requirement, "wheel": b.wheel.name,
                                "sdist_sha256": b.sdist_sha256, "how": b.how})

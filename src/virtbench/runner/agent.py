@@ -140,14 +140,17 @@ def main(stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> int:
         campaign = parse_campaign(job["campaign"], f"run {job['run_id']}")
         kind = EXPERIMENTS.get(campaign.experiment)(campaign, paths)  # the controller's kind, run here
         kind.image_cache = Path(job["image_cache"])
-        kind.prepare(lambda m: emit("log", message=m))
-        emit("hello", details=kind.details())
-        if mode == "check":
-            emit("end", status="checked")
-            return 0
-        if mode != "run":  # a job of the kind's own (the benchmarks kind's pair-server)
-            return _serve(job, kind, paths, emit, stdin)
-        return _run(job, kind.host_part(), paths, emit, stdin)
+        try:
+            kind.prepare(lambda m: emit("log", message=m))
+            emit("hello", details=kind.details())
+            if mode == "check":
+                emit("end", status="checked")
+                return 0
+            if mode != "run":  # a job of the kind's own (the benchmarks kind's pair-server)
+                return _serve(job, kind, paths, emit, stdin)
+            return _run(job, kind.host_part(), paths, emit, stdin)
+        finally:
+            kind.close()  # what prepare made for the part (a Kubernetes namespace, an imported image)
     except VirtbenchError as exc:
         emit("error", message=exc.message, fix=exc.fix or "", exit_code=exc.exit_code)
         return exc.exit_code

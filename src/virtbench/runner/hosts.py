@@ -101,8 +101,10 @@ class AcrossHosts(Experiment):
         _run_parts(self.store, ctx.run_id, self.kind, own, self.parts, ctx.reporter)
 
     def close(self) -> None:
-        close(self.parts)
-        self.kind.close()
+        try:
+            close(self.parts)
+        finally:
+            self.kind.close()  # what its platforms made here (a Kubernetes namespace, an imported image)
 
 
 def _ready(part: Part) -> str:

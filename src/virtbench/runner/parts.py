@@ -22,6 +22,7 @@ from ..images import build as images
 from ..images.arch import MACHINE_TO_DEB
 from ..images.image import Image
 from ..platforms.base import Paths
+from ..registry import PLATFORMS
 from ..remote import ship
 from ..remote.inventory import HostSpec
 from ..remote.ssh import SSHExecutor
@@ -164,7 +165,9 @@ def _prepare_remote(part: Part, campaign: Campaign, recipe: images.Recipe | None
         except VirtbenchError as exc:
             raise InputError(f"host {part.name} is {machine}: no {arch} guest image for it: {exc.message}",
                              exc.fix or f"build it first: virtbench image build --arch {arch}") from None
-    part.agent = ship.ensure_virtbench(ex, machine, py.stdout.strip(), part.shipped, log)
+    extras = tuple(sorted({x for p in campaign.platforms if p.type in PLATFORMS.names()
+                           if (x := PLATFORMS.get(p.type).python_extra)}))
+    part.agent = ship.ensure_virtbench(ex, machine, py.stdout.strip(), part.shipped, log, extras=extras)
     if image is not None:
         ship.ensure_image(ex, image.root, part.image_cache, part.shipped, log)
     part.clock = clock_offset(ex)

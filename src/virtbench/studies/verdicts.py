@@ -82,7 +82,8 @@ def _best(value: P.PaperValue, m: C.Matcher, cats: dict[str, P.CategorySpec]) ->
         return out
     _, _, values = m.category(spec, value.of, value.yours)
     names = {k.lower(): k for k in pv if k != "best"}
-    known = {names.get(t, names.get("proxmox") if t == "qemu" else None): g for t, g in values.items()}
+    alias = {"qemu": "proxmox", "kubernetes": "k0s"}  # the paper's column of a platform type
+    known = {names.get(t, names.get(alias.get(t, ""))): g for t, g in values.items()}
     known.pop(None, None)
     if len(known) < 2:
         out["detail"] = (f"only {next(iter(known))} measured here: nothing to rank" if known else out["detail"])

@@ -3,7 +3,9 @@
 A campaign can make virtbench open paths of the machine it runs on: an Ansible inventory
 (`hosts: {inventory: PATH}`), SSH keys and known_hosts files (`hosts: [{key: ...}]`), a
 rootfs archive (`platforms: [{image: {rootfs: FILE}}]`), migration destinations
-(`migration: {to: {path: DIR}}`), a local mirror (`image: {mirrors: [file:///DIR]}`). From
+(`migration: {to: {path: DIR}}`), a local mirror (`image: {mirrors: [file:///DIR]}`), a
+kubeconfig (`platforms: [{type: kubernetes, kubeconfig: FILE}]`; without one, the server's
+default kubeconfig, whose cluster and credentials are the server owner's). From
 the command line that is the user's own choice; from a request it would let the web's
 client read (or write) files as the server's user, and learn from the answer whether they
 exist. So before a request's campaign is parsed at all (parsing reads an inventory), every
@@ -20,8 +22,9 @@ from urllib.parse import urlsplit
 
 from ..errors import InputError
 
-PATH_KEYS = frozenset({"inventory", "key", "known_hosts", "rootfs", "path"})
-"""Keys whose value is a path of this host, in any section (hosts, a platform's image, migration.to)."""
+PATH_KEYS = frozenset({"inventory", "key", "known_hosts", "rootfs", "path", "kubeconfig", "containerd_socket"})
+"""Keys whose value is a path of this host, in any section (hosts, a platform's image, migration.to,
+a kubernetes platform's kubeconfig and the node's containerd socket)."""
 MIRROR_KEY = "mirrors"
 FILE_SCHEMES = ("file", "copy")
 """mmdebstrap's mirror URL schemes that read a directory of this host."""
@@ -34,6 +37,11 @@ class PathNotAllowed(InputError):
 def named_paths(data: Any, where: str = "") -> Iterator[tuple[str, Any]]:
     """(field, value) of every host path the campaign mapping names, however it is nested."""
     if isinstance(data, dict):
+        if data.get("type") == "kubernetes" and data.get("kubeconfig") is None:
+            # no kubeconfig named: the server's own default one, which the request names as surely
+            from ..platforms.kubernetes.options import default_kubeconfig
+
+            yield (f"{where}.kubeconfig" if where else "kubeconfig"), str(default_kubeconfig())
         for key, value in data.items():
             here = f"{where}.{key}" if where else str(key)
             if key in PATH_KEYS and value is not None and not isinstance(value, (dict, list)):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ...config import cross_host
 from ...constants import LIFECYCLE
 from ...errors import InputError
+from ...platforms.closing import close_platforms
 from ..base import Experiment, ExperimentContext, HostLink
 from ..planning import Done, Past, Plan, Work, execution_s, instance_s, platform_kinds, rounds_of
 from . import crosspair, rounds
@@ -90,7 +91,11 @@ class Benchmarks(Experiment):
         for platform in session.platforms.values():
             platform.cgroup_parent = self.cgroup_parent if platform.confinable else None
         kwargs: dict[str, Any] = {"cache": self.image_cache} if self.image_cache is not None else {}
-        prepare(session, log=log, left_out=self.left_out, **kwargs)
+        try:
+            prepare(session, log=log, left_out=self.left_out, **kwargs)
+        except BaseException:
+            close_platforms(session.platforms.values())  # what the platforms prepared before the failure
+            raise
         self.prepared, self.campaign = session, session.campaign  # without the platforms left out
 
     def built(self) -> Session:
@@ -173,3 +178,8 @@ class Benchmarks(Experiment):
 
     def run(self, ctx: ExperimentContext) -> None:
         rounds.run(ctx, self.built())
+
+    def close(self) -> None:
+        """What the platforms made for the run (a Kubernetes namespace, an imported image) removed."""
+        if self.prepared is not None:
+            close_platforms(self.prepared.platforms.values())

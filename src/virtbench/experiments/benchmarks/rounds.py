@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ... import boards, proc
+from ... import boards, proc, writeback
 from ...benchmarks.base import Benchmark, PairBenchmark
 from ...constants import LIFECYCLE, LIFECYCLE_STEPS
 from ...errors import CommandError, StoreError, reason_of
@@ -44,6 +44,7 @@ def run(ctx: ExperimentContext, session: Session) -> None:
     done = sink.done_units(run_id)
     reporter.begin(*_planned(units, done))
     noise_due = noise_rounds(campaign) > 0 and "noise" not in sink.state(run_id)
+    flushed = False
     pending = list(units)
     while pending:
         for unit in pending:
@@ -52,6 +53,10 @@ def run(ctx: ExperimentContext, session: Session) -> None:
                 continue
             if stop_requested():
                 raise Interrupted("stop requested")
+            if unit.round >= campaign.warmups and not flushed:  # the warm-up's image imports written back first
+                flushed = True
+                if (flush := writeback.flush()).dirty_bytes >= writeback.WORTH_SAYING or not flush.done:
+                    reporter.log(flush.line())
             if not unit.warmup and noise_due:  # the noise check's rounds are done: say what to expect
                 noise_due = False
                 for line in adaptive.note_noise(sink, campaign, run_id, ctx.started):
@@ -86,6 +91,7 @@ def _run_unit(sink: Sink, session: Session, run_id: str, unit: Unit, todo: set[s
     log: list[str] = []
     layers: list[tuple[Platform, Instance]] = []  # outermost first, for teardown
     executions = failed = 0
+    instance: Instance | None = None
     started = now()
     try:
         reporter.step(f"{tag}: starting")
@@ -139,13 +145,17 @@ def _run_unit(sink: Sink, session: Session, run_id: str, unit: Unit, todo: set[s
                     reporter.advance()
         finally:
             _discard(layers)
+    events, record = platform.event_times(instance) if instance is not None else ({}, "")
+    if record:
+        log.append(f"events: {record}")
     if LIFECYCLE in todo:
         ok = set(times) == set(LIFECYCLE_STEPS)
         sink.record(run_id=run_id, round=unit.round, warmup=unit.warmup, platform=unit.platform,
                      benchmark=LIFECYCLE, status="ok" if ok else "failed", started_at=started,
                      finished_at=now(), duration_s=sum(times.values()), instance=name,
                      stdout="\n".join(log), error="" if ok else (log[-1] if log else "incomplete"),
-                     samples=[_lifecycle_sample(step, times[step]) for step in LIFECYCLE_STEPS] if ok else [])
+                     samples=[_lifecycle_sample(step, times[step]) for step in LIFECYCLE_STEPS]
+                     + [_lifecycle_sample(k, v) for k, v in events.items()] if ok else [])
         executions, failed = executions + 1, failed + (0 if ok else 1)
         reporter.advance()
     return executions, failed

@@ -146,6 +146,15 @@ def check_available(session: Session, log: Callable[[str], None] = lambda _m: No
         if left_out is None or name == session.campaign.baseline:
             raise error
         leave_out(session, name, verdict.reason, verdict.fix, left_out, log)
+    for name, platform in list(on_host.items()):
+        if name not in session.platforms:
+            continue
+        try:  # the entry's own options against what they name (a cluster): refused before the image is built
+            platform.preflight()
+        except VirtbenchError as exc:
+            if left_out is None or name == session.campaign.baseline:
+                raise
+            leave_out(session, name, exc.message, exc.fix or "", left_out, log)
 
 
 def leave_out(session: Session, name: str, reason: str, fix: str, left_out: LeftOut,

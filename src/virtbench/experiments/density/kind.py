@@ -236,6 +236,11 @@ class Density(Experiment):
 
     @classmethod
     def validate_campaign(cls, campaign: Any) -> None:
+        for p in campaign.platforms:
+            if p.type in PLATFORMS.names() and (gap := PLATFORMS.get(p.type).fleet_gap):
+                raise InputError(f"platform {p.name!r} ({p.type}): density cannot run on it yet: {gap}",
+                                 "measure it with experiment: benchmarks, or migration with mode: lifecycle (N at "
+                                 "once); density of the runtime under it with containerd")
         own = next((p.name for p in campaign.platforms if p.image is not None), None)
         if campaign.hosts and own is not None:
             raise InputError(f"platform {own!r}: a per-platform image: is not shipped to hosts: yet",

@@ -34,6 +34,7 @@ from ...images.image import Image
 from ...platforms import naming
 from ...platforms.availability import availability_of
 from ...platforms.base import Instance, Platform, Size
+from ...platforms.closing import close_platforms
 from ...platforms.naming import INSTANCE_PREFIX
 from ...registry import PLATFORMS
 from ...store.db import now
@@ -136,6 +137,19 @@ def sample(metric: str, value: float) -> dict[str, Any]:
     return {"metric": metric, "value": float(value), "unit": unit, "higher_is_better": higher, "category": category}
 
 
+def event_samples(per: list[dict[str, float]]) -> list[dict[str, Any]]:
+    """The steps each instance's platform timed by its own events (a pod's watch): instance i+1's
+    own value, and their mean as the execution's (instance 0), as for N instances of a benchmark."""
+    out: list[dict[str, Any]] = []
+    for metric in sorted({m for times in per for m in times}):
+        values = [times[metric] for times in per if metric in times]
+        base = {"metric": f"{metric}_s", "unit": "s", "higher_is_better": False, "category": "lifecycle"}
+        out.append({**base, "value": sum(values) / len(values)})
+        out += [{**base, "value": v, "instance": n + 1} for n, times in enumerate(per)
+                if (v := times.get(metric)) is not None]
+    return out
+
+
 def key_of(count: int, dest: str | None) -> str:
     return f"migration[count={count}" + (f",to={dest}]" if dest else "]")
 
@@ -223,8 +237,11 @@ class Migration(Experiment):
 
     # -- before anything starts ------------------------------------------------------------
     def platforms(self) -> dict[str, Platform]:
-        return {e.name: PLATFORMS.get(e.type)(e.name, PLATFORMS.get(e.type).Options(**e.options), self.paths)
-                for e in self.campaign.platforms}
+        """The campaign's platforms, made once (a pod platform keeps its cluster and image between calls)."""
+        if getattr(self, "_platforms", None) is None:
+            self._platforms = {e.name: PLATFORMS.get(e.type)(e.name, PLATFORMS.get(e.type).Options(**e.options),
+                                                             self.paths) for e in self.campaign.platforms}
+        return self._platforms
 
     def prepare(self, log: Callable[[str], None]) -> None:
         section: MigrationSection = self.section
@@ -266,6 +283,7 @@ class Migration(Experiment):
             if not verdicts[p.type].available:
                 raise UnavailableError(f"platform {name!r} ({p.type}) is not available here: {verdicts[p.type].reason}",
                                        verdicts[p.type].fix or "remove it from the campaign (see `virtbench doctor`)")
+            p.preflight()  # the entry's own options against what they name (a cluster)
         self._hosts = self.connect_hosts(log)
         try:
             self._facts = self.storage_facts(log)
@@ -372,6 +390,9 @@ class Migration(Experiment):
         finally:
             self.close_hosts()
 
+    def close(self) -> None:
+        close_platforms((getattr(self, "_platforms", None) or {}).values())
+
     def rounds(self, ctx: ExperimentContext, platforms: dict[str, Platform], image: Image,
                dests: list[Destination | None], rng: random.Random, rounds: int) -> None:
         section: MigrationSection = self.section
@@ -411,9 +432,12 @@ class Migration(Experiment):
                 gone = fleet.discard(platform, instances)
                 if gone:
                     raise RuntimeError("; ".join(gone))
-                instances = []
+                gone_ones, instances = instances, []
                 samples = [sample("create_s", created.seconds), sample("start_s", up.seconds),
                            sample("stop_s", down.seconds), sample("remove_s", time.perf_counter() - t1)]
+                events = [platform.event_times(i) for i in gone_ones]
+                samples += event_samples([times for times, _ in events])
+                log += [f"events {i.name}: {record}" for i, (_, record) in zip(gone_ones, events) if record]
                 log.append(f"start each: {up.each}; stop each: {down.each}")
             elif section.mode == "offline" and dest is not None and dest.host is not None:
                 for i in instances:

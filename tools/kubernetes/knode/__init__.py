@@ -1,0 +1,1 @@
+"""virtbench's test Kubernetes node, behind tools/start-kubernetes (standard library only)."""
