@@ -11,15 +11,21 @@ DIR/node.json (its header documents every field). Tests get that node.json as a 
         config.load_kube_config(k8s_node["kubeconfig"])        # the PyPI kubernetes client
         host = HostSpec(**k8s_node["ssh"])                     # the node as an SSH host
 
-Every module that imports the fixture gets the same node, started on first use and stopped once
-when the session ends; the stop checks that nothing of it is left on the host (processes,
-mounts, the veth, cgroups) and fails the session's teardown if something is. `K8sNode` starts a
+Every module that imports the fixture gets the same node, started on first use and stopped after
+the last test of their xdist group (`k8snode`, tests/hostsupport/schedule.py: one node per run,
+not one per worker that happens to get such a module) or when the session ends; the stop checks
+that nothing of it is left on the host (processes, mounts, the veth, cgroups) and fails that
+test's teardown if something is. While its worker waits for a measuring test elsewhere, every
+process of the node is stopped (SIGSTOP) and continued afterwards, as the reference guest is
+paused: an idle node's apiserver, etcd and kubelet still take a few per cent of a core. `K8sNode` starts a
 node of its own for a test that must see one start and stop (tests/integration/test_k8s_node.py).
 """
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -27,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from hostsupport import schedule
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "tools" / "build-kubernetes"
@@ -77,10 +85,49 @@ class K8sNode:
 
 
 _shared: K8sNode | None = None
+_unregister: list[Any] = []
+
+
+def _tree(root: int) -> list[int]:
+    """root and every process below it (the node's init: its daemons, shims and pods' processes)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo += children.get(pid, [])
+    return found
+
+
+def _signal_node(sig: signal.Signals) -> None:
+    node = _shared
+    pid = node.info.get("init_pid") if node is not None else None
+    if not pid:
+        return
+    for p in _tree(int(pid)):
+        try:
+            os.kill(p, sig)
+        except ProcessLookupError:
+            pass
+
+
+def stop_after(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """The session's node stopped once the next test is not of its group (see the docstring)."""
+    if _shared is not None and (nextitem is None or schedule.group_of(nextitem) != schedule.group_of(item)):
+        _stop_shared()
 
 
 def _stop_shared() -> None:
     global _shared
+    while _unregister:
+        _unregister.pop()()
     node, _shared = _shared, None
     if node is None:
         return
@@ -107,5 +154,7 @@ def k8s_node(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
             node.stop()
             raise
         _shared = node
+        _unregister.append(schedule.while_waiting(lambda: _signal_node(signal.SIGSTOP),
+                                                  lambda: _signal_node(signal.SIGCONT)))
         request.config.add_cleanup(_stop_shared)
     yield _shared.info

@@ -35,7 +35,7 @@ FIRST = ("refhost",)
 """The longest groups (tests/README.md, the durations table): started first, on their own
 worker, while the other worker takes the rest. refhost: the reference guest under TCG (its image
 and disk are built in the background from the start, prebuild.py), then five campaigns on it."""
-LATE = ("integration/test_arm_fresh.py", "integration/test_kubernetes.py")
+LATE = ("integration/test_arm_fresh.py", "k8snode")
 """Groups that wait for a background build (the emulated arm64 board; the Kubernetes node): after
 the other groups, so that their build is done or nearly by the time they start."""
 
@@ -52,6 +52,11 @@ CONTENDING = {
     # nginx 8080, mariadb 3306): two such campaigns at once would take each other's ports.
     "integration/test_suite.py": "hostports",
     "integration/test_study_cli.py": "hostports",
+    # The Kubernetes node's tests: one session node (hostsupport/k8s_node.py: 1.5 GB, a minute or
+    # two to start) for both modules, on one worker, stopped after the group's last test (two
+    # workers each started one, kept until their session ended, beside the measuring tests).
+    "integration/test_k8s_node.py": "k8snode",
+    "integration/test_kubernetes.py": "k8snode",
 }
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from hostsupport import schedule
+from hostsupport.k8s_node import stop_after as stop_k8s_node_after
 from virtbench.platforms.qemu import guest
 
 
@@ -124,6 +125,7 @@ def pytest_runtest_teardown(item, nextitem):
     finally:
         if "refhost" in item.fixturenames and (nextitem is None or "refhost" not in nextitem.fixturenames):
             _SHARED.stop()  # the last test that needs it: the guest does not run beside what follows
+        stop_k8s_node_after(item, nextitem)  # the session's Kubernetes node, likewise after its group
 
 
 def pytest_sessionfinish(session):

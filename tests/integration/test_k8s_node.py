@@ -14,6 +14,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -26,6 +27,9 @@ from hostsupport.k8s_node import K8sNode, build, go_available, k8s_node
 from virtbench.images.oci import oci_archive
 from virtbench.remote.inventory import HostSpec
 from virtbench.remote.ssh import SSHExecutor
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools" / "kubernetes"))
+from knode.outer import cgroup_mounts  # noqa: E402 - the tool's own reading of the hierarchies
 
 pytestmark = pytest.mark.integration
 k8s = pytest.importorskip("kubernetes", reason="the kubernetes extra (pip install 'virtbench[kubernetes]')")
@@ -46,15 +50,6 @@ def sysctls() -> dict[str, str]:
     out = subprocess.run(["sysctl", "-a"], capture_output=True, text=True, timeout=60).stdout
     pairs = (line.split(" = ", 1) for line in out.splitlines() if " = " in line)
     return {k: v for k, v in pairs if not VOLATILE.match(k)}
-
-
-def cgroup_mounts() -> list[Path]:
-    out = []
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        pre, _, post = line.partition(" - ")
-        if post.split(" ")[0] in ("cgroup", "cgroup2"):
-            out.append(Path(pre.split(" ")[4]))
-    return out
 
 
 def ns_holders(inode: str) -> list[str]:

@@ -129,14 +129,19 @@ def test_every_platform_measured_with_limits_taking_effect_and_cleanup_leaving_n
         # guest CPU time (the instance's cgroup usage), which the quota caps exactly; the rates
         # are printed, not judged: under TCG on a loaded 2-core host a guest CPU-second does not
         # do a fixed amount of work (the vCPU threads are descheduled while the guest runs on).
+        # The unlimited twin is not compared in cores: how much it gets of the guest depends on the
+        # host's load (CI of d2eaae4: docker 0.43 cores unlimited, 0.50 with `cpus: 1`, while the
+        # Kubernetes node built beside it). That it had no quota and was never throttled is below;
+        # the halving itself, on a quiet host, is the self-test's cpu-quota check (test_selftest_
+        # on_the_reference_host, alone).
         assert cores[f"{p}-1cpu"] <= 1.1, (p, cores)
-        assert cores[p] >= 1.2 * cores[f"{p}-1cpu"], (p, cores)
     # the quota's own counters over each execution (cgroup v2 cpu.stat): held, and it acted
     limits = {(x["platform"], x["benchmark"]): x for x in report["probes"]["pressure"]["cpu_limits"]}
     for p in HALVED:
         lim = limits[f"{p}-1cpu", "openssl"]
         assert lim["quota_cpus"] == 1.0 and lim["cpu_per_s"] <= 1.05 and lim["throttled_periods"] > 0, lim
-        assert limits[p, "openssl"]["quota_cpus"] is None, limits[p, "openssl"]
+        assert limits[p, "openssl"]["quota_cpus"] is None and limits[p, "openssl"]["throttled_periods"] == 0, \
+            limits[p, "openssl"]
     notes = report.get("notes", {}).get("probes", [])
     assert any(f"{HALVED[0]}-1cpu's CPU quota of 1 held during the run" in n for n in notes), notes
     assert report["host"]["parallel_scaling"]["scaling"] > 0  # measured in the guest when the run started there

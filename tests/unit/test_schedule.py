@@ -66,3 +66,33 @@ def test_measuring_tests_run_alone_and_the_rest_side_by_side(tmp_path):
     assert all(len(w) == 1 for w in workers.values()), workers  # a module is one group: one worker
     start = {r["name"]: r["start"] for r in runs}
     assert start["c1"] < start["c3"], runs  # a group's order kept (c2 is queued with the measuring groups)
+
+
+class _Item:
+    """What assign_groups and order read of a pytest item."""
+
+    def __init__(self, nodeid: str, fixtures: tuple[str, ...] = ()) -> None:
+        import pytest
+
+        self.nodeid, self.name, self.fixturenames = nodeid, nodeid.split("::")[-1], list(fixtures)
+        self.own_markers = [pytest.mark.integration.mark]
+
+    def get_closest_marker(self, name):
+        return next((m for m in self.own_markers if m.name == name), None)
+
+    def add_marker(self, marker) -> None:
+        self.own_markers.append(marker.mark)
+
+
+def test_the_kubernetes_modules_are_one_late_group():
+    """One node per run: both modules that use the session's node on one worker, one after the
+    other, after the ordinary groups (their build runs in the background meanwhile)."""
+    from hostsupport import schedule
+
+    items = [_Item("tests/integration/test_k8s_node.py::test_node_is_ready", ("k8s_node",)),
+             _Item("tests/integration/test_k8s_node.py::test_own_node_stops"),
+             _Item("tests/integration/test_kubernetes.py::test_a_campaign", ("k8s_node",)),
+             _Item("tests/integration/test_runner.py::test_x")]
+    schedule.assign_groups(items)
+    assert {schedule.group_of(i) for i in items[:3]} == {"k8snode"}
+    assert [i.nodeid for i in schedule.order(items)][0] == "tests/integration/test_runner.py::test_x"
