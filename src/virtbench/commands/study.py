@@ -172,7 +172,7 @@ def study_run(study_id: str, scale: str, parts: tuple[str, ...], hosts: tuple[st
 @click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="One self-contained HTML file: the study's comparison, then every run's report.")
 @click.option("--figures", "figures_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Every figure as PNG, SVG and PDF into this directory.")
+              help="The study's figures and each run's story as PNG, SVG and PDF into this directory.")
 @db_option
 def study_report(study_id: str, run_refs: tuple[str, ...], as_json: bool, html_file: Path | None,
                  figures_dir: Path | None, db_url: str | None) -> None:
@@ -195,7 +195,8 @@ def study_report(study_id: str, run_refs: tuple[str, ...], as_json: bool, html_f
 
         specs, platforms = sreport.figure_specs(section, reports)
         written = static.export(specs, figures_dir, platforms=platforms)
-        errconsole.print(f"wrote {len(written)} figure files to {figures_dir}")
+        errconsole.print(f"wrote {len(written)} figure files to {figures_dir} (each run's figure per benchmark "
+                         f"and metric: virtbench report RUN --figures DIR)")
     if as_json:
         click.echo(json.dumps(section.data, indent=2, default=str))
     elif not (html_file or figures_dir):

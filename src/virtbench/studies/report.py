@@ -248,8 +248,14 @@ def write_html(path: Path, section: Section, reports: Sequence[Report]) -> Path:
 
 
 def figure_specs(section: Section, reports: Sequence[Report]) -> tuple[list[FigureSpec], list[str]]:
-    """Every figure of the study report (the study's first), for PNG/SVG/PDF export."""
-    from ..report.figures import for_files
+    """The figures of the study for PNG/SVG/PDF export: the study's own (the paper beside this
+    host) first, then each run's story (every result with its interval) and its experiment
+    sections' figures. Not each run's figure per benchmark and metric: study 001 at quick scale
+    has 227 of them (box, trend, sweep), four minutes of rendering on a quiet 2-core host for
+    files a paper does not print; `virtbench report RUN --figures DIR` writes them."""
+    from ..report.figures import for_reports
 
-    specs, platforms = for_files(reports)
-    return [*section.figures, *specs], platforms
+    specs, platforms = for_reports(reports)
+    stories = [s for s in specs if s.meta.get("story")]
+    sections = [f for r in reports for sec in r.sections for f in sec.figures if f.static]
+    return [*section.figures, *stories, *sections], platforms
