@@ -28,7 +28,6 @@ import shutil
 import signal
 import subprocess
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -138,9 +137,11 @@ def _stop_shared() -> None:
     node.remove()
 
 
-@pytest.fixture(scope="session")
-def k8s_node(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
-    """node.json of the session's node (see the module's docstring)."""
+@pytest.fixture(scope="module")
+def k8s_node(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """node.json of the session's node (see the module's docstring), started when none runs: a
+    module after its group's last test (which stopped it) gets a node again, not a stale node.json
+    (module scope: test_k8s_node's module fixtures build on it)."""
     global _shared
     if _shared is None:
         if not go_available():
@@ -157,4 +158,4 @@ def k8s_node(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
         _unregister.append(schedule.while_waiting(lambda: _signal_node(signal.SIGSTOP),
                                                   lambda: _signal_node(signal.SIGCONT)))
         request.config.add_cleanup(_stop_shared)
-    yield _shared.info
+    return _shared.info
