@@ -88,3 +88,26 @@ def store(db_url):
     s = Store(db_url)
     yield s
     s.engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def figures_drawn_once():
+    """Each figure drawn as SVG once per module, then reused: for the tests that compare what
+    every surface (the HTML file, the web run page, the HTML download) carries of one run, where
+    each surface draws the same figures again (test_every_surface's `bench` run: 425 s of the
+    fresh CI rehearsal's unit lane). The drawing itself is tested where it is checked
+    (test_paper_figures, test_export, test_report_golden)."""
+    from virtbench.report import html
+
+    drawn: dict[tuple[str, tuple[tuple[str, str], ...]], str] = {}
+    draw = html.svg_figure
+
+    def once(spec, palette):
+        key = (repr(spec), tuple(sorted(palette.items())))
+        if key not in drawn:
+            drawn[key] = draw(spec, palette)
+        return drawn[key]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(html, "svg_figure", once)
+        yield

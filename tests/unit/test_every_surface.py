@@ -141,6 +141,7 @@ def _text_of(html: str) -> str:
     return unescape(re.sub(r"<[^>]+>", " ", html))
 
 
+@pytest.mark.usefixtures("figures_drawn_once")
 @pytest.mark.parametrize("run_id", RUNS)
 def test_every_surface_carries_the_same_parts_and_numbers(store, run_id, tmp_path, monkeypatch):
     monkeypatch.setattr("virtbench.report.html.plotly_js", lambda: "")

@@ -92,6 +92,7 @@ def _figure_text(report) -> str:
                                *(t for s in f.series for t in (s.text or []))]) for f in figures)
 
 
+@pytest.mark.usefixtures("figures_drawn_once")
 @pytest.mark.parametrize("run_id", RUNS)
 def test_every_surface_speaks_one_notation(store, web, run_id, tmp_path, monkeypatch):
     monkeypatch.setattr("virtbench.report.html.plotly_js", lambda: "")
