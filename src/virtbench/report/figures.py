@@ -447,7 +447,12 @@ def for_files(reports: Sequence[Any]) -> tuple[list[FigureSpec], list[str]]:
     """What --figures writes for these reports (model.Report): the runs' figures, then their
     sections' (experiment kinds, probes) that are meant as files; and the platform names."""
     specs, platforms = for_reports(reports)
-    return [*specs, *(f for r in reports for s in r.sections for f in s.figures if f.static)], platforms
+    return [*specs, *section_figures(reports)], platforms
+
+
+def section_figures(reports: Sequence[Any]) -> list[FigureSpec]:
+    """The figures of the reports' sections (experiment kinds, probes) that are meant as files."""
+    return [f for r in reports for s in r.sections for f in s.figures if f.static]
 
 
 def for_reports(reports: Sequence[Any]) -> tuple[list[FigureSpec], list[str]]:

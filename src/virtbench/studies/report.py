@@ -253,9 +253,7 @@ def figure_specs(section: Section, reports: Sequence[Report]) -> tuple[list[Figu
     sections' figures. Not each run's figure per benchmark and metric: study 001 at quick scale
     has 227 of them (box, trend, sweep), four minutes of rendering on a quiet 2-core host for
     files a paper does not print; `virtbench report RUN --figures DIR` writes them."""
-    from ..report.figures import for_reports
+    from ..report.figures import for_reports, section_figures
 
     specs, platforms = for_reports(reports)
-    stories = [s for s in specs if s.meta.get("story")]
-    sections = [f for r in reports for sec in r.sections for f in sec.figures if f.static]
-    return [*section.figures, *stories, *sections], platforms
+    return [*section.figures, *(s for s in specs if s.meta.get("story")), *section_figures(reports)], platforms
