@@ -27,6 +27,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,10 @@ import pytest
 from hostsupport import schedule
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools" / "kubernetes"))
+from knode.layout import Node  # noqa: E402 - the tool's own view of a node
+from knode.outer import node_pids  # noqa: E402
+
 BUILD = ROOT / "tools" / "build-kubernetes"
 START = ROOT / "tools" / "start-kubernetes"
 BASE = Path("/var/lib/virtbench-test")
@@ -87,32 +92,12 @@ _shared: K8sNode | None = None
 _unregister: list[Any] = []
 
 
-def _tree(root: int) -> list[int]:
-    """root and every process below it (the node's init: its daemons, shims and pods' processes)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo += children.get(pid, [])
-    return found
-
-
 def _signal_node(sig: signal.Signals) -> None:
-    node = _shared
-    pid = node.info.get("init_pid") if node is not None else None
-    if not pid:
-        return
-    for p in _tree(int(pid)):
+    """sig to every process of the session's node, as tools/start-kubernetes finds them."""
+    node = _shared and Node.load(_shared.dir)
+    for pid in node_pids(node) if node else []:
         try:
-            os.kill(p, sig)
+            os.kill(pid, sig)
         except ProcessLookupError:
             pass
 
