@@ -19,7 +19,7 @@ import pytest
 
 from virtbench import proc
 from virtbench.errors import CommandError
-from virtbench.platforms import bridge, cgroups, mounts
+from virtbench.platforms import bridge, cgroups, mounts, oci
 from virtbench.platforms.base import EXEC_ENV, Paths, Platform
 from virtbench.platforms.lxc import LXC
 from virtbench.platforms.native import Native
@@ -120,6 +120,25 @@ def tidy(paths):
 def test_probe_available(kind, paths):
     result = CLASSES[kind].availability(paths)
     assert result.available, result
+
+
+def test_runc_probe_leaves_no_cgroup(paths):
+    """The probe's container has a top-level cgroup of its own, which `runc delete` removes; under
+    virtbench/ it left that empty parent in every hierarchy after each run (seen by `cleanup`)."""
+    if oci.systemd_cgroups("runc"):
+        pytest.skip("systemd places the probe in a scope of virtbench.slice and removes it")
+    made: list[str] = []
+    real = oci.build_oci_config
+
+    def spy(**kw):
+        made.append(kw["cgroups_path"])
+        return real(**kw)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(oci, "build_oci_config", spy)
+        assert Runc.try_instance(paths).available
+    assert len(made) == 1 and made[0].count("/") == 1 and made[0].startswith("/vb-probe-"), made
+    assert not list(Path("/sys/fs/cgroup").glob(f"*{made[0]}")) and not Path(f"/sys/fs/cgroup{made[0]}").exists()
 
 
 def test_crun_probe(paths):

@@ -146,7 +146,10 @@ class _OCIRuntime(Platform):
         with trial_dir(paths, cls.runtime) as bundle:
             try:
                 binds = mounts.skeleton_rootfs(bundle / "rootfs")
-                spec_path, _ = cgroup_paths(cls.runtime, None, name)
+                # its own top-level cgroup, which `delete` removes: under virtbench/ the
+                # runtime would leave the empty parent it made behind in every hierarchy
+                spec_path = (cgroup_paths(cls.runtime, None, name)[0] if systemd_cgroups(cls.runtime)
+                             else f"/{name}")
                 config = build_oci_config(name=name, run_id="probe", rootfs=str(bundle / "rootfs"),
                                           options=PlatformOptions(), args=["true"], binds=binds,
                                           cgroups_path=spec_path)
