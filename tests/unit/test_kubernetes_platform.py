@@ -58,6 +58,19 @@ def test_good_options_are_kept_and_paths_expanded(monkeypatch: pytest.MonkeyPatc
     assert KubernetesOptions().kubeconfig_path() == Path("~/.kube/config").expanduser()
 
 
+@pytest.mark.parametrize(("address", "socket"), [
+    (None, "/run/containerd/containerd.sock"), ("/run/k0s/containerd.sock", "/run/k0s/containerd.sock"),
+    ("unix:///run/k0s/containerd.sock", "/run/k0s/containerd.sock"), ("relative.sock", "/run/containerd/containerd.sock")])
+def test_the_socket_defaults_to_where_ctr_looks(monkeypatch: pytest.MonkeyPatch, address: str | None, socket: str):
+    """A study's campaign names no socket: $CONTAINERD_ADDRESS is how a k0s node's is given."""
+    if address is None:
+        monkeypatch.delenv("CONTAINERD_ADDRESS", raising=False)
+    else:
+        monkeypatch.setenv("CONTAINERD_ADDRESS", address)
+    assert KubernetesOptions().socket_path() == Path(socket)
+    assert KubernetesOptions(containerd_socket="/given.sock").socket_path() == Path("/given.sock")
+
+
 def test_the_pod_manifest_carries_the_options():
     o = opts(cpus=1.5, memory="512M", runtime_class="runsc", node="vbk8s-a", privileged=True, network="host")
     pod = manifest.pod("vb-x-r0", "virtbench-1", "localhost/virtbench:abc", o, run_id="20261129-1-ab",

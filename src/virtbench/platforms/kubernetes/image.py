@@ -54,13 +54,15 @@ def check_importable(socket: Path, registry: str | None, host: Executor, name: s
     if not is_socket(socket, host):
         raise InputError(f"platform {name}: the image can neither be imported (no containerd socket at {socket} "
                          "on this host) nor pulled (no registry: given)",
-                         "run on the node (hosts: [NODE]), give the node's socket as containerd_socket:, or "
+                         "run on the node (hosts: [NODE]), give the node's socket as containerd_socket: "
+                         "(or $CONTAINERD_ADDRESS), or "
                          "give registry: HOST[:PORT]/PATH")
     res = host.run([*ctr(socket), "namespaces", "ls", "-q"], timeout=30, check=False)
     if not res.ok:
         raise InputError(f"platform {name}: the containerd at {socket} does not answer: "
                          f"{(res.stderr or res.stdout).strip()[-200:]}",
-                         "give the node's containerd socket as containerd_socket:, or registry:")
+                         "give the node's containerd socket as containerd_socket: (or $CONTAINERD_ADDRESS), "
+                         "or registry:")
 
 
 def is_socket(path: Path, host: Executor) -> bool:

@@ -41,6 +41,14 @@ def default_kubeconfig(environ: dict[str, str] | None = None) -> Path:
     return Path(first).expanduser() if first else Path("~/.kube/config").expanduser()
 
 
+def default_socket(environ: dict[str, str] | None = None) -> Path:
+    """Where ctr looks: $CONTAINERD_ADDRESS (a path, or unix://PATH), else containerd's own
+    default. A study's campaign names no socket, so this is how a k0s node's (/run/k0s/...) is given."""
+    env = os.environ if environ is None else environ
+    given = env.get("CONTAINERD_ADDRESS", "").strip().removeprefix("unix://")
+    return Path(given) if given.startswith("/") else Path(DEFAULT_SOCKET)
+
+
 def owner_of(state: Path) -> str:
     """The OWNER_LABEL value of a state directory (a label value holds no '/')."""
     return hashlib.sha256(str(state).encode()).hexdigest()[:16]
@@ -65,9 +73,11 @@ class KubernetesOptions(PlatformOptions):
     registry: str | None = Field(None, description="push the image to this registry (HOST[:PORT]/PATH, with "
                                                    "skopeo and the registry credentials of skopeo's auth file) "
                                                    "instead of importing it into the node's containerd")
-    containerd_socket: Path = Field(Path(DEFAULT_SOCKET), description=(
+    containerd_socket: Path | None = Field(None, description=(
         "the node's containerd socket, where the image is imported (namespace k8s.io) when no registry "
-        "is given: run on the node (hosts: [NODE]) or give the socket's path here"))
+        "is given: run on the node (hosts: [NODE]) or give the socket's path here (default: "
+        "$CONTAINERD_ADDRESS, as ctr reads it, else /run/containerd/containerd.sock; k0s: "
+        "/run/k0s/containerd.sock)"))
     ready_timeout: float = Field(300.0, gt=0, le=3600, description="seconds a pod may take to become Ready")
 
     @field_validator("namespace", "node", "runtime_class")
@@ -117,6 +127,9 @@ class KubernetesOptions(PlatformOptions):
 
     def kubeconfig_path(self) -> Path:
         return self.kubeconfig or default_kubeconfig()
+
+    def socket_path(self) -> Path:
+        return self.containerd_socket or default_socket()
 
 
 def pod_name(instance: str) -> str:

@@ -92,7 +92,7 @@ class Kubernetes(Platform):
         self.facts = preflight.check(self, self.cluster)
         ledger.record(self.paths, {"kubeconfig": str(self.cluster.kubeconfig), "context": self.cluster.context,
                                    "namespace": self.namespace, "own_namespace": self.own_namespace,
-                                   "socket": str(self.options.containerd_socket),
+                                   "socket": str(self.options.socket_path()),
                                    "registry": self.options.registry})
 
     def versions(self) -> dict[str, str]:
@@ -117,7 +117,7 @@ class Kubernetes(Platform):
                          "node": self.facts.get("node") or self.options.node,
                          "runtime_class": self.options.runtime_class,
                          "image": "registry " + self.options.registry if self.options.registry
-                         else f"imported into containerd {self.options.containerd_socket} (k8s.io)",
+                         else f"imported into containerd {self.options.socket_path()} (k8s.io)",
                          "qos": _qos(self.options), "exec": "API exec stream (kexec helper per command)",
                          "lifecycle": "timed by watched events"}
         return doc
@@ -132,7 +132,7 @@ class Kubernetes(Platform):
         """The image where the node finds it; then one pod of it started and removed (decided by
         trying: a RuntimeClass whose shim is missing, an image the kubelet cannot see, a node that
         takes no pods are refused here, with the pod's own reason)."""
-        socket = self.options.containerd_socket
+        socket = self.options.socket_path()
         if self.options.registry:
             image.push(image_, self.options.registry, self.host)
             self.image_ref = image.registry_ref(self.options.registry, image_)
@@ -314,7 +314,7 @@ class Kubernetes(Platform):
                 self.cluster.delete_namespace(self.namespace, wait=GONE_WAIT)
             self._namespace_made = False
             if self.image_ref is not None and not self.options.registry:  # imported now, or left by a crash
-                image.remove_imported(self.options.containerd_socket, self.owner, self.host)
+                image.remove_imported(self.options.socket_path(), self.owner, self.host)
                 self.image_ref = None
         finally:
             self.cluster.close()
@@ -332,7 +332,7 @@ def _qos(o: KubernetesOptions) -> str:
 def _fix(failure: str | None) -> str:
     if failure and "ErrImageNeverPull" in failure:
         return ("the image is not in the node's containerd: run on the node (hosts: [NODE]) or give its socket as "
-                "containerd_socket:, or use registry:")
+                "containerd_socket: (or $CONTAINERD_ADDRESS), or use registry:")
     if failure and failure.startswith("unschedulable"):
         return "free the node (or lower cpus/memory), or name another node:"
     return "see the pod's events and the kubelet's log on the node"

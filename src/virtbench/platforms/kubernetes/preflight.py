@@ -69,7 +69,7 @@ def check(platform: Kubernetes, cluster: Cluster) -> dict[str, Any]:
                              f"use one of {', '.join(known)}" if known else
                              "create it (handler: the containerd runtime's name), or remove runtime_class:") from None
     _fits(who, node, o.cpus, o.memory)
-    image.check_importable(o.containerd_socket, o.registry, platform.host, platform.name)
+    image.check_importable(o.socket_path(), o.registry, platform.host, platform.name)
     return facts
 
 
