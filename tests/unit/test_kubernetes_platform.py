@@ -316,3 +316,24 @@ def test_doctor_reports_the_default_cluster_or_why_there_is_none(tmp_path: Path,
           "runtime_classes": ["runc", "runsc"]}
     assert "reachable, Kubernetes v1.34.4" in doctor.lines(up)[0] and "runc, runsc" in doctor.lines(up)[2]
     assert Kubernetes.availability(paths).available
+
+
+def test_the_host_and_the_pod_reach_each_other_at_the_pods_ip_and_the_route_to_it(tmp_path: Path):
+    """Under hostNetwork on a node that is this host the pod's IP is the host's own, and the route
+    to it is local; 127.0.0.1 would be the node's loopback wherever the node is another machine
+    or namespace (the test node: its own network namespace behind a veth)."""
+    import re
+    import subprocess
+
+    from virtbench.errors import UnavailableError
+    from virtbench.platforms.base import Instance
+
+    out = subprocess.run(["ip", "-4", "-o", "addr", "show", "scope", "global"], capture_output=True, text=True).stdout
+    own = re.search(r"inet (\d+\.\d+\.\d+\.\d+)/", out)
+    if own is None:
+        pytest.skip("this host has no global IPv4 address")
+    p = Kubernetes("pod", opts(network="host"), Paths(state=tmp_path / "s", runtime=tmp_path / "r"))
+    pod = Instance("vb-x", "pod", "r", {"pod": "vb-x", "namespace": "ns", "pod_ip": own.group(1)})
+    assert p.address(pod) == own.group(1) and p.host_address(pod) == own.group(1)
+    with pytest.raises(UnavailableError, match="no IP"):
+        p.host_address(Instance("vb-y", "pod", "r", {"pod": "vb-y", "namespace": "ns", "pod_ip": None}))

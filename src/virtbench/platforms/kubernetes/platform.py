@@ -19,6 +19,7 @@ are recorded (ledger.py) so `virtbench cleanup` finds them after a crash.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 import uuid
@@ -281,6 +282,28 @@ class Kubernetes(Platform):
         steps = timeline.get("steps") or {}
         times = {f"pod_{k}": float(v) for k, v in steps.items() if k in (*events.START_STEPS, *events.STOP_STEPS)}
         return times, json.dumps(timeline, sort_keys=True) if timeline else ""
+
+    # -- networking ------------------------------------------------------------------------
+    def address(self, instance: Instance) -> str:
+        """The pod's IP as the API gives it (under hostNetwork the node's): the node need not be
+        the host virtbench runs on, so neither 127.0.0.1 nor an address read inside will do."""
+        ip = instance.data.get("pod_ip")
+        if not ip:
+            raise UnavailableError(f"{self.name}: pod {instance.data.get('pod')} has no IP in its status")
+        return str(ip)
+
+    def host_address(self, instance: Instance) -> str:
+        """This host's source address on its route to the pod: the node's own address when
+        virtbench runs on the node (hostNetwork), the CNI bridge's for a pod there, and this
+        host's address towards the node when it is another machine or namespace."""
+        ip = self.address(instance)
+        out = self.host.run(["ip", "-4", "-o", "route", "get", ip], timeout=30).stdout
+        match = re.search(r"\bsrc (\d+\.\d+\.\d+\.\d+)", out)
+        if not match:
+            raise UnavailableError(f"{self.name}: this host has no route to pod {instance.data.get('pod')} at {ip}: "
+                                   f"{out.strip()!r}", "run virtbench on the node (hosts: [NODE]) for network "
+                                   "benchmarks between the host and pods")
+        return match.group(1)
 
     # -- where its processes are -----------------------------------------------------------
     def memory_cgroup(self, instance: Instance) -> str | None:
