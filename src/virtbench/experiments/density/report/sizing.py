@@ -57,6 +57,15 @@ def _fixed(f: M.Fit | None) -> str:
     return "-" if f is None else f"{f.intercept / M.MIB:.1f}"
 
 
+def _calibration_overlap(entry: dict[str, Any], min_overlap: float) -> dict[str, Any] | None:
+    """How the workloads ran at the count the model is calibrated on, when not together: then
+    the CPUs, not only memory, set how much of the workload's memory was held at once."""
+    point = next((p for p in entry.get("points", []) if p.get("ok") and p.get("count") == entry.get("max_count")), None)
+    if point is None or point.get("overlap") is None or point["overlap"] >= min_overlap:
+        return None
+    return {"count": point["count"], "overlap": point["overlap"], "start_spread_s": point.get("start_spread_s")}
+
+
 def platform_sizing(entry: dict[str, Any], guard: dict[str, Any]) -> dict[str, Any]:
     """The sizing data of one platform's search (the JSON entry)."""
     fits = M.costs(entry)
@@ -72,7 +81,8 @@ def platform_sizing(entry: dict[str, Any], guard: dict[str, Any]) -> dict[str, A
     if cal is not None:
         out["calibration"] = {"per_instance_bytes": cal.per_instance, "range_bytes": list(cal.range),
                               "fixed_bytes": cal.fixed, "measured_on_bytes": cal.measured_on,
-                              "measured_max": cal.measured_max}
+                              "measured_max": cal.measured_max,
+                              "not_together": _calibration_overlap(entry, float(entry.get("min_overlap") or 0.5))}
         for factor in (0.5, 1, 2, 4):
             size = limit * factor
             p = M.predict_confined(cal, size, guard)
@@ -144,6 +154,13 @@ def build(store: Store, run: Run) -> Section | None:
                             ["platform", "memory", "cpu"], pods))
     notes = [a for d in data if (a := _advice(d))] + list(ASSUMPTIONS)
     for d in data:
+        apart = (d.get("calibration") or {}).get("not_together")
+        if apart:
+            notes.append(f"{d['platform']}: at {apart['count']}, the count the model is calibrated on, the "
+                         f"workloads did not run together (all running for {apart['overlap']:g} of the window, "
+                         f"start spread {apart['start_spread_s']:.1f} s): the CPUs, not only memory, set how much of "
+                         "the workload's memory was held at once, and a bigger confined host with the same CPUs "
+                         "runs even fewer at once, so its counts above are lower bounds.")
         if d.get("memory_ceiling_only"):
             notes.append(f"{d['platform']}: stopped by {d['stopped_by']} ({d['stop_reason']}), not memory: "
                          "the counts above are memory's ceiling, the real limit is the one that stopped it.")
