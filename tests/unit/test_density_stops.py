@@ -254,7 +254,7 @@ def test_precision_ends_the_bisection_that_close():
     assert len(calls) == 11 + 6  # 1..1024, then 512..1024 narrowed to 8 in six steps
 
 
-def _aimed_prober(monkeypatch, limit_count: int) -> tuple[Ramp, list[int]]:
+def _aimed_prober(monkeypatch, limit_count: int, per_mib: float = 1.63) -> tuple[Ramp, list[int]]:
     """A confined host of 1 GiB with a 10 % floor whose peak grows 1.63 MiB per instance
     (session 21's runc fleet) and fails above `limit_count`; measure records each healthy
     count's peak as the judge does."""
@@ -270,7 +270,7 @@ def _aimed_prober(monkeypatch, limit_count: int) -> tuple[Ramp, list[int]]:
         probes.append({"count": c})
         if c > limit_count:
             return Stop("guard", "available memory below the floor", c)
-        ramp.points[c] = {"peak": int(2 * mib + 1.63 * mib * c)}
+        ramp.points[c] = {"peak": int(2 * mib + per_mib * mib * c)}
         return None
 
     ramp.measure = measure
@@ -289,6 +289,19 @@ def test_the_ramp_aims_below_the_predicted_maximum_instead_of_doubling_past_it(m
     assert calls[:11] == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 558] and 1024 not in calls
     # doubling to 1024 and bisecting back measures 20 counts at 562; a prediction 25 % low costs 2 more
     assert len(calls) <= {562: 16, 540: 17, 600: 20, 700: 22}[limit_count], calls
+
+
+def test_a_ramp_already_past_the_prediction_steps_on_instead_of_doubling(monkeypatch):
+    """Measured (lxc, 1 GiB, 2026-11-30): 16..256 predicted 510, so the ramp measured 500 and
+    then 512, both healthy (the peak per instance falls as the workloads run less together); the
+    next scheduled count, 1024, was then measured at once: its overshoot squeezed the kept fleet,
+    which ran 576 and 584 where fresh fleets failed both, and the search took two confirmations
+    and a third fleet to come back to 518. Past the prediction the ramp steps on from 512."""
+    ramp, calls = _aimed_prober(monkeypatch, 518, per_mib=1.8)
+    result = ramp.search(Until(until="failure", max=1500).ramp(), bisect=True, confirm=False)
+    assert result.max_count == 518 and 1024 not in calls, calls
+    assert calls[9:12] == [504, 512, 524], calls
+    assert len(calls) <= 16, calls
 
 
 def test_no_aim_without_a_confining_parent_or_after_the_first_fleet(monkeypatch):

@@ -221,10 +221,15 @@ class Ramp:
         failed, where a fresh fleet failed 640 and the limit was 562. Aiming also spares the
         counts that bisect down from the overshoot."""
         predicted = self.predicted_max()
-        if predicted is None or not good < predicted < count:
+        if predicted is None or not predicted < count or good + 1 >= count:
             return good, None
         margin = max(1, math.ceil(predicted * AIM_MARGIN))
-        aim, step = max(good + 1, predicted - margin), 2 * margin
+        # at or past the prediction already (the peak per instance fell as the fleet grew: its
+        # workloads ran less together): step on from the last good count, never double past it
+        aim, step = (max(good + 1, predicted - margin), 2 * margin) if good < predicted else \
+            (good + 2 * margin, 4 * margin)
+        if aim >= count:
+            return good, None
         self.ctx.log(f"{self.platform.name}: the confined host's peak so far predicts a maximum of {predicted}: "
                      f"measuring {aim} before {count}")
         while aim < count:
