@@ -226,3 +226,26 @@ def test_a_signal_during_a_parallel_batch_leaves_nothing_running(tmp_path):
     assert len(plat.live) == 4 and len(fleet.created) == 4 and fleet.members == []
     assert fleet.close() == [] and plat.live == set()
     assert not [t for t in threading.enumerate() if t.name.startswith(("ThreadPoolExecutor", "density-start-"))]
+
+
+def test_a_rehearsal_exec_that_times_out_fails_its_instance_not_the_run():
+    """2026-11-30, docker at 1 GiB: one `docker exec` of the rehearsal into a fleet of 557 at its
+    memory limit hung past 120 s; the timeout's CommandError ended the whole run (exit 1, 35
+    minutes of search lost). It is that instance's failure now, so the count fails and says why."""
+    from virtbench.errors import CommandError
+    from virtbench.experiments.density.fleet import Member
+    from virtbench.platforms.base import Instance
+    from virtbench.proc import Result
+
+    def run(argv, timeout=None, check=True):
+        if argv[0] == "vb-1":
+            raise CommandError(argv, None, "", "", timed_out=True, timeout=timeout)
+        return Result(argv, 0, "realtime 1796021000000000000\n", "", 0.01)
+
+    plat = SimpleNamespace(kind="container", exec_argv=lambda inst, argv: [inst.name, *argv],
+                           host=SimpleNamespace(run=run))
+    fleet = ramp_module.Fleet(plat, None, "r", "p", None)
+    fleet.members = [Member(Instance(f"vb-{i}", "docker", "r", {}), None) for i in range(3)]
+    clocks, failed, launch_s = fleet._rehearse("/scratch/w")
+    assert clocks[0] is not None and clocks[2] is not None and clocks[1] is None
+    assert list(failed) == [1] and "timed out after 120 s" in failed[1].stderr and launch_s >= 0

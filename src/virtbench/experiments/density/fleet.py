@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from ... import proc
 from ...benchmarks.base import Benchmark
+from ...errors import CommandError
 from ...images.image import Image
 from ...platforms import cgroups, kernellog, naming
 from ...platforms.base import Instance, Platform
@@ -39,6 +40,11 @@ REMOVERS = 8
 
 class StartFailure(Exception):
     """An additional instance did not start: the runtime's own error text."""
+
+
+REHEARSAL_TIMEOUT = 120.0
+"""Seconds one rehearsal exec may take; a docker exec into a fleet at its memory limit hung
+past it (2026-11-30, 557 instances) and the timeout ended the whole run instead of the count."""
 
 
 @dataclass
@@ -305,8 +311,12 @@ class Fleet:
 
         def one(m: Member) -> tuple[proc.Result, int, int]:
             a = time.time_ns()
-            r = self.platform.host.run(self.platform.exec_argv(m.instance, density_sync.rehearsal(workdir)),
-                                       timeout=120, check=False)
+            argv = self.platform.exec_argv(m.instance, density_sync.rehearsal(workdir))
+            try:
+                r = self.platform.host.run(argv, timeout=REHEARSAL_TIMEOUT, check=False)
+            except CommandError as exc:  # timed out: that instance's workload fails, the count with it
+                r = proc.Result(argv, 1, exc.stdout or "", f"{exc.message}\n{exc.stderr or ''}",
+                                (time.time_ns() - a) / 1e9)
             return r, a, time.time_ns()
 
         started = time.monotonic()
