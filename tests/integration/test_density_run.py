@@ -157,6 +157,22 @@ def test_releases_busybox_and_brought_archives(tmp_path):
         guest.brought(notar)
 
 
+def test_the_cgroup_exec_helper_enters_a_nested_cgroup_it_makes_in_every_hierarchy():
+    """QEMU starts through `python -m virtbench.platforms.cgroups exec` inside a confining parent
+    (density, selftest). On cgroup v1 a cpuset level made on the way has no CPUs, and the kernel
+    refused its child's (EACCES): `selftest --platform qemu` failed before the VM started."""
+    rel = f"vbtest-{uuid.uuid4().hex[:8]}/inner"
+    try:
+        r = subprocess.run([sys.executable, "-m", "virtbench.platforms.cgroups", "exec", "--cgroup", rel, "--",
+                            "cat", "/proc/self/cgroup"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr[-2000:]
+        joined = {line.split(":")[1]: line.split(":")[2] for line in r.stdout.splitlines()}
+        controllers = ["memory"] if cgroups.is_v2() else ["memory", "cpuset", "cpu", "pids"]
+        assert all(joined.get("" if cgroups.is_v2() else c) == "/" + rel for c in controllers), r.stdout
+    finally:
+        cgroups.remove_tree(rel.split("/")[0])
+
+
 # -- the experiment through the CLI ------------------------------------------------------------------
 def _why(entry: dict) -> str:
     """What a density entry says of its stop: enough to tell a failure's cause from CI's log."""

@@ -478,9 +478,16 @@ def enter(relative: str, pid: int | None = None) -> None:
     rel = relative.strip("/")
     dirs = [root() / rel] if is_v2() else [root() / c / rel for c in V1_CONTROLLERS if (root() / c).is_dir()]
     for d in dirs:
-        d.mkdir(parents=True, exist_ok=True)
         if not is_v2() and d.parts[len(root().parts)] == "cpuset":
-            _init_cpuset(d)
+            # every level made here starts with no CPUs, and the kernel refuses (EACCES) a child
+            # CPUs its parent lacks: fill each from its parent, top down
+            level = root() / "cpuset"
+            for part in d.relative_to(level).parts:
+                level = level / part
+                level.mkdir(exist_ok=True)
+                _init_cpuset(level)
+        else:
+            d.mkdir(parents=True, exist_ok=True)
         (d / "cgroup.procs").write_text(str(pid))
 
 
