@@ -81,6 +81,17 @@ def test_oom_knows_whether_the_host_swaps(tmp_path):
     assert oom.host_swaps(tmp_path / "mi") is True
 
 
+def test_oom_on_a_vm_is_skipped_with_why_not_failed():
+    """A VM's limit is its guest's RAM (128 MiB at least): the 64 MiB campaign was refused and
+    the check FAILED with a validation message; the guest's own OOM kill is not read yet."""
+    from types import SimpleNamespace
+
+    ctx = SimpleNamespace(platform="qemu", require_platform=lambda name: None)
+    with pytest.raises(Skip, match="guest's RAM") as got:
+        oom.Oom().measure(ctx)
+    assert "/proc/vmstat" in got.value.fix
+
+
 def test_overhead_judge():
     direct = [1400.0, 1402.0, 1398.0, 1401.0, 1399.0, 1400.0]
     assert overhead.judge([v * 1.003 for v in direct], direct).passed

@@ -58,6 +58,11 @@ class Oom(Check):
 
     def measure(self, ctx: Context) -> tuple[Judgement, dict[str, Any]]:
         ctx.require_platform(ctx.platform)
+        if PLATFORMS.get(ctx.platform).kind == "vm":
+            raise Skip(f"{ctx.platform}: a VM's memory limit is its guest's RAM (at least 128 MiB to boot), and an "
+                       "allocation above it is the guest kernel's OOM kill, inside the guest, which this check does "
+                       "not read (it reads the instance's cgroup on the host)",
+                       "check a VM's limit from inside it (the guest's /proc/vmstat oom_kill)")
         platform: dict[str, Any] = {"name": "limited", "type": ctx.platform, "memory": f"{LIMIT_MIB}M"}
         if host_swaps():
             if not cgroups.swap_accounting():
