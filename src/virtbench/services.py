@@ -46,7 +46,8 @@ class Daemon:
 CONTAINERD = Daemon(
     name="containerd",
     # Without --connect-timeout ctr waits 10 s for a socket that does not exist.
-    probe=("ctr", "--connect-timeout", "2s", "--timeout", "10s", "version"),
+    probe=("ctr", "--address", "/run/containerd/containerd.sock", "--connect-timeout", "2s", "--timeout", "10s",
+           "version"),
     start=("containerd",),
     unit="containerd",
     package="containerd",

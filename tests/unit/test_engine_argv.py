@@ -103,7 +103,7 @@ def test_podman_global_flags_and_rlimits(fake_image):
 
 def test_containerd_create_maps_options(fake_image):
     argv = make(Containerd, cpus=1.5, memory="256MiB", network="host").create_argv(fake_image, "vb-a", "r1")
-    assert argv[:5] == ["ctr", "-n", "virtbench", "containers", "create"]
+    assert argv[:7] == ["ctr", "--address", "/run/containerd/containerd.sock", "-n", "virtbench", "containers", "create"]
     owner = [f"{LABEL}=r1", f"{STATE_LABEL}={PATHS.state}"]
     assert [argv[i + 1] for i, a in enumerate(argv) if a == "--label"] == owner
     assert [argv[i + 1] for i, a in enumerate(argv) if a == "--snapshotter-label"] == owner
@@ -130,7 +130,7 @@ def test_containerd_bridge_rejected_before_anything_starts():
 def test_containerd_exec_ids_unique_and_env_from_container():
     p = make(Containerd)
     a, b = p.exec_argv(instance(), ["true"]), p.exec_argv(instance(), ["true"])
-    assert a[:4] == ["ctr", "-n", "virtbench", "tasks"] and a[4] == "exec"
+    assert a[:6] == ["ctr", "--address", "/run/containerd/containerd.sock", "-n", "virtbench", "tasks"] and a[6] == "exec"
     assert flag_value(a, "--exec-id") != flag_value(b, "--exec-id")
     assert flag_value(a, "--exec-id").startswith("vb-")
     assert a[-2:] == ["vb-x", "true"]
@@ -214,10 +214,10 @@ def test_containerd_container_is_a_scope_of_virtbench_slice_only_where_systemd_r
     p = Containerd("p", Containerd.Options(cpus=1, memory="256M", cpuset="0"), PATHS, rec)
     inst = p.create(fake_image, "vb-a", "r1")
     p.start(inst)
-    spec = p.create_argv(fake_image, "vb-a", "r1")[5:-4]  # the container's own flags, the same on both
+    spec = p.create_argv(fake_image, "vb-a", "r1")[7:-4]  # the container's own flags, the same on both
     if systemd:
         run, update = rec.calls[0], rec.calls[1]
-        assert run[:5] == ["ctr", "-n", "virtbench", "run", "--detach"]
+        assert run[:7] == ["ctr", "--address", "/run/containerd/containerd.sock", "-n", "virtbench", "run", "--detach"]
         assert flag_value(run, "--cgroup") == "virtbench.slice:vb:vb-a" and "--runc-systemd-cgroup" in run
         assert run[-len(spec) - 4:] == [*spec, fake_image.tag, "vb-a", "sleep", "infinity"]
         assert update[:5] == ["runc", "--root", "/run/containerd/runc/virtbench", "--systemd-cgroup", "update"]
@@ -225,7 +225,7 @@ def test_containerd_container_is_a_scope_of_virtbench_slice_only_where_systemd_r
         assert "virtbench.slice" in p.describe()["engine"]["cgroup"]
     else:
         create, start, update = rec.calls[:3]
-        assert create[3:5] == ["containers", "create"] and "--cgroup" not in create
-        assert start[3:5] == ["tasks", "start"]
+        assert create[5:7] == ["containers", "create"] and "--cgroup" not in create
+        assert start[5:7] == ["tasks", "start"]
         assert "--systemd-cgroup" not in update and update[3] == "update"
     assert not any("--runc-systemd-cgroup" in c for c in rec.calls) or systemd

@@ -414,10 +414,9 @@ def reclaim(relative: str) -> None:
 
 def _init_cpuset(d: Path) -> None:
     """A new v1 cpuset cgroup starts empty (no task may join): copy the parent's CPUs and nodes."""
-    for name in ("cpuset.cpus", "cpuset.mems"):
-        f = d / name
+    for f in (d / "cpuset.cpus", d / "cpuset.mems"):
         if f.exists() and not f.read_text().strip():
-            f.write_text(((d.parent / name).read_text().strip()) or "0")
+            f.write_text(((d.parent / f.name).read_text().strip()) or "0")
 
 
 def remove_tree(relative: str, timeout: float = 10.0) -> list[str]:
@@ -478,16 +477,10 @@ def enter(relative: str, pid: int | None = None) -> None:
     rel = relative.strip("/")
     dirs = [root() / rel] if is_v2() else [root() / c / rel for c in V1_CONTROLLERS if (root() / c).is_dir()]
     for d in dirs:
-        if not is_v2() and d.parts[len(root().parts)] == "cpuset":
-            # every level made here starts with no CPUs, and the kernel refuses (EACCES) a child
-            # CPUs its parent lacks: fill each from its parent, top down
-            level = root() / "cpuset"
-            for part in d.relative_to(level).parts:
-                level = level / part
-                level.mkdir(exist_ok=True)
+        d.mkdir(parents=True, exist_ok=True)
+        if not is_v2() and d.parts[len(root().parts)] == "cpuset":  # a new level has no CPUs, and the kernel
+            for level in [*reversed(d.parents)][len(root().parts) + 1:] + [d]:  # refuses its child any: top down
                 _init_cpuset(level)
-        else:
-            d.mkdir(parents=True, exist_ok=True)
         (d / "cgroup.procs").write_text(str(pid))
 
 

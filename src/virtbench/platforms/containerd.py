@@ -38,7 +38,10 @@ from .docker import STATE_LABEL, TAR_LABEL
 from .naming import INSTANCE_PREFIX
 
 NAMESPACE = "virtbench"
-CTR = ["ctr", "-n", NAMESPACE]
+SOCKET = "/run/containerd/containerd.sock"
+CTR = ["ctr", "--address", SOCKET, "-n", NAMESPACE]
+"""Always the host's containerd, named: ctr would follow $CONTAINERD_ADDRESS, which may name
+another containerd (a k0s node's, for the kubernetes platform's image import)."""
 RUNC_ROOT = f"/run/containerd/runc/{NAMESPACE}"
 """Where the io.containerd.runc.v2 shim keeps runc state for this namespace."""
 CFS_PERIOD_US = 100_000
@@ -256,7 +259,7 @@ class Containerd(Platform):
 
     # -- provenance ----------------------------------------------------------------------
     def versions(self) -> dict[str, str]:
-        out = self.host.run(["ctr", "version"], timeout=30).stdout
+        out = self.host.run(["ctr", "--address", SOCKET, "version"], timeout=30).stdout
         versions: dict[str, str] = {}
         section = ""
         for line in out.splitlines():
