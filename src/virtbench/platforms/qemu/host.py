@@ -88,10 +88,20 @@ def serial_tail(path: Path | str, lines: int = SERIAL_TAIL) -> str:
 
 
 # -- cgroup CPU quota for the whole QEMU process --------------------------------------------
-def limit_cpu(name: str, pid: int, cpus: float) -> str:
+def limit_cpu(name: str, pid: int, cpus: float, confined: str | None = None) -> str:
+    """The quota on virtbench/NAME, or (`confined`: the cgroup QEMU was started in, below a
+    confining parent) on that cgroup itself, whose counters the density run and the self-test
+    read: moved out to virtbench/NAME, its CPU periods and throttling were counted elsewhere."""
     quota, period = int(round(cpus * 100_000)), 100_000
     root = cgroups.CGROUP_ROOT
-    if cgroups.cgroup_mode() == "v2":
+    if confined is not None:
+        cg = root / confined if cgroups.cgroup_mode() == "v2" else root / "cpu" / confined
+        if cgroups.cgroup_mode() == "v2":
+            (cg / "cpu.max").write_text(f"{quota} {period}")
+        else:
+            (cg / "cpu.cfs_period_us").write_text(str(period))
+            (cg / "cpu.cfs_quota_us").write_text(str(quota))
+    elif cgroups.cgroup_mode() == "v2":
         for parent in (root, root / "virtbench"):
             parent.mkdir(exist_ok=True)
             try:
@@ -106,7 +116,8 @@ def limit_cpu(name: str, pid: int, cpus: float) -> str:
         cg.mkdir(parents=True, exist_ok=True)
         (cg / "cpu.cfs_period_us").write_text(str(period))
         (cg / "cpu.cfs_quota_us").write_text(str(quota))
-    (cg / "cgroup.procs").write_text(str(pid))  # moves every thread of the process
+    if confined is None:
+        (cg / "cgroup.procs").write_text(str(pid))  # moves every thread of the process
     return str(cg)
 
 

@@ -297,7 +297,8 @@ class Qemu(Platform):
             try:
                 if pid is None:
                     raise VirtbenchError("QEMU exited right after it started")
-                limit_cpu(instance.name, pid, self.options.cpus)
+                limit_cpu(instance.name, pid, self.options.cpus,
+                          self.memory_cgroup(instance) if self.cgroup_parent else None)
             except Exception as exc:  # noqa: BLE001 - any failure here stops the VM, then reports
                 self._kill(instance)
                 raise VirtbenchError(f"VM {instance.name}: cannot apply cpus={self.options.cpus:g}: {exc}; "
