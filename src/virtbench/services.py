@@ -46,8 +46,7 @@ class Daemon:
 CONTAINERD = Daemon(
     name="containerd",
     # Without --connect-timeout ctr waits 10 s for a socket that does not exist.
-    probe=("ctr", "--address", "/run/containerd/containerd.sock", "--connect-timeout", "2s", "--timeout", "10s",
-           "version"),
+    probe=("ctr", "--address", CONTAINERD_SOCKET, "--connect-timeout", "2s", "--timeout", "10s", "version"),
     start=("containerd",),
     unit="containerd",
     package="containerd",

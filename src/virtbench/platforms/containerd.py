@@ -32,14 +32,14 @@ from .. import proc, services
 from ..errors import CommandError, InputError
 from ..images.image import Image
 from ..images.oci import oci_archive
+from ..services import CONTAINERD_SOCKET
 from . import sandboxes, slices, units
 from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions
 from .docker import STATE_LABEL, TAR_LABEL
 from .naming import INSTANCE_PREFIX
 
 NAMESPACE = "virtbench"
-SOCKET = "/run/containerd/containerd.sock"
-CTR = ["ctr", "--address", SOCKET, "-n", NAMESPACE]
+CTR = ["ctr", "--address", CONTAINERD_SOCKET, "-n", NAMESPACE]
 """Always the host's containerd, named: ctr would follow $CONTAINERD_ADDRESS, which may name
 another containerd (a k0s node's, for the kubernetes platform's image import)."""
 RUNC_ROOT = f"/run/containerd/runc/{NAMESPACE}"
@@ -259,7 +259,7 @@ class Containerd(Platform):
 
     # -- provenance ----------------------------------------------------------------------
     def versions(self) -> dict[str, str]:
-        out = self.host.run(["ctr", "--address", SOCKET, "version"], timeout=30).stdout
+        out = self.host.run(["ctr", "--address", CONTAINERD_SOCKET, "version"], timeout=30).stdout
         versions: dict[str, str] = {}
         section = ""
         for line in out.splitlines():

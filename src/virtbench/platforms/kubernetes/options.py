@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from ...services import CONTAINERD_SOCKET
 from ..base import PlatformOptions
 
 RUN_LABEL = "org.virtbench"
@@ -27,7 +28,6 @@ CONTAINER = "bench"
 """The name of the one container of every pod."""
 K8S_NAMESPACE = "k8s.io"
 """The containerd namespace the kubelet's CRI plugin keeps its images in."""
-DEFAULT_SOCKET = "/run/containerd/containerd.sock"
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -46,7 +46,7 @@ def default_socket(environ: dict[str, str] | None = None) -> Path:
     default. A study's campaign names no socket, so this is how a k0s node's (/run/k0s/...) is given."""
     env = os.environ if environ is None else environ
     given = env.get("CONTAINERD_ADDRESS", "").strip().removeprefix("unix://")
-    return Path(given) if given.startswith("/") else Path(DEFAULT_SOCKET)
+    return Path(given) if given.startswith("/") else Path(CONTAINERD_SOCKET)
 
 
 def owner_of(state: Path) -> str:

@@ -93,15 +93,10 @@ def limit_cpu(name: str, pid: int, cpus: float, confined: str | None = None) -> 
     confining parent) on that cgroup itself, whose counters the density run and the self-test
     read: moved out to virtbench/NAME, its CPU periods and throttling were counted elsewhere."""
     quota, period = int(round(cpus * 100_000)), 100_000
-    root = cgroups.CGROUP_ROOT
+    root, v2 = cgroups.CGROUP_ROOT, cgroups.cgroup_mode() == "v2"
     if confined is not None:
-        cg = root / confined if cgroups.cgroup_mode() == "v2" else root / "cpu" / confined
-        if cgroups.cgroup_mode() == "v2":
-            (cg / "cpu.max").write_text(f"{quota} {period}")
-        else:
-            (cg / "cpu.cfs_period_us").write_text(str(period))
-            (cg / "cpu.cfs_quota_us").write_text(str(quota))
-    elif cgroups.cgroup_mode() == "v2":
+        cg = root / confined if v2 else root / "cpu" / confined
+    elif v2:
         for parent in (root, root / "virtbench"):
             parent.mkdir(exist_ok=True)
             try:
@@ -110,10 +105,12 @@ def limit_cpu(name: str, pid: int, cpus: float, confined: str | None = None) -> 
                 pass
         cg = root / "virtbench" / name
         cg.mkdir(exist_ok=True)
-        (cg / "cpu.max").write_text(f"{quota} {period}")
     else:
         cg = root / "cpu" / "virtbench" / name
         cg.mkdir(parents=True, exist_ok=True)
+    if v2:
+        (cg / "cpu.max").write_text(f"{quota} {period}")
+    else:
         (cg / "cpu.cfs_period_us").write_text(str(period))
         (cg / "cpu.cfs_quota_us").write_text(str(quota))
     if confined is None:
