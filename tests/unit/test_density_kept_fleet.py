@@ -249,3 +249,47 @@ def test_a_rehearsal_exec_that_times_out_fails_its_instance_not_the_run():
     clocks, failed, launch_s = fleet._rehearse("/scratch/w")
     assert clocks[0] is not None and clocks[2] is not None and clocks[1] is None
     assert list(failed) == [1] and "timed out after 120 s" in failed[1].stderr and launch_s >= 0
+
+
+def test_a_fleet_on_one_kernel_rehearses_once_then_times_its_launches_itself(tmp_path):
+    """A rehearsal is a launch into every instance of its own (557 docker execs: 40 s of each
+    90 s count, 2026-11-30). Where it read the host's realtime clock in every instance, later
+    counts skip it: zero offsets, the lead from the last launch's arrivals, and the wrapper
+    makes the work directory itself. A VM fleet rehearses every count (its clocks drift)."""
+    from virtbench.experiments.density.fleet import Member
+    from virtbench.experiments.density.sync import Clock
+
+    execs: list[list[str]] = []
+
+    def run(argv, timeout=None, check=True):
+        execs.append(argv)
+        return proc.run(argv[1:], timeout=timeout, check=False)   # the "instance" is this host
+
+    def fleet_of(kind: str, n: int):
+        plat = SimpleNamespace(kind=kind, exec_argv=lambda inst, argv: [inst.name, *argv],
+                               host=SimpleNamespace(run=run))
+        fleet = ramp_module.Fleet(plat, None, "r", "p", None)
+        fleet.members = [Member(Instance(f"vb-{i}", "docker", "r", {}), None) for i in range(n)]
+        return fleet
+
+    fleet = fleet_of("container", 3)
+    clocks, failed, first = fleet._prepare(str(tmp_path / "w1"))
+    assert len(execs) == 3 and failed == {} and clocks == [Clock("realtime", 0)] * 3
+    assert fleet.one_clock and fleet.launch_per_instance_s == pytest.approx(first / 3)
+    results, sync = fleet._launch(["true"], str(tmp_path / "w1"), clocks, failed, 1.0, 30.0, [])
+    assert sync.reported == 3 and all(r.returncode == 0 for _, r in results)
+    fleet.members.append(Member(Instance("vb-3", "docker", "r", {}), None))
+    execs.clear()
+    clocks, failed, estimate = fleet._prepare(str(tmp_path / "w2"))
+    assert execs == [] and clocks == [Clock("realtime", 0)] * 4
+    assert estimate == pytest.approx(4 * fleet.launch_per_instance_s)
+    assert not (tmp_path / "w2").exists()
+    results, sync = fleet._launch(["sh", "-c", 'test -d "$0"', str(tmp_path / "w2")], str(tmp_path / "w2"),
+                                  clocks, failed, 1.0, 30.0, [])
+    assert [r.returncode for _, r in results] == [0] * 4 and sync.reported == 4 and sync.late == 0
+
+    vm = fleet_of("vm", 2)
+    for _ in range(2):
+        execs.clear()
+        vm._prepare(str(tmp_path / "w3"))
+        assert len(execs) == 2 and not vm.one_clock

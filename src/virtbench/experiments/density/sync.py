@@ -11,7 +11,8 @@ its own clock:
     VBSYNC clock=realtime arrived=NS start=NS end=NS
 
 The start time is set far enough ahead to cover the launch of every wrapper (a rehearsal of
-the launch measures how long that takes). The clock is CLOCK_REALTIME (`date +%s%N`); where
+the launch measures how long that takes, once per fleet where the instances share the host's
+clock: later counts go by their previous launch's arrivals). The clock is CLOCK_REALTIME (`date +%s%N`); where
 `date` has no `%N` (busybox) it is `/proc/uptime` in centiseconds. Each instance's offset from
 the host's clock is read in the rehearsal: zero for containers reading the realtime clock (one
 kernel, one clock), measured at the midpoint of the exec otherwise (a VM's clock, a
@@ -28,7 +29,8 @@ _NOW = ('now() { t=$(date +%s%N 2>/dev/null); case "$t" in ""|*[!0-9]*) '
         'read u _ < /proc/uptime; echo "uptime ${u%.*}${u#*.}0000000";; *) echo "realtime $t";; esac; }')
 
 WRAPPER = _NOW + """
-deadline=$1; shift
+deadline=$1; workdir=$2; shift 2
+if [ -n "$workdir" ]; then mkdir -p "$workdir" || exit 125; fi
 n0=$(nice 2>/dev/null); renice -n -10 -p $$ >/dev/null 2>&1; n1=$(nice 2>/dev/null)
 up=$(( ${n0:-0} - ${n1:-0} ))
 r=$(now); clock=${r%% *}; arrived=${r#* }
@@ -42,7 +44,8 @@ r=$(now); end=${r#* }
 echo "VBSYNC clock=$clock arrived=$arrived start=$start end=$end deadline=$deadline" >&2
 exit $rc
 """
-"""argv: sh -c WRAPPER vbsync DEADLINE_NS TOOL ARGS... (the deadline in the instance's clock).
+"""argv: sh -c WRAPPER vbsync DEADLINE_NS WORKDIR TOOL ARGS... (the deadline in the instance's
+clock; WORKDIR made first unless empty, so that a count needs no rehearsal to make it).
 
 The wrapper raises its own priority (renice -10) where the instance allows it (CAP_SYS_NICE:
 LXC keeps it, Docker drops it) and starts the tool back at the niceness it was given. Why: at
@@ -55,9 +58,10 @@ CLOCK = _NOW + '\nmkdir -p "$1" && now'
 """The rehearsal: make the work directory and print `CLOCK NS` (sh -c CLOCK vbsync WORKDIR)."""
 
 
-def wrap(argv: list[str], deadline_ns: int) -> list[str]:
-    """The workload argv that waits for `deadline_ns` (instance clock) before it starts."""
-    return ["sh", "-c", WRAPPER, "vbsync", str(deadline_ns), *argv]
+def wrap(argv: list[str], deadline_ns: int, workdir: str = "") -> list[str]:
+    """The workload argv that makes `workdir` and waits for `deadline_ns` (instance clock)
+    before it starts."""
+    return ["sh", "-c", WRAPPER, "vbsync", str(deadline_ns), workdir, *argv]
 
 
 def rehearsal(workdir: str) -> list[str]:
