@@ -25,7 +25,7 @@ def cleanup(run_id: str | None, wait: bool, host: str | None, db_url: str | None
 
     Never while a run measures on this host (its instances would go): refused, or --wait."""
     from ..errors import InputError
-    from ..platforms.base import Paths
+    from ..platforms.base import NotRemoved, Paths
 
     if run_id is not None and not RUN_ID.fullmatch(run_id):  # it becomes part of names matched on disk
         raise InputError(f"--run {run_id!r} is not a run id", "give an id as `virtbench runs` lists it, "
@@ -44,6 +44,16 @@ def cleanup(run_id: str | None, wait: bool, host: str | None, db_url: str | None
             from ..selftest.context import cleanup as selftest_leftovers
 
             removed += [f"selftest: {r}" for r in selftest_leftovers(Paths.from_env())]
+    kept = [line for line in removed if isinstance(line, NotRemoved)]
     for line in removed:
-        console.print(f"removed {line}", markup=False)
-    console.print(f"{len(removed)} leftovers removed" if removed else "nothing to clean up")
+        console.print(f"not removed: {line}" if line in kept else f"removed {line}", markup=False)
+    done = len(removed) - len(kept)
+    console.print(summary(done, len(kept)))
+
+
+def summary(removed: int, kept: int) -> str:
+    """The closing line: what was removed, and what was not (listed above it)."""
+    if not removed and not kept:
+        return "nothing to clean up"
+    said = f"{removed} leftover{'s' * (removed != 1)} removed" if removed else "nothing removed"
+    return said + (f"; {kept} not removed (see above)" if kept else "")

@@ -25,7 +25,7 @@ from ..config import parse_campaign
 from ..errors import VirtbenchError
 from ..experiments.base import Experiment, ExperimentContext, Forwarding, Interrupted
 from ..experiments.registry import EXPERIMENTS
-from ..platforms.base import Paths
+from ..platforms.base import NotRemoved, Paths
 from . import hostlock
 from .execute import cleanup, measure
 from .wire import PastExecution, PastSample, encode
@@ -135,7 +135,8 @@ def main(stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> int:
     try:
         if mode == "cleanup":
             removed = cleanup(paths, job.get("run_id"))
-            emit("end", status="cleaned", removed=removed)
+            emit("end", status="cleaned", removed=[r for r in removed if not isinstance(r, NotRemoved)],
+                 not_removed=[r for r in removed if isinstance(r, NotRemoved)])
             return 0
         campaign = parse_campaign(job["campaign"], f"run {job['run_id']}")
         kind = EXPERIMENTS.get(campaign.experiment)(campaign, paths)  # the controller's kind, run here

@@ -34,7 +34,7 @@ from ..experiments.base import (
 )
 from ..experiments.registry import EXPERIMENTS
 from ..platforms import slices
-from ..platforms.base import Availability, Paths
+from ..platforms.base import Availability, NotRemoved, Paths
 from ..registry import PLATFORMS
 from ..store.db import Store
 from . import hostlock
@@ -254,16 +254,15 @@ def cleanup(paths: Paths, run_id: str | None = None, *, wait: bool = False,
 
 def _cleanup(paths: Paths, run_id: str | None) -> list[str]:
     removed: list[str] = []
-    for name, cls in PLATFORMS.items():
+    cleaners: list[tuple[str, Callable[[Paths, str | None], list[str]]]] = [
+        *((name, cls.cleanup) for name, cls in PLATFORMS.items()),
+        *((name, kind.cleanup) for name, kind in EXPERIMENTS.items())]
+    for name, clean in cleaners:
         try:
-            removed += [f"{name}: {r}" for r in cls.cleanup(paths, run_id)]
+            removed += [r.prefixed(f"{name}: ") if isinstance(r, NotRemoved) else f"{name}: {r}"
+                        for r in clean(paths, run_id)]
         except Exception as exc:  # noqa: BLE001 - one runtime's trouble must not stop the others
-            removed.append(f"{name}: cleanup failed: {exc}")
-    for name, kind in EXPERIMENTS.items():
-        try:
-            removed += [f"{name}: {r}" for r in kind.cleanup(paths, run_id)]
-        except Exception as exc:  # noqa: BLE001 - as above
-            removed.append(f"{name}: cleanup failed: {exc}")
+            removed.append(NotRemoved(f"{name}: cleanup failed: {exc}"))
     if run_id is None:
         removed += slices.remove_if_empty()
     return removed

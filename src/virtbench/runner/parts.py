@@ -21,7 +21,7 @@ from ..experiments.base import Experiment, HostLink
 from ..images import build as images
 from ..images.arch import MACHINE_TO_DEB
 from ..images.image import Image
-from ..platforms.base import Paths
+from ..platforms.base import NotRemoved, Paths
 from ..registry import PLATFORMS
 from ..remote import ship
 from ..remote.inventory import HostSpec
@@ -263,4 +263,5 @@ def cleanup_host(store: Store, name: str, paths: Paths, run_id: str | None = Non
     end = msgs[-1] if msgs else {}
     if end.get("event") == "error":
         raise VirtbenchError(f"host {name}: cleanup failed: {end.get('message')}")
-    return [f"{name}: {line}" for line in end.get("removed", [])]
+    return ([f"{name}: {line}" for line in end.get("removed", [])]
+            + [NotRemoved(f"{name}: {line}") for line in end.get("not_removed", [])])

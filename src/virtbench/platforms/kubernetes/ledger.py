@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ...executor import HostExecutor
-from ..base import Paths
+from ..base import NotRemoved, Paths
 from . import image
 from .cluster import Cluster, temp_dir
 from .options import OWNER_LABEL, RUN_LABEL, label_value, owner_of
@@ -79,7 +79,7 @@ def cleanup(paths: Paths, run_id: str | None) -> list[str]:
         try:
             cluster = Cluster(Path(e["kubeconfig"]), e.get("context"), temp_dir(paths.runtime))
         except Exception as exc:  # noqa: BLE001 - a kubeconfig gone: said, kept for a later try
-            removed.append(f"{where}: not visited: {exc}")
+            removed.append(NotRemoved(f"{where}: not visited: {exc}"))
             continue
         try:
             selector = f"{OWNER_LABEL}={owner}" + (f",{RUN_LABEL}={label_value(run_id)}" if run_id else "")
@@ -96,11 +96,12 @@ def cleanup(paths: Paths, run_id: str | None) -> list[str]:
                     if cluster.namespace(ns) is not None:
                         gone = cluster.delete_namespace(ns, wait=120)
                         problems += 0 if gone else 1
-                        removed.append(f"namespace {ns} ({where})" + ("" if gone else ": still terminating"))
+                        removed.append(f"namespace {ns} ({where})" if gone else
+                                       NotRemoved(f"namespace {ns} ({where}): still terminating"))
                 if e.get("socket") and not e.get("registry"):
                     removed += image.remove_imported(Path(e["socket"]), owner, HostExecutor())
         except Exception as exc:  # noqa: BLE001 - one cluster's trouble must not stop the others
-            removed.append(f"{where}: cleanup stopped: {exc}")
+            removed.append(NotRemoved(f"{where}: cleanup stopped: {exc}"))
             problems += 1
         finally:
             cluster.close()
