@@ -131,10 +131,19 @@ def test_a_fresh_fleet_that_disagrees_moves_the_maximum(tmp_path, monkeypatch):
     """A kept fleet that shrank fails above 690 (memory its removed instances left charged);
     a fleet grown from empty holds 700. The confirmation finds 697 running from empty, the
     search goes on, and the maximum ends within 1 % of the fresh fleets' 700."""
-    result, plat, _, _ = _search(tmp_path, monkeypatch, lambda n, r: 700 if r.grown else 690)
+    result, plat, _, seen = _search(tmp_path, monkeypatch, lambda n, r: 700 if r.grown else 690)
     checks = result.stop.evidence["confirmation"]
     assert not checks[0]["agrees"] and "ran correctly from an empty fleet" in checks[0]["why"]
     assert abs(result.max_count - 700) <= 7 and plat.live == set()
+    # from the count the fresh fleet ran it steps up by 1 %, doubling, not to the schedule's 1024
+    # (docker 2026-11-30: 1024 containers started after a fresh fleet ran 564)
+    after = [c for c, p, _ in seen if p >= 2]
+    assert after[:3] == [690, 697, 704] and max(after) < 750, after
+
+
+def test_steps_above_a_count_double_up_to_the_schedule():
+    assert ramp_module.steps_above(564, [1024, 1500]) == [570, 582, 606, 654, 750, 942, 1024, 1500]
+    assert ramp_module.steps_above(10, [11, 12]) == [11, 12] and ramp_module.steps_above(10, []) == []
 
 
 def test_parallel_1_starts_one_by_one_and_a_failed_batch_start_is_retried_alone(tmp_path, monkeypatch):

@@ -103,6 +103,22 @@ class SearchResult:
     probes: list[dict]
 
 
+def steps_above(good: int, schedule: list[int]) -> list[int]:
+    """The counts to measure after a fresh fleet ran above the maximum a kept fleet had found:
+    from `good` up in steps of 1 % (at least one instance), doubling, to the schedule's next
+    count. Jumping to that count instead (docker, 2026-11-30: from 564 to 1024) overshoots by
+    hundreds of instances, and the bisection back down costs a count each halving."""
+    if not schedule:
+        return []
+    step, out = max(1, math.ceil(good * CONFIRM_ABOVE)), []
+    count = good + step
+    while count < schedule[0]:
+        out.append(count)
+        step *= 2
+        count += step
+    return [*out, *schedule]
+
+
 def fleet_prefix(run_id: str, platform: str, probe_no: int) -> str:
     """The head of one fleet's instance names; Fleet.name adds each instance's number."""
     return f"{INSTANCE_PREFIX}{run_id}-{platform}-p{probe_no}"
@@ -177,10 +193,12 @@ class Ramp:
             self.points.update(resume.points)
             good, stop = resume.good, resume.stop
         checks: list[dict] = []
+        above_ran = False
         try:
             while True:
                 if stop is None:
-                    good, stop = self._ramp_up([c for c in counts if c > good], good, probes)
+                    todo = [c for c in counts if c > good]
+                    good, stop = self._ramp_up(steps_above(good, todo) if above_ran else todo, good, probes)
                     if stop is None:
                         reason = "max_reached" if bisect else "counts_done"
                         return SearchResult(good, Stop(reason, f"every count up to {good} ran correctly",
@@ -196,6 +214,7 @@ class Ramp:
                 if check["agrees"]:
                     break
                 good, stop = check["good"], check["stop"]
+                above_ran = stop is None
                 self.ctx.log(f"{self.platform.name}: the fresh fleet disagreed ({check['why']}); searching on")
         finally:
             self.close_fleet()
