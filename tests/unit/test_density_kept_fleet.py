@@ -269,9 +269,11 @@ def test_a_fleet_on_one_kernel_rehearses_once_then_times_its_launches_itself(tmp
     from virtbench.experiments.density.sync import Clock
 
     execs: list[list[str]] = []
+    timeouts: list[float] = []
 
     def run(argv, timeout=None, check=True):
         execs.append(argv)
+        timeouts.append(timeout)
         return proc.run(argv[1:], timeout=timeout, check=False)   # the "instance" is this host
 
     def fleet_of(kind: str, n: int):
@@ -296,6 +298,9 @@ def test_a_fleet_on_one_kernel_rehearses_once_then_times_its_launches_itself(tmp
     results, sync = fleet._launch(["sh", "-c", 'test -d "$0"', str(tmp_path / "w2")], str(tmp_path / "w2"),
                                   clocks, failed, 1.0, 30.0, [])
     assert [r.returncode for _, r in results] == [0] * 4 and sync.reported == 4 and sync.late == 0
+    # an exec's bound is its launch and workload, not 2 s per instance (2048 s at 1024: a hung
+    # `docker exec` held a signal's cleanup for six minutes)
+    assert timeouts[-4:] == [30.0 + 2 * 1.0 + 60.0] * 4
 
     vm = fleet_of("vm", 2)
     for _ in range(2):

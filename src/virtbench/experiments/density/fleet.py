@@ -369,7 +369,7 @@ class Fleet:
                 return failed[i]
             wrapped = density_sync.wrap(argv, deadline + clock.offset_ns, workdir)
             return self.platform.host.run(self.platform.exec_argv(self.members[i].instance, wrapped),
-                                          timeout=timeout + lead + 2.0 * len(self.members), check=False)
+                                          timeout=density_sync.exec_timeout(timeout, lead), check=False)
 
         raw = self._parallel(one, list(range(len(self.members))), tripped)
         markers = [density_sync.parse_marker(r.stderr) if clocks[i] else None for i, r in enumerate(raw)]

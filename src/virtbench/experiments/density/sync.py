@@ -64,6 +64,14 @@ def wrap(argv: list[str], deadline_ns: int, workdir: str = "") -> list[str]:
     return ["sh", "-c", WRAPPER, "vbsync", str(deadline_ns), workdir, *argv]
 
 
+def exec_timeout(workload_s: float, lead: float) -> float:
+    """How long one exec of a count's workload may take: its launch (the lead covers 1.5 times
+    the estimate; twice the lead is three times it), then the workload. A `docker exec` into a
+    fleet of 1024 hung for six minutes (2026-11-30), and its bound was 2 s per instance (2048 s):
+    a signal's cleanup waited for it."""
+    return workload_s + 2 * lead + 60.0
+
+
 def rehearsal(workdir: str) -> list[str]:
     return ["sh", "-c", CLOCK, "vbsync", workdir]
 
