@@ -307,3 +307,15 @@ def test_a_fleet_on_one_kernel_rehearses_once_then_times_its_launches_itself(tmp
         execs.clear()
         vm._prepare(str(tmp_path / "w3"))
         assert len(execs) == 2 and not vm.one_clock
+
+
+def test_a_fresh_fleet_takes_over_the_last_fleet_s_launch_time(tmp_path, monkeypatch):
+    """The confirmation's fresh fleet is the same platform's instances on the same kernel: its
+    first count needs no rehearsal (115 s of docker's first fresh count at 558, 2026-11-30)."""
+    _, _, r, _ = _search(tmp_path, monkeypatch, lambda n, r: 3, counts=[1, 2, 4])
+    fleet = r._fleet()
+    fleet.one_clock, fleet.launch_per_instance_s = True, 0.05
+    r.close_fleet()
+    fresh = r._fleet()
+    assert fresh is not fleet and (fresh.one_clock, fresh.launch_per_instance_s) == (True, 0.05)
+    r.close_fleet()

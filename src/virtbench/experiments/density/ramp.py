@@ -145,6 +145,9 @@ class Ramp:
     dropped): its idle readings are what the sizing model is fitted to."""
     failed_last: bool = False
     """The last measured count failed: the next one first drops dead instances and waits for calm."""
+    launches: tuple[bool, float | None] = (False, None)
+    """The last closed fleet's clock and launch time per instance (fleet.Fleet): a fresh
+    fleet's instances are the same, so its first count needs no rehearsal either."""
     step_no: int = 0
     started_at: float | None = None
     """When the search began: host-side processes outside the parent started before are not its fleet's."""
@@ -362,6 +365,7 @@ class Ramp:
             self.probe_no += 1
             prefix = fleet_prefix(self.ctx.run_id, self.platform.name, self.probe_no)
             self.fleet = Fleet(self.platform, self.image, self.ctx.run_id, prefix, self.guard, self.parent)
+            self.fleet.one_clock, self.fleet.launch_per_instance_s = self.launches
             self.grown = True
             self.grower.forget_usage()
         return self.fleet
@@ -371,6 +375,7 @@ class Ramp:
         if self.fleet is None:
             return
         fleet, self.fleet = self.fleet, None
+        self.launches = (fleet.one_clock, fleet.launch_per_instance_s)  # a fresh fleet's are the same
         errors = fleet.close()
         self.failed_last = False
         if errors:
