@@ -43,6 +43,7 @@ GOOD = (_read("des-ede3_multi2.txt"), _read("des-ede3_multi2.stderr.txt"))
 STARVED = (_read("des-ede3_multi2_starved_nan.txt"), _read("des-ede3_multi2_starved_nan.stderr.txt"))
 SINGLE = (_read("des-ede3_single.txt"), _read("des-ede3_single.stderr.txt"))
 STARVED_ZERO = (_read("des-ede3_single_starved_zero.txt"), _read("des-ede3_single_starved_zero.stderr.txt"))
+STARVED_INF = (_read("des-ede3_single_starved_inf.txt"), _read("des-ede3_single_starved_inf.stderr.txt"))
 BROKEN = (_read("fail_des-cbc_nolegacy_single.txt"), _read("fail_des-cbc_nolegacy_single.stderr.txt"))
 
 
@@ -108,6 +109,16 @@ def test_a_single_process_that_counted_nothing_in_its_window_is_cpu_starvation(t
     stop = ramp._judge(_outcome([SINGLE] * 5 + [STARVED_ZERO]), 1 << 34)
     assert stop is not None and stop.reason == "cpu_starvation", stop
     assert "1 of 6" in stop.detail
+
+
+def test_a_single_process_whose_window_read_zero_seconds_is_cpu_starvation(tmp_path: Path):
+    """2026-11-30, docker at 543 instances from an empty fleet: seven counted 0 operations and
+    one counted 889 in a window read as 0.000000 s (rate `inf`); the count was judged a workload
+    failure, where the kept fleet's same count had been CPU starvation."""
+    ramp, _ = _prober(tmp_path, {1: [1.4e7], 256: [2.2e5] * 256}, workload={**WORKLOAD, "multi": 1, "seconds": 2})
+    stop = ramp._judge(_outcome([SINGLE] * 5 + [STARVED_ZERO, STARVED_INF]), 1 << 34)
+    assert stop is not None and stop.reason == "cpu_starvation", stop
+    assert "2 of 7" in stop.detail
     assert any(line.startswith("+R:0:DES-EDE3-CBC:2.14") for line in stop.evidence["starved_output"])
 
 

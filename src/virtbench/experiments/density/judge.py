@@ -30,12 +30,13 @@ from .limits import disk_full
 
 STOP_REASONS = ("start_failure", "oom", "workload_failure", "cpu_starvation", "throughput_collapse",
                 "kernel_limit", "disk_full", "guard", "max_reached", "counts_done", "interrupted")
-STARVED_OUTPUT = re.compile(r"(?<![a-z])-?nan(?![a-z])|^\+R\d*:0:[^:\n]+:|TimeoutExpired|timed out",
-                            re.IGNORECASE | re.MULTILINE)
+STARVED_OUTPUT = re.compile(r"(?<![a-z])-?nan(?![a-z])|^\+R\d*:0:[^:\n]+:|^\+R\d*:\d+:[^:\n]+:0(\.0*)?$"
+                            r"|TimeoutExpired|timed out", re.IGNORECASE | re.MULTILINE)
 """What a workload starved of CPU prints: openssl speed counts its operations in its window
 (`+R:count:cipher:seconds`), and one that never got the CPU there counts 0: a single process
 then reports a rate of 0, and -multi sums its children's counts over their times, so a child
-that never ran reports 0/0 (`-nan`); at worst the tool does not finish before its timeout.
+that never ran reports 0/0 (`-nan`); one that ran only around its alarm reads its window as
+0 s long (`+R:889:...:0.000000`, rate `inf`); at worst the tool does not finish before its timeout.
 A tool that cannot run at all prints no `+R` line (it fails on its cipher first)."""
 
 
