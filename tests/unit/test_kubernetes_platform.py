@@ -222,7 +222,7 @@ def test_cleanup_visits_recorded_clusters_and_keeps_one_it_cannot_reach(tmp_path
     # neither is a removal: `virtbench cleanup` said "removed context ...: not visited" and
     # counted it among the leftovers removed (2026-11-30, after the test node was stopped)
     from virtbench.commands.cleanup import summary
-    from virtbench.platforms.base import NotRemoved
+    from virtbench.platforms.closing import NotRemoved
     assert isinstance(said[0], NotRemoved) and isinstance(said[0].prefixed("kubernetes: "), NotRemoved)
     assert summary(0, 1) == "nothing removed; 1 not removed (see above)"
     assert summary(1, 0) == "1 leftover removed" and summary(0, 0) == "nothing to clean up"

@@ -25,7 +25,8 @@ def cleanup(run_id: str | None, wait: bool, host: str | None, db_url: str | None
 
     Never while a run measures on this host (its instances would go): refused, or --wait."""
     from ..errors import InputError
-    from ..platforms.base import NotRemoved, Paths
+    from ..platforms.base import Paths
+    from ..platforms.closing import NotRemoved
 
     if run_id is not None and not RUN_ID.fullmatch(run_id):  # it becomes part of names matched on disk
         raise InputError(f"--run {run_id!r} is not a run id", "give an id as `virtbench runs` lists it, "

@@ -62,15 +62,6 @@ class Availability:
     fix: str = ""
 
 
-class NotRemoved(str):
-    """A line of a cleanup's answer that is not a removal: what it could not remove or visit,
-    and why (a cluster whose kubeconfig is gone, a runtime whose cleanup failed). The user sees
-    it as such, not among what was removed."""
-
-    def prefixed(self, prefix: str) -> NotRemoved:
-        return NotRemoved(f"{prefix}{self}")
-
-
 @dataclass(frozen=True)
 class Paths:
     """Where virtbench keeps state; passed explicitly, never read from globals."""
@@ -421,7 +412,7 @@ class Platform(ABC):
     def cleanup(cls, paths: Paths, run_id: str | None = None) -> list[str]:
         """Remove every leftover virtbench object of this platform (of one run, or all).
 
-        Returns what was removed, for the user, and (as NotRemoved) what could not be. Must
+        Returns what was removed, for the user, and (as closing.NotRemoved) what could not be. Must
         not fail when there is nothing to do or the runtime is not installed."""
 
     # -- offline migration (stop, move the storage, start) ------------------------------

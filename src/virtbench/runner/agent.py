@@ -25,7 +25,8 @@ from ..config import parse_campaign
 from ..errors import VirtbenchError
 from ..experiments.base import Experiment, ExperimentContext, Forwarding, Interrupted
 from ..experiments.registry import EXPERIMENTS
-from ..platforms.base import NotRemoved, Paths
+from ..platforms.base import Paths
+from ..platforms.closing import NotRemoved
 from . import hostlock
 from .execute import cleanup, measure
 from .wire import PastExecution, PastSample, encode

@@ -34,7 +34,8 @@ from ..experiments.base import (
 )
 from ..experiments.registry import EXPERIMENTS
 from ..platforms import slices
-from ..platforms.base import Availability, NotRemoved, Paths
+from ..platforms.base import Availability, Paths
+from ..platforms.closing import NotRemoved
 from ..registry import PLATFORMS
 from ..store.db import Store
 from . import hostlock

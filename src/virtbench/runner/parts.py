@@ -21,7 +21,8 @@ from ..experiments.base import Experiment, HostLink
 from ..images import build as images
 from ..images.arch import MACHINE_TO_DEB
 from ..images.image import Image
-from ..platforms.base import NotRemoved, Paths
+from ..platforms.base import Paths
+from ..platforms.closing import NotRemoved
 from ..registry import PLATFORMS
 from ..remote import ship
 from ..remote.inventory import HostSpec

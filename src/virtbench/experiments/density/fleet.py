@@ -110,11 +110,9 @@ class Fleet:
     idle: dict[str, set[int]] = field(default_factory=dict)
     """The processes of each instance's cgroup before the workload: what the brake spares."""
     one_clock: bool = False
-    """A rehearsal read every instance's clock as the host's realtime clock (one kernel): the
-    instances started later read it too, so later counts need no rehearsal of their own."""
+    """A rehearsal read every instance's clock as the host's realtime clock (one kernel)."""
     launch_per_instance_s: float | None = None
-    """The last launch into every instance (a rehearsal's, or a workload's up to its last
-    arrival), in seconds per instance: what the next count's lead is made from."""
+    """The last launch into all instances (to the last arrival) per instance: the next lead."""
 
     def name(self, n: int) -> str:
         """The n-th instance's name (naming keeps it valid and unique, however long the prefix)."""

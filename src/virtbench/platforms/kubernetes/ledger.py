@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ...executor import HostExecutor
-from ..base import NotRemoved, Paths
+from ..base import Paths
+from ..closing import NotRemoved
 from . import image
 from .cluster import Cluster, temp_dir
 from .options import OWNER_LABEL, RUN_LABEL, label_value, owner_of
