@@ -45,11 +45,10 @@ def cleanup(run_id: str | None, wait: bool, host: str | None, db_url: str | None
             from ..selftest.context import cleanup as selftest_leftovers
 
             removed += [f"selftest: {r}" for r in selftest_leftovers(Paths.from_env())]
-    kept = [line for line in removed if isinstance(line, NotRemoved)]
     for line in removed:
-        console.print(f"not removed: {line}" if line in kept else f"removed {line}", markup=False)
-    done = len(removed) - len(kept)
-    console.print(summary(done, len(kept)))
+        console.print(f"not removed: {line}" if isinstance(line, NotRemoved) else f"removed {line}", markup=False)
+    kept = sum(isinstance(line, NotRemoved) for line in removed)
+    console.print(summary(len(removed) - kept, kept))
 
 
 def summary(removed: int, kept: int) -> str:

@@ -12,8 +12,8 @@ its own clock:
 
 The start time is set far enough ahead to cover the launch of every wrapper (a rehearsal of
 the launch measures how long that takes, once per fleet where the instances share the host's
-clock: later counts go by their previous launch's arrivals). The clock is CLOCK_REALTIME (`date +%s%N`); where
-`date` has no `%N` (busybox) it is `/proc/uptime` in centiseconds. Each instance's offset from
+clock: later counts go by their previous launch's arrivals). The clock is CLOCK_REALTIME
+(`date +%s%N`); where `date` has no `%N` (busybox) it is `/proc/uptime` in centiseconds. Each instance's offset from
 the host's clock is read in the rehearsal: zero for containers reading the realtime clock (one
 kernel, one clock), measured at the midpoint of the exec otherwise (a VM's clock, a
 namespaced uptime). From the markers, in the host's clock: the start spread (last start minus
