@@ -200,6 +200,9 @@ density:
     res = vb(env, "run", str(camp), "--no-report")
     assert res.returncode == 0, res.stderr
     assert leftovers(env) == []
+    # LXC parks each stopping container's monitor in lxc.pivot: the run removes it (alone here,
+    # so no other container keeps one)
+    assert not list(Path("/sys/fs/cgroup").glob("*/lxc.pivot")), "lxc.pivot cgroups left"
     report = vb(env, "report", "--json")
     doc = json.loads(report.stdout)
     entries = {e["platform"]: e for e in doc["density"]}

@@ -335,6 +335,9 @@ class LXC(Platform):
     def remove(self, instance: Instance) -> None:
         _teardown(self.paths, Path(instance.data["dir"]), instance.name, self.lxcpath)
 
+    def close(self) -> None:
+        _remove_pivot()
+
     def storage(self, instance: Instance) -> dict[str, Path]:
         """The container's writable layer; the config stays (as Proxmox's cluster-wide config does)."""
         return {"upper": Path(instance.data.get("upper") or Path(instance.data["dir"]) / "delta0")}
@@ -373,10 +376,17 @@ class LXC(Platform):
                 mounts.safe_rmtree(p)
                 removed.append(f"probe dir {p}")
             removed += bridge.remove_bridge_if_unused()
-            removed += cgroups.remove_cgroups("lxc.pivot")  # LXC parks its monitor there on stop
+            removed += _remove_pivot()
         if failed:
             raise VirtbenchError("lxc cleanup left: " + "; ".join(failed))
         return removed
+
+
+def _remove_pivot() -> list[str]:
+    """LXC parks a stopping container's monitor in lxc.pivot, in every hierarchy, and never
+    removes it: after a run it is ten empty cgroups nobody asked for. The kernel refuses the
+    rmdir while another container's monitor is parked there, so a running one keeps it."""
+    return cgroups.remove_cgroups("lxc.pivot")
 
 
 def _lxcpath(paths: Paths) -> Path:

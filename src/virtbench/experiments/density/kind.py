@@ -45,6 +45,7 @@ from ...images import guest
 from ...images.image import Image
 from ...platforms import cgroups, slices
 from ...platforms.base import Paths, Platform, Size
+from ...platforms.closing import close_platforms
 from ...registry import BENCHMARKS, PLATFORMS
 from ...store.db import now
 from ..base import Experiment, ExperimentContext
@@ -391,6 +392,7 @@ class Density(Experiment):
                             ctx.log(f"removed leftover {line}")
                     except Exception as exc:  # noqa: BLE001 - the parent's removal below says what is left
                         ctx.log(f"{plat.name}: cleanup: {exc}")
+                close_platforms(self.platforms.values(), ctx.log)  # what they made for the run (LXC's pivot)
                 if parent is not None:
                     parent.remove()
 
