@@ -81,15 +81,56 @@ def test_oom_knows_whether_the_host_swaps(tmp_path):
     assert oom.host_swaps(tmp_path / "mi") is True
 
 
-def test_oom_on_a_vm_is_skipped_with_why_not_failed():
-    """A VM's limit is its guest's RAM (128 MiB at least): the 64 MiB campaign was refused and
-    the check FAILED with a validation message; the guest's own OOM kill is not read yet."""
+def test_oom_on_a_vm_limits_the_guest_ram_and_allocates_in_blocks_that_pass_its_overcommit_check():
+    """A VM's limit is its guest's RAM (128 MiB at least): the 64 MiB campaign was refused, then
+    the check was skipped; now the guest gets 256 MiB and four 128 MiB blocks (one 256 MiB block
+    would be refused by the guest's overcommit heuristic, a failure without an OOM kill)."""
     from types import SimpleNamespace
 
-    ctx = SimpleNamespace(platform="qemu", require_platform=lambda name: None)
-    with pytest.raises(Skip, match="guest's RAM") as got:
-        oom.Oom().measure(ctx)
-    assert "/proc/vmstat" in got.value.fix
+    asked: list[dict] = []
+    reason = "out of memory: the kernel's OOM killer killed 1 process (the guest kernel's count, /proc/vmstat)"
+
+    def run(campaign: dict) -> SimpleNamespace:
+        asked.append(campaign)
+        return SimpleNamespace(run_id="r", rows=[], failures=[{"benchmark": "sysbench-memory", "error": reason}])
+
+    ctx = SimpleNamespace(platform="qemu", require_platform=lambda name: None, run=run)
+    judgement, details = oom.Oom().measure(ctx)
+    assert judgement.passed and details["held"] is True, judgement
+    (platform,), (bench,) = asked[0]["platforms"], asked[0]["benchmarks"]
+    assert platform == {"name": "limited", "type": "qemu", "memory": "256M"}
+    assert (bench["block_size"], bench["threads"], bench["scope"]) == ("128M", 4, "local")
+    from virtbench.platforms.qemu.options import QemuOptions
+
+    QemuOptions(memory=platform["memory"])  # the campaign's VM is one the platform takes
+
+
+def test_a_guest_kernels_oom_kill_fails_the_execution_from_its_own_count():
+    """Read before and after the execution through the platform (a VM: its guest's
+    /proc/vmstat); the host cgroup is not read for it."""
+    from types import SimpleNamespace
+
+    from virtbench.experiments.benchmarks.oomwatch import OomWatch
+    from virtbench.platforms.qemu.platform import vmstat_oom_kills
+
+    vmstat = (Path(__file__).parents[1] / "data" / "vmstat" / "guest-bookworm-after-oom.txt").read_text()
+    assert vmstat_oom_kills(vmstat) == 1 and vmstat_oom_kills("nr_free_pages 1\n") is None
+    counts = iter([0, 1])
+
+    def guest_oom_kills(instance: object) -> int:
+        return next(counts)
+
+    def memory_cgroup(instance: object) -> str:
+        raise AssertionError("a VM's OOM kills are not the host cgroup's")
+
+    vm = SimpleNamespace(options=SimpleNamespace(memory=256 << 20), guest_oom_kills=guest_oom_kills,
+                         memory_cgroup=memory_cgroup)
+    watch = OomWatch(vm, None)  # type: ignore[arg-type]
+    got = watch.kills()
+    assert got is not None and got.startswith(oom.MARK) and "guest RAM 256 MiB" in got and "/proc/vmstat" in got
+    quiet = SimpleNamespace(options=SimpleNamespace(memory=256 << 20), guest_oom_kills=lambda i: 2,
+                            memory_cgroup=memory_cgroup)
+    assert OomWatch(quiet, None).kills() is None  # type: ignore[arg-type]
 
 
 def test_overhead_judge():

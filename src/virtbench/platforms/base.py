@@ -327,17 +327,20 @@ class Platform(ABC):
         return f"{self.type}({inner})" if inner else self.type
 
     def image_packages(self) -> tuple[str, ...]:
-        """Debian packages the platform's options need in the guest image (e.g. systemd for an
-        LXC system container); added to the campaign's image, so all platforms share it."""
+        """Debian packages its options need in the image (systemd for an LXC system container)."""
         return ()
 
     def memory_cgroup(self, instance: Instance) -> str | None:
-        """The instance's memory cgroup (relative path): where its usage and OOM kills are
-        counted. By default the cgroup of its main process."""
+        """Its memory cgroup (relative), where usage and OOM kills count: its main process's."""
         from . import cgroups
 
         pid = self.host_pid(instance)
         return cgroups.memory_cgroup_of(pid) if pid else None
+
+    def guest_oom_kills(self, instance: Instance) -> int | None:
+        """OOM kills its own kernel counted (a VM's guest: its limit is its RAM, out of the host
+        cgroup's sight); None where its processes are the host kernel's (memory_cgroup)."""
+        return None
 
     @classmethod  # noqa: B027 - optional hook: most platforms need nothing
     def ensure_engine(cls, paths: Paths) -> None:
@@ -391,8 +394,7 @@ class Platform(ABC):
         """Remove the instance and everything it mounted or created. Safe to call twice."""
 
     def discard(self, instance: Instance) -> list[str]:
-        """Stop and remove, best effort (after a failure or an interrupt; `cleanup` is the
-        backstop): both steps are tried whatever the first does. Returns what failed."""
+        """Stop and remove, best effort (`cleanup` is the backstop): each step tried; what failed."""
         errors = []
         for step in (self.stop, self.remove):
             try:
@@ -403,8 +405,7 @@ class Platform(ABC):
 
     @classmethod
     def forget_image(cls, tag: str) -> list[str]:
-        """Drop this platform's own copy of an image being removed from the cache (engines
-        keep what they imported: gigabytes per image). Most platforms use the cache directly."""
+        """Drop its own copy of an image leaving the cache (an engine's import: gigabytes)."""
         return []
 
     @classmethod

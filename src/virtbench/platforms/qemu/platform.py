@@ -381,6 +381,11 @@ class Qemu(Platform):
             return f"{self.cgroup_parent}/{instance.name}"
         return super().memory_cgroup(instance)
 
+    def guest_oom_kills(self, instance: Instance) -> int | None:
+        """The guest kernel's count (/proc/vmstat oom_kill, Linux 4.13+); None if unreadable."""
+        r = self.exec(instance, ["cat", "/proc/vmstat"], timeout=30, check=False)
+        return vmstat_oom_kills(r.stdout) if r.returncode == 0 else None
+
     def _pid(self, instance: Instance) -> int | None:
         """The VM's QEMU pid, if it runs (the pidfile checked against the command line)."""
         try:
@@ -440,3 +445,12 @@ def _start_fix(stderr: str) -> str:
     if "O_DIRECT" in stderr or "Invalid argument" in stderr:
         return "the state directory's filesystem may not support O_DIRECT: use cache: writeback"
     return "check the QEMU options of this platform"
+
+
+def vmstat_oom_kills(vmstat: str) -> int | None:
+    """`oom_kill N` of a /proc/vmstat text: the kernel's OOM kills since boot."""
+    for line in vmstat.splitlines():
+        key, _, value = line.partition(" ")
+        if key == "oom_kill" and value.strip().isdigit():
+            return int(value)
+    return None
