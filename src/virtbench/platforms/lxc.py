@@ -336,7 +336,9 @@ class LXC(Platform):
         _teardown(self.paths, Path(instance.data["dir"]), instance.name, self.lxcpath)
 
     def close(self) -> None:
-        _remove_pivot()
+        """LXC parks a stopping monitor in lxc.pivot (every hierarchy) and never removes it; the
+        kernel refuses the rmdir while another container's monitor is parked there."""
+        cgroups.remove_cgroups("lxc.pivot")
 
     def storage(self, instance: Instance) -> dict[str, Path]:
         """The container's writable layer; the config stays (as Proxmox's cluster-wide config does)."""
@@ -376,17 +378,10 @@ class LXC(Platform):
                 mounts.safe_rmtree(p)
                 removed.append(f"probe dir {p}")
             removed += bridge.remove_bridge_if_unused()
-            removed += _remove_pivot()
+            removed += cgroups.remove_cgroups("lxc.pivot")  # LXC parks its monitor there on stop
         if failed:
             raise VirtbenchError("lxc cleanup left: " + "; ".join(failed))
         return removed
-
-
-def _remove_pivot() -> list[str]:
-    """LXC parks a stopping container's monitor in lxc.pivot, in every hierarchy, and never
-    removes it: after a run it is ten empty cgroups nobody asked for. The kernel refuses the
-    rmdir while another container's monitor is parked there, so a running one keeps it."""
-    return cgroups.remove_cgroups("lxc.pivot")
 
 
 def _lxcpath(paths: Paths) -> Path:
