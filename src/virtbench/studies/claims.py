@@ -52,21 +52,18 @@ def cpu_share(value: P.PaperValue, m: C.Matcher, out: dict[str, Any]) -> dict[st
     """002's Figs. 11-13: each VM point's ratio against the CPU share it gets."""
     e = value.expect
     assert value.yours is not None and e is not None
-    shares = [(r, x) for r, x in m.cpu_shares(value.yours) if r.relative]
+    shares = [(r, est, x) for r, est, x in m.cpu_shares(value.yours) if est is not None]
     if not shares:
         return out
-    rels = [float(r.relative or 0) for r, _ in shares]
+    rels = [est.value for _, est, _ in shares]
     out["yours"] = [min(rels), max(rels)]
-    verdicts = []
-    for r, x in shares:
-        est = C.relative_estimate(r)
-        verdicts.append(J.decide(est, x * (1 - e.tolerance), x * (1 + e.tolerance)) if est else J.UNDECIDED)
+    verdicts = [J.decide(est, x * (1 - e.tolerance), x * (1 + e.tolerance)) for _, est, x in shares]
     out["verdict"] = combine(verdicts)
-    off = [f"{r.benchmark} {float(r.relative or 0):.2f} (share {x:.2f})" for (r, x), v in zip(shares, verdicts)
+    off = [f"{r.benchmark} {est.value:.2f} (share {x:.2f})" for (r, est, x), v in zip(shares, verdicts)
            if v != J.AGREES]
-    out["detail"] = (f"ratios {min(rels):.3f}-{max(rels):.3f} over {len(rels)} points; the CPU shares predict "
-                     + ", ".join(f"{r.benchmark} {x:.2f}" for r, x in shares) + f" (+-{e.tolerance:.0%})"
-                     + (f"; not inside: {', '.join(off[:4])}" if off else ""))
+    out["detail"] = (f"ratios to native alone {min(rels):.3f}-{max(rels):.3f} over {len(rels)} points; the CPU "
+                     "shares predict " + ", ".join(f"{r.benchmark} {x:.2f}" for r, _, x in shares)
+                     + f" (+-{e.tolerance:.0%})" + (f"; not inside: {', '.join(off[:4])}" if off else ""))
     return out
 
 
