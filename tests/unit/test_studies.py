@@ -284,3 +284,15 @@ def test_study_report_shows_each_difference_beside_the_values_it_affects():
     assert any("`openssl speed -seconds {seconds} -bytes 64 -multi 2 des-ede3 > /tmp/results.txt`" in n
                for n in section.notes)
     assert all(d["what"] and d["why"] for d in section.data["differences"]) and len(section.data["differences"]) > 40
+
+
+def test_a_repetition_count_the_paper_does_not_state_is_not_made_up():
+    """000 states none, 002 "several": `study show` said "1 repetition(s) per point" for both."""
+    from virtbench.studies import show as sshow
+    from virtbench.studies import text as stext
+
+    for sid in ("000", "002"):
+        doc = sshow.document(study(sid))
+        assert doc["repetitions"] is None and doc["repetitions_text"] == "repetitions per point not stated"
+        assert "repetitions per point not stated" in " ".join(" ".join(stext.show_lines(doc)).split())
+    assert sshow.document(study("001"))["repetitions_text"] == "15 repetition(s) per point"

@@ -104,9 +104,14 @@ class CategorySpec(Strict):
 class PaperValues(Strict):
     study: str
     host: PaperHost
-    repetitions: int
+    repetitions: int | None
+    """The paper's repetitions per point; None where it states no number ("several")."""
     categories: dict[str, CategorySpec] = Field(default_factory=dict)
     values: list[PaperValue]
+
+
+def repetitions_text(repetitions: int | None) -> str:
+    return f"{repetitions} repetition(s) per point" if repetitions else "repetitions per point not stated"
 
 
 @cache

@@ -197,7 +197,7 @@ def build(study: Study, runs: Sequence[C.PartRun], caps: dict[str, str] | None =
     if common:
         notes.append("Where they differ, most likely: " + ", ".join(f"{k} ({n})" for k, n in common.most_common(3)) + ".")
     if runs:
-        notes.append(f"The paper's machine: {pv.host.machine}; {pv.repetitions} repetition(s) per point. "
+        notes.append(f"The paper's machine: {pv.host.machine}; {P.repetitions_text(pv.repetitions)}. "
                      f"This host: {facts.get('cpu_model', '?')}, {facts.get('cpus', '?')} CPUs, "
                      f"{(facts.get('memory_bytes') or 0) / 2**30:.0f} GiB, AES {'yes' if facts.get('aes') else 'no'}, "
                      f"virtualized: {(facts.get('virtualization') or {}).get('vm', '?')}.")

@@ -57,4 +57,5 @@ def document(study: Study) -> dict[str, Any]:
                       "part": c["part"],
                       "measured_by": c["detail"].split("; ", 1)[-1], "differences": c["differences"]})
     return {"study": study.id, "title": study.title, "measures": study.measures, "seed": f"seeds/{study.seed}_*.txt",
-            "paper_host": pv.host.model_dump(), "repetitions": pv.repetitions, "parts": parts, "values": shown}
+            "paper_host": pv.host.model_dump(), "repetitions": pv.repetitions,
+            "repetitions_text": P.repetitions_text(pv.repetitions), "parts": parts, "values": shown}

@@ -47,7 +47,7 @@ def show_lines(doc: dict[str, Any]) -> Iterator[str]:
     yield from wrap(f"Study {doc['study']}: {doc['title']} ({doc['seed']})")
     yield from wrap(doc["measures"], "  ", "  ")
     host = doc["paper_host"]
-    yield from wrap(f"the paper's machine: {host['machine']}; {doc['repetitions']} repetition(s) per point", "  ", "  ")
+    yield from wrap(f"the paper's machine: {host['machine']}; {doc['repetitions_text']}", "  ", "  ")
     for p in doc["parts"]:
         yield ""
         yield from wrap(f"part {p['name']}: {p['title']}")
