@@ -296,3 +296,18 @@ def test_a_repetition_count_the_paper_does_not_state_is_not_made_up():
         assert doc["repetitions"] is None and doc["repetitions_text"] == "repetitions per point not stated"
         assert "repetitions per point not stated" in " ".join(" ".join(stext.show_lines(doc)).split())
     assert sshow.document(study("001"))["repetitions_text"] == "15 repetition(s) per point"
+
+
+def test_study004_runs_the_papers_18_byte_payload_and_reads_its_31_mbits_from_the_same_rate():
+    """The presets sent 64 B of payload, said to be because 18 B is below what iperf 2 sends
+    (iperf 2.1.8 sends 18 B datagrams with its timestamps); tput-64 read the NDR where ndr-64,
+    the same paper rate (64 kpkt/s in 60 B frames is 31 Mbit/s), reads the PDR."""
+    from virtbench.studies import paper as P
+
+    for scale in ("quick", "paper"):
+        path = SHIPPED / f"study004-line-{scale}.yaml"
+        assert load_yaml(path.read_text(), str(path))["line"]["payload"] == 18
+    values = {v.id: v for v in P.load("004").values}
+    tput, ndr = values["tput-64"].yours, values["ndr-64"].yours
+    assert tput is not None and ndr is not None and tput.field == ndr.field == "pdr_pps"
+    assert round(values["ndr-64"].paper["value"] * tput.factor) == values["tput-64"].paper["value"]

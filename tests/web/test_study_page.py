@@ -107,6 +107,6 @@ def test_a_study_reads_in_words_on_the_page_and_in_study_show(filled):
             reprs = re.findall(r".{30}(?:\bNone\b|\bTrue\b|\bFalse\b|\[\d[\d, ]*\]|\['|\[\d+, ').{0,10}", text)
             assert not reprs, (sid, name, reprs)
             if sid == "002":
-                assert "7zip passes 1 (paper not set)" in text and "memory 192M/256M" in text, name
+                assert "7zip passes 1 (paper scale not set)" in text and "memory 192M/256M" in text, name
             if sid == "000":
-                assert "proxmox yes" in text and "host_memory not set (paper 8G)" in text, name
+                assert "proxmox yes" in text and "host_memory not set (paper scale 8G)" in text, name

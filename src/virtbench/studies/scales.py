@@ -76,7 +76,7 @@ def _changes(s: Study, part: Part) -> list[str]:
         q, p = load_campaign(SHIPPED / f"{q_stem}.yaml"), load_campaign(SHIPPED / f"{p_stem}.yaml")
         for field in ("repetitions", "warmups", "profile"):
             if getattr(q, field) != getattr(p, field):
-                out.append(f"{field} {getattr(q, field)} (paper {getattr(p, field)})")
+                out.append(f"{field} {getattr(q, field)} (paper scale {getattr(p, field)})")
         if q.adaptive != p.adaptive and q.adaptive is not None:
             a = q.adaptive
             out.append(f"extra rounds for undecided cells up to {a.max_repetitions} and {a.max_minutes:g} min")
@@ -84,17 +84,17 @@ def _changes(s: Study, part: Part) -> list[str]:
             qo, po = qp.options, pp.options
             for k in sorted(set(qo) | set(po)):
                 if not _same(qo.get(k), po.get(k)):
-                    out.append(f"{qp.name} {k} {short(qo.get(k), k)} (paper {short(po.get(k), k)})")
+                    out.append(f"{qp.name} {k} {short(qo.get(k), k)} (paper scale {short(po.get(k), k)})")
         qb, pb = _benchmark_values(q), _benchmark_values(p)
         for name in qb:
             for k, vals in qb[name].items():
                 paper = pb.get(name, {}).get(k)
                 if paper is not None and not _same(vals, paper):
-                    out.append(f"{name} {k} {short(vals, k)} (paper {short(paper, k)})")
+                    out.append(f"{name} {k} {short(vals, k)} (paper scale {short(paper, k)})")
         qs, ps = _flat(q.settings), _flat(p.settings)
         for k in sorted(set(qs) | set(ps)):
             if not _same(qs.get(k), ps.get(k)):
-                out.append(f"{q.experiment} {k} {short(qs.get(k), k)} (paper {short(ps.get(k), k)})")
+                out.append(f"{q.experiment} {k} {short(qs.get(k), k)} (paper scale {short(ps.get(k), k)})")
     return list(dict.fromkeys(out))
 
 
