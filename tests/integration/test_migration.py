@@ -13,6 +13,7 @@ import pytest
 
 from virtbench import proc
 from virtbench.config import parse_campaign
+from virtbench.errors import InputError
 from virtbench.experiments.migration import fleet, live, offline, storage
 from virtbench.experiments.migration.transport import Leftovers, LocalTransport
 from virtbench.platforms.lxc import LXC
@@ -89,6 +90,28 @@ def test_offline_lxc_1_2_4_8_to_a_loop_disk_timed_reported_and_removed(tmp_path,
     assert sec.figures and [s.x for s in sec.figures[0].series] == [[1, 2, 4, 8]]
     r = _cli(["report", out.run_id], paths, db)
     assert "Migration (offline)" in r.stdout and "other:" in r.stdout
+
+
+def test_offline_lxc_with_a_disk_volume_moves_the_volume_whole_and_sparse(tmp_path, paths, other_disk):
+    """Study 000's paper preset (`disk: 2G`): the container's root is a sparse ext4 file, not an
+    overlay. The move copied the overlay directory, which that container does not have."""
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    c = parse_campaign({"name": "mig-disk", "experiment": "migration", "platforms": [{"name": "lxc", "disk": "512M"}],
+                        "repetitions": 1, "warmups": 0,
+                        "migration": {"counts": [1, 2], "payload": "8M",
+                                      "to": {"path": str(other_disk), "name": "other"}}})
+    out = execute.start(Store(db), c, paths)
+    store = Store(db)
+    assert out.failed == 0, [(e.error, e.stderr[-3000:]) for e in store.executions(out.run_id)]
+    by = {(s.benchmark, s.metric): s.value for s in store.samples(out.run_id)}
+    for n in (1, 2):
+        moved = by[(f"migration[count={n},to=other]", "bytes_moved")]
+        assert n * 8 * 2**20 <= moved < n * 512 * 2**20  # the payload and the image's files, not the empty space
+    assert list(other_disk.iterdir()) == []
+    again = parse_campaign({"name": "m", "experiment": "migration", "platforms": [{"name": "lxc", "disk": "512M"}],
+                            "migration": {"counts": [1], "with_image": True, "to": {"path": str(other_disk)}}})
+    with pytest.raises(InputError, match="a disk: volume holds it and moves whole"):
+        execute.start(Store(db), again, paths)
 
 
 def test_offline_runc_and_native_move_their_own_data(tmp_path, paths, other_disk):

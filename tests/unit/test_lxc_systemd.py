@@ -9,7 +9,7 @@ import pytest
 
 from virtbench import proc
 from virtbench.images.image import Image
-from virtbench.platforms import lxc, mounts, slices
+from virtbench.platforms import lxc, lxcservice, mounts, slices
 from virtbench.platforms.base import Paths, PlatformOptions
 
 
@@ -32,12 +32,12 @@ def test_config_divides_the_services_cgroup_on_systemd_hosts_and_names_dirs_else
      "virtbench.slice/virtbench-density_r.slice/vb-vb-x.service"),
 ])
 def test_the_monitor_is_a_delegated_service_in_virtbench_slice(parent, slice_, cgroup, tmp_path):
-    argv = lxc.service_start_argv(tmp_path, "vb-x", parent)
+    argv = lxcservice.service_start_argv(tmp_path, "vb-x", parent)
     assert argv[:argv.index("--")] == ["systemd-run", "--quiet", "--collect", "--unit=vb-vb-x.service",
                                        f"--slice={slice_}", "--property=Delegate=yes", "--property=KillMode=mixed"]
     assert argv[argv.index("--") + 1].endswith("lxc-start")
     assert argv[argv.index("--") + 2:argv.index("--") + 7] == ["-F", "-P", str(tmp_path), "-n", "vb-x"]
-    assert lxc._systemd_meta(parent, "vb-x") == {"service": "vb-vb-x.service", "service_cgroup": cgroup,
+    assert lxcservice.systemd_meta(parent, "vb-x") == {"service": "vb-vb-x.service", "service_cgroup": cgroup,
                                                  "service_parent": parent}
 
 
@@ -54,7 +54,7 @@ def test_create_and_start_on_both_host_kinds(systemd, tmp_path, monkeypatch):
         return proc.Result(list(argv), 0, "active\n" if argv[:2] == ["systemctl", "is-active"] else "", "", 0.0)
 
     monkeypatch.setattr(proc, "run", run)
-    monkeypatch.setattr(lxc, "_state", lambda _p, _n: "RUNNING")
+    monkeypatch.setattr(lxcservice, "state", lambda _p, _n: "RUNNING")
     (tmp_path / "img" / "rootfs").mkdir(parents=True)
     image = Image(recipe_hash="ab" * 32, root=tmp_path / "img", release="bookworm", arch="amd64",
                   profile="quick", packages=(), tar_sha256="0" * 64)

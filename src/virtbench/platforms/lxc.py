@@ -13,6 +13,7 @@ lxc.monitor.NAME from the root (or the confining parent) itself, as before.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -26,7 +27,7 @@ from pydantic import Field, model_validator
 from .. import proc
 from ..errors import CommandError, InputError, VirtbenchError
 from ..images.image import Image
-from . import bridge, cgroups, iptables, lxcdisk, lxcproxmox, mounts, slices, units
+from . import bridge, cgroups, iptables, lxcdisk, lxcproxmox, lxcservice, mounts, slices, units
 from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions, Size, trial_dir
 
 LOCKS = Path("/run/lxc/lock")
@@ -203,7 +204,7 @@ class LXC(Platform):
             try:
                 if systemd:
                     mounts.write_meta(lxcpath / name, {"platform": cls.type, "run_id": "probe", "name": name,
-                                                       **_systemd_meta(None, name)})
+                                                       **lxcservice.systemd_meta(None, name)})
                 binds = mounts.skeleton_rootfs(lxcpath / name / "rootfs")
                 (lxcpath / name / "config").write_text(build_lxc_config(
                     name=name, run_id="probe", rootfs=f"dir:{lxcpath / name / 'rootfs'}",
@@ -247,7 +248,7 @@ class LXC(Platform):
         meta: dict[str, Any] = {"platform": self.type, "run_id": run_id, "name": name}
         systemd = slices.systemd_managed()
         if systemd:
-            meta |= _systemd_meta(self.cgroup_parent, name)
+            meta |= lxcservice.systemd_meta(self.cgroup_parent, name)
         mounts.write_meta(d, meta)
         try:
             lower = (lxcproxmox.shifted_rootfs(image.rootfs, self.lxcpath.parent / "lxc-idmap")
@@ -288,7 +289,8 @@ class LXC(Platform):
         return Instance(name, self.name, run_id, {"dir": str(d), **meta})
 
     def start(self, instance: Instance) -> None:
-        _start(self.lxcpath, instance.name)
+        with lxcdisk.attach_lock(self.paths.runtime) if self.options.disk is not None else contextlib.nullcontext():
+            _start(self.lxcpath, instance.name)
         self.wait_ready(instance)
         if self.options.init == "systemd":
             self._wait_booted(instance)
@@ -340,8 +342,17 @@ class LXC(Platform):
         kernel refuses the rmdir while another container's monitor is parked there."""
         cgroups.remove_cgroups("lxc.pivot")
 
+    @property
+    def image_per_instance(self) -> bool:  # type: ignore[override]  # per instance: by its options
+        """A loop volume (`disk:`) holds the whole root filesystem, image included: it moves whole."""
+        return self.options.disk is None
+
     def storage(self, instance: Instance) -> dict[str, Path]:
-        """The container's writable layer; the config stays (as Proxmox's cluster-wide config does)."""
+        """The container's writable layer, or its whole volume (`disk:`, a sparse ext4 file); the
+        config stays (as Proxmox's cluster-wide config does)."""
+        volume = Path(instance.data.get("rootdev") or Path(instance.data["dir"]) / "rootdev")
+        if self.options.disk is not None:
+            return {"rootdev": volume}
         return {"upper": Path(instance.data.get("upper") or Path(instance.data["dir"]) / "delta0")}
 
     def relocate(self, instance: Instance, moved: dict[str, Path]) -> None:
@@ -349,6 +360,13 @@ class LXC(Platform):
         work dir (olwork) next to the upper dir at the next start."""
         config = Path(instance.data["dir"]) / "config"
         text = config.read_text()
+        if "rootdev" in moved:
+            loop = re.search(r"^lxc\.rootfs\.path = loop:([^\n]+)$", text, re.M)
+            if loop is None:
+                raise VirtbenchError(f"{config}: no loop lxc.rootfs.path to relocate")
+            config.write_text(text.replace(loop.group(0), f"lxc.rootfs.path = loop:{moved['rootdev']}"))
+            instance.data["rootdev"] = str(moved["rootdev"])
+            return
         current = re.search(r"^lxc\.rootfs\.path = overlay:([^:\n]+):([^\n]+)$", text, re.M)
         if current is None:
             raise VirtbenchError(f"{config}: no overlay lxc.rootfs.path to relocate")
@@ -388,25 +406,11 @@ def _lxcpath(paths: Paths) -> Path:
     return paths.state / "lxc"
 
 
-def _systemd_meta(parent: str | None, name: str) -> dict[str, Any]:
-    """What an instance started as a delegated service records: its unit, its cgroup, its slice."""
-    _, cgroup = slices.service_argv(parent, name, [])
-    return {"service": f"{slices.UNIT_PREFIX}-{name}.service", "service_cgroup": cgroup, "service_parent": parent}
-
-
-def service_start_argv(lxcpath: Path, name: str, parent: str | None) -> list[str]:
-    """systemd-run argv of the container's monitor as a delegated service (systemd hosts)."""
-    lxc_start = proc.which("lxc-start") or "/usr/bin/lxc-start"
-    argv, _ = slices.service_argv(parent, name, [lxc_start, "-F", "-P", str(lxcpath), "-n", name,
-                                                 "-o", str(lxcpath / name / "lxc.log"), "-l", "ERROR"])
-    return argv
-
-
 def _start(lxcpath: Path, name: str) -> None:
     """Start detached; on failure start again at DEBUG level, because only the log says why."""
     meta = mounts.read_meta(lxcpath / name) or {}
     if meta.get("service"):
-        _start_service(lxcpath, name, meta)
+        lxcservice.start_service(lxcpath, name, meta)
         return
     log = lxcpath / name / "lxc.log"
     base = ["lxc-start", "-P", str(lxcpath), "-n", name, "-d", "-o", str(log)]
@@ -429,34 +433,10 @@ def _start(lxcpath: Path, name: str) -> None:
                              "lxc-checkconfig shows missing kernel features") from None
 
 
-def _start_service(lxcpath: Path, name: str, meta: dict[str, Any], timeout: float = 120.0) -> None:
-    """Start the monitor as its service and wait until LXC says RUNNING; if the service ends
-    first, its log says why."""
-    unit = meta["service"]
-    proc.run(service_start_argv(lxcpath, name, meta.get("service_parent")), timeout=60)
-    deadline = time.monotonic() + timeout
-    while (state := _state(lxcpath, name)) != "RUNNING":
-        active = proc.run(["systemctl", "is-active", unit], timeout=30, check=False).stdout.strip()
-        if active not in ("active", "activating") or time.monotonic() > deadline:
-            units.stop_unit(unit)
-            log = lxcpath / name / "lxc.log"
-            text = log.read_text(errors="replace") if log.exists() else ""
-            errors = [ln for ln in text.splitlines() if " ERROR " in ln] or text.splitlines()[-10:]
-            raise VirtbenchError(f"lxc-start {name} as {unit} did not reach RUNNING (container {state}, "
-                                 f"unit {active}); log {log}:\n" + "\n".join(errors[-10:]),
-                                 f"journalctl -u {unit}; lxc-checkconfig shows missing kernel features")
-        time.sleep(0.05)
-
-
-def _state(lxcpath: Path, name: str) -> str:
-    r = proc.run(["lxc-info", "-P", str(lxcpath), "-n", name, "-sH"], timeout=30, check=False)
-    return r.stdout.strip() if r.ok else "UNKNOWN"
-
-
 def _stop(lxcpath: Path, name: str, timeout: float = 30.0) -> None:
     proc.run(["lxc-stop", "-P", str(lxcpath), "-n", name, "-k"], timeout=60, check=False)
     deadline = time.monotonic() + timeout
-    while _state(lxcpath, name) not in ("STOPPED", "UNKNOWN"):
+    while lxcservice.state(lxcpath, name) not in ("STOPPED", "UNKNOWN"):
         if time.monotonic() > deadline:
             raise VirtbenchError(f"lxc container {name} still running {timeout:g} s after lxc-stop -k")
         time.sleep(0.02)
@@ -465,7 +445,7 @@ def _stop(lxcpath: Path, name: str, timeout: float = 30.0) -> None:
 def _teardown(paths: Paths, d: Path, name: str, lxcpath: Path) -> list[str]:
     """Stop, then delete the container dir (config, upper layer) after proving nothing is mounted."""
     done = []
-    if d.is_dir() and proc.which("lxc-stop") and _state(lxcpath, name) not in ("STOPPED", "UNKNOWN"):
+    if d.is_dir() and proc.which("lxc-stop") and lxcservice.state(lxcpath, name) not in ("STOPPED", "UNKNOWN"):
         _stop(lxcpath, name)
         done.append(f"lxc container {name}")
     if bridge.delete_link(bridge.veth_name(name)):

@@ -1,7 +1,10 @@
 """The lxc platform's `disk:` option: the container's root filesystem as an ext4 image of that size."""
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from .. import proc
@@ -31,3 +34,14 @@ def disk_image(path: Path, root: Path, size: int) -> Path:
         f.truncate(size)
     proc.run(["mkfs.ext4", "-q", "-F", "-L", "vbroot", "-d", str(root), str(path)], timeout=600)
     return path
+
+
+@contextlib.contextmanager
+def attach_lock(runtime: Path) -> Iterator[None]:
+    """One loop-backed container starting at a time on this host. LXC's loop backend asks for the
+    first free /dev/loopN, then binds its file to it: two starting at once can be given the same
+    one, and one fails to mount its rootfs (seen: one of two parallel starts in most tries)."""
+    runtime.mkdir(parents=True, exist_ok=True)
+    with open(runtime / "lxc-loop.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield

@@ -251,7 +251,8 @@ class Migration(Experiment):
                 raise InputError(f"migration: platform {name!r} ({p.type}) cannot be migrated offline: its storage "
                                  "belongs to its engine", "use lxc, runc, native or qemu, or mode: lifecycle")
             if section.mode == "offline" and section.with_image and not p.image_per_instance:
-                raise InputError(f"migration.with_image: {name!r} ({p.type}) keeps no copy of the image per instance",
+                raise InputError(f"migration.with_image: {name!r} ({p.type}) keeps no image layer apart from its own "
+                                 "data (native runs the image itself; a disk: volume holds it and moves whole)",
                                  "set with_image: false (its own data still moves)")
             if section.mode == "live" and p.live_migration == "qmp" and p.options.network == "bridge":
                 raise InputError(f"migration: live mode on {name!r}: a bridged VM's tap cannot be shared by the "
