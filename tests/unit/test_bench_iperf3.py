@@ -183,3 +183,18 @@ def test_metadata() -> None:
     assert not udp["loss"].higher_is_better and not udp["jitter"].higher_is_better
     assert b.version_command() == ["iperf3", "--version"]
     assert bench(time=20).execution_timeout() >= 20 + 30
+
+
+def test_udp_datagrams_are_one_size_on_every_path_unless_given() -> None:
+    """iperf3 sizes UDP datagrams by its control connection's MSS: the recorded runs sent 32 KiB
+    over loopback (native's path) and 1448 B through a namespace's veth (a container's), so one
+    `udp_rate` meant 22 times fewer packets on native."""
+    data = Path(__file__).parents[1] / "data" / "iperf3"
+    sizes = {f: json.loads((data / f).read_text())["start"]["test_start"]["blksize"]
+             for f in ("udp_lo_t2_100M.txt", "udp_netns_t2_5G.txt")}
+    assert sizes == {"udp_lo_t2_100M.txt": 32768, "udp_netns_t2_5G.txt": 1448}
+    udp = bench(mode="udp", udp_rate="100M").client_command("/tmp", "10.0.0.1")
+    assert udp[udp.index("-l") + 1] == "1448"
+    given = bench(mode="udp", length=1470).client_command("/tmp", "10.0.0.1")
+    assert given[given.index("-l") + 1] == "1470"
+    assert "-l" not in bench(mode="tcp").client_command("/tmp", "10.0.0.1")  # a write size there, not a packet

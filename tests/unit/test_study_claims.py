@@ -212,3 +212,17 @@ def test_study002_one_vcpu_vm_against_native_is_one_over_the_hosts_cpus():
                                                            ("vm-1vcpu", 4): 0.25})])  # type: ignore[list-item]
     out = V.judge(_values("002")["vcpu1-native"], C.Matcher(runs), {}, {})
     assert out["verdict"] == "agrees" and "sysbench-cpu[instances=4] 0.25" in out["detail"], out
+
+
+@pytest.mark.parametrize("rel, ci, verdict", [(1.05, [1.02, 1.08], "agrees"), (0.97, [0.95, 0.99], "differs"),
+                                              (1.0, [0.98, 1.02], "undecided at this scale")])
+def test_study001_docker_drawing_less_power_is_judged_by_its_direction(rel, ci, verdict):
+    """'Docker produces lower power consumption': power_W's ratio is direction-aware (above 1:
+    Docker drew less). The relative bands of Table I (+-0.05) let 1.0 'agree'; the claim does not."""
+    from virtbench.studies import claims
+
+    value = _values("001")["apache-power-claim"]
+    assert value.expect is not None and value.expect.above == 1.0
+    row = Row("nginx-ab[concurrency=200,requests=5000]", "power_W", "W", False, "power", "docker", 5, 0, mean=2.3,
+              relative=rel, relative_ci95=ci, verdict="faster")
+    assert claims.by_cells([row], value.expect)[0] == verdict

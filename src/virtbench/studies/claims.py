@@ -29,8 +29,8 @@ def combine(verdicts: Sequence[str]) -> str:
 
 
 def by_cells(rows: Sequence[Row], e: P.Expect) -> tuple[str, str]:
-    """A claim over several ratios (within 1 +- w, or below b), each cell by its own interval."""
-    low, high = (1 - e.within, 1 + e.within) if e.within is not None else (None, e.below)
+    """A claim over several ratios (within 1 +- w, below b or above a), each cell by its own interval."""
+    low, high = (1 - e.within, 1 + e.within) if e.within is not None else (e.above, e.below)
     if high is None and low is None:
         return J.UNDECIDED, "the claim states no bound"
     verdicts, open_ = [], []

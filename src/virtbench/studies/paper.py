@@ -51,6 +51,8 @@ class Expect(Strict):
     tolerance: float = 0.05
     within: float | None = Field(None, description="every matching ratio within 1 +- this")
     below: float | None = Field(None, description="every matching ratio below this")
+    above: float | None = Field(None, description="every matching ratio above this (better than the baseline "
+                                                  "where it is 1: a ratio is direction-aware)")
     cpu_share: bool = Field(False, description="every ratio near the CPU its VM gets against native: "
                                                "min(threads, vCPUs, host CPUs / VMs at once) / min(threads, host CPUs), "
                                                "within `tolerance` of it (relative)")
