@@ -24,6 +24,7 @@ shell text. A failed step shows the end of its log on stderr.
 from __future__ import annotations
 
 import re
+import shlex
 from decimal import Decimal
 from typing import Any, ClassVar, Literal
 
@@ -31,6 +32,9 @@ from pydantic import Field, field_validator, model_validator
 
 from ..errors import ParseError
 from .base import Benchmark, Metric, Params, search
+
+MAKE = 'make -j "$jobs"'
+"""The timed step (the script runs it with the code base's own arguments after it)."""
 
 _SCRIPT = r"""cd "$1" || exit 1
 codebase=$2 jobs=$3 files=$4
@@ -85,7 +89,7 @@ uclibc-ng)
 *) echo "vb: unknown code base $codebase" >&2; exit 2 ;;
 esac
 start=$(date +%s.%N)
-make -j"$jobs" "$@" > ../vb-build.log 2>&1
+@MAKE@ "$@" > ../vb-build.log 2>&1
 rc=$?
 end=$(date +%s.%N)
 if [ "$rc" -ne 0 ]; then fail "$rc" ../vb-build.log; fi
@@ -202,7 +206,7 @@ unsigned long vb_module_NN(unsigned seed)
     return out;
 }
 """
-_SCRIPT = _SCRIPT.replace("@TEMPLATE@", _TEMPLATE).replace("@TAB@", "\t")
+_SCRIPT = _SCRIPT.replace("@TEMPLATE@", _TEMPLATE).replace("@TAB@", "\t").replace("@MAKE@", MAKE)
 
 _TIMES = r"^vb:build jobs=(\d+) start=(\d+\.\d{9}) end=(\d+\.\d{9})$"
 _OBJECTS = r"^vb:objects (\d+)$"
@@ -263,6 +267,12 @@ class Build(Benchmark):
         p = self.params
         files = p.files if p.codebase == "generated" else 0
         return ["sh", "-c", _SCRIPT, "sh", workdir, p.codebase, str(p.jobs), str(files)]
+
+    def phases(self, workdir: str) -> dict[str, list[str]]:
+        """The timed make as an argv, jobs filled (`cpus`: the instance's nproc, known in it only):
+        what a paper's printed build line is held against."""
+        jobs = "$(nproc)" if self.params.jobs == "cpus" else str(self.params.jobs)
+        return {"make": [w.replace("$jobs", jobs) for w in shlex.split(MAKE)]}
 
     def parse(self, stdout: str, stderr: str = "", source: str = "<output>") -> dict[str, float]:
         p = self.params
