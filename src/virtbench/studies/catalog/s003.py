@@ -142,7 +142,7 @@ STUDY = Study(
                             "and deep learning) and on hypervisors ahead of bare metal on HPL are not judged; "
                             "HPL's 10-20 % container overhead is", "one host is one machine, and only KVM runs "
                             "here"),
-                 BEST_VM, ORDER, APP_TIME, AGGREGATE, STATISTIC, VERSIONS,
+                 ORDER, APP_TIME, AGGREGATE, STATISTIC, VERSIONS,
                  Difference("Docker, containerd and the pods all on the host's network (the paper: Docker's bridge "
                             "and k0s's pod network)", "containerd has no bridge here (CNI is wired only by `ctr run "
                             "--cni`); one mode for all keeps Table 6 a comparison of runtimes, not of network "
