@@ -115,3 +115,21 @@ def test_repeated_runs_of_a_part_pool_into_an_interval():
              for n in (12, 13, 12)]
     out = _judge("000", "ram-max-128-rpi4", three)
     assert out["verdict"] == "differs" and out["ci"] and "3 runs" in out["detail"], out
+
+
+def test_per_core_pinning_is_judged_on_lines_the_paper_could_pin_and_node_pinning_on_latency():
+    """The paper pinned per core up to 8 nodes (its CPU's limit): a 16-node line overcommitted
+    round robin made core-pin 'differ'. Node against none on the tail: the abstract's 'pinning
+    decreases latencies', not judged before."""
+    def entry(pin: str, length: int, tails: list[float]) -> dict:
+        return {"platform": "lxc", "pinning": pin, "length": length, "ndr_pps": 0.0, "ndr_pps_rounds": [1.0, 1.0],
+                "latency": [{"rate": "1ndr", "rate_pps": 50000, "p99.99_rounds": tails}]}
+
+    entries = [entry("none", 4, [900, 950, 920]), entry("node", 4, [700, 720, 710]), entry("core", 4, [400, 410, 405]),
+               entry("node", 16, [800, 810, 805]), entry("core", 16, [3000, 3100, 3050])]
+    run = _run("study004-line-paper", [_line(entries)])
+    out = _judge("004", "core-pin", [run])
+    assert out["verdict"] == "agrees" and "16 nodes" not in out["yours"], out
+    assert _judge("004", "pin-latency", [run])["verdict"] == "agrees"
+    worse = _run("study004-line-paper", [_line([entry("none", 4, [700, 710, 705]), entry("node", 4, [900, 950, 920])])])
+    assert _judge("004", "pin-latency", [worse])["verdict"] == "differs"

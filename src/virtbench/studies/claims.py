@@ -299,10 +299,13 @@ def _spikes(value: P.PaperValue, m: C.Matcher, out: dict[str, Any]) -> dict[str,
 
 
 def _pinning(value: P.PaperValue, m: C.Matcher, out: dict[str, Any], better: str, worse: str, field: str,
-             higher: bool) -> dict[str, Any]:
+             higher: bool, longest: int | None = None) -> dict[str, Any]:
+    """`better` pinning against `worse` on each line (up to `longest` nodes), by `field`'s rounds."""
     assert value.yours is not None
     by: dict[tuple[str, int], dict[str, Any]] = {}
     for en in _latency_rows(m, value.yours):
+        if longest is not None and en["length"] > longest:
+            continue
         by.setdefault((en.get("platform", ""), en["length"]), {})[en.get("pinning", "")] = en
     verdicts, parts = [], []
     for (_, length), pins in sorted(by.items()):
@@ -323,8 +326,16 @@ def _pinning(value: P.PaperValue, m: C.Matcher, out: dict[str, Any], better: str
     return out
 
 
+CORE_PIN_LONGEST = 8
+"""004 pinned per core on lines up to 8 nodes ('limited by the AMD EPYC 7551P to lines of length 8')."""
+
+
 def _core_pin(value: P.PaperValue, m: C.Matcher, out: dict[str, Any]) -> dict[str, Any]:
-    return _pinning(value, m, out, "core", "node", "latency/1ndr/p99.99", higher=False)
+    return _pinning(value, m, out, "core", "node", "latency/1ndr/p99.99", higher=False, longest=CORE_PIN_LONGEST)
+
+
+def _pin_latency(value: P.PaperValue, m: C.Matcher, out: dict[str, Any]) -> dict[str, Any]:
+    return _pinning(value, m, out, "node", "none", "latency/1ndr/p99.99", higher=False)
 
 
 def _pin_rate(value: P.PaperValue, m: C.Matcher, out: dict[str, Any]) -> dict[str, Any]:
@@ -333,4 +344,4 @@ def _pin_rate(value: P.PaperValue, m: C.Matcher, out: dict[str, Any]) -> dict[st
 
 JUDGES: dict[str, Judge] = {"boards": _boards, "density-trend": _density_trend, "migration-storage": _migration_storage,
                             "owd": _owd, "read-over-write": _read_over_write, "ping": _ping, "spikes": _spikes,
-                            "core-pin": _core_pin, "pin-rate": _pin_rate}
+                            "core-pin": _core_pin, "pin-rate": _pin_rate, "pin-latency": _pin_latency}

@@ -81,7 +81,7 @@ class PaperValue(Strict):
                                                      "where it is not the paper's main one (RPi 5 vs 4B)")
     how: str = Field("", description="what would measure it where no preset does (a brought image, another board)")
     judge: Literal["boards", "density-trend", "migration-storage", "owd", "read-over-write", "ping", "spikes",
-                   "core-pin", "pin-rate"] | None = Field(
+                   "core-pin", "pin-rate", "pin-latency"] | None = Field(
         None, description="a claim judged by its own rule (studies/claims.py) from the data `yours` points at")
 
     def label(self) -> str:

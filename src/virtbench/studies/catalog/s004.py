@@ -39,7 +39,8 @@ DIFFERENCES = (
                "iperf 2 times each packet from the send time it writes into the packet (18 B hold it)",
                "none on the packet size: the same 64 B frames"),
     Difference("the device under test is not tuned as the paper's (RT kernel, SMT off, IRQ affinity to core 0, "
-               "idle polling, performance governor, container slices on one core): neither applied nor checked",
+               "idle polling, performance governor, container slices on one core, energy-saving states, RCU "
+               "callbacks offloaded, logging off): neither applied nor checked",
                "the presets do not change the host's kernel or settings", "more scheduling noise: tail latencies "
                "and spikes higher", affects=(*RATES, *LATENCY)),
     Difference("containers run no init (the paper's ran journald, a DHCP client, sshd and dbus)",
@@ -50,10 +51,39 @@ DIFFERENCES = (
                "round robin over this host's CPUs", "the paper pinned the NICs' IRQs to the NIC's NUMA node (4 "
                "nodes, 8 cores each) or one core per IRQ; on veth the receive work is steered (RPS), and a host "
                "with one NUMA node has no remote memory", "on one NUMA node `node` equals `none` but for the "
-               "steering; `core` is limited by this host's CPUs, not 8 per node", affects=PINNED),
-    Difference("the rate steps start at 1000 pkt/s and are traced 50 steps past the first loss",
-               "the paper's start rate and end are not stated; its Fig. 3 shows loss well past the loss-free "
-               "rate", "none on the loss-free rate; the loss curve ends 50 kpkt/s past it"),
+               "steering; the one flow's packets hash to one CPU per hop, where the paper's IRQ handlers spread "
+               "over 8 or 31 cores; `core` is limited by this host's CPUs, not 8 per node", affects=PINNED),
+    Difference("per-core pinning runs on every line, round robin over this host's CPUs beyond them; core-pin is "
+               "judged on lines up to 8 nodes", "the paper could pin per core up to 8 nodes only; the longer "
+               "lines show what overcommitting does", "on a host with fewer CPUs than a line's nodes even the "
+               "judged lines share CPUs", affects=("core-pin",)),
+    Difference("the rate steps start at 1000 pkt/s and are traced 50 steps past the first loss; NDR and PDR "
+               "are the last rates before the first loss (PDR: below 0.5 % loss, this tool's bound), each step "
+               "a fresh iperf session", "the paper's start rate and end are not stated, nor its 'nearly "
+               "loss-free'; it raised one stream's rate 'over time constantly'", "on a line with the paper's "
+               "lossy window below a loss-free one (64 nodes: loss at 17.3-50 kpkt/s, none at 50-55) the rate "
+               "here is the window's start, about 4 times the paper's lower, and the maximum-rate latency is "
+               "taken there; no queue carries over from one step to the next", affects=RATES),
+    Difference("a longer line that forwards faster than a shorter one is measured again, and its rate replaced "
+               "by the new one on every surface", "a rate rising with length is taken for a disturbed "
+               "measurement", "the paper's even lines forwarding faster than odd ones (NUMA) would be "
+               "re-measured, not kept as found", affects=RATES),
+    Difference("spikes are judged as a worst case at least 5 times the p99.9 on any line at 17.3 kpkt/s, the "
+               "rounds pooled", "the paper's sizes (5.2 ms on 4 nodes, 60 ms on 64), 64 nodes spiking in every "
+               "repeat, no spikes at the maximum rate and the rescheduling interrupts behind them have no bound "
+               "to hold a measurement to", "a spike anywhere agrees; its size and cause are shown, not judged",
+               affects=("spikes",)),
+    Difference("latencies in 1 us bins (iperf 2's histograms), where the paper's timestamper resolved 1.25 ns",
+               "iperf 2's finest bin", "medians of a few microseconds are coarse", affects=LATENCY),
+    Difference("3 repetitions of every line", "the paper repeated each at least three times (the 4-node line at "
+               "17.3 kpkt/s six times: 'the other five repeats')", "rare spikes are less likely to be caught",
+               affects=("spikes",)),
+    Difference("the paper's lower latency of containers than of VMs (Section V) is not reproduced",
+               "the line runs containers and namespaces, not VMs"),
+    Difference("the 49 us median is compared with one container at the maximum rate, pinned per node",
+               "the paper gives no length, rate or pinning for it ('for a single host')", affects=("p50-1",)),
+    Difference("dTLB misses as a share of dTLB loads, against Section IV.A's 13 %", "the conclusion says 'around "
+               "12 %' and neither names a denominator", affects=("dtlb-64",)),
     Difference("Debian 12's LXC 5.0 on this host's kernel where the paper ran LXC 4.0.6 on Debian 10 with RT "
                "patches", "the LXC Debian ships", "kernel forwarding cost of a newer, non-RT kernel",
                affects=(*RATES, *LATENCY)),
