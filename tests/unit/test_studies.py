@@ -249,8 +249,13 @@ def test_report_of_a_stored_run(tmp_path):
         sreport.part_runs(study("001"), [rep])
     assert "not a part of study 001" in err.value.message
     section = sreport.build(study("001"), [C.PartRun("suite", "quick", rep)])
-    assert section.key == "study" and section.data["summary"] == {"not measured here": len(P.load("001").values)}
-    assert all(c["yours"] is None for c in section.data["comparisons"])
+    # the abstract's overall claim reads every container row of a suite run: this run's runc and lxc
+    overall = {v.id for v in P.load("001").values if v.yours is not None and v.yours.overall}
+    assert overall == {"overall-claim"}
+    matched = [c for c in section.data["comparisons"] if c["verdict"] != "not measured here"]
+    assert [c["id"] for c in matched] == ["overall-claim"] and matched[0]["yours"] is not None
+    assert section.data["summary"]["not measured here"] == len(P.load("001").values) - 1
+    assert all(c["yours"] is None for c in section.data["comparisons"] if c["id"] not in overall)
     page = sreport.write_html(tmp_path / "s.html", section, [rep]).read_text()
     assert "Study 001: the paper beside this host" in page and "Table I" in page
 

@@ -62,7 +62,7 @@ UNSTATED = Difference(
     "5 s of ramp, 4 KiB blocks for IOPS and 1 MiB for speed, depth 16, one job, reads and writes apart, libaio, "
     "direct; ping 100 echo requests; iperf3 20 s per test, UDP at a 1 Gbit/s target rate; the GAN at 64 px for "
     "20 epochs; SQLite with 600000 rows (the preset's stand-in for the paper's 48 MB); the REST fetches for 30 s",
-    "the paper names the tools, not their parameters; its playbooks [18] use others: HPL N=10000, NB=128 on "
+    "the paper names the tools, not their parameters; its playbooks (its reference 18) use others: HPL N=10000, NB=128 on "
     "2x2 processes; fio on 2 GB for 60 s, 2 jobs, depth 256 (4 KiB) and 64 (64 KiB), reads and writes mixed "
     "(randrw, rw); ping -c 4; iperf3 for its default 10 s, UDP at -b 10G, TCP read on the sender's side",
     "absolute values are these settings'; ratios to native compare alike but for the storage rows (depth and "
@@ -81,7 +81,7 @@ ORDER = Difference(
     "drift shows in every platform's interval, not as one batch's slope")
 APP_TIME = Difference(
     "the applications are timed inside the process: Blender's render, the GAN's training loop, SQLite's "
-    "statements (including building and indexing its table, an update and a delete)", "the paper's scripts [18] "
+    "statements (including building and indexing its table, an update and a delete)", "the paper's scripts (its reference 18) "
     "timed each whole run from outside (start-up, imports, data generation included; the database queried an "
     "existing 48 MB file, read only)", "less of each launch's platform cost in the ratios; the database's also "
     "weighs its writes", affects=("t6-blender", "t7-blender-container", "t5-blender", "t7-blender-vm", "t6-dl",
