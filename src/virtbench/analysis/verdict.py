@@ -293,15 +293,17 @@ def decide(values: Sequence[float], base: Sequence[float], higher_is_better: boo
         return Verdict("faster", f"faster by {_pct(ratio - 1)} {span}", (lo, hi), ratio=ratio,
                        p=p_value(log_r, se, df, "faster", margin))
     effect = abs(math.log(ratio))
-    # Deciding needs the interval off 1 (a real difference) or the equivalence one inside the margin.
-    if effect >= margin:
-        target, conf = effect, confidence
-    else:
-        target, conf = margin - effect, equivalence
+    # Deciding needs the interval off 1 (a real difference) or the equivalence one inside the margin,
+    # whichever comes first: an effect inside the margin but away from 1 (-1.5 % against +-2 %) is
+    # shown a difference long before it is shown the same (seen: such cells left without rounds).
+    goals = [(effect, confidence)] + ([(margin - effect, equivalence)] if effect < margin else [])
     if logs is not None:
-        needed, n = paired_repetitions_needed(logs, target, conf, moments), len(logs)
+        counts = [paired_repetitions_needed(logs, t, c, moments) for t, c in goals]
+        n = len(logs)
     else:
-        needed, n = repetitions_needed(values, base, target, conf, moments), min(len(values), len(base))
+        counts = [repetitions_needed(values, base, t, c, moments) for t, c in goals]
+        n = min(len(values), len(base))
+    needed = min((c for c in counts if c is not None), default=None)
     advice = (f"needs about {needed} repetitions" if needed is not None and needed > n
               else f"more than {MAX_ADVICE} repetitions at this noise: the noise dominates" if needed is None
               else "one more repetition may decide it")
