@@ -33,7 +33,7 @@ from ..errors import CommandError, InputError
 from ..images.image import Image
 from ..images.oci import oci_archive
 from ..services import CONTAINERD_SOCKET
-from . import sandboxes, slices, units
+from . import cgroups, sandboxes, slices, units
 from .base import EXEC_ENV, LABEL, Availability, Executor, Instance, Paths, Platform, PlatformOptions
 from .docker import STATE_LABEL, TAR_LABEL
 from .naming import INSTANCE_PREFIX
@@ -154,6 +154,11 @@ class Containerd(Platform):
         return Availability(True, f"ctr ran a container of {images[0]}")
 
     # -- lifecycle -----------------------------------------------------------------------
+    def close(self) -> None:
+        """On cgroupfs hosts ctr puts each container under its namespace's cgroup (/virtbench) and
+        leaves that parent, empty, when the last one goes (the kernel keeps it while one runs)."""
+        cgroups.remove_cgroups(NAMESPACE)
+
     def prepare(self, image: Image) -> None:
         if self.host.run(self.image_query_argv(image), timeout=60).stdout.strip():
             return

@@ -1,9 +1,12 @@
-"""LXC's lxc.pivot cgroups: a run removes them at its end, a running container keeps them."""
+"""The empty cgroups runtimes leave behind (LXC's lxc.pivot, runc's and ctr's /virtbench parent):
+a run removes them when its platforms close; one still in use stays."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from virtbench.platforms import cgroups, lxc
+import pytest
+
+from virtbench.platforms import cgroups, containerd, lxc, oci
 from virtbench.platforms.base import Paths
 
 
@@ -22,3 +25,17 @@ def test_closing_the_platform_removes_the_pivot_lxc_made_in_every_hierarchy(tmp_
     assert sorted(p.parent.name for p in tmp_path.glob("*/lxc.pivot")) == ["freezer"]
     platform.close()  # nothing left to remove: no error
     assert busy.is_dir() and Path(busy / "cgroup.procs").read_text() == "4242\n"
+
+
+@pytest.mark.parametrize("cls", [oci.Runc, oci.Crun, containerd.Containerd])
+def test_closing_runc_crun_or_containerd_removes_the_empty_parent_of_their_containers(cls, tmp_path, monkeypatch):
+    """Seen: after every `make run` the next `virtbench cleanup` removed /sys/fs/cgroup/*/virtbench
+    (runc's cgroupsPath /virtbench/NAME, ctr's namespace cgroup), 10 empty cgroups."""
+    monkeypatch.setattr(cgroups, "CGROUP_ROOT", tmp_path)
+    for hierarchy in ("memory", "cpu"):
+        (tmp_path / hierarchy / "virtbench").mkdir(parents=True)
+    busy = tmp_path / "pids" / "virtbench" / "vb-still-running"
+    busy.mkdir(parents=True)
+    platform = cls("p", cls.Options(), Paths(state=tmp_path / "s", runtime=tmp_path / "r"))
+    platform.close()
+    assert sorted(p.parent.name for p in tmp_path.glob("*/virtbench")) == ["pids"] and busy.is_dir()
