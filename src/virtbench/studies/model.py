@@ -18,7 +18,7 @@ from ..config import SHIPPED
 from ..errors import InputError
 
 SCALES = ("quick", "paper")
-Role = Literal["command", "client", "server", "write", "read"]
+Role = Literal["command", "client", "server", "write", "read", "make"]
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class PaperCommand:
     argv: tuple[str, ...]
     role: Role = "command"
     """Which of the benchmark's commands it is: its one command, a pair's client or server, or one
-    phase of a benchmark that runs several (dd's write and read)."""
+    phase of a benchmark that runs several (dd's write and read, build's make)."""
     select: Mapping[str, Any] = field(default_factory=dict)
     """Parameters a preset's benchmark entry must have to be this command (mode: tcp)."""
     given: Mapping[str, Any] = field(default_factory=dict)
