@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from virtbench.platforms import cgroups, containerd, lxc, oci
+from virtbench.platforms import bridge, cgroups, containerd, lxc, oci
+from virtbench.platforms.qemu.platform import Qemu
 from virtbench.platforms.base import Paths
 
 
@@ -15,6 +16,7 @@ def test_closing_the_platform_removes_the_pivot_lxc_made_in_every_hierarchy(tmp_
     for the next `virtbench cleanup` to find. A pivot holding a monitor (here a file: the
     kernel's rmdir refuses a cgroup with tasks as it refuses a non-empty directory) stays."""
     monkeypatch.setattr(cgroups, "CGROUP_ROOT", tmp_path)
+    monkeypatch.setattr(bridge, "remove_bridge_if_unused", lambda: [])  # never the host's own bridge here
     for hierarchy in ("memory", "cpu", "pids"):
         (tmp_path / hierarchy / "lxc.pivot").mkdir(parents=True)
     busy = tmp_path / "freezer" / "lxc.pivot"
@@ -32,6 +34,7 @@ def test_closing_runc_crun_or_containerd_removes_the_empty_parent_of_their_conta
     """Seen: after every `make run` the next `virtbench cleanup` removed /sys/fs/cgroup/*/virtbench
     (runc's cgroupsPath /virtbench/NAME, ctr's namespace cgroup), 10 empty cgroups."""
     monkeypatch.setattr(cgroups, "CGROUP_ROOT", tmp_path)
+    monkeypatch.setattr(bridge, "remove_bridge_if_unused", lambda: [])
     for hierarchy in ("memory", "cpu"):
         (tmp_path / hierarchy / "virtbench").mkdir(parents=True)
     busy = tmp_path / "pids" / "virtbench" / "vb-still-running"
@@ -39,3 +42,15 @@ def test_closing_runc_crun_or_containerd_removes_the_empty_parent_of_their_conta
     platform = cls("p", cls.Options(), Paths(state=tmp_path / "s", runtime=tmp_path / "r"))
     platform.close()
     assert sorted(p.parent.name for p in tmp_path.glob("*/virtbench")) == ["pids"] and busy.is_dir()
+
+
+@pytest.mark.parametrize("cls", [lxc.LXC, oci.Runc, Qemu])
+def test_the_platforms_that_bridge_their_instances_let_the_unused_bridge_go_when_they_close(cls, tmp_path,
+                                                                                            monkeypatch):
+    """Seen: a campaign with `network: bridge` left vbbr0 for the next `virtbench cleanup`. The
+    bridge goes only when no port and no lease of any run is left (bridge.remove_bridge_if_unused)."""
+    asked = []
+    monkeypatch.setattr(cgroups, "CGROUP_ROOT", tmp_path)
+    monkeypatch.setattr(bridge, "remove_bridge_if_unused", lambda: asked.append(1) or [])
+    cls("p", cls.Options(), Paths(state=tmp_path / "s", runtime=tmp_path / "r")).close()
+    assert asked == [1]

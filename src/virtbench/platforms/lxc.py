@@ -339,8 +339,10 @@ class LXC(Platform):
 
     def close(self) -> None:
         """LXC parks a stopping monitor in lxc.pivot (every hierarchy) and never removes it; the
-        kernel refuses the rmdir while another container's monitor is parked there."""
+        kernel refuses the rmdir while another container's monitor is parked there. The host
+        bridge goes too once nothing uses it (no port, no lease of any run)."""
         cgroups.remove_cgroups("lxc.pivot")
+        bridge.remove_bridge_if_unused()
 
     @property
     def image_per_instance(self) -> bool:  # type: ignore[override]  # per instance: by its options

@@ -244,8 +244,10 @@ class _OCIRuntime(Platform):
 
     def close(self) -> None:
         """The runtime leaves the parent of its containers' cgroups (/virtbench, every hierarchy)
-        when the last one goes: ten empty cgroups after each run, for the next cleanup."""
+        when the last one goes: ten empty cgroups after each run, for the next cleanup. The host
+        bridge goes too once nothing uses it (no port, no lease of any run)."""
         cgroups.remove_cgroups("virtbench")
+        bridge.remove_bridge_if_unused()
 
     def storage(self, instance: Instance) -> dict[str, Path]:
         return {"upper": Path(instance.data.get("upper") or Path(instance.data["dir"]) / "upper")}

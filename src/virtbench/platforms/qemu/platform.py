@@ -375,6 +375,12 @@ class Qemu(Platform):
     def remove(self, instance: Instance) -> None:
         _teardown(self.paths, Path(instance.data["dir"]), instance.data)
 
+    def close(self) -> None:
+        """What the VMs leave when the last goes: the parent of their cgroups (/virtbench, empty)
+        and, a bridged VM's tap gone, the host bridge once nothing uses it."""
+        cgroups.remove_cgroups("virtbench")
+        bridge.remove_bridge_if_unused()
+
     def memory_cgroup(self, instance: Instance) -> str | None:
         """Confined (density host_memory): the cgroup QEMU was started in, below the parent."""
         if self.cgroup_parent:
