@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from virtbench.platforms import bridge, cgroups, containerd, lxc, oci
-from virtbench.platforms.qemu.platform import Qemu
 from virtbench.platforms.base import Paths
+from virtbench.platforms.qemu.platform import Qemu
 
 
 def test_closing_the_platform_removes_the_pivot_lxc_made_in_every_hierarchy(tmp_path, monkeypatch):
