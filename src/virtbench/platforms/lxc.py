@@ -289,7 +289,7 @@ class LXC(Platform):
         return Instance(name, self.name, run_id, {"dir": str(d), **meta})
 
     def start(self, instance: Instance) -> None:
-        with lxcdisk.attach_lock(self.paths.runtime) if self.options.disk is not None else contextlib.nullcontext():
+        with lxcdisk.attach_lock() if self.options.disk is not None else contextlib.nullcontext():
             _start(self.lxcpath, instance.name)
         self.wait_ready(instance)
         if self.options.init == "systemd":
@@ -352,9 +352,8 @@ class LXC(Platform):
     def storage(self, instance: Instance) -> dict[str, Path]:
         """The container's writable layer, or its whole volume (`disk:`, a sparse ext4 file); the
         config stays (as Proxmox's cluster-wide config does)."""
-        volume = Path(instance.data.get("rootdev") or Path(instance.data["dir"]) / "rootdev")
         if self.options.disk is not None:
-            return {"rootdev": volume}
+            return {"rootdev": Path(instance.data.get("rootdev") or Path(instance.data["dir"]) / "rootdev")}
         return {"upper": Path(instance.data.get("upper") or Path(instance.data["dir"]) / "delta0")}
 
     def relocate(self, instance: Instance, moved: dict[str, Path]) -> None:

@@ -36,12 +36,16 @@ def disk_image(path: Path, root: Path, size: int) -> Path:
     return path
 
 
+ATTACH_LOCK = Path("/run/virtbench-lxc-loop.lock")
+"""Host-wide as the loop devices are: runs with different runtime directories (parallel test
+workers, a web worker beside the CLI) must not share a device either."""
+
+
 @contextlib.contextmanager
-def attach_lock(runtime: Path) -> Iterator[None]:
+def attach_lock() -> Iterator[None]:
     """One loop-backed container starting at a time on this host. LXC's loop backend asks for the
     first free /dev/loopN, then binds its file to it: two starting at once can be given the same
     one, and one fails to mount its rootfs (seen: one of two parallel starts in most tries)."""
-    runtime.mkdir(parents=True, exist_ok=True)
-    with open(runtime / "lxc-loop.lock", "a") as lock:
+    with open(ATTACH_LOCK, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
