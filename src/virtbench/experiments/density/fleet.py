@@ -27,9 +27,11 @@ from dataclasses import dataclass, field
 from ... import proc
 from ...benchmarks.base import Benchmark
 from ...errors import CommandError
+from ...executor import HostExecutor
 from ...images.image import Image
 from ...platforms import cgroups, kernellog, naming
 from ...platforms.base import Instance, Platform
+from . import resident
 from . import sync as density_sync
 from .guard import Guard, Trip, read_host
 
@@ -56,6 +58,12 @@ class Member:
     """Seconds its batch took to create and start (each instance of a batch: the batch's time)."""
     batch: int = 1
     """How many instances started together with it."""
+    clock: density_sync.Clock | None = None
+    """Its clock, read when its resident runner was started."""
+    runner: resident.Runner | None = None
+    """Its resident runner (resident.py); None: not started yet, or launched by exec."""
+    no_runner: str | None = None
+    """Why it has no runner (the instance could not make its FIFOs): its launches exec."""
 
 
 @dataclass
@@ -113,6 +121,16 @@ class Fleet:
     """A rehearsal read every instance's clock as the host's realtime clock (one kernel)."""
     launch_per_instance_s: float | None = None
     """The last launch into all instances (to the last arrival) per instance: the next lead."""
+    runners: bool = True
+    """Launch through a resident runner in each instance where the platform allows (resident.py)."""
+    runner_dir: str = f"{SCRATCH}/.runner"
+
+    @property
+    def resident(self) -> bool:
+        """Whether this fleet's instances get resident runners: containers of this host's kernel,
+        reached through /proc (not a sandbox's or VM's own kernel, a pod, a remote or stacked host)."""
+        return (self.runners and isinstance(self.platform.host, HostExecutor)
+                and self.platform.kind == "container" and not self.platform.pod)
 
     def name(self, n: int) -> str:
         """The n-th instance's name (naming keeps it valid and unique, however long the prefix)."""
@@ -242,9 +260,6 @@ class Fleet:
         lead; what was measured is kept with the outcome either way."""
         count = len(self.members)
         workdir = f"{SCRATCH}/{workdir_key}"
-        self.note_idle()
-        usage = self.memory_usage()
-        mem_before = read_host().mem_available
         oom_before = self.oom_counters()
         if self.parent:
             cgroups.reset_peak(self.parent)
@@ -255,6 +270,9 @@ class Fleet:
         self.guard.watch(tripped.append, f"workload at {count}")
         try:
             clocks, failed, launch_s = self._prepare(workdir)
+            self.note_idle()  # after the preparation: a runner it started is the instance's, not the workload's
+            usage = self.memory_usage()
+            mem_before = read_host().mem_available
             lead = max(1.0, 1.5 * launch_s + 0.5)
             for attempt in (1, 2):
                 results, sync = self._launch(argv, workdir, clocks, failed, lead, bench.execution_timeout(), tripped)
@@ -314,6 +332,8 @@ class Fleet:
         instances read the host's clock; later counts go by the last launch, per instance (one
         slower than that makes instances late: the count runs again with a longer lead)."""
         n = len(self.members)
+        if self.resident:
+            return self._start_runners()
         if self.one_clock and self.launch_per_instance_s is not None:
             return [density_sync.Clock("realtime", 0)] * n, {}, self.launch_per_instance_s * n
         clocks, failed, launch_s = self._rehearse(workdir)
@@ -355,23 +375,77 @@ class Fleet:
                                         r.seconds)
         return clocks, failed, launch_s
 
+    def _start_runners(self) -> tuple[list[density_sync.Clock | None], dict[int, proc.Result], float]:
+        """Start a resident runner in each instance that has none (one exec each, once in its
+        life: this is its rehearsal, reading its clock); the launch estimate comes from the
+        runners' last launch (their first: the starts' own time)."""
+        n = len(self.members)
+        pending = [m for m in self.members if m.no_runner is None and (m.runner is None or not m.runner.alive())]
+        failed: dict[int, proc.Result] = {}
+
+        def one(m: Member) -> proc.Result | None:
+            directory = f"{self.runner_dir}/{m.instance.name}"
+            a = time.time_ns()
+            argv = self.platform.exec_argv(m.instance, resident.start_argv(directory))
+            try:
+                r = self.platform.host.run(argv, timeout=REHEARSAL_TIMEOUT, check=False)
+                if r.returncode != 0:
+                    raise ValueError(f"exit {r.returncode}")
+                m.clock = density_sync.read_clock(r.stdout, a, time.time_ns(), shared_kernel=True)
+            except (CommandError, ValueError) as exc:
+                m.runner = None
+                return proc.Result(argv, 1, "", f"could not start the resident runner: {exc}", 0.0)
+            pid = resident.started_pid(r.stdout)
+            host_pid = resident.host_pid(m.cgroup, pid) if pid is not None and m.cgroup else None
+            if host_pid is None:
+                m.runner = None
+                m.no_runner = (r.stdout.splitlines() or ["no output"])[0] if pid is None else \
+                    f"its runner (PID {pid} inside) was not found among its cgroup's processes"
+            else:
+                m.runner = resident.Runner(host_pid, directory)
+            return None
+
+        started = time.monotonic()
+        if pending:
+            with ThreadPoolExecutor(max_workers=max(1, len(pending))) as pool:
+                results = dict(zip((id(m) for m in pending), pool.map(one, pending)))
+            for i, m in enumerate(self.members):
+                if (r := results.get(id(m))) is not None:
+                    failed[i] = r
+        start_s = time.monotonic() - started
+        if self.launch_per_instance_s is None:
+            self.launch_per_instance_s = start_s / max(1, len(pending))
+        return [m.clock for m in self.members], failed, self.launch_per_instance_s * n
+
     def _launch(self, argv: list[str], workdir: str, clocks: list[density_sync.Clock | None],
                 failed: dict[int, proc.Result], lead: float, timeout: float,
                 tripped: list[Trip]) -> tuple[list[tuple[Member, proc.Result]], density_sync.Overlap]:
         launched = time.time_ns()
         deadline = launched + int(lead * 1e9)
+        gone: list[str] = []
 
         def one(i: int) -> proc.Result:
-            clock = clocks[i]
-            if clock is None:
+            clock, member = clocks[i], self.members[i]
+            if clock is None or i in failed:
                 return failed[i]
+            limit = density_sync.exec_timeout(timeout, lead)
+            if member.runner is not None:
+                try:
+                    return member.runner.run([str(deadline + clock.offset_ns), workdir, *argv], limit)
+                except resident.Gone as exc:  # launched by exec this time; the next count starts a new runner
+                    member.runner.kill()
+                    member.runner = None
+                    gone.append(f"{member.instance.name}: {exc}")
             wrapped = density_sync.wrap(argv, deadline + clock.offset_ns, workdir)
             return self.platform.host.run(self.platform.exec_argv(self.members[i].instance, wrapped),
-                                          timeout=density_sync.exec_timeout(timeout, lead), check=False)
+                                          timeout=limit, check=False)
 
         raw = self._parallel(one, list(range(len(self.members))), tripped)
         markers = [density_sync.parse_marker(r.stderr) if clocks[i] else None for i, r in enumerate(raw)]
         sync = density_sync.overlap(markers, [c.offset_ns if c else 0 for c in clocks], lead)
+        if gone:
+            sync.warnings.append(f"{len(gone)} resident runner(s) did not take the job and were launched by exec "
+                                 f"(a new runner at the next count): {'; '.join(gone[:3])}")
         arrivals = [m.arrived - c.offset_ns for m, c in zip(markers, clocks) if m is not None and c is not None]
         if arrivals:
             self.launch_per_instance_s = max(0.0, (max(arrivals) - launched) / 1e9) / len(self.members)

@@ -28,11 +28,15 @@ MARK = "VBSYNC"
 _NOW = ('now() { t=$(date +%s%N 2>/dev/null); case "$t" in ""|*[!0-9]*) '
         'read u _ < /proc/uptime; echo "uptime ${u%.*}${u#*.}0000000";; *) echo "realtime $t";; esac; }')
 
-WRAPPER = _NOW + """
-deadline=$1; workdir=$2; shift 2
-if [ -n "$workdir" ]; then mkdir -p "$workdir" || exit 125; fi
+_RAISE = """
 n0=$(nice 2>/dev/null); renice -n -10 -p $$ >/dev/null 2>&1; n1=$(nice 2>/dev/null)
 up=$(( ${n0:-0} - ${n1:-0} ))
+"""
+
+SYNCED = _NOW + _RAISE + """
+synced() {
+deadline=$1; workdir=$2; shift 2
+if [ -n "$workdir" ]; then mkdir -p "$workdir" || return 125; fi
 r=$(now); clock=${r%% *}; arrived=${r#* }
 rem=$((deadline - arrived))
 if [ "$rem" -gt 0 ] && [ "$rem" -lt 600000000000 ]; then sleep "$((rem / 1000000000)).$(printf %09d $((rem % 1000000000)))"; fi
@@ -42,8 +46,13 @@ r=$(now); start=${r#* }
 wait $tool; rc=$?
 r=$(now); end=${r#* }
 echo "VBSYNC clock=$clock arrived=$arrived start=$start end=$end deadline=$deadline" >&2
-exit $rc
+return $rc
+}
 """
+"""The shell function `synced DEADLINE WORKDIR TOOL ARGS...` (after `now` and the priority
+raise): the one body of the wrapper below and of the resident runner (resident.py)."""
+
+WRAPPER = SYNCED + 'synced "$@"\n'
 """argv: sh -c WRAPPER vbsync DEADLINE_NS WORKDIR TOOL ARGS... (the deadline in the instance's
 clock; WORKDIR made first unless empty, so that a count needs no rehearsal to make it).
 
