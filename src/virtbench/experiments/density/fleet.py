@@ -16,12 +16,8 @@ instance, whatever happened.
 from __future__ import annotations
 
 import dataclasses
-import signal
-import threading
 import time
-from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ... import proc
@@ -34,6 +30,7 @@ from ...platforms.base import Instance, Platform
 from . import resident
 from . import sync as density_sync
 from .guard import Guard, Trip, read_host
+from .threads import all_at_once, signals_held
 
 SCRATCH = "/var/tmp/virtbench"
 REMOVERS = 8
@@ -172,7 +169,7 @@ class Fleet:
         if k == 1:
             results = [one(names[0])]
         else:
-            results = _all_at_once(one, names)
+            results = all_at_once(one, names)
         seconds = time.monotonic() - t0
         started = [dataclasses.replace(r, start_s=seconds, batch=k) for r in results if isinstance(r, Member)]
         self.members.extend(started)
@@ -385,25 +382,11 @@ class Fleet:
 
         def one(m: Member) -> proc.Result | None:
             directory = f"{self.runner_dir}/{m.instance.name}"
-            a = time.time_ns()
-            argv = self.platform.exec_argv(m.instance, resident.start_argv(directory))
-            try:
-                r = self.platform.host.run(argv, timeout=REHEARSAL_TIMEOUT, check=False)
-                if r.returncode != 0:
-                    raise ValueError(f"exit {r.returncode}")
-                m.clock = density_sync.read_clock(r.stdout, a, time.time_ns(), shared_kernel=True)
-            except (CommandError, ValueError) as exc:
-                m.runner = None
-                return proc.Result(argv, 1, "", f"could not start the resident runner: {exc}", 0.0)
-            pid = resident.started_pid(r.stdout)
-            host_pid = resident.host_pid(m.cgroup, pid) if pid is not None and m.cgroup else None
-            if host_pid is None:
-                m.runner = None
-                m.no_runner = (r.stdout.splitlines() or ["no output"])[0] if pid is None else \
-                    f"its runner (PID {pid} inside) was not found among its cgroup's processes"
-            else:
-                m.runner = resident.Runner(host_pid, directory)
-            return None
+            got = resident.start(self.platform.host, self.platform.exec_argv(m.instance, resident.start_argv(directory)),
+                                 m.cgroup, directory, REHEARSAL_TIMEOUT)
+            m.runner, m.no_runner = got.runner, got.no_runner
+            m.clock = got.clock or m.clock
+            return got.failure
 
         started = time.monotonic()
         if pending:
@@ -508,67 +491,3 @@ class Fleet:
             self.created.clear()
             self.members.clear()
         return errors
-
-
-def _all_at_once(one: Callable[[str], Member | str], names: list[str]) -> list[Member | str]:
-    """one(name) for every name, each in a thread of its own, at once. A signal while the threads
-    are being started cancels them all before any creates anything (each waits for `go`); a
-    signal once they run lets every create and start under way end first, so what they made is
-    in the fleet's `created` for close() and no thread outlives the call."""
-    results: dict[str, Member | str] = {}
-    go, cancelled = threading.Event(), threading.Event()
-    done = {n: threading.Event() for n in names}
-
-    def run(name: str) -> None:
-        try:
-            go.wait()
-            if not cancelled.is_set():
-                results[name] = one(name)
-        finally:
-            done[name].set()
-
-    threads = [threading.Thread(target=run, args=(n,), name=f"density-start-{n}", daemon=True) for n in names]
-    started: list[str] = []
-    try:
-        for t, n in zip(threads, names):
-            t.start()
-            started.append(n)
-    except BaseException:
-        cancelled.set()
-        go.set()
-        raise
-    try:
-        go.set()
-        for n in names:
-            done[n].wait()
-        for t in threads:
-            t.join()
-    except BaseException:
-        # A signal raised anywhere from go.set() on. Waited for on each thread's own event, not
-        # Thread.join: a KeyboardInterrupt inside join() on Python < 3.13 can mark a thread that
-        # still runs as stopped (threading's bpo-45274 handling releases the lock the live thread
-        # holds), and the next join then returns at once with the start still under way (the
-        # unit test's "3 of 4 instances live", 3 of 20 runs alone).
-        with signals_held():
-            go.set()  # again: the signal may have cut the first short before it woke every thread
-            for n in started:
-                done[n].wait()
-            for t in threads[:len(started)]:
-                t.join()
-        raise
-    return [results[n] for n in names]
-
-
-@contextmanager
-def signals_held() -> Iterator[None]:
-    """SIGTERM and SIGINT wait (pending) until the block ends: removing instances must finish.
-    Outside the main thread signals are not ours to mask: nothing changes there."""
-    held = {signal.SIGTERM, signal.SIGINT}
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)

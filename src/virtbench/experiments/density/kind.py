@@ -50,9 +50,9 @@ from ...registry import BENCHMARKS, PLATFORMS
 from ...store.db import now
 from ..base import Experiment, ExperimentContext
 from ..planning import Done, Past, Plan, Work, execution_s, instance_s, platform_kinds, rounds_of
-from .fleet import signals_held
 from .guard import Guard, GuardSettings, ParentPressure, read_parent
 from .ramp import Ramp, Stop, resumed
+from .threads import signals_held
 
 PARENT_PREFIX = "virtbench-density-"
 

@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ... import proc
+from ...errors import CommandError
+from ...executor import Executor
 from ...platforms import cgroups
 from . import sync as density_sync
 
@@ -133,6 +135,38 @@ def host_pid(cgroup: str, ns_pid: int) -> int | None:
         if nspid and nspid[-1] == str(ns_pid) and NAME.encode() in cmdline[:4]:
             return pid
     return None
+
+
+@dataclass
+class Started:
+    """What one instance's start exec gave: its clock and runner, or why not."""
+
+    clock: density_sync.Clock | None = None
+    runner: Runner | None = None
+    no_runner: str | None = None
+    """Why the instance runs no runner although the exec worked (its launches exec instead)."""
+    failure: proc.Result | None = None
+    """The exec failed: that instance's workload fails at this count (a new try at the next)."""
+
+
+def start(host: Executor, argv: list[str], cgroup: str | None, directory: str, timeout: float) -> Started:
+    """Run the start exec (`argv`: start_argv(directory) as the platform execs it) and find the
+    runner's host PID among the instance's cgroup's processes."""
+    a = time.time_ns()
+    try:
+        r = host.run(argv, timeout=timeout, check=False)
+        if r.returncode != 0:
+            raise ValueError(f"exit {r.returncode}: {r.stderr.strip()[-300:]}")
+        clock = density_sync.read_clock(r.stdout, a, time.time_ns(), shared_kernel=True)
+    except (CommandError, ValueError) as exc:
+        return Started(failure=proc.Result(argv, 1, "", f"could not start the resident runner: {exc}", 0.0))
+    pid = started_pid(r.stdout)
+    found = host_pid(cgroup, pid) if pid is not None and cgroup else None
+    if found is not None:
+        return Started(clock, Runner(found, directory))
+    why = ((r.stdout.splitlines() or ["no output"])[0] if pid is None
+           else f"its runner (PID {pid} inside) was not found among its cgroup's processes")
+    return Started(clock, no_runner=why)
 
 
 class Gone(Exception):
