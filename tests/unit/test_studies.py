@@ -142,6 +142,24 @@ def test_plan_leaves_out_missing_platforms_and_skips_without_comparison():
     assert all(p.skipped for p in skipped)
 
 
+def test_a_pod_entry_without_a_kubeconfig_is_left_out_not_its_part(tmp_path, monkeypatch):
+    """Study 003's quick LSBS part with the kubernetes client installed and no cluster given was
+    skipped whole (`no kubeconfig at /root/.kube/config`, from the run's preflight): the pods
+    are left out with that reason, the rest of the part runs; with a kubeconfig they stay."""
+    caps = FixedCapabilities(have=set(), platforms_ok={"native", "docker", "containerd", "kubernetes"})
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
+    lsbs = next(p for p in srun.plan(study("003"), "quick", caps) if p.stem == "study003-lsbs-quick")
+    assert lsbs.campaign is not None and not lsbs.skipped
+    assert [p.name for p in lsbs.campaign.platforms] == ["native", "docker", "containerd"]
+    assert lsbs.left_out == [{"platform": "k0s", "reason": f"no kubeconfig at {tmp_path / 'absent'}",
+                              "fix": "give the cluster's kubeconfig as the platform's kubeconfig: PATH, "
+                                     "or set KUBECONFIG (kubectl's own file works)"}]
+    (tmp_path / "config").write_text("apiVersion: v1\nkind: Config\n")
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "config"))
+    lsbs = next(p for p in srun.plan(study("003"), "quick", caps) if p.stem == "study003-lsbs-quick")
+    assert [p.name for p in lsbs.campaign.platforms] == ["native", "docker", "containerd", "k0s"]
+
+
 def test_second_host_takes_the_placeholders_place():
     caps = FixedCapabilities(have={"second_host"}, platforms_ok={"native", "lxc"})
     caps.hosts = ("local", "pi5-b")

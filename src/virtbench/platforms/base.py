@@ -248,6 +248,13 @@ class Platform(ABC):
     fleet_gap: ClassVar[str | None] = None  # why a fleet of its instances cannot run density, or None
 
     @classmethod
+    def entry_gap(cls, options: Mapping[str, Any]) -> Availability | None:
+        """Why an entry with these (campaign) options cannot run here although its type can (a
+        pod platform's kubeconfig that does not exist), or None. Reads at most a file's presence,
+        runs nothing: a study leaves such an entry out instead of failing its whole part."""
+        return None
+
+    @classmethod
     def uses_kvm(cls, options: Mapping[str, Any]) -> bool:
         """Whether an instance with these (campaign) options needs KVM: a study leaves it out
         where KVM does not work, rather than measure an emulator."""

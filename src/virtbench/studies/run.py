@@ -84,6 +84,8 @@ def available_platforms(data: dict[str, Any], caps: Capabilities) -> tuple[list[
             why = {"reason": f"runs inside {spec['inside']}, which is left out", "fix": ""}
         elif ptype in verdicts and not verdicts[ptype].available:
             why = {"reason": verdicts[ptype].reason, "fix": verdicts[ptype].fix}
+        elif ptype in PLATFORMS.names() and (gap := PLATFORMS.get(ptype).entry_gap(spec)) is not None:
+            why = {"reason": gap.reason, "fix": gap.fix}
         elif ptype in PLATFORMS.names() and PLATFORMS.get(ptype).uses_kvm(spec) and not caps.check("kvm").available:
             kvm = caps.check("kvm")
             why = {"reason": f"KVM does not work here ({kvm.reason})", "fix": kvm.fix}

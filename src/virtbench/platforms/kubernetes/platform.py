@@ -23,6 +23,8 @@ import re
 import sys
 import time
 import uuid
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, ClassVar
 
 from ...errors import UnavailableError, VirtbenchError
@@ -31,7 +33,7 @@ from ...images.image import Image
 from ..base import Availability, Instance, Paths, Platform, PlatformOptions
 from . import events, image, ledger, manifest, podcgroup, preflight
 from .cluster import Cluster, Gone, temp_dir
-from .options import CONTAINER, NAMESPACE_PREFIX, KubernetesOptions, owner_of, pod_name
+from .options import CONTAINER, NAMESPACE_PREFIX, KubernetesOptions, default_kubeconfig, owner_of, pod_name
 
 STOP_WAIT = manifest.GRACE_SECONDS + 50
 GONE_WAIT = 120.0
@@ -87,6 +89,15 @@ class Kubernetes(Platform):
                                 "pip install 'virtbench[kubernetes]'")
         return Availability(True, f"client {kubernetes.__version__} (a campaign names its cluster with kubeconfig:; "
                                   "doctor's kubernetes section: the default one)")
+
+    @classmethod
+    def entry_gap(cls, options: Mapping[str, Any]) -> Availability | None:
+        """No kubeconfig where the entry (or kubectl's default) looks: the cluster is each entry's."""
+        path = Path(options["kubeconfig"]).expanduser() if options.get("kubeconfig") else default_kubeconfig()
+        if path.exists():
+            return None
+        return Availability(False, f"no kubeconfig at {path}", "give the cluster's kubeconfig as the platform's "
+                            "kubeconfig: PATH, or set KUBECONFIG (kubectl's own file works)")
 
     def preflight(self) -> None:
         """Every refusal before anything starts (preflight.py), then the cluster recorded."""
