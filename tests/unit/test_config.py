@@ -140,7 +140,7 @@ def test_stored_form_round_trips_with_the_same_keys():
 @pytest.mark.parametrize("text, size", [("512M", 512 << 20), ("1G", 1 << 30), ("1.5GiB", 3 << 29),
                                         ("4096", 4096), (8192, 8192), ("64k", 65536)])
 def test_sizes_are_binary(text, size):
-    from virtbench.platforms.base import parse_size
+    from virtbench.platforms.sizes import parse_size
 
     assert parse_size(text) == size
 

@@ -21,7 +21,7 @@ from ..config import Campaign, load_yaml, parse_campaign
 from ..config.consent import require_consent
 from ..errors import InputError
 from ..experiments.registry import DEFAULT as DEFAULT_EXPERIMENT
-from ..platforms.base import is_size, size_words
+from ..platforms.sizes import is_size, size_words
 from ..registry import PLATFORMS
 from ..runner.execute import enqueue
 from ..store.db import Store

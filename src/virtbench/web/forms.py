@@ -21,7 +21,7 @@ from ..experiments.registry import DEFAULT as DEFAULT_EXPERIMENT
 from ..experiments.registry import EXPERIMENTS
 from ..images.build import RELEASES
 from ..images.profiles import PROFILES
-from ..platforms.base import is_size, parse_size, size_words
+from ..platforms.sizes import is_size, parse_size, size_words
 from ..registry import BENCHMARKS, PLATFORMS, PROBES
 from .campaigns import FORM_SOURCE, check_yaml_shape, from_mapping, plugin_fields
 
