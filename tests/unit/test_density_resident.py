@@ -62,6 +62,9 @@ def test_jobs_arrive_whole_and_report_status_output_and_marker(shell_path, tmp_p
         r = runner.run(["0", "", "printf", "%s|", *args], 30)
         assert r.returncode == 0 and r.stdout == "".join(f"{a}|" for a in args)
         assert runner.run(["0", "", "false"], 30).returncode == 1
+        big = runner.run(["0", "", "sh", "-c", "head -c 300000 /dev/zero | tr '\\0' x; "
+                                            "{ head -c 200000 /dev/zero | tr '\\0' y; echo; } >&2"], 30)
+        assert big.stdout == "x" * 300000 and sync.strip_marker(big.stderr) == "y" * 200000 + "\n"  # > a pipe's buffer
     finally:
         runner.kill()
 

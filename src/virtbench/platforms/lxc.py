@@ -249,8 +249,8 @@ class LXC(Platform):
         systemd = slices.systemd_managed()
         if systemd:
             meta |= lxcservice.systemd_meta(self.cgroup_parent, name)
-        mounts.write_meta(d, meta)
         try:
+            mounts.write_meta(d, meta)  # inside: a full disk here leaves no directory behind
             lower = (lxcproxmox.shifted_rootfs(image.rootfs, self.lxcpath.parent / "lxc-idmap")
                      if self.options.proxmox else image.rootfs)
             if self.options.disk is not None:

@@ -181,8 +181,12 @@ def teardown_dir(directory: Path) -> list[str]:
 def write_meta(directory: Path, data: dict[str, Any]) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     tmp = directory / (META + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-    tmp.replace(directory / META)
+    try:
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+        tmp.replace(directory / META)
+    except BaseException:  # a full disk: no half-written file left for cleanup to stumble on
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def read_meta(directory: Path) -> dict[str, Any] | None:

@@ -16,9 +16,10 @@ containers only: not a sandbox's own kernel, a VM or a pod on another node). The
   shell's own `read` (no fork, no eval: the arguments are never parsed as shell text);
 - `go` (FIFO): the host writes the job's number once `argv` is in place; a runner busy or dead
   has no reader on it, which the host's non-blocking open sees at once (ENXIO);
-- `out`, `err`: the tool's output (the wrapper's VBSYNC marker on `err`);
-- `done` (FIFO): the runner writes `JOB STATUS`; the host opened it before sending `go`, so
-  the runner never waits for a reader.
+- `out`, `err` (FIFOs): the tool's output, read by the host as it comes (the wrapper's VBSYNC
+  marker on `err`): nothing of a job is written to the container's disk;
+- `done` (FIFO): the runner writes `JOB STATUS`; the host opened every read end before sending
+  `go`, so the runner never waits for a reader.
 
 What it costs the measurement: at idle one `sh` per container (the exec'd wrapper was the same
 `sh` during the workload, where the density limit is reached); during the workload the same
@@ -67,7 +68,7 @@ done
 
 START = density_sync._NOW + """
 d=$1; runner=$2
-if mkdir -p "$d" && rm -f "$d/go" "$d/done" "$d/argv" && mkfifo "$d/go" "$d/done"; then
+if mkdir -p "$d" && rm -f "$d/go" "$d/done" "$d/out" "$d/err" "$d/argv" && mkfifo "$d/go" "$d/done" "$d/out" "$d/err"; then
   sh -c "$runner" vbrunner "$d" </dev/null >/dev/null 2>&1 &
   echo "runner $!"
   read -r _ < "$d/done"
@@ -82,6 +83,8 @@ few instructions from waiting on `go`), and print `runner PID` (the instance's P
 and the clock (`CLOCK NS`, as the rehearsal does: this exec is the instance's rehearsal)."""
 
 NAME = "vbrunner"
+PIPES = ("out", "err", "done")
+"""The FIFOs the host reads: the tool's stdout and stderr, and the job's status."""
 POLL_S = 1.0
 """How often a waiting host thread checks that its runner still lives."""
 READY_S = 2.0
@@ -208,34 +211,35 @@ class Runner:
         self.jobs += 1
         job = self.jobs
         t0 = time.monotonic()
+        fds: dict[str, int] = {}
         try:
             tmp = self.path("argv.tmp")
             with open(tmp, "w") as f:
                 f.write(encode(args))
             os.replace(tmp, self.path("argv"))
-            done = os.open(self.path("done"), os.O_RDONLY | os.O_NONBLOCK)
+            for name in PIPES:  # the read ends first: the runner's opens of them then never wait
+                fds[name] = os.open(self.path(name), os.O_RDONLY | os.O_NONBLOCK)
         except OSError as exc:
+            _close(fds)
             raise Gone(f"its files: {exc}") from None
+        out: dict[str, bytearray] = {name: bytearray() for name in PIPES}
         try:
             go = self._go(t0 + READY_S)
             try:
                 os.write(go, f"{job}\n".encode())
             finally:
                 os.close(go)
-            status, why, done = self._wait(done, job, t0 + timeout)
+            status, why = self._wait(fds, out, job, t0 + timeout)
         finally:
-            if done >= 0:
-                os.close(done)
+            _close(fds)
         seconds = time.monotonic() - t0
         if status is None:
             self.kill()
-            return proc.Result(args, 1, "", f"the resident runner (host PID {self.pid}) {why}", seconds)
-        try:
-            stdout = Path(self.path("out")).read_text(errors="replace")
-            stderr = Path(self.path("err")).read_text(errors="replace")
-        except OSError as exc:
-            return proc.Result(args, status or 1, "", f"the job's output could not be read: {exc}", seconds)
-        return proc.Result(args, status, stdout, stderr, seconds)
+            return proc.Result(args, 1, out["out"].decode(errors="replace"),
+                               f"the resident runner (host PID {self.pid}) {why}\n" + out["err"].decode(errors="replace"),
+                               seconds)
+        return proc.Result(args, status, out["out"].decode(errors="replace"), out["err"].decode(errors="replace"),
+                           seconds)
 
     def _go(self, until: float) -> int:
         """The write end of `go`, once the runner waits on it (ENXIO until then)."""
@@ -247,32 +251,65 @@ class Runner:
                     raise Gone(f"not waiting for a job ({exc.strerror})") from None
             time.sleep(0.01)
 
-    def _wait(self, fd: int, job: int, deadline: float) -> tuple[int | None, str, int]:
-        """The job's status from `done` (and the read end, which may have been opened again).
+    def _wait(self, fds: dict[str, int], out: dict[str, bytearray], job: int,
+              deadline: float) -> tuple[int | None, str]:
+        """Read the job's output and, on `done`, its status; (None, why) when it never came.
 
-        An end of file without the line is not the runner's: a read end opened while the last
-        job's writer was still open is not shielded from that writer's close (Linux marks a
-        FIFO's reader to ignore hang-ups of writers it never saw only when it opens with none),
-        so it is opened again; the runner's next write waits for a reader."""
-        buf = b""
+        The tool's output streams through FIFOs as an exec's through pipes: nothing is written
+        to the container's disk (a full one is the density search's own stop to find). An end
+        of `out` or `err` is the job's (their last writers closed before the last job's status
+        was written); an end of `done` without the line is not: a read end opened while the
+        last job's writer was still open is not shielded from that writer's close (Linux marks
+        a FIFO's reader to ignore hang-ups of writers it never saw only when it opens with
+        none), so it is opened again, and the runner's next write waits for that reader."""
         while True:
             poller = select.poll()
-            poller.register(fd, select.POLLIN | select.POLLHUP)
-            if poller.poll(int(POLL_S * 1000)):
-                chunk = os.read(fd, 4096)
-                buf += chunk
-                for line in buf.decode(errors="replace").splitlines():
-                    got, _, status = line.partition(" ")
-                    if got == str(job) and status.strip().lstrip("-").isdigit():
-                        return int(status), "", fd
-                if not chunk:
-                    os.close(fd)
+            names = {fd: name for name, fd in fds.items() if fd >= 0}
+            for fd in names:
+                poller.register(fd, select.POLLIN | select.POLLHUP)
+            for fd, _ in poller.poll(int(POLL_S * 1000)):
+                name = names[fd]
+                try:
+                    chunk = os.read(fd, 1 << 16)
+                except BlockingIOError:
+                    continue
+                out[name] += chunk
+                if chunk:
+                    continue
+                os.close(fd)
+                fds[name] = -1
+                if name == "done":
                     try:
-                        fd = os.open(self.path("done"), os.O_RDONLY | os.O_NONBLOCK)
+                        fds[name] = os.open(self.path("done"), os.O_RDONLY | os.O_NONBLOCK)
                     except OSError as exc:
-                        return None, f"lost its done FIFO during job {job}: {exc}", -1
-                    buf = b""
+                        return None, f"lost its done FIFO during job {job}: {exc}"
+                    out[name].clear()
+            for line in out["done"].decode(errors="replace").splitlines():
+                got, _, status = line.partition(" ")
+                if got == str(job) and status.strip().lstrip("-").isdigit():
+                    for name in ("out", "err"):
+                        _drain(fds[name], out[name])
+                    return int(status), ""
             if not self.alive():
-                return None, f"died during job {job}", fd
+                return None, f"died during job {job}"
             if time.monotonic() > deadline:
-                return None, f"did not report job {job} in time", fd
+                return None, f"did not report job {job} in time"
+
+
+def _drain(fd: int, buf: bytearray) -> None:
+    """What is left in a FIFO whose writer has closed (or holds it open idle: stop at empty)."""
+    while fd >= 0:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return
+        if not chunk:
+            return
+        buf += chunk
+
+
+def _close(fds: dict[str, int]) -> None:
+    for name, fd in fds.items():
+        if fd >= 0:
+            os.close(fd)
+            fds[name] = -1
