@@ -141,6 +141,22 @@ def test_a_fresh_fleet_that_disagrees_moves_the_maximum(tmp_path, monkeypatch):
     assert after[:3] == [690, 697, 704] and max(after) < 750, after
 
 
+def test_a_fresh_fleet_within_1_percent_below_is_the_answer_without_a_third_fleet(tmp_path, monkeypatch):
+    """docker at 1 GiB, 2026-11-30: the kept fleet ran 557, a fleet from empty failed 557 and a
+    third fleet 556 (the answer 555, 15.6 min: two fleets of 550 to grow). A fresh fleet whose
+    own maximum is within 1 % below is the confirmation: found by that fleet, with no third."""
+    result, plat, r, seen = _search(tmp_path, monkeypatch, lambda n, r: 700 if r.probe_no == 1 else 696)
+    checks = result.stop.evidence["confirmation"]
+    assert len(checks) == 1 and checks[0]["agrees"] and checks[0]["within"], checks
+    assert result.max_count == 696 and result.stop.count == 697 and plat.live == set()
+    assert max(p for _, p, _ in seen) == 2  # the kept fleet and one fleet from empty
+    assert [c for c, p, _ in seen if p == 2][:2] == [700, 693]
+    # more than 1 % below: not the answer; the search goes on from what the fresh fleet found
+    result, _, _, _ = _search(tmp_path, monkeypatch, lambda n, r: 700 if r.probe_no == 1 else 680)
+    checks = result.stop.evidence["confirmation"]
+    assert not checks[0]["agrees"] and abs(result.max_count - 680) <= 7
+
+
 def test_steps_above_a_count_double_up_to_the_schedule():
     assert ramp_module.steps_above(564, [1024, 1500]) == [570, 582, 606, 654, 750, 942, 1024, 1500]
     assert ramp_module.steps_above(10, [11, 12]) == [11, 12] and ramp_module.steps_above(10, []) == []

@@ -215,6 +215,8 @@ class Ramp:
                 check = self.confirm(good, stop, probes, cap=counts[-1])
                 checks.append({k: v for k, v in check.items() if k != "stop"})
                 if check["agrees"]:
+                    if check.get("within"):  # the fresh fleet's maximum, 1 % or less below the kept fleet's
+                        good, stop = check["good"], check["stop"]
                     break
                 good, stop = check["good"], check["stop"]
                 above_ran = stop is None
@@ -313,9 +315,11 @@ class Ramp:
 
     def confirm(self, good: int, stop: Stop, probes: list[dict], cap: int | None = None) -> dict[str, Any]:
         """The found maximum from an empty fleet: `good` must run correctly and 1 % above it
-        (at least the failing count, at most `cap`) must fail. Returns the verdict, and on
-        disagreement the bracket to search on: (good, stop) where the fresh fleet failed lower,
-        or (the higher count, no stop) where it ran more."""
+        (at least the failing count, at most `cap`) must fail. Where `good` fails, the same
+        fleet tries 1 % below: running there, it bisects to its own maximum, which agrees within
+        1 % and is the answer (`within`). Returns the verdict, and on disagreement the bracket
+        to search on: (good, stop) where the fresh fleet failed lower, or (the higher count, no
+        stop) where it ran more."""
         above = max(stop.count or good + 1, good + max(1, math.ceil(good * CONFIRM_ABOVE)))
         if cap is not None:
             above = max(good + 1, min(above, cap))
@@ -326,9 +330,19 @@ class Ramp:
         out["healthy"] = s is None
         if s is not None:
             failing = s.count if s.count is not None and s.count <= good else good
+            why = f"{good} failed from an empty fleet ({s.reason}: {s.detail})"
+            floor = good - max(1, math.ceil(good * CONFIRM_ABOVE))
+            if s.reason != "interrupted" and 0 < floor < failing and self.measure(floor, probes) is None:
+                # the empty fleet's own maximum lies within 1 % below: found by this fleet, it is
+                # the confirmed answer (a second fresh fleet of hundreds took minutes to tell 1-2)
+                found, at = self._bisect(floor, s, 1, probes)
+                return out | {"agrees": True, "within": True, "good": found, "stop": at,
+                              "seconds": round(time.monotonic() - t0, 1),
+                              "why": f"{why}; the same fleet ran {found}, within 1 % of {good}",
+                              "above_stop": f"{at.reason} at {at.count}: {at.detail}"}
             lower = max((c for c in self.points if c < failing), default=0)
             return out | {"agrees": False, "good": lower, "stop": s, "seconds": round(time.monotonic() - t0, 1),
-                          "why": f"{good} failed from an empty fleet ({s.reason}: {s.detail})"}
+                          "why": why}
         s = self.measure(above, probes)
         out |= {"above_failed": s is not None, "seconds": round(time.monotonic() - t0, 1)}
         if s is None:
