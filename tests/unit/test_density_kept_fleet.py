@@ -335,3 +335,15 @@ def test_a_fresh_fleet_takes_over_the_last_fleet_s_launch_time(tmp_path, monkeyp
     fresh = r._fleet()
     assert fresh is not fleet and (fresh.one_clock, fresh.launch_per_instance_s) == (True, 0.05)
     r.close_fleet()
+
+
+def test_the_report_says_a_confirmation_within_1_percent_as_such():
+    from virtbench.experiments.density.report import notes
+
+    entry = {"platform": "docker", "label": "docker", "stop_reason": "guard", "stop_detail": "at 556",
+             "stop_evidence": {"confirmation": [{"count": 557, "agrees": True, "within": True, "healthy": False,
+                                                 "good": 555, "seconds": 240.0}]},
+             "points": [], "max_count": 555, "confined": None}
+    lines = [ln for ln in notes([entry]) if "fresh fleet:" in ln]
+    assert lines == ["docker: maximum 557 confirmed within 1 % by a fresh fleet: 557 failed, the same fleet ran 555 "
+                     "and that is the maximum (240.0 s)"], lines

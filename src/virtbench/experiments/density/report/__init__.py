@@ -213,6 +213,11 @@ def notes(entries: list[dict[str, Any]]) -> list[str]:
                "(it must run, and 1 % above it must fail).")
     for e in entries:
         for c in (e.get("stop_evidence") or {}).get("confirmation", []):
+            if c.get("within"):
+                out.append(f"{_named(e)}: maximum {c.get('count')} confirmed within 1 % by a fresh fleet: "
+                           f"{c.get('count')} failed, the same fleet ran {c.get('good')} and that is the maximum "
+                           f"({c.get('seconds')} s)")
+                continue
             verdict = ("confirmed" if c.get("agrees") else f"not confirmed ({c.get('why')})")
             out.append(f"{_named(e)}: maximum {c.get('count')} {verdict} by a fresh fleet: {c.get('count')} "
                        f"{'ran' if c.get('healthy') else 'failed'}" + (
