@@ -153,3 +153,28 @@ def test_a_platform_of_another_kernel_or_host_gets_no_runners():
         plat = SimpleNamespace(kind=kind, pod=pod, host=host)
         assert not fleet_module.Fleet(plat, None, "r", "p", None).resident  # type: ignore[arg-type]
     assert resident.encode(["a\nb", ""]) == "2\na\nb\n1\n\n"
+
+
+def test_a_symlink_in_the_runner_s_directory_never_points_the_host_at_a_host_file(tmp_path):
+    """A container that replaces its runner's files (or directory) with symlinks must not make
+    the host read a host file back as output or write the job over one."""
+    secret = tmp_path / "secret"
+    secret.write_text("host secret\n")
+    directory = tmp_path / "runner"
+    runner = _start(directory)
+    try:
+        (directory / "out").unlink()
+        (directory / "out").symlink_to(secret)
+        with pytest.raises(resident.Gone, match="Too many levels of symbolic links"):
+            runner.run(["0", "", "true"], 10)
+        (directory / "argv.tmp").symlink_to(secret)
+        with pytest.raises(resident.Gone):
+            runner.run(["0", "", "true"], 10)
+        assert secret.read_text() == "host secret\n"
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        directory.rename(tmp_path / "moved")
+        directory.symlink_to(elsewhere)  # the path now leads elsewhere; the runner's cwd does not
+        assert Path(runner.path("done")).resolve().parent == tmp_path / "moved"
+    finally:
+        runner.kill()

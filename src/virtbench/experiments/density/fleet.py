@@ -118,15 +118,13 @@ class Fleet:
     """A rehearsal read every instance's clock as the host's realtime clock (one kernel)."""
     launch_per_instance_s: float | None = None
     """The last launch into all instances (to the last arrival) per instance: the next lead."""
-    runners: bool = True
-    """Launch through a resident runner in each instance where the platform allows (resident.py)."""
     runner_dir: str = f"{SCRATCH}/.runner"
 
     @property
     def resident(self) -> bool:
         """Whether this fleet's instances get resident runners: containers of this host's kernel,
         reached through /proc (not a sandbox's or VM's own kernel, a pod, a remote or stacked host)."""
-        return (self.runners and isinstance(self.platform.host, HostExecutor)
+        return (isinstance(self.platform.host, HostExecutor)
                 and self.platform.kind == "container" and not self.platform.pod)
 
     def name(self, n: int) -> str:
@@ -420,7 +418,7 @@ class Fleet:
                     member.runner = None
                     gone.append(f"{member.instance.name}: {exc}")
             wrapped = density_sync.wrap(argv, deadline + clock.offset_ns, workdir)
-            return self.platform.host.run(self.platform.exec_argv(self.members[i].instance, wrapped),
+            return self.platform.host.run(self.platform.exec_argv(member.instance, wrapped),
                                           timeout=limit, check=False)
 
         raw = self._parallel(one, list(range(len(self.members))), tripped)

@@ -8,8 +8,10 @@ fleet gets one exec in its life, which starts this runner in it; the runner wait
 the container's own filesystem and, for each job the host sends, runs the synchronised wrapper
 (sync.SYNCED: the same body as the exec'd wrapper) and reports the tool's exit status.
 
-The host reaches the FIFOs and files through the runner's `/proc/PID/root` (one kernel, so the
-containers only: not a sandbox's own kernel, a VM or a pod on another node). The protocol:
+The host reaches the FIFOs and files through the runner's `/proc/PID/cwd` (one kernel, so the
+containers only: not a sandbox's own kernel, a VM or a pod on another node); the tools it
+starts have that directory as their working directory (every benchmark names its own work
+directory). The protocol:
 
 - `argv`: the job's arguments (`DEADLINE WORKDIR TOOL ARGS...`), each as its number of lines
   and then its lines, so that any argument (a script with newlines) arrives whole, read by the
@@ -46,6 +48,7 @@ from . import sync as density_sync
 
 RUNNER = density_sync.SYNCED + """
 d=$1
+cd "$d" || exit 1
 echo ready > "$d/done"
 while :; do
   if ! IFS= read -r job < "$d/go"; then [ -p "$d/go" ] || exit 1; continue; fi
@@ -192,7 +195,11 @@ class Runner:
             self.started = _start_time(self.pid)
 
     def path(self, name: str) -> str:
-        return f"/proc/{self.pid}/root{self.directory}/{name}"
+        """A file of its directory, reached through the runner's own working directory (the
+        runner cds there): no component the container could make a symlink is resolved on the
+        way, and every open refuses a symlink at the end (O_NOFOLLOW), so a container cannot
+        point the host's reads or writes at a host file."""
+        return f"/proc/{self.pid}/cwd/{name}"
 
     def alive(self) -> bool:
         return self.started is not None and _start_time(self.pid) == self.started
@@ -214,11 +221,12 @@ class Runner:
         fds: dict[str, int] = {}
         try:
             tmp = self.path("argv.tmp")
-            with open(tmp, "w") as f:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "w") as f:
                 f.write(encode(args))
             os.replace(tmp, self.path("argv"))
             for name in PIPES:  # the read ends first: the runner's opens of them then never wait
-                fds[name] = os.open(self.path(name), os.O_RDONLY | os.O_NONBLOCK)
+                fds[name] = os.open(self.path(name), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
         except OSError as exc:
             _close(fds)
             raise Gone(f"its files: {exc}") from None
@@ -245,7 +253,7 @@ class Runner:
         """The write end of `go`, once the runner waits on it (ENXIO until then)."""
         while True:
             try:
-                return os.open(self.path("go"), os.O_WRONLY | os.O_NONBLOCK)
+                return os.open(self.path("go"), os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
             except OSError as exc:
                 if exc.errno != errno.ENXIO or time.monotonic() > until or not self.alive():
                     raise Gone(f"not waiting for a job ({exc.strerror})") from None
@@ -280,7 +288,7 @@ class Runner:
                 fds[name] = -1
                 if name == "done":
                     try:
-                        fds[name] = os.open(self.path("done"), os.O_RDONLY | os.O_NONBLOCK)
+                        fds[name] = os.open(self.path("done"), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
                     except OSError as exc:
                         return None, f"lost its done FIFO during job {job}: {exc}"
                     out[name].clear()
