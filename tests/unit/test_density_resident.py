@@ -43,7 +43,7 @@ def _start(directory: Path) -> resident.Runner:
     pid = resident.started_pid(r.stdout)
     assert pid is not None, r.stdout
     sync.read_clock(r.stdout, time.time_ns(), time.time_ns(), shared_kernel=True)
-    return resident.Runner(pid, str(directory))  # this host's PID namespace: the same number
+    return resident.Runner(pid)  # this host's PID namespace: the same number
 
 
 def test_jobs_arrive_whole_and_report_status_output_and_marker(shell_path, tmp_path):

@@ -381,7 +381,7 @@ class Fleet:
         def one(m: Member) -> proc.Result | None:
             directory = f"{self.runner_dir}/{m.instance.name}"
             got = resident.start(self.platform.host, self.platform.exec_argv(m.instance, resident.start_argv(directory)),
-                                 m.cgroup, directory, REHEARSAL_TIMEOUT)
+                                 m.cgroup, REHEARSAL_TIMEOUT)
             m.runner, m.no_runner = got.runner, got.no_runner
             m.clock = got.clock or m.clock
             return got.failure

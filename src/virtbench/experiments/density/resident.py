@@ -155,8 +155,8 @@ class Started:
     """The exec failed: that instance's workload fails at this count (a new try at the next)."""
 
 
-def start(host: Executor, argv: list[str], cgroup: str | None, directory: str, timeout: float) -> Started:
-    """Run the start exec (`argv`: start_argv(directory) as the platform execs it) and find the
+def start(host: Executor, argv: list[str], cgroup: str | None, timeout: float) -> Started:
+    """Run the start exec (`argv`: start_argv(DIR) as the platform execs it) and find the
     runner's host PID among the instance's cgroup's processes."""
     a = time.time_ns()
     try:
@@ -169,7 +169,7 @@ def start(host: Executor, argv: list[str], cgroup: str | None, directory: str, t
     pid = started_pid(r.stdout)
     found = host_pid(cgroup, pid) if pid is not None and cgroup else None
     if found is not None:
-        return Started(clock, Runner(found, directory))
+        return Started(clock, Runner(found))
     why = ((r.stdout.splitlines() or ["no output"])[0] if pid is None
            else f"its runner (PID {pid} inside) was not found among its cgroup's processes")
     return Started(clock, no_runner=why)
@@ -185,8 +185,6 @@ class Runner:
 
     pid: int
     """Host PID."""
-    directory: str
-    """Its directory inside the container."""
     started: str | None = None
     jobs: int = 0
 
