@@ -342,7 +342,7 @@ def _prober(calls: list[int], fail_from: int):
 
 
 def test_a_resumed_ramp_goes_on_after_the_last_good_count():
-    from virtbench.experiments.density.ramp import resumed
+    from virtbench.experiments.density.resume import resumed
 
     stored = [_stored(1, 1, True, 10.0), _stored(2, 1, True, 19.0), _stored(4, 1, True, 30.0)]
     state = resumed([e for e, _ in stored], [s for _, ss in stored for s in ss], "lxc", "throughput")
@@ -360,7 +360,7 @@ def test_a_resumed_ramp_goes_on_after_the_last_good_count():
 
 
 def test_a_resumed_bisection_goes_on_between_good_and_failing():
-    from virtbench.experiments.density.ramp import resumed
+    from virtbench.experiments.density.resume import resumed
 
     stored = [_stored(8, 1, True, 50.0), _stored(16, 1, False), _stored(12, 2, True, 55.0)]
     state = resumed([e for e, _ in stored], [s for _, ss in stored for s in ss], "lxc", "throughput")

@@ -347,3 +347,27 @@ def test_the_report_says_a_confirmation_within_1_percent_as_such():
     lines = [ln for ln in notes([entry]) if "fresh fleet:" in ln]
     assert lines == ["docker: maximum 557 confirmed within 1 % by a fresh fleet: 557 failed, the same fleet ran 555 "
                      "and that is the maximum (240.0 s)"], lines
+
+
+def test_every_count_s_workload_starts_on_a_reclaimed_confined_host(tmp_path, monkeypatch):
+    """Kept fleet or grown from empty, each count's workload starts after the confined host's
+    reclaimable memory was given back (after the idle readings, before the workload), so the
+    guard sees the same state whatever the fleet's history; the amount is logged."""
+    calls: list[str] = []
+    usage = iter([900 << 20, 880 << 20])
+    monkeypatch.setattr(ramp_module.cgroups, "reclaim", lambda rel: calls.append(f"reclaim {rel}"))
+    monkeypatch.setattr(ramp_module.cgroups, "memory_usage", lambda rel: next(usage))
+    monkeypatch.setattr(ramp_module.costs, "read_idle", lambda *a, **k: calls.append("idle"))
+    monkeypatch.setattr(ramp_module.costs, "idle_samples", lambda before, after: [])
+    logs: list[str] = []
+    ctx = SimpleNamespace(run_id="r", log=logs.append, step=lambda m: None, stop_requested=lambda: False)
+    guard = Guard(GuardSettings(calm_wait=0))
+    section = SimpleNamespace(parallel="auto", settle=0, min_overlap=0.5)
+    r = Ramp(ctx=ctx, platform=Counting(tmp_path), image=None, section=section, guard=guard,
+             parent="virtbench/density-r", bench=None)
+    fleet = SimpleNamespace(members=[], run_workload=lambda bench, key, overlap: calls.append("workload")
+                            or SimpleNamespace(sync=None))
+    r.judge = SimpleNamespace(judge=lambda outcome, available, extra: None)
+    assert r._run(fleet, 7, []) is None
+    assert calls == ["idle", "idle", "reclaim virtbench/density-r", "workload"]
+    assert any("count 7: reclaimed 20.0 MiB" in line for line in logs), logs

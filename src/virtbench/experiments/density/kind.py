@@ -51,7 +51,8 @@ from ...store.db import now
 from ..base import Experiment, ExperimentContext
 from ..planning import Done, Past, Plan, Work, execution_s, instance_s, platform_kinds, rounds_of
 from .guard import Guard, GuardSettings, ParentPressure, read_parent
-from .ramp import Ramp, Stop, resumed
+from .ramp import Ramp, Stop
+from .resume import resumed
 from .threads import signals_held
 
 PARENT_PREFIX = "virtbench-density-"

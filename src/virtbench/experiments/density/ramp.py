@@ -15,7 +15,6 @@ goes on with a new round. Every measured count is judged and stored by judge.Jud
 from __future__ import annotations
 
 import math
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,8 +30,9 @@ from .fleet import Fleet
 from .growth import AUTO_PARALLEL, Batch, Grower
 from .guard import Guard, read_host
 from .judge import STOP_REASONS, Judge, Stop, guard_evidence
+from .resume import Resumed
 
-__all__ = ["STOP_REASONS", "Ramp", "Resumed", "SearchResult", "Stop", "resumed"]
+__all__ = ["STOP_REASONS", "Ramp", "SearchResult", "Stop"]
 
 RECOVERY_RETRIES = 2
 """Probes again after a failure below the known-good count, each after waiting for recovery."""
@@ -45,55 +45,6 @@ AIM_MARGIN = 0.01
 """The ramp aims this share below the predicted maximum, and steps up from there by twice it, doubling."""
 AIM_FROM = 16
 """Counts from which the confined host's peak is fitted for the prediction (below, fixed costs dominate)."""
-
-
-@dataclass
-class Resumed:
-    """What an interrupted run had measured of one platform's search (read from the store)."""
-
-    probe_no: int = 0
-    good: int = 0
-    """The highest healthy count."""
-    failing: int | None = None
-    """The lowest failing count above `good` (None: none failed yet)."""
-    stop: Stop | None = None
-    totals: dict[int, float] = field(default_factory=dict)
-    points: dict[int, dict] = field(default_factory=dict)
-
-
-def resumed(executions: list[Any], samples: list[Any], platform: str, metric: str) -> Resumed:
-    """The search state of `platform` from its stored `density[count=N]` executions: healthy
-    counts (with their aggregate and memory, for the collapse reference and the summary) and
-    the lowest failing count above them, with the stored error as its stop."""
-    out = Resumed()
-    mine = [(int(m.group(1)), e) for e in executions if e.platform == platform
-            and (m := re.match(r"^density\[count=(\d+)\]$", e.benchmark))]
-    by_exec: dict[int, dict[str, float]] = {}
-    per_instance: dict[int, list[float]] = {}
-    for smp in samples:
-        if smp.instance == 0:
-            by_exec.setdefault(smp.execution_id, {})[smp.metric] = smp.value
-        elif smp.metric == metric:
-            per_instance.setdefault(smp.execution_id, []).append(smp.value)
-    for count, e in mine:
-        out.probe_no = max(out.probe_no, e.round)
-        if e.status == "ok" and not e.error:
-            values = by_exec.get(e.id, {})
-            out.good = max(out.good, count)
-            if f"{metric}_total" in values:
-                out.totals[count] = values[f"{metric}_total"]
-            out.points[count] = {"per_instance": per_instance.get(e.id, []),
-                                 "memory_per_instance": values.get("memory_per_instance"),
-                                 "available_drop_per_instance": values.get("mem_available_drop_per_instance")}
-    for count, e in sorted(mine, key=lambda ce: ce[0]):
-        if count > out.good and not (e.status == "ok" and not e.error):
-            reason, _, detail = (e.error or "workload_failure: failed").partition(": ")
-            out.failing = count
-            out.stop = Stop(reason if reason in STOP_REASONS else "workload_failure", detail or e.error, count,
-                            {"resumed": "read back from the stored execution", "error": e.error})
-            break
-    return out
-
 
 
 @dataclass
@@ -464,12 +415,30 @@ class Ramp:
                        "unit": "s", **base},
                       {"metric": "start_parallel", "value": float(max(b["size"] for b in batches)), "unit": "count",
                        **base}]
+        if self.parent:
+            self._reclaim_before(count)
         self.ctx.step(f"{self.platform.name}: fleet {self.probe_no}, {count} instances running the workload")
         outcome = fleet.run_workload(self.bench, f"density-{self.probe_no}-{self.step_no}-{count}",
                                      self.section.min_overlap)
         for warning in outcome.sync.warnings if outcome.sync else []:
             self.ctx.log(f"{self.platform.name}: warning at {count}: {warning}")
         return self.judge.judge(outcome, self.available_at_start, extra)
+
+    def _reclaim_before(self, count: int) -> None:
+        """Every count's workload starts on a confined host with its reclaimable memory given
+        back, whatever the fleet's history. The guard counts kernel memory as used (v1's
+        memory.stat does not say which slab is reclaimable), and a kept fleet reclaimed after
+        a failed count had 6-20 MiB more available than a fleet grown from empty to the same
+        count (runc, docker at 1 GiB, 2026-11-30), so fresh fleets failed the kept fleet's
+        maximum. No swap on the confined host: only page cache and slab go."""
+        assert self.parent is not None
+        before, t0 = cgroups.memory_usage(self.parent), time.monotonic()
+        cgroups.reclaim(self.parent)
+        after = cgroups.memory_usage(self.parent)
+        if before is not None and after is not None:
+            self.ctx.log(f"{self.platform.name}: fleet {self.probe_no}, count {count}: reclaimed "
+                         f"{(before - after) / 2**20:.1f} MiB of the confined host in "
+                         f"{time.monotonic() - t0:.2f} s before the workload")
 
     def _pressed_before(self) -> Stop | None:
         """Before a fleet's first instance, wait for a calm host: what ran before (a failed
