@@ -76,6 +76,7 @@ def one_search(cmd: list[str], platform: str, host_memory: str, max_count: int, 
     before, t0 = load(), time.monotonic()
     run = vb(cmd, "run", str(camp), "--no-report", db=db)
     wall, after = time.monotonic() - t0, load()
+    (work / f"{platform}-{host_memory}.log").write_text(run.stdout + run.stderr)  # the run's log lines
     rep = vb(cmd, "report", "latest", "--json", db=db)
     if rep.returncode != 0:
         raise SystemExit(f"{platform}: no report (run exit {run.returncode}): {run.stderr[-3000:]}")
