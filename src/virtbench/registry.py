@@ -98,3 +98,8 @@ EXPERIMENTS: Registry[Any] = Registry("virtbench.experiments", "experiment kind"
 interface; experiments/registry.py gives it that type). Here with the other plugin registries, so
 the campaign's validation (config/) finds a kind, its section and its plan without importing the
 experiments package."""
+
+AIMS: Registry[Any] = Registry("virtbench.adaptive_aims", "adaptive aim")
+"""Adaptive aims: a campaign's `adaptive.aim` names one, a function (sink, campaign, run_id) ->
+list of experiments.benchmarks.adaptive.Aimed: the cells to measure again for quantities it
+judges from them (a study's paper values, studies/aim.py), beside the undecided comparisons."""

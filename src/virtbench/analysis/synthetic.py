@@ -101,8 +101,10 @@ def fill(store: Store, run_id: str, *, hostname: str = "sim-host", repetitions: 
          platforms: Sequence[SimPlatform] | None = None, benchmarks: Sequence[SimBenchmark] | None = None,
          seed: int = 0, host_speed: float = 1.0, drift: dict[str, float] | None = None,
          fail: dict[tuple[str, str], Sequence[int]] | None = None, facts: dict[str, Any] | None = None,
-         hosts: Sequence[str] = ()) -> str:
+         hosts: Sequence[str] = (), name: str = "synthetic") -> str:
     """Create a finished run and record every execution; returns the run id.
+
+    name: the campaign's (a study's campaign name makes it a run of that study's part).
 
     hosts: a multi-host run (`hosts:` in its campaign), every execution recorded on each host,
     the i-th host measuring (1 - 0.1 i) as fast.
@@ -115,8 +117,8 @@ def fill(store: Store, run_id: str, *, hostname: str = "sim-host", repetitions: 
     rng = np.random.default_rng(seed)
     hf = facts or host_facts(hostname)
     store.create_run(
-        run_id=run_id, name="synthetic", seed=seed, host_id=store.upsert_host(hf), host_facts=hf, source="",
-        campaign={"name": "synthetic", "baseline": platforms[0].name, "repetitions": repetitions,
+        run_id=run_id, name=name, seed=seed, host_id=store.upsert_host(hf), host_facts=hf, source="",
+        campaign={"name": name, "baseline": platforms[0].name, "repetitions": repetitions,
                   "warmups": warmups, "shuffle": True, **({"hosts": [{"name": h} for h in hosts]} if hosts else {})},
         image={"recipe_hash": "0" * 64, "tar_sha256": "1" * 64, "release": "bookworm", "arch": "amd64",
                "profile": "quick"},

@@ -23,7 +23,7 @@ from ..benchmarks.base import OnHost, PairBenchmark
 from ..errors import InputError
 from ..images.build import RELEASES, Mirror
 from ..images.profiles import PROFILES
-from ..registry import BENCHMARKS, DEFAULT_EXPERIMENT, EXPERIMENTS, PLATFORMS, PROBES, hint
+from ..registry import AIMS, BENCHMARKS, DEFAULT_EXPERIMENT, EXPERIMENTS, PLATFORMS, PROBES, hint
 from ..remote.inventory import HostSpec, parse_hosts
 from .budget import check_budget
 from .entries import MAX_POINTS, PlatformEntry, _benchmark_points, _platform_entry, check_name
@@ -69,6 +69,22 @@ class Adaptive(BaseModel):
         "precise", description="precise: every ratio's CI within +-target; decided: every comparison "
                                "decided (slower, faster or the same within +-target, the report's verdict), and extra "
                                "rounds run only the undecided benchmarks")
+    aim: str | None = Field(
+        None, description="with until: decided, also measure again the cells of what this plugin judges from them "
+                          "while it is undecided (study: a study's paper values; `virtbench study run` sets it)")
+
+    @field_validator("aim")
+    @classmethod
+    def _aim(cls, v: str | None) -> str | None:
+        if v is not None and v not in AIMS.known():
+            raise ValueError(f"unknown adaptive aim {v!r}: {hint(v, sorted(AIMS.known()))}")
+        return v
+
+    @model_validator(mode="after")
+    def _aim_needs_decided(self) -> Adaptive:
+        if self.aim is not None and self.until != "decided":
+            raise ValueError("adaptive.aim needs until: decided (an aim adds cells to the undecided ones)")
+        return self
 
 
 class BenchmarkEntry(BaseModel):

@@ -185,25 +185,34 @@ class Matcher:
         values = [walk(e, field) for e, _ in found]
         return J.of_values([float(v) * y.factor for v in values if isinstance(v, (int, float))], "runs")
 
-    def category(self, spec: P.CategorySpec, of: str, y: P.Yours | None = None
-                 ) -> tuple[J.Estimate | None, str | None, dict[str, J.Estimate]]:
-        """Best platform of a kind in a paper category: (its geomean ratio with its interval, its type,
-        every candidate's), from the runs of `y.part` where the value names one (Table 6's runtimes
-        from the part that runs them on one network mode, not the VM part's Docker beside a VM)."""
-        values: dict[str, J.Estimate] = {}
+    def category_rows(self, spec: P.CategorySpec, of: str, y: P.Yours | None = None) -> dict[tuple[str, str], list[Row]]:
+        """Each candidate of a kind in a paper category, (run id, platform) -> its rows: the
+        category's metrics on this host, from the runs of `y.part` where the value names one
+        (Table 6's runtimes from the part that runs them on one network mode, not the VM part's
+        Docker beside a VM)."""
+        out: dict[tuple[str, str], list[Row]] = {}
         for pr in self.runs if y is None else self.runs_of(y):
             infos = {i.name: i for i in runinfo.platform_infos(pr.report.run)}
             for name, info in infos.items():
                 if info.kind != of or info.inside:
                     continue
-                parts = [e for r in pr.report.rows if r.platform == name and r.host in ("", "local")
-                         and r.benchmark.split("[")[0] in spec.benchmarks
-                         and (spec.category is None or r.category == spec.category)
-                         and (spec.metrics is None or r.metric in spec.metrics)
-                         and (e := relative_estimate(r)) is not None]
-                g = J.geomean(parts)
-                if g is not None and (info.type not in values or g.value > values[info.type].value):
-                    values[info.type] = g
+                out[(pr.report.run.id, name)] = [
+                    r for r in pr.report.rows if r.platform == name and r.host in ("", "local")
+                    and r.benchmark.split("[")[0] in spec.benchmarks
+                    and (spec.category is None or r.category == spec.category)
+                    and (spec.metrics is None or r.metric in spec.metrics)]
+        return out
+
+    def category(self, spec: P.CategorySpec, of: str, y: P.Yours | None = None
+                 ) -> tuple[J.Estimate | None, str | None, dict[str, J.Estimate]]:
+        """Best platform of a kind in a paper category: (its geomean ratio with its interval, its type,
+        every candidate's)."""
+        values: dict[str, J.Estimate] = {}
+        types = {(pr.report.run.id, i.name): i.type for pr in self.runs for i in runinfo.platform_infos(pr.report.run)}
+        for key, rows in self.category_rows(spec, of, y).items():
+            g = J.geomean([e for r in rows if (e := relative_estimate(r)) is not None])
+            if g is not None and (types[key] not in values or g.value > values[types[key]].value):
+                values[types[key]] = g
         if not values:
             return None, None, {}
         best = max(values, key=lambda t: values[t].value)

@@ -95,22 +95,33 @@ def decide(est: Estimate, low: float | None, high: float | None) -> str:
     return UNDECIDED
 
 
+def needed_repetitions(est: Estimate, low: float | None, high: float | None) -> int | None:
+    """About how many repetitions would shrink the interval past the band's nearest edge (its
+    half-width falls as 1/sqrt(n)); None where none would: no interval, or the value on an edge."""
+    edges = [e for e in (low, high) if e is not None]
+    if est.ci is None or not edges:
+        return None
+    half = (est.ci[1] - est.ci[0]) / 2
+    margin = min(abs(est.value - e) for e in edges)
+    if margin <= 0 or half <= 0:
+        return None
+    return max(math.ceil(est.n * (half / margin) ** 2), est.n + 1)
+
+
 def to_decide(est: Estimate, low: float | None, high: float | None, paper_scale: int | None = None) -> str:
     """What would decide an undecided comparison, in one phrase."""
     if est.ci is None:
         return ("one observation, no interval: repeat the part (3 runs or more, each given to `study report`) "
                 "or run it at --scale paper")
-    edges = [e for e in (low, high) if e is not None]
-    lo, hi = est.ci
-    half = (hi - lo) / 2
-    margin = min(abs(est.value - e) for e in edges) if edges else 0.0
-    if margin <= 0 or half <= 0:
+    needed = needed_repetitions(est, low, high)
+    half = (est.ci[1] - est.ci[0]) / 2
+    if needed is None:
         return "this host's value sits on the paper's edge: no number of repetitions decides it"
-    needed = math.ceil(est.n * (half / margin) ** 2)
     if needed > MAX_ADVICE:
+        margin = min(abs(est.value - e) for e in (low, high) if e is not None)
         return f"the noise dominates (+-{half:.3g} against a margin of {margin:.3g})"
     scale = f" (the paper scale runs {paper_scale})" if paper_scale and paper_scale >= needed else ""
-    return f"about {max(needed, est.n + 1)} repetitions would decide it{scale}"
+    return f"about {needed} repetitions would decide it{scale}"
 
 
 def band_text(low: float | None, high: float | None) -> str:
@@ -127,6 +138,7 @@ def banded(out: dict[str, Any], est: Estimate, low: float | None, high: float | 
     verdict, the reason and (undecided) what would decide it."""
     out["yours"], out["ci"] = est.value, list(est.ci) if est.ci else None
     out["verdict"] = decide(est, low, high)
+    out["estimate"], out["band"] = est, (low, high)  # what a study's adaptive aim reads (studies/aim.py)
     where = f" [95 % {est.ci[0]:.3g}-{est.ci[1]:.3g}, {est.what}]" if est.ci else f" ({est.what})"
     out["detail"] = f"{text}{where}; the paper's band {band_text(low, high)}"
     if out["verdict"] == UNDECIDED:

@@ -79,7 +79,8 @@ def _changes(s: Study, part: Part) -> list[str]:
                 out.append(f"{field} {getattr(q, field)} (paper scale {getattr(p, field)})")
         if q.adaptive != p.adaptive and q.adaptive is not None:
             a = q.adaptive
-            out.append(f"extra rounds for undecided cells up to {a.max_repetitions} and {a.max_minutes:g} min")
+            aimed = " and the cells of undecided paper values" if a.aim == "study" else ""
+            out.append(f"extra rounds for undecided cells{aimed} up to {a.max_repetitions} and {a.max_minutes:g} min")
         for qp, pp in zip(q.platforms, p.platforms):
             qo, po = qp.options, pp.options
             for k in sorted(set(qo) | set(po)):

@@ -102,7 +102,7 @@ def _best(value: P.PaperValue, m: C.Matcher, cats: dict[str, P.CategorySpec]) ->
     out["yours"] = a if lo is not None and lo > 1 else "tie" if within else a
     note = f" (the paper's own gap is under {value.tolerance:.0%})" if close else ""
     if lo is None or hi is None or not (lo > 1 or within):
-        out["verdict"] = J.UNDECIDED
+        out["verdict"], out["estimate"], out["band"] = J.UNDECIDED, est, (1 / margin, margin)
         out["detail"] = f"{listing}; {a} over {b} {est.value:.3f} {est.span()}{note}: " + J.to_decide(est, 1 / margin, margin)
         return out
     if lo > 1:  # a decided winner: the paper's, or a gap both call small

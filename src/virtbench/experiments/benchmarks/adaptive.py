@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ...analysis import forecast
 from ...analysis.stats import Need, needs_more
 from ...analysis.verdict import decide
+from ...registry import AIMS
 from ...store.db import now
 from ..base import Sink
 from .schedule import LIFECYCLE, unmeasured_rounds
@@ -40,6 +42,21 @@ STOP_EQUIVALENCE = 0.95
 """The interval that stops a comparison's extra rounds on 'same' (the report's is 90 %, TOST at
 5 % each): at 90 % at every look, a platform truly 2 % off was stopped and called the same
 up to 12.7 % of the time; at 95 %, 5-9 % (README, "Reading the verdicts")."""
+
+
+@dataclass(frozen=True)
+class Aimed:
+    """One undecided quantity an aim (campaign `adaptive.aim`, registry.AIMS) judges from
+    several cells, such as a study's Table 7 row: the geometric mean of a category's metrics
+    of the best container against the paper's range. The cells' own comparisons may each be
+    decided (the same within 5 %) while the quantity, which needs a narrower interval, is not."""
+
+    what: str
+    cells: frozenset[tuple[str, str]]
+    """(platform, benchmark key) to measure again."""
+    needed: int
+    """About how many rounds would decide it at the report's 95 %, at its noise so far."""
+    reason: str
 
 
 def log_of(sink: Sink, run_id: str) -> list[dict[str, Any]]:
@@ -71,7 +88,7 @@ def plan_next(sink: Sink, campaign: Campaign, run_id: str, next_round: int,
     worst: dict[str, float] = {}
     undecided: dict[str, set[str]] = defaultdict(set)
     capped: list[str] = []
-    left: dict[tuple[str, str, str], str] = {}  # out of reach: undecided, but given no more rounds
+    left: dict[tuple[str, ...], str] = {}  # out of reach: undecided, but given no more rounds (cells, aims)
     needs: dict[tuple[str, str, str], Need] = {}
     for (platform, bench, metric), vals in sorted(values.items()):
         if platform == campaign.baseline:
@@ -111,6 +128,9 @@ def plan_next(sink: Sink, campaign: Campaign, run_id: str, next_round: int,
             left[(platform, bench, metric)] = need.reason
         elif "cap" in need.reason:
             capped.append(platform)
+    if rule.aim:
+        _aim(AIMS.get(rule.aim)(sink, campaign, run_id), values, campaign.baseline, rule.max_repetitions,
+             lambda cells: _rounds_that_fit(took, campaign.baseline, cells, left_s), undecided, cells, reasons, left)
     if not reasons:
         done = "every ratio within target" if rule.until == "precise" else "every comparison decided"
         parts = []
@@ -118,7 +138,7 @@ def plan_next(sink: Sink, campaign: Campaign, run_id: str, next_round: int,
             parts.append(f"repetition cap reached for {', '.join(sorted(set(capped)))}")
         if left:
             parts.append(f"out of reach at their noise within the time left: "
-                         f"{', '.join(sorted({f'{p} {b}' for p, b, _ in left}))}")
+                         f"{', '.join(sorted({' '.join(cell[:2]) for cell in left}))}")
         stop = "; ".join(parts) or done
         _append(sink, run_id, log, {"stop": stop})
         return None
@@ -136,6 +156,26 @@ def plan_next(sink: Sink, campaign: Campaign, run_id: str, next_round: int,
         entry["benchmarks"][campaign.baseline] = sorted(set().union(*undecided.values()))
     _append(sink, run_id, log, entry)
     return entry
+
+
+def _aim(aimed: list[Aimed], values: dict[tuple[str, str, str], list[float]], baseline: str, max_n: int,
+         fit: Callable[[set[tuple[str, str]]], int], undecided: dict[str, set[str]], cells: dict[str, str],
+         reasons: dict[str, str], left: dict[tuple[str, ...], str]) -> None:
+    """Add the aim's cells to the next round, each under the repetition cap. A quantity whose
+    decision needs more rounds than its cells could still get, alone in the time left (`fit`)
+    and under the cap, is left with its reason: the rounds go to what they can decide (study
+    003's abstract value takes every cell; its Table 7 memory row one benchmark)."""
+    for a in aimed:
+        done = {c: max((len(v) for (p, b, _), v in values.items() if (p, b) == c), default=0) for c in a.cells}
+        open_ = {c for c, n in done.items() if c[0] != baseline and n < max_n}
+        budget = min(max_n, min(done.values(), default=0) + fit(open_)) if open_ else 0
+        if a.needed > budget:
+            left[(a.what,)] = f"{OUT_OF_REACH}: {a.reason}; about {budget} rounds fit the caps"
+            continue
+        for platform, bench in sorted(open_):
+            undecided[platform].add(bench)
+            cells.setdefault(f"{platform} {bench}", f"for {a.what}: {a.reason}")
+            reasons.setdefault(platform, f"{bench}: for {a.what}")
 
 
 def note_noise(sink: Sink, campaign: Campaign, run_id: str, started_at: datetime) -> list[str]:
