@@ -351,8 +351,8 @@ def test_the_report_says_a_confirmation_within_1_percent_as_such():
 
 def test_every_count_s_workload_starts_on_a_reclaimed_confined_host(tmp_path, monkeypatch):
     """Kept fleet or grown from empty, each count's workload starts after the confined host's
-    reclaimable memory was given back (after the idle readings, before the workload), so the
-    guard sees the same state whatever the fleet's history; the amount is logged."""
+    reclaimable memory was given back (after the idle readings, before the workload, when the
+    fleet grew), so the guard sees the same state whatever the fleet's history; the amount is logged."""
     calls: list[str] = []
     usage = iter([900 << 20, 880 << 20])
     monkeypatch.setattr(ramp_module.cgroups, "reclaim", lambda rel: calls.append(f"reclaim {rel}"))
@@ -368,6 +368,8 @@ def test_every_count_s_workload_starts_on_a_reclaimed_confined_host(tmp_path, mo
     fleet = SimpleNamespace(members=[], run_workload=lambda bench, key, overlap: calls.append("workload")
                             or SimpleNamespace(sync=None))
     r.judge = SimpleNamespace(judge=lambda outcome, available, extra: None)
-    assert r._run(fleet, 7, []) is None
+    assert r._run(fleet, 7, [{"started": 7, "seconds": 1.0, "size": 7}]) is None
     assert calls == ["idle", "idle", "reclaim virtbench/density-r", "workload"]
     assert any("count 7: reclaimed 20.0 MiB" in line for line in logs), logs
+    calls.clear()  # reached by shrinking: _pressed_with reclaimed after the failed count
+    assert r._run(fleet, 6, []) is None and calls == ["idle", "idle", "workload"]

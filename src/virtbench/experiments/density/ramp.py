@@ -415,7 +415,7 @@ class Ramp:
                        "unit": "s", **base},
                       {"metric": "start_parallel", "value": float(max(b["size"] for b in batches)), "unit": "count",
                        **base}]
-        if self.parent:
+        if self.parent and batches:  # after a shrink, _pressed_with has reclaimed
             self._reclaim_before(count)
         self.ctx.step(f"{self.platform.name}: fleet {self.probe_no}, {count} instances running the workload")
         outcome = fleet.run_workload(self.bench, f"density-{self.probe_no}-{self.step_no}-{count}",
@@ -430,7 +430,9 @@ class Ramp:
         memory.stat does not say which slab is reclaimable), and a kept fleet reclaimed after
         a failed count had 6-20 MiB more available than a fleet grown from empty to the same
         count (runc, docker at 1 GiB, 2026-11-30), so fresh fleets failed the kept fleet's
-        maximum. No swap on the confined host: only page cache and slab go."""
+        maximum. No swap on the confined host: only page cache and slab go. After a growth only:
+        a count reached by shrinking was reclaimed by _pressed_with (and v1's force_empty takes
+        10-18 s with 550 docker containers, 2-3 s when there is nothing to give back)."""
         assert self.parent is not None
         before, t0 = cgroups.memory_usage(self.parent), time.monotonic()
         cgroups.reclaim(self.parent)
