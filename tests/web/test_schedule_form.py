@@ -36,7 +36,7 @@ def test_the_new_fields_and_human_sizes_become_the_campaign(client, filled):
         run = s.get(Run, r.headers["location"].rsplit("/", 1)[1])
     c = run.campaign
     assert c["adaptive"] == {"target": 0.05, "max_repetitions": 6, "max_minutes": 60.0, "until": "decided",
-                             "noise_check": 0}
+                             "noise_check": 0, "aim": None}
     assert c["probes"] == ["pressure"] and c["profile"] == "full" and c["image"]["release"] == "trixie"
     assert c["platforms"][1]["options"] == {"memory": 512 << 20}
     assert "memory: 512 MiB" in run.campaign_source  # the form's YAML keeps the size as typed
