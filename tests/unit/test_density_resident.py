@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import threading
 import time
 from pathlib import Path
@@ -176,5 +177,31 @@ def test_a_symlink_in_the_runner_s_directory_never_points_the_host_at_a_host_fil
         directory.rename(tmp_path / "moved")
         directory.symlink_to(elsewhere)  # the path now leads elsewhere; the runner's cwd does not
         assert Path(runner.path("done")).resolve().parent == tmp_path / "moved"
+    finally:
+        runner.kill()
+
+
+def test_a_device_node_or_file_in_place_of_a_fifo_is_never_opened_by_the_host(tmp_path):
+    """A container may mknod (docker's default capabilities); only its device cgroup stops it
+    using the node. The host, outside that cgroup, must open none: a node where a FIFO was (or
+    a plain file) is refused, and argv is always a new file, never one left there."""
+    directory = tmp_path / "runner"
+    runner = _start(directory)
+    try:
+        (directory / "err").unlink()
+        (directory / "err").write_text("not the job's\n")
+        with pytest.raises(resident.Gone, match="not a FIFO"):
+            runner.run(["0", "", "true"], 10)
+        if os.geteuid() == 0:
+            (directory / "err").unlink()
+            os.mknod(directory / "err", 0o600 | stat.S_IFCHR, os.makedev(1, 5))  # /dev/zero: endless output
+            with pytest.raises(resident.Gone, match="not a FIFO"):
+                runner.run(["0", "", "true"], 10)
+            os.mknod(directory / "argv.tmp", 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+            (directory / "err").unlink()
+            os.mkfifo(directory / "err")
+            r = runner.run(["0", "", "true"], 10)  # the node at argv.tmp replaced by a new file
+            assert r.returncode == 0 and (directory / "argv").is_file()
+            assert not (directory / "argv.tmp").exists()
     finally:
         runner.kill()

@@ -36,6 +36,7 @@ import errno
 import os
 import select
 import signal
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -195,8 +196,8 @@ class Runner:
     def path(self, name: str) -> str:
         """A file of its directory, reached through the runner's own working directory (the
         runner cds there): no component the container could make a symlink is resolved on the
-        way, and every open refuses a symlink at the end (O_NOFOLLOW), so a container cannot
-        point the host's reads or writes at a host file."""
+        way, and every open refuses anything but what it expects at the end (open_fifo; argv
+        a new file), so a container cannot point the host's reads or writes at a host file."""
         return f"/proc/{self.pid}/cwd/{name}"
 
     def alive(self) -> bool:
@@ -219,12 +220,16 @@ class Runner:
         fds: dict[str, int] = {}
         try:
             tmp = self.path("argv.tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+            try:  # a new file, never one the container left there (a device node: written to)
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
             with os.fdopen(fd, "w") as f:
                 f.write(encode(args))
             os.replace(tmp, self.path("argv"))
             for name in PIPES:  # the read ends first: the runner's opens of them then never wait
-                fds[name] = os.open(self.path(name), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+                fds[name] = open_fifo(self.path(name), os.O_RDONLY | os.O_NONBLOCK)
         except OSError as exc:
             _close(fds)
             raise Gone(f"its files: {exc}") from None
@@ -251,7 +256,7 @@ class Runner:
         """The write end of `go`, once the runner waits on it (ENXIO until then)."""
         while True:
             try:
-                return os.open(self.path("go"), os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+                return open_fifo(self.path("go"), os.O_WRONLY | os.O_NONBLOCK)
             except OSError as exc:
                 if exc.errno != errno.ENXIO or time.monotonic() > until or not self.alive():
                     raise Gone(f"not waiting for a job ({exc.strerror})") from None
@@ -286,7 +291,7 @@ class Runner:
                 fds[name] = -1
                 if name == "done":
                     try:
-                        fds[name] = os.open(self.path("done"), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+                        fds[name] = open_fifo(self.path("done"), os.O_RDONLY | os.O_NONBLOCK)
                     except OSError as exc:
                         return None, f"lost its done FIFO during job {job}: {exc}"
                     out[name].clear()
@@ -312,6 +317,24 @@ def _drain(fd: int, buf: bytearray) -> None:
         if not chunk:
             return
         buf += chunk
+
+
+def open_fifo(path: str, flags: int) -> int:
+    """Open a FIFO of the runner's directory and nothing else. The container owns that
+    directory: a symlink there could name a host file, and a device node it made (mknod is in
+    docker's default capabilities; only its device cgroup stops it using one) would be opened
+    by the host, outside that cgroup, its data read back as output or written. O_PATH opens no
+    device; the node is checked on that descriptor, and the open goes to that same inode."""
+    ref = os.open(path, os.O_PATH | os.O_NOFOLLOW)
+    try:
+        mode = os.fstat(ref).st_mode
+        if stat.S_ISLNK(mode):  # what O_NOFOLLOW says of a symlink
+            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), path)
+        if not stat.S_ISFIFO(mode):
+            raise OSError(errno.EINVAL, "not a FIFO", path)
+        return os.open(f"/proc/self/fd/{ref}", flags)
+    finally:
+        os.close(ref)
 
 
 def _close(fds: dict[str, int]) -> None:
