@@ -71,7 +71,7 @@ class Adaptive(BaseModel):
                                "rounds run only the undecided benchmarks")
     aim: str | None = Field(
         None, description="with until: decided, also measure again the cells of what this plugin judges from them "
-                          "while it is undecided (study: a study's paper values; `virtbench study run` sets it)")
+                          "while it is undecided (study: a study's paper values, as study 003's quick preset sets it)")
 
     @field_validator("aim")
     @classmethod

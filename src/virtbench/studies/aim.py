@@ -74,8 +74,7 @@ def feeding(v: P.PaperValue, m: C.Matcher, cats: dict[str, P.CategorySpec]) -> s
     if v.kind in ("range", "best") and v.of and v.category in cats:
         groups = list(m.category_rows(cats[v.category], v.of, y).values())
     elif v.kind == "claim" and y.overall:
-        names = sorted({r.benchmark.split("[")[0] for pr in m.runs for r in pr.report.rows})
-        groups = list(m.category_rows(P.CategorySpec(benchmarks=names), y.overall).values())
+        groups = list(m.category_rows(m.everything(), y.overall).values())
     elif v.kind in ("relative", "value"):
         groups = [m.rows(y)]
     else:

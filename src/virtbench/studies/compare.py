@@ -218,9 +218,12 @@ class Matcher:
         best = max(values, key=lambda t: values[t].value)
         return values[best], best, values
 
+    def everything(self) -> P.CategorySpec:
+        """Every benchmark of the runs as one category (an overall claim's)."""
+        return P.CategorySpec(benchmarks=sorted({r.benchmark.split("[")[0] for pr in self.runs for r in pr.report.rows}))
+
     def overall(self, of: str) -> J.Estimate | None:
-        spec = P.CategorySpec(benchmarks=sorted({r.benchmark.split("[")[0] for pr in self.runs for r in pr.report.rows}))
-        return self.category(spec, of)[0]
+        return self.category(self.everything(), of)[0]
 
     def stacks(self) -> list[tables.StackRow]:
         return [s for pr in self.runs for s in tables.stack_predictions(pr.report.rows, runinfo.platform_infos(pr.report.run))]
