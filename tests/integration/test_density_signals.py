@@ -63,7 +63,7 @@ name: density-sigterm
 experiment: density
 platforms: [{name: lxc, type: lxc, memory: 64M, swap: 0}]
 density:
-  workload: {name: openssl, algorithm: des-ede3, bytes: 64, multi: 2, seconds: 60}
+  workload: {name: openssl, algorithm: des-ede3, bytes: 64, multi: 2, seconds: 12}
   counts: [1, 3]
   host_memory: 256M
   settle: 0

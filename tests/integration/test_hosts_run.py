@@ -13,7 +13,7 @@ import yaml
 
 from hostsupport.netns_host import netns_host
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.measures]  # density, clock offset: alone
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 def _cli(env, *args, timeout=1200):
@@ -98,7 +98,10 @@ def test_two_hosts_one_killed_mid_run_then_resumed(env, tmp_path):
         assert all(p["valid"] and p["server_host"] == name and p["n"] == 3 for p in pairs)
         throughput = next(p for p in pairs if p["benchmark"] == "iperf3" and p["metric"] == "throughput")
         assert throughput["mean"] > 10  # Mbit/s through the veth link to the namespace
-        assert abs(report["hosts"]["hosts"][name]["clock"]["offset_s"]) < 0.05  # one machine, one clock
+        # one machine, one clock: the true offset is 0, and an NTP-style reading is within half its
+        # round trip of the truth, however loaded the machine (so this test need not run alone)
+        clock = report["hosts"]["hosts"][name]["clock"]
+        assert abs(clock["offset_s"]) <= clock["uncertainty_s"] + 1e-3, clock
         text = _cli(env, "report", run_id).stdout
         assert f"host {name}" in text and "Hosts side by side" in text
         # the host's own cleanup, over SSH, under its own state: nothing of the run is left there
@@ -106,6 +109,7 @@ def test_two_hosts_one_killed_mid_run_then_resumed(env, tmp_path):
         assert res.returncode == 0 and "nothing to clean up" in res.stdout, res.stdout + res.stderr
 
 
+@pytest.mark.measures  # density with the host guard: alone
 def test_density_on_two_hosts_each_its_own_search_resumed_after_a_host_is_lost(env, tmp_path):
     """Another agents kind across hosts: `local` runs the density search here, the second host's
     agent there, each into the one run under its host's name. The second host dies after its
