@@ -166,3 +166,54 @@ def test_a_campaign_on_boards_only_builds_no_image_for_the_controllers_own_archi
     with pytest.raises(Stop):
         hosts.prepare_parts(Benchmarks(c, paths), paths, 1, lambda m: None)
     assert built == ["armhf"]
+
+
+def test_a_hosts_check_says_what_its_platforms_took_as_it_goes(monkeypatch):
+    """The agent's check prepares the platforms there (3.5 minutes of image imports on the
+    emulated reference host, in silence before): each log line reaches the terminal, named by
+    its host, when the agent writes it, not after the check ends."""
+    from virtbench.remote.inventory import HostSpec
+    from virtbench.runner import parts as hosts
+    from virtbench.runner.parts import Part
+
+    seen: list[str] = []
+
+    class FakeStream:
+        def send(self, text):
+            return True
+
+        def lines(self):
+            yield '{"event": "log", "message": "docker: ready in 52 s (the image made known to it)"}'
+            assert seen == ["b: docker: ready in 52 s (the image made known to it)"]  # before the next line
+            yield "a stray print"
+            yield '{"event": "end", "status": "checked"}'
+
+        def close(self):
+            return 0
+
+        def stderr(self):
+            return ""
+
+    monkeypatch.setattr(hosts.proc, "stream", lambda argv: FakeStream())
+    part = Part(spec=HostSpec(name="b", address="192.0.2.2"), seed=1, executor=SimpleNamespace(ssh_argv=lambda a: a))
+    msgs = hosts.talk(part, {"mode": "check"}, log=lambda m: seen.append(f"b: {m}"))
+    assert [m["event"] for m in msgs] == ["log", "end"] and len(seen) == 1
+
+
+def test_a_platform_whose_prepare_takes_seconds_says_so(monkeypatch):
+    """What feeds the check's log lines above: prepare() logs a platform that took 2 s or more
+    (an image import), and nothing for one that was ready at once."""
+    from virtbench.experiments.benchmarks import session as sess
+    from virtbench.platforms.base import Paths
+
+    c = campaign(platforms=["native", {"name": "runc", "network": "host"}])
+    s = sess.build_objects(c, Paths(Path("/nonexistent-state"), Path("/nonexistent-run")))
+    clock = iter([0.0, 0.1, 10.0, 62.5])
+    monkeypatch.setattr(sess, "time", SimpleNamespace(monotonic=lambda: next(clock)))
+    monkeypatch.setattr(sess, "check_available", lambda *a, **k: None)
+    monkeypatch.setattr(sess.images, "build", lambda *a, **k: SimpleNamespace(tag="t"))
+    for p in s.platforms.values():
+        monkeypatch.setattr(p, "prepare", lambda image: None)
+    lines: list[str] = []
+    sess.prepare(s, log=lines.append)
+    assert lines == ["runc: ready in 52 s (the image made known to it)"]

@@ -173,7 +173,7 @@ def _prepare_remote(part: Part, campaign: Campaign, recipe: images.Recipe | None
         ship.ensure_image(ex, image.root, part.image_cache, part.shipped, log)
     part.clock = clock_offset(ex)
     msgs = talk(part, {"mode": "check", "campaign": for_agent(campaign), "run_id": "check",
-                        "image_cache": part.image_cache})
+                        "image_cache": part.image_cache}, log=lambda m: log(f"{part.name}: {m}"))
     end = msgs[-1] if msgs else {}
     if end.get("event") == "error" or end.get("status") != "checked":
         raise InputError(f"host {part.name}: {end.get('message') or 'the agent did not answer'}",
@@ -186,12 +186,19 @@ def for_agent(campaign: Campaign) -> dict[str, Any]:
     return campaign.model_dump(mode="json")
 
 
-def talk(part: Part, job: dict[str, Any]) -> list[dict[str, Any]]:
-    """A short agent job (check, cleanup): every line it wrote, until it exits."""
+def talk(part: Part, job: dict[str, Any], log: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """A short agent job (check, cleanup): every line it wrote, until it exits. log: its log
+    lines as they come (a check prepares the platforms there: image imports take minutes on a
+    slow board or an emulated host, and the terminal says which)."""
     assert part.executor is not None
     stream = proc.stream(part.agent_argv())
     stream.send(json.dumps(job))
-    msgs = [m for m in map(parse, stream.lines()) if m]
+    msgs = []
+    for m in map(parse, stream.lines()):
+        if m:
+            msgs.append(m)
+            if log is not None and m.get("event") == "log":
+                log(str(m.get("message", "")))
     rc = stream.close()
     if not msgs:
         return [{"event": "error", "message": f"the agent exited with status {rc}: {stream.stderr().strip()[-300:]}"}]

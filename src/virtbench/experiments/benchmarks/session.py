@@ -7,6 +7,7 @@ and exit 2 before anything is measured or stored.
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -78,6 +79,9 @@ def refuse_unlimited_memory(host: str, limited: list[str], cgroups: str | None =
 
 
 V2_CONTROLLERS = Path("/sys/fs/cgroup/cgroup.controllers")
+PREPARE_WORTH_SAYING_S = 2.0
+"""A platform's prepare() this long or longer is logged with its time: an image imported into
+docker, podman and containerd took 3.5 minutes on the emulated reference host, unexplained."""
 UNDELEGATED_FIX = ("give virtbench a cgroup v2 root with the controller: a systemd host has every controller "
                    "the kernel enables (check the kernel command line for cgroup_disable=), a container or "
                    "unit needs it delegated (Delegate=yes)")
@@ -237,7 +241,10 @@ def prepare(session: Session, *, cache: Path = images.DEFAULT_CACHE,
         if name not in session.platforms or outer_of(session, name) is not None:
             continue  # left out with its VM; stacked ones are prepared in each fresh VM
         try:
+            t0 = time.monotonic()
             platform.prepare(session.image)
+            if (took := time.monotonic() - t0) >= PREPARE_WORTH_SAYING_S:
+                log(f"{name}: ready in {took:.0f} s (the image made known to it)")
         except Exception as exc:
             if left_out is None or name == session.campaign.baseline or disk_full(exc):
                 raise
