@@ -80,8 +80,9 @@ def refuse_unlimited_memory(host: str, limited: list[str], cgroups: str | None =
 
 V2_CONTROLLERS = Path("/sys/fs/cgroup/cgroup.controllers")
 PREPARE_WORTH_SAYING_S = 2.0
-"""A platform's prepare() this long or longer is logged with its time: an image imported into
-docker, podman and containerd took 3.5 minutes on the emulated reference host, unexplained."""
+"""A platform's prepare() (an image import, a VM disk, a trial pod) this long or longer is
+logged with its time: the image imports into docker, podman and containerd took 3.5 minutes on
+the emulated reference host, unexplained."""
 UNDELEGATED_FIX = ("give virtbench a cgroup v2 root with the controller: a systemd host has every controller "
                    "the kernel enables (check the kernel command line for cgroup_disable=), a container or "
                    "unit needs it delegated (Delegate=yes)")
@@ -244,7 +245,7 @@ def prepare(session: Session, *, cache: Path = images.DEFAULT_CACHE,
             t0 = time.monotonic()
             platform.prepare(session.image)
             if (took := time.monotonic() - t0) >= PREPARE_WORTH_SAYING_S:
-                log(f"{name}: ready in {took:.0f} s (the image made known to it)")
+                log(f"{name}: ready in {took:.0f} s")
         except Exception as exc:
             if left_out is None or name == session.campaign.baseline or disk_full(exc):
                 raise
