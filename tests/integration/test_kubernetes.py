@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -254,6 +255,18 @@ def test_what_the_cluster_refuses_is_refused_before_anything_starts(k8s_node, en
     _assert_nothing_left(k8s_node)
 
 
+def _why_no_pod_ran(run: subprocess.Popen[str], env: dict[str, str], core: Any) -> str:
+    """The run's own words, its failed executions' raw output and the node's conditions (a CI run
+    failed here with only "2 executions failed" to read)."""
+    said = run.stderr.read() if run.stderr and run.poll() is not None else "the run is still going"
+    found = re.search(r"virtbench show (\S+) --failed", said)
+    failed = _cli(env, "show", found.group(1), "--failed", timeout=120).stdout[-4000:] if found else ""
+    nodes = json.loads(core.list_node(_preload_content=False).data)["items"]
+    conditions = [f"{c['type']}={c['status']} ({c.get('reason')})" for n in nodes
+                  for c in (n.get("status") or {}).get("conditions") or []]
+    return f"{said}\n{failed}\nnode conditions: {', '.join(conditions)}"
+
+
 def test_cleanup_finds_what_a_crash_left(k8s_node, env, image, tmp_path):
     """A run killed with its pod up (SIGKILL: nothing of it cleans up): `virtbench cleanup` finds the
     pod, the namespace and the imported image by their labels and removes them."""
@@ -272,7 +285,7 @@ def test_cleanup_finds_what_a_crash_left(k8s_node, env, image, tmp_path):
         running = [p for p in pods["items"] if p["metadata"]["labels"].get("org.virtbench") != "probe"
                    and (p.get("status") or {}).get("phase") == "Running"]
         time.sleep(0.5)
-    assert running, run.stderr.read() if run.stderr else "no pod ran"
+    assert running, _why_no_pod_ran(run, env, core)
     run.kill()
     run.wait(30)
     assert any(_left_on_node(node).values())
