@@ -13,6 +13,7 @@ times one reporting a single metric; the per-platform table shows how many went 
 """
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -59,8 +60,11 @@ class CategoryCell:
 
 
 def geomean(values: Iterable[float]) -> float | None:
-    arr = np.asarray([v for v in values if v is not None and v > 0], dtype=float)
-    return float(np.exp(np.mean(np.log(arr)))) if arr.size else None  # what scipy.stats.gmean computes
+    """What scipy.stats.gmean computes, with the C library's log and exp: numpy's own (SIMD on
+    AVX-512 CPUs) differ in the last bit from one CPU to another, and a stored run must report
+    the same bytes on every machine."""
+    logs = [math.log(v) for v in values if v is not None and v > 0]
+    return math.exp(float(np.mean(logs))) if logs else None
 
 
 def category_table(rows: Sequence[Row]) -> dict[str, dict[str, CategoryCell]]:
