@@ -206,7 +206,7 @@ def reference_host(*, memory: str = "3G", vcpus: int = 2, name: str = "refhost",
     port = free_port()
     kind, pub = (ref / "host_key.pub").read_text().split()[:2]
     (base / "known_hosts").write_text(f"[127.0.0.1]:{port} {kind} {pub}\n")
-    accel = "kvm" if os.access("/dev/kvm", os.R_OK | os.W_OK) and _kvm_works() else "tcg"
+    accel = "kvm" if os.access("/dev/kvm", os.R_OK | os.W_OK) and _kvm_works(disk.kernel) else "tcg"
     spec = VMSpec(name=f"vbref{tag}", run_id=f"refhost-{tag}", accel=accel,  # type: ignore[arg-type]
                   options=QemuOptions(memory=memory, vcpus=vcpus, network="user", cache="writeback"),
                   kernel=disk.kernel, initrd=disk.initrd, overlay=overlay, agent_socket=base / "agent.sock",

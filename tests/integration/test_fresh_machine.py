@@ -98,7 +98,7 @@ def test_a_platform_failing_at_setup_is_left_out_of_a_quick_run_never_an_abort(f
     of issue 28): both left out with their reasons, the others measured. The same campaign from
     a file stops before anything is stored."""
     platforms: list = ["native", "runc", {"name": "small", "type": "lxc", "disk": "64M"}]
-    kvm_fails = not accel.accel_verdict(fresh, None).kvm
+    kvm_fails = not accel.accel_verdict(fresh, accel.probe_kernel()).kvm
     if kvm_fails:
         platforms.append({"name": "kvm", "type": "qemu", "accel": "kvm", "memory": "1G"})
     campaign = parse_campaign(_campaign(platforms), "test")
