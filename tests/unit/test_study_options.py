@@ -54,8 +54,9 @@ def test_the_report_drops_a_difference_the_option_removed():
 
 
 def test_003s_vm_is_sized_to_the_host_at_paper_scale(monkeypatch):
-    """The host's size fixed: MemTotal moves under virtio-mem and a balloon (a CI run saw it change
-    between the plan and the assertion)."""
+    """The host's size fixed, so the plan's arithmetic is what is checked: a CI run failed the
+    version that read the real MemTotal twice (its message was not kept; these machines have
+    virtio-mem and a balloon, which can move MemTotal, the likely cause)."""
     from virtbench import hostinfo
 
     monkeypatch.setattr(hostinfo, "meminfo", lambda text=None: {"MemTotal": 24 << 30})
